@@ -1,0 +1,33 @@
+# Every dependency comes from a system package (Debian / Ubuntu), found through its CMake config.
+find_package(fmt REQUIRED)
+find_package(spdlog REQUIRED)
+find_package(nlohmann_json 3.9 REQUIRED)
+find_package(tomlplusplus 3 REQUIRED)
+find_package(Threads REQUIRED)
+
+# xxHash ships no CMake config; it is used header-only (XXH_INLINE_ALL), so no library is linked.
+find_path(CUBERT_XXHASH_INCLUDE_DIR xxhash.h REQUIRED)
+add_library(cubert_xxhash INTERFACE)
+target_include_directories(cubert_xxhash SYSTEM INTERFACE $<BUILD_INTERFACE:${CUBERT_XXHASH_INCLUDE_DIR}>)
+target_compile_definitions(cubert_xxhash INTERFACE XXH_INLINE_ALL)
+
+if(CUBERT_BUILD_TOOLS)
+  find_package(CLI11 REQUIRED)
+endif()
+if(CUBERT_BUILD_TESTS)
+  find_package(GTest REQUIRED)
+endif()
+if(CUBERT_BUILD_BENCHMARKS)
+  find_package(benchmark REQUIRED)
+endif()
+
+set(CUBERT_HAS_CUDA OFF)
+if(CUBERT_BUILD_CUDA)
+  find_package(CUDAToolkit QUIET)
+  if(CUDAToolkit_FOUND)
+    set(CUBERT_HAS_CUDA ON)
+    message(STATUS "cubert: CUDA backend ON (toolkit ${CUDAToolkit_VERSION})")
+  else()
+    message(STATUS "cubert: CUDA toolkit not found; CUDA backend OFF")
+  endif()
+endif()

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+// The storage contract: raw pages from a device (host bytes, CUDA memory, cl_mem).
+#pragma once
+
+#include <cstdint>
+
+namespace cubert::backend {
+
+using storage_id = std::uint64_t;
+
+/// Draws a process-wide unique storage id (never 0).
+[[nodiscard]] storage_id next_storage_id() noexcept;
+
+/// A byte range of one page.
+struct storage_handle {
+  storage_id id = 0;
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+
+  /// Narrows the range by `n` bytes at its start (the caller checks n <= size).
+  [[nodiscard]] storage_handle offset_start(std::uint64_t n) const noexcept {
+    return {id, offset + n, size - n};
+  }
+  /// Narrows the range by `n` bytes at its end (the caller checks n <= size).
+  [[nodiscard]] storage_handle offset_end(std::uint64_t n) const noexcept {
+    return {id, offset, size - n};
+  }
+};
+
+/// A raw resource a kernel or a copy can use: the page's native object and the bound range.
+/// On the host and on CUDA `base` is the page's address (host pointer or CUdeviceptr); on OpenCL
+/// `native` is the page's cl_mem and `base` is 0.
+struct resource {
+  void* native = nullptr;
+  std::uint64_t base = 0;
+  std::uint64_t offset = 0;
+  std::uint64_t size = 0;
+
+  [[nodiscard]] std::uint64_t address() const noexcept { return base + offset; }
+  template <typename T>
+  [[nodiscard]] T* host_ptr() const noexcept {
+    return reinterpret_cast<T*>(static_cast<std::uintptr_t>(address()));
+  }
+};
+
+/// Raw page allocator of one device. Used by one server thread at a time (not thread-safe).
+class storage {
+ public:
+  virtual ~storage() = default;
+
+  /// Alignment, in bytes, that every slice offset inside a page must respect.
+  [[nodiscard]] virtual std::uint64_t alignment() const noexcept = 0;
+  /// Allocates a page of `size` bytes (size may be 0). @throws out_of_memory when the device
+  /// has no room; the memory manager then cleans up and retries.
+  [[nodiscard]] virtual storage_handle alloc(std::uint64_t size) = 0;
+  /// Releases a page; may be deferred until `flush()`. Unknown ids are ignored.
+  virtual void dealloc(storage_id id) noexcept = 0;
+  /// The resource for a range of a live page. @throws invalid_argument for an unknown id.
+  [[nodiscard]] virtual resource get(storage_handle const& handle) const = 0;
+  /// Performs deferred deallocations.
+  virtual void flush() {}
+};
+
+}  // namespace cubert::backend

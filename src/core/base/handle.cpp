@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <cubert/error.hpp>
+#include <cubert/handle.hpp>
+
+#include <fmt/format.h>
+
+namespace cubert {
+
+handle handle::offset_start(std::uint64_t n) const {
+  if (n > size()) {
+    throw invalid_argument(
+        fmt::format("offset_start({}) is past the end of a {}-byte handle", n, size()));
+  }
+  handle out = *this;
+  out.start_ += n;
+  return out;
+}
+
+handle handle::offset_end(std::uint64_t n) const {
+  if (n > size()) {
+    throw invalid_argument(
+        fmt::format("offset_end({}) is past the start of a {}-byte handle", n, size()));
+  }
+  handle out = *this;
+  out.end_ += n;
+  return out;
+}
+
+binding handle::binding() const& { return handle(*this).binding(); }
+
+binding handle::binding() && {
+  return cubert::binding(std::move(memory_).binding(), start_, end_, size_);
+}
+
+std::vector<handle> offset_handles(handle const& base, std::span<std::uint64_t const> sizes,
+                                   std::uint64_t align) {
+  CUBERT_EXPECTS(align > 0, "offset_handles: align must be positive");
+  std::vector<handle> out;
+  out.reserve(sizes.size());
+  std::uint64_t const total = base.size();
+  std::uint64_t offset = 0;
+  for (std::uint64_t size : sizes) {
+    offset = (offset + align - 1) / align * align;
+    if (offset > total || size > total - offset) {
+      throw invalid_argument(fmt::format(
+          "offset_handles: a {}-byte view at offset {} does not fit in a {}-byte handle", size,
+          offset, total));
+    }
+    out.push_back(base.offset_start(offset).offset_end(total - offset - size));
+    offset += size;
+  }
+  return out;
+}
+
+}  // namespace cubert

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+// cubecl-common benchmark.rs statistics and the timestamp profiler (cubecl-behaviour.md §4.4, §5.3).
+#include <cubert/error.hpp>
+#include <cubert/profiling.hpp>
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+namespace {
+
+using namespace std::chrono_literals;
+using ns = std::chrono::nanoseconds;
+
+TEST(BenchmarkComputations, FiveSamples) {
+  std::vector<ns> d{10s, 20s, 30s, 40s, 50s};
+  auto c = cubert::benchmark_computations::from(d);
+  EXPECT_EQ(c.min, 10s);
+  EXPECT_EQ(c.max, 50s);
+  EXPECT_EQ(c.median, 30s);
+  EXPECT_EQ(c.mean, 30s);
+  // 200 s² expressed in ns².
+  EXPECT_DOUBLE_EQ(c.variance_ns2, 200.0 * 1e18);
+}
+
+TEST(BenchmarkComputations, FourSamplesUpperMedian) {
+  std::vector<ns> d{40s, 18s + 5ns, 20s, 30s};
+  auto c = cubert::benchmark_computations::from(d);
+  EXPECT_EQ(c.min, 18s + 5ns);
+  EXPECT_EQ(c.max, 40s);
+  EXPECT_EQ(c.median, 30s);
+}
+
+TEST(BenchmarkComputations, Mean) {
+  std::vector<ns> d{10s, 20s, 30s, 40s};
+  EXPECT_EQ(cubert::benchmark_computations::from(d).mean, 25s);
+}
+
+TEST(BenchmarkComputations, EmptyIsInvalid) {
+  std::vector<ns> d;
+  EXPECT_THROW((void)cubert::benchmark_computations::from(d), cubert::invalid_argument);
+}
+
+TEST(TimestampProfiler, NestedTokens) {
+  cubert::timestamp_profiler p;
+  auto outer = p.start();
+  auto inner = p.start();
+  std::this_thread::sleep_for(2ms);
+  auto di = p.stop(inner);
+  auto dout = p.stop(outer);
+  EXPECT_GE(di.resolve(), 2ms);
+  EXPECT_GE(dout.resolve(), di.resolve());
+  EXPECT_EQ(dout.method(), cubert::timing_method::system);
+  EXPECT_TRUE(p.empty());
+}
+
+TEST(TimestampProfiler, UnknownTokenIsNotRegistered) {
+  cubert::timestamp_profiler p;
+  auto t = p.start();
+  (void)p.stop(t);
+  try {
+    (void)p.stop(t);
+    FAIL() << "expected profile_error";
+  } catch (cubert::profile_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("not registered"), std::string::npos);
+  }
+}
+
+TEST(TimestampProfiler, ErrorFailsOpenTokensOnly) {
+  cubert::timestamp_profiler p;
+  auto a = p.start();
+  p.error("launch failed");
+  auto b = p.start();
+  EXPECT_THROW((void)p.stop(a), cubert::profile_error);
+  EXPECT_NO_THROW((void)p.stop(b));
+}
+
+TEST(ProfileDuration, DeviceResolvesOnceAndRetriesAfterThrow) {
+  int calls = 0;
+  auto d = cubert::profile_duration::from_device([&] {
+    if (++calls == 1) throw cubert::device_error("not yet");
+    return ns(42);
+  });
+  EXPECT_EQ(d.method(), cubert::timing_method::device);
+  EXPECT_THROW((void)d.resolve(), cubert::device_error);
+  EXPECT_EQ(d.resolve(), ns(42));
+  EXPECT_EQ(d.resolve(), ns(42));
+  EXPECT_EQ(calls, 2);
+}
+
+}  // namespace

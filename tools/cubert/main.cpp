@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+// The cubert command-line tool: devices, run, replay, cache, ... (one file per subcommand).
+#include <cubert/build_config.hpp>
+#include <cubert/error.hpp>
+
+#include "command.hpp"
+
+#include <algorithm>
+#include <iostream>
+
+namespace cubert::cli {
+
+std::vector<command_entry>& command_registry() {
+  static std::vector<command_entry> registry;
+  return registry;
+}
+
+int& exit_code() {
+  static int code = 0;
+  return code;
+}
+
+}  // namespace cubert::cli
+
+int main(int argc, char** argv) {
+  CLI::App app{"cubert: a compute runtime over CPU, CUDA and OpenCL devices"};
+  app.set_version_flag("--version", std::string("cubert ") + CUBERT_VERSION_STRING);
+  app.require_subcommand(1);
+  auto& registry = cubert::cli::command_registry();
+  std::sort(registry.begin(), registry.end(),
+            [](auto const& a, auto const& b) { return a.name < b.name; });
+  for (auto const& entry : registry) entry.setup(app);
+  try {
+    app.parse(argc, argv);
+  } catch (CLI::ParseError const& e) {
+    return app.exit(e);
+  } catch (cubert::error const& e) {
+    std::cerr << "cubert: error (" << cubert::to_string(e.code()) << "): " << e.what() << "\n";
+    return 1;
+  } catch (std::exception const& e) {
+    std::cerr << "cubert: error: " << e.what() << "\n";
+    return 1;
+  }
+  return cubert::cli::exit_code();
+}
