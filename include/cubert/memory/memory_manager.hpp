@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+// Routes reservations to pools over one storage; usage, reports and cleanup.
+#pragma once
+
+#include <cubert/backend/storage.hpp>
+#include <cubert/handle.hpp>
+#include <cubert/memory/configuration.hpp>
+#include <cubert/memory/memory_usage.hpp>
+#include <cubert/memory/slice.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+namespace cubert::memory {
+
+class memory_pool;
+class persistent_pool;
+struct reservation_stats;
+
+/// Owns a storage and the pools carved from it; hands out slices.
+///
+/// Thread-safety: every member function is for one server thread at a time (the manager is not
+/// locked). Handles and bindings it returns may be copied and dropped on any thread: a drop only
+/// pushes the slice on a lock-free queue that the next call on the server thread drains.
+/// Destroy the manager only when no other thread is dropping its handles at that moment;
+/// handles that outlive it stay valid objects but resolve to nothing.
+class memory_manager {
+ public:
+  /// Builds the pools of `config` for `props`. @throws invalid_argument on bad properties.
+  memory_manager(std::unique_ptr<backend::storage> storage, device_memory_properties props,
+                 memory_configuration config = memory_configuration::sub_slices());
+  ~memory_manager();
+  memory_manager(memory_manager const&) = delete;
+  memory_manager& operator=(memory_manager const&) = delete;
+
+  /// A slice of at least `size` bytes (0 is fine). Reuses a free slice when one fits; else
+  /// grows a pool. On storage exhaustion cleans up every pool and retries once.
+  /// @throws out_of_memory with the request and the usage report when that fails too.
+  [[nodiscard]] slice_handle reserve(std::uint64_t size);
+
+  /// The storage range of a slice, or nullopt if this manager does not know it.
+  [[nodiscard]] std::optional<backend::storage_handle> get(slice_binding const& binding) const;
+  /// Same, for a handle.
+  [[nodiscard]] std::optional<backend::storage_handle> get(slice_handle const& handle) const;
+  /// The raw resource of a binding with its offsets applied.
+  /// @throws invalid_argument if the binding is empty, unknown here, or its offsets overrun.
+  [[nodiscard]] backend::resource get_resource(cubert::binding const& binding) const;
+
+  /// Frees idle pages: all of them when `explicit_cleanup`, else what the pools' periods allow.
+  void cleanup(bool explicit_cleanup);
+
+  /// Sum over the pools.
+  [[nodiscard]] memory_usage usage() const;
+  /// Per-pool rows, totals and peaks.
+  [[nodiscard]] usage_report report() const;
+  /// Highest bytes reserved from storage since construction or `reset_peaks()`.
+  [[nodiscard]] std::uint64_t peak_bytes_reserved() const noexcept;
+  /// Highest requested bytes live at once since construction or `reset_peaks()`.
+  [[nodiscard]] std::uint64_t peak_bytes_in_use() const noexcept;
+  /// Restarts peak tracking from the current values.
+  void reset_peaks() noexcept;
+
+  /// The storage the pools allocate from (backends flush deferred frees through it).
+  [[nodiscard]] backend::storage& storage() noexcept { return *storage_; }
+  [[nodiscard]] device_memory_properties const& properties() const noexcept { return props_; }
+  [[nodiscard]] memory_configuration const& configuration() const noexcept { return config_; }
+
+  /// Routes later reservations to the persistent pool (`persistent`) or not (`automatic`).
+  void set_allocation_mode(allocation_mode mode) noexcept { mode_ = mode; }
+  [[nodiscard]] allocation_mode mode() const noexcept { return mode_; }
+
+ private:
+  [[nodiscard]] std::optional<slice_handle> reserve_once(std::uint64_t size);
+  [[nodiscard]] memory_pool const* owner_of(slice_control const* control) const noexcept;
+  void schedule_periodic_cleanup() noexcept;
+
+  std::unique_ptr<backend::storage> storage_;
+  device_memory_properties props_;
+  memory_configuration config_;
+  allocation_mode mode_ = allocation_mode::automatic;
+  std::unique_ptr<reservation_stats> stats_;
+  std::vector<std::unique_ptr<memory_pool>> pools_;
+  std::unique_ptr<persistent_pool> persistent_;
+  std::uint64_t alloc_reserve_count_ = 0;
+  std::uint64_t next_periodic_check_ = 0;  ///< 0: no pool has a period.
+  std::uint64_t periodic_step_ = 0;
+  std::uint64_t max_accepted_ = 0;
+};
+
+}  // namespace cubert::memory

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+// Allocation traces ("a ID SIZE" / "f ID" lines, plain or gzip) replayed through a manager.
+#pragma once
+
+#include <cubert/memory/configuration.hpp>
+#include <cubert/memory/memory_usage.hpp>
+
+#include <cstdint>
+#include <filesystem>
+#include <iosfwd>
+#include <string>
+#include <vector>
+
+namespace cubert::memory {
+
+/// One line of a trace.
+struct trace_event {
+  bool alloc = true;       ///< `a` (allocate) or `f` (free).
+  std::uint64_t id = 0;    ///< The allocation's id; ids are never reused.
+  std::uint64_t size = 0;  ///< Bytes, for allocations.
+};
+
+/// A parsed trace with the figures that do not depend on the allocator.
+struct allocation_trace {
+  std::string name;
+  std::vector<trace_event> events;
+  std::uint64_t allocations = 0;
+  std::uint64_t peak_live_bytes = 0;  ///< Highest sum of requested bytes alive at once.
+  std::uint64_t largest_request = 0;
+  std::uint64_t never_freed = 0;  ///< Allocations still alive at the end.
+};
+
+/// Parses trace text. @throws invalid_argument naming the line of a malformed event (bad
+/// keyword, missing field, reused id, free of an unknown id).
+[[nodiscard]] allocation_trace parse_trace(std::istream& in, std::string name);
+/// Reads a trace file; a name ending in ".gz" is decompressed through `gzip -dc`.
+/// @throws io_error if it cannot be read; invalid_argument if malformed.
+[[nodiscard]] allocation_trace load_trace(std::filesystem::path const& path);
+
+/// How to replay.
+struct replay_options {
+  /// H200-like by default: 2 GiB max page (cubecl's CUDA value is device memory / 4; larger
+  /// pages only inflate reserved bytes), 256-byte alignment as CUDA allocations.
+  device_memory_properties properties{std::uint64_t{2} << 30, 256};
+  /// Back pages with real host memory (untouched) instead of counting storage only.
+  bool host_memory = false;
+  /// Timed passes; the fastest is reported (each pass uses a fresh manager).
+  int repetitions = 3;
+};
+
+/// The figures of one replay.
+struct replay_result {
+  std::string configuration;
+  std::uint64_t events = 0;
+  std::uint64_t peak_live_bytes = 0;
+  std::uint64_t peak_reserved_bytes = 0;
+  double ratio = 0.0;                ///< peak reserved ÷ peak live.
+  double ns_per_event = 0.0;         ///< Host time of reserve / drop per event, best pass.
+  std::uint64_t storage_allocs = 0;  ///< Page allocations made by the storage (first pass).
+  usage_report report;               ///< At the end of the first pass, before cleanup.
+};
+
+/// Replays `trace` through a fresh memory_manager built with `config`.
+/// @throws out_of_memory if the manager cannot serve a request (e.g. one above max_page_size).
+[[nodiscard]] replay_result replay_trace(allocation_trace const& trace,
+                                         memory_configuration const& config,
+                                         replay_options const& options = {});
+
+}  // namespace cubert::memory
