@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// The process-wide configuration: discovery, loading once, replacement.
+#include <cubert/config.hpp>
+#include <cubert/error.hpp>
+#include <cubert/logging.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace cubert {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::optional<fs::path> env_path(char const* name) {
+  char const* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read-only use
+  if (v == nullptr || *v == '\0') return std::nullopt;
+  return fs::path(v);
+}
+
+// Every configuration ever installed stays alive, so references returned by get() never dangle
+// when set() replaces the current one; set() is rare (tests, app start-up).
+struct global_state {
+  std::mutex mutex;
+  std::vector<std::unique_ptr<config const>> all;
+  std::atomic<config const*> current{nullptr};
+};
+
+global_state& global() {
+  static global_state g;
+  return g;
+}
+
+}  // namespace
+
+config::config() {
+  autotune.cache_dir = cache_root();
+  compilation.cache_dir = autotune.cache_dir / "kernels";
+}
+
+fs::path config::cache_root() {
+  if (auto p = env_path("CUBERT_CACHE_DIR")) return *p;
+  if (auto p = env_path("XDG_CACHE_HOME")) return *p / "cubert";
+  if (auto p = env_path("HOME")) return *p / ".cache" / "cubert";
+  std::error_code ec;
+  return fs::temp_directory_path(ec) / "cubert-cache";
+}
+
+config config::load(fs::path const& start_dir) {
+  std::error_code ec;
+  auto dir = fs::absolute(start_dir, ec);
+  if (ec) dir = start_dir;
+  config cfg;
+  for (;;) {
+    auto candidate = dir / file_name;
+    if (fs::is_regular_file(candidate, ec)) {
+      cfg = from_file(candidate);
+      break;
+    }
+    if (!dir.has_parent_path() || dir.parent_path() == dir) break;
+    dir = dir.parent_path();
+  }
+  apply_environment(cfg);
+  return cfg;
+}
+
+config const& config::get() {
+  auto& g = global();
+  if (auto const* c = g.current.load(std::memory_order_acquire)) return *c;
+  std::lock_guard lock(g.mutex);
+  if (auto const* c = g.current.load(std::memory_order_acquire)) return *c;
+  std::error_code ec;
+  auto cwd = fs::current_path(ec);
+  g.all.push_back(std::make_unique<config const>(load(ec ? fs::path(".") : cwd)));
+  g.current.store(g.all.back().get(), std::memory_order_release);
+  return *g.all.back();
+}
+
+void config::set(config cfg) {
+  auto& g = global();
+  config const* installed = nullptr;
+  {
+    std::lock_guard lock(g.mutex);
+    g.all.push_back(std::make_unique<config const>(std::move(cfg)));
+    installed = g.all.back().get();
+    g.current.store(installed, std::memory_order_release);
+  }
+  log::reconfigure(*installed);
+}
+
+}  // namespace cubert

@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+// CUBERT_* environment overrides, applied after the file.
+#include "config/config_names.hpp"
+
+#include <cubert/config.hpp>
+#include <cubert/error.hpp>
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <optional>
+#include <string>
+
+namespace cubert {
+
+namespace {
+
+std::optional<std::string> env(char const* name) {
+  char const* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read-only use
+  if (v == nullptr) return std::nullopt;
+  return std::string(v);
+}
+
+[[noreturn]] void bad_value(char const* name, std::string const& value, std::string_view accepted) {
+  throw config_error(
+      fmt::format("environment variable {}=\"{}\": expected {}", name, value, accepted), name, 0);
+}
+
+template <typename Parse>
+auto parse_env(char const* name, std::string const& value, Parse parse, std::string_view accepted) {
+  auto v = parse(value);
+  if (!v) bad_value(name, value, accepted);
+  return *v;
+}
+
+constexpr std::string_view bool_names = "true|1|on|false|0|off";
+
+void set_bool(char const* name, bool& out) {
+  if (auto v = env(name)) out = parse_env(name, *v, detail::parse_bool, bool_names);
+}
+
+// CUBERT_LOG mirrors CUBECL_DEBUG_LOG: it turns every category on and points it at one sink.
+void apply_log(std::string const& value, config& cfg) {
+  log_config* const all[] = {&cfg.compilation.log, &cfg.profiling.log, &cfg.autotune.log,
+                             &cfg.memory.log};
+  if (value.empty()) bad_value("CUBERT_LOG", value, "stdout|stderr|off|<file path>");
+  auto const flag = detail::parse_bool(value);
+  if (flag.has_value() && !*flag) {
+    for (auto* l : all) l->level = log_level::disabled;
+    return;
+  }
+  cfg.compilation.log.level = log_level::full;
+  cfg.profiling.log.level = log_level::medium;
+  cfg.autotune.log.level = log_level::full;
+  cfg.memory.log.level = log_level::basic;
+  for (auto* l : all) {
+    l->file.reset();
+    l->to_stdout = value == "stdout";
+    l->to_stderr = value == "stderr" || flag.value_or(false);
+    if (!l->to_stdout && !l->to_stderr) l->file = std::filesystem::path(value);
+  }
+}
+
+}  // namespace
+
+void config::apply_environment(config& cfg) {
+  if (auto v = env("CUBERT_AUTOTUNE_LEVEL")) {
+    cfg.autotune.level = parse_env("CUBERT_AUTOTUNE_LEVEL", *v, detail::parse_autotune_level,
+                                   "minimal|balanced|extensive|full or 0-3");
+  }
+  if (auto v = env("CUBERT_CACHE_DIR")) {
+    if (v->empty()) bad_value("CUBERT_CACHE_DIR", *v, "a directory path");
+    cfg.autotune.cache_dir = *v;
+    cfg.compilation.cache_dir = std::filesystem::path(*v) / "kernels";
+  }
+  set_bool("CUBERT_AUTOTUNE_CHECKS", cfg.autotune.checks);
+  set_bool("CUBERT_AUTOTUNE_BACKGROUND", cfg.autotune.background);
+  set_bool("CUBERT_AUTOTUNE_CACHE", cfg.autotune.cache_enabled);
+  set_bool("CUBERT_AUTOTUNE_LOG_DECISIONS", cfg.autotune.log_decisions);
+  set_bool("CUBERT_KERNEL_CACHE", cfg.compilation.cache_enabled);
+  if (auto v = env("CUBERT_AUTOTUNE_CONCURRENT")) {
+    cfg.autotune.concurrent =
+        parse_env("CUBERT_AUTOTUNE_CONCURRENT", *v, detail::parse_concurrent, "run_default|wait");
+  }
+  if (auto v = env("CUBERT_LOG")) apply_log(*v, cfg);
+  if (auto v = env("CUBERT_PROFILE")) {
+    cfg.profiling.log.level = parse_env("CUBERT_PROFILE", *v, detail::parse_log_level,
+                                        "disabled|minimal|basic|medium|full or 0-4");
+  }
+}
+
+}  // namespace cubert

@@ -1,0 +1,201 @@
+// SPDX-License-Identifier: Apache-2.0
+// cubert.toml parsing. Every key is checked: an unknown key or a wrong type is a config_error
+// naming the file and line, because a silently ignored typo ("chekcs = true") is worse than a
+// refusal.
+#include "config/config_names.hpp"
+
+#include <cubert/config.hpp>
+#include <cubert/error.hpp>
+
+#include <fmt/format.h>
+#include <fmt/std.h>
+#include <toml++/toml.h>
+
+#include <optional>
+#include <string>
+
+namespace cubert {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+class file_reader {
+ public:
+  explicit file_reader(fs::path const& file)
+      : file_(file.string()), base_dir_(file.parent_path()) {}
+
+  void read(toml::table const& root, config& cfg) const {
+    for (auto const& [key, node] : root) {
+      auto const* section = as_table(key, node);
+      if (key == "profiling") {
+        read_profiling(*section, cfg.profiling);
+      } else if (key == "autotune") {
+        read_autotune(*section, cfg.autotune);
+      } else if (key == "compilation") {
+        read_compilation(*section, cfg.compilation);
+      } else if (key == "memory") {
+        read_memory(*section, cfg.memory);
+      } else {
+        unknown(key);
+      }
+    }
+  }
+
+ private:
+  [[noreturn]] void fail(std::string const& what, toml::source_region const& where) const {
+    throw config_error(fmt::format("{}:{}: {}", file_, where.begin.line, what), file_,
+                       static_cast<int>(where.begin.line));
+  }
+
+  [[noreturn]] void unknown(toml::key const& key) const {
+    fail(fmt::format("unknown key '{}'", key.str()), key.source());
+  }
+
+  toml::table const* as_table(toml::key const& key, toml::node const& node) const {
+    auto const* t = node.as_table();
+    if (t == nullptr) fail(fmt::format("'{}' must be a table", key.str()), node.source());
+    return t;
+  }
+
+  std::string string_of(toml::key const& key, toml::node const& node) const {
+    auto const* s = node.as_string();
+    if (s == nullptr) fail(fmt::format("'{}' must be a string", key.str()), node.source());
+    return s->get();
+  }
+
+  bool bool_of(toml::key const& key, toml::node const& node) const {
+    auto const* b = node.as_boolean();
+    if (b == nullptr) fail(fmt::format("'{}' must be a boolean", key.str()), node.source());
+    return b->get();
+  }
+
+  fs::path path_of(toml::key const& key, toml::node const& node) const {
+    fs::path p = string_of(key, node);
+    if (p.empty()) fail(fmt::format("'{}' must not be empty", key.str()), node.source());
+    return p.is_relative() ? base_dir_ / p : p;
+  }
+
+  // Parses a string value with `parse`, failing with the list of accepted names.
+  template <typename Parse>
+  auto enum_of(toml::key const& key, toml::node const& node, Parse parse,
+               std::string_view accepted) const {
+    auto const s = string_of(key, node);
+    auto v = parse(s);
+    if (!v)
+      fail(fmt::format("'{}' = \"{}\": expected one of {}", key.str(), s, accepted), node.source());
+    return *v;
+  }
+
+  void read_level(toml::key const& key, toml::node const& node, log_level& out) const {
+    out = enum_of(key, node, detail::parse_log_level, "disabled|minimal|basic|medium|full");
+  }
+
+  void read_log(toml::table const& t, log_config& out) const {
+    for (auto const& [key, node] : t) {
+      if (key == "level") {
+        read_level(key, node, out.level);
+      } else if (key == "file") {
+        out.file = path_of(key, node);
+      } else if (key == "append") {
+        out.append = bool_of(key, node);
+      } else if (key == "stdout") {
+        out.to_stdout = bool_of(key, node);
+      } else if (key == "stderr") {
+        out.to_stderr = bool_of(key, node);
+      } else if (key == "forward") {
+        out.forward = enum_of(key, node, detail::parse_forward, "trace|debug|info");
+      } else {
+        unknown(key);
+      }
+    }
+  }
+
+  void read_profiling(toml::table const& t, config::profiling_section& out) const {
+    for (auto const& [key, node] : t) {
+      if (key == "level") {
+        read_level(key, node, out.log.level);
+      } else if (key == "log") {
+        read_log(*as_table(key, node), out.log);
+      } else {
+        unknown(key);
+      }
+    }
+  }
+
+  void read_autotune(toml::table const& t, config::autotune_section& out) const {
+    for (auto const& [key, node] : t) {
+      if (key == "level") {
+        out.level =
+            enum_of(key, node, detail::parse_autotune_level, "minimal|balanced|extensive|full");
+      } else if (key == "cache_dir") {
+        out.cache_dir = path_of(key, node);
+      } else if (key == "cache") {
+        out.cache_enabled = bool_of(key, node);
+      } else if (key == "checks") {
+        out.checks = bool_of(key, node);
+      } else if (key == "background") {
+        out.background = bool_of(key, node);
+      } else if (key == "concurrent") {
+        out.concurrent = enum_of(key, node, detail::parse_concurrent, "run_default|wait");
+      } else if (key == "log_decisions") {
+        out.log_decisions = bool_of(key, node);
+      } else if (key == "log") {
+        read_log(*as_table(key, node), out.log);
+      } else {
+        unknown(key);
+      }
+    }
+  }
+
+  void read_compilation(toml::table const& t, config::compilation_section& out) const {
+    for (auto const& [key, node] : t) {
+      if (key == "cache") {
+        out.cache_enabled = bool_of(key, node);
+      } else if (key == "cache_dir") {
+        out.cache_dir = path_of(key, node);
+      } else if (key == "log") {
+        read_log(*as_table(key, node), out.log);
+      } else {
+        unknown(key);
+      }
+    }
+  }
+
+  void read_memory(toml::table const& t, config::memory_section& out) const {
+    for (auto const& [key, node] : t) {
+      if (key == "log") {
+        read_log(*as_table(key, node), out.log);
+      } else {
+        unknown(key);
+      }
+    }
+  }
+
+  std::string file_;
+  fs::path base_dir_;
+};
+
+}  // namespace
+
+config config::from_file(fs::path const& file) {
+  std::error_code ec;
+  if (!fs::is_regular_file(file, ec)) {
+    throw io_error(fmt::format("configuration file '{}' does not exist or is not a file", file));
+  }
+  toml::table root;
+  try {
+    root = toml::parse_file(file.string());
+  } catch (toml::parse_error const& e) {
+    auto const line = static_cast<int>(e.source().begin.line);
+    throw config_error(
+        fmt::format("{}:{}: malformed TOML: {}", file.string(), line, e.description()),
+        file.string(), line);
+  }
+  config cfg;
+  cfg.source = file;
+  file_reader{file}.read(root, cfg);
+  return cfg;
+}
+
+}  // namespace cubert

@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: Apache-2.0
+// Name <-> enum conversions shared by the TOML parser and the environment overrides.
+#pragma once
+
+#include <cubert/config.hpp>
+
+#include <optional>
+#include <string_view>
+
+namespace cubert::detail {
+
+/// "disabled" | "minimal" | "basic" | "medium" | "full", or "0".."4".
+[[nodiscard]] std::optional<log_level> parse_log_level(std::string_view s) noexcept;
+/// "minimal" | "balanced" | "extensive" | "full", or "0".."3" (cubecl's numbering).
+[[nodiscard]] std::optional<autotune_level> parse_autotune_level(std::string_view s) noexcept;
+/// "run_default" | "wait".
+[[nodiscard]] std::optional<concurrent_policy> parse_concurrent(std::string_view s) noexcept;
+/// "trace" | "debug" | "info".
+[[nodiscard]] std::optional<forward_severity> parse_forward(std::string_view s) noexcept;
+/// true/1/on/yes, false/0/off/no (case-insensitive).
+[[nodiscard]] std::optional<bool> parse_bool(std::string_view s) noexcept;
+
+}  // namespace cubert::detail

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: Apache-2.0
+// Category loggers on spdlog. Sinks are shared across categories by identity (one sink per file
+// path, one for stdout, one for stderr), so two categories logging to one file never open it
+// twice and never interleave partial lines.
+#include <cubert/error.hpp>
+#include <cubert/logging.hpp>
+
+#include <fmt/format.h>
+#include <fmt/std.h>
+#include <spdlog/logger.h>
+#include <spdlog/sinks/base_sink.h>
+#include <spdlog/sinks/basic_file_sink.h>
+#include <spdlog/sinks/stdout_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include <array>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace cubert::log {
+
+namespace detail {
+std::atomic<std::uint8_t> levels[4] = {0xff, 0xff, 0xff, 0xff};
+}  // namespace detail
+
+namespace {
+
+constexpr std::array<std::string_view, 4> category_names{"compilation", "profiling", "autotune",
+                                                         "memory"};
+
+// Sends lines on to the application's spdlog default logger. cubecl maps "trace" to debug and
+// "debug" to trace; here each name maps to the severity it says.
+class forward_sink final : public spdlog::sinks::base_sink<std::mutex> {
+ public:
+  explicit forward_sink(forward_severity s) : severity_(to_spdlog(s)) {}
+
+  static spdlog::level::level_enum to_spdlog(forward_severity s) noexcept {
+    switch (s) {
+      case forward_severity::trace:
+        return spdlog::level::trace;
+      case forward_severity::debug:
+        return spdlog::level::debug;
+      case forward_severity::info:
+        break;
+    }
+    return spdlog::level::info;
+  }
+
+ private:
+  void sink_it_(spdlog::details::log_msg const& msg) override {
+    if (auto* target = spdlog::default_logger_raw()) {
+      target->log(severity_, "[{}] {}", msg.logger_name, msg.payload);
+    }
+  }
+  void flush_() override {
+    if (auto* target = spdlog::default_logger_raw()) target->flush();
+  }
+
+  spdlog::level::level_enum severity_;
+};
+
+struct state {
+  std::array<std::shared_ptr<spdlog::logger>, 4> loggers;  // Null when disabled or sink-less.
+  std::array<log_level, 4> configured{};
+};
+
+std::mutex& state_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::shared_ptr<state const>& current_state() {
+  static std::shared_ptr<state const> s;
+  return s;
+}
+
+std::shared_ptr<state const> snapshot() {
+  std::lock_guard lock(state_mutex());
+  return current_state();
+}
+
+spdlog::sink_ptr make_sink(std::string const& id, log_config const& l, forward_severity f) {
+  if (id == "stdout") return std::make_shared<spdlog::sinks::stdout_sink_mt>();
+  if (id == "stderr") return std::make_shared<spdlog::sinks::stderr_sink_mt>();
+  if (id.starts_with("forward:")) return std::make_shared<forward_sink>(f);
+  try {
+    return std::make_shared<spdlog::sinks::basic_file_sink_mt>(l.file->string(), !l.append);
+  } catch (spdlog::spdlog_ex const& e) {
+    throw io_error(fmt::format("cannot open log file '{}': {}", l.file->string(), e.what()));
+  }
+}
+
+std::shared_ptr<state const> build(config const& cfg) {
+  std::array<log_config const*, 4> const cats{&cfg.compilation.log, &cfg.profiling.log,
+                                              &cfg.autotune.log, &cfg.memory.log};
+  auto s = std::make_shared<state>();
+  std::map<std::string, spdlog::sink_ptr> shared;
+  for (std::size_t i = 0; i < cats.size(); ++i) {
+    auto const& l = *cats[i];
+    s->configured[i] = l.level;
+    if (l.level == log_level::disabled || !l.has_sink()) continue;
+    std::vector<std::string> ids;
+    if (l.to_stdout) ids.emplace_back("stdout");
+    if (l.to_stderr) ids.emplace_back("stderr");
+    if (l.file) {
+      std::error_code ec;
+      auto canon = std::filesystem::weakly_canonical(*l.file, ec);
+      ids.push_back("file:" + (ec ? *l.file : canon).string());
+    }
+    if (l.forward) ids.push_back(fmt::format("forward:{}", to_string(*l.forward)));
+    std::vector<spdlog::sink_ptr> sinks;
+    for (auto const& id : ids) {
+      auto& sink = shared[id];
+      if (!sink) {
+        sink = make_sink(id, l, l.forward.value_or(forward_severity::info));
+        sink->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%n] %v");
+      }
+      sinks.push_back(sink);
+    }
+    auto logger = std::make_shared<spdlog::logger>(std::string(category_names[i]), sinks.begin(),
+                                                   sinks.end());
+    logger->set_level(spdlog::level::trace);
+    logger->flush_on(spdlog::level::trace);  // A crash must not lose the last lines.
+    s->loggers[i] = std::move(logger);
+  }
+  return s;
+}
+
+void install(std::shared_ptr<state const> s) {
+  // Callers hold state_mutex().
+  for (std::size_t i = 0; i < 4; ++i) {
+    auto const effective = s->loggers[i] ? s->configured[i] : log_level::disabled;
+    detail::levels[i].store(static_cast<std::uint8_t>(effective), std::memory_order_relaxed);
+  }
+  current_state() = std::move(s);
+}
+
+}  // namespace
+
+std::string_view to_string(category c) noexcept {
+  return category_names[static_cast<std::size_t>(c)];
+}
+
+void detail::initialise() {
+  std::shared_ptr<state const> s;
+  try {
+    s = build(config::get());
+  } catch (std::exception const& e) {
+    std::fprintf(stderr, "cubert: logging disabled: %s\n", e.what());
+    s = std::make_shared<state>();
+  }
+  std::lock_guard lock(state_mutex());
+  // A concurrent reconfigure() may have installed a newer state meanwhile; it wins.
+  if (detail::levels[0].load(std::memory_order_relaxed) != 0xff) return;
+  install(std::move(s));
+}
+
+log_level level(category c) noexcept {
+  (void)enabled(c);  // Initialises on first use.
+  auto s = snapshot();
+  return s ? s->configured[static_cast<std::size_t>(c)] : log_level::disabled;
+}
+
+void write(category c, std::string_view line) noexcept {
+  if (!enabled(c)) return;
+  auto s = snapshot();
+  if (!s) return;
+  if (auto const& logger = s->loggers[static_cast<std::size_t>(c)]) {
+    try {
+      logger->log(spdlog::level::info, line);
+    } catch (...) {  // A full disk must not take the caller down with it.
+    }
+  }
+}
+
+void warn(category c, std::string_view line) noexcept {
+  (void)enabled(c);
+  auto s = snapshot();
+  auto* logger = s ? s->loggers[static_cast<std::size_t>(c)].get() : nullptr;
+  try {
+    if (logger != nullptr) {
+      logger->log(spdlog::level::warn, "warning: {}", line);
+    } else {
+      fmt::print(stderr, "cubert [{}] warning: {}\n", to_string(c), line);
+    }
+  } catch (...) {
+  }
+}
+
+void reconfigure(config const& cfg) {
+  auto s = build(cfg);
+  std::lock_guard lock(state_mutex());
+  install(std::move(s));
+}
+
+void flush() noexcept {
+  auto s = snapshot();
+  if (!s) return;
+  for (auto const& logger : s->loggers) {
+    if (!logger) continue;
+    try {
+      logger->flush();
+    } catch (...) {
+    }
+  }
+}
+
+}  // namespace cubert::log

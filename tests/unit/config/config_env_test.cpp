@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// CUBERT_* environment overrides.
+#include "config_fixture.hpp"
+
+#include <cubert/config.hpp>
+#include <cubert/error.hpp>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using cubert::config;
+using cubert::config_error;
+namespace fs = std::filesystem;
+
+class ConfigEnvTest : public cubert::test::config_fixture {};
+
+TEST_F(ConfigEnvTest, EnvironmentOverridesFile) {
+  write("cubert.toml", "[autotune]\nlevel = \"minimal\"\nchecks = false\ncache = true\n");
+  setenv("CUBERT_AUTOTUNE_LEVEL", "3", 1);
+  setenv("CUBERT_AUTOTUNE_CHECKS", "on", 1);
+  setenv("CUBERT_AUTOTUNE_BACKGROUND", "TRUE", 1);
+  setenv("CUBERT_AUTOTUNE_CACHE", "0", 1);
+  setenv("CUBERT_AUTOTUNE_CONCURRENT", "wait", 1);
+  setenv("CUBERT_AUTOTUNE_LOG_DECISIONS", "1", 1);
+  setenv("CUBERT_CACHE_DIR", (dir_ / "cc").c_str(), 1);
+  setenv("CUBERT_PROFILE", "full", 1);
+  auto cfg = config::load(dir_);
+  EXPECT_EQ(cfg.autotune.level, cubert::autotune_level::full);
+  EXPECT_TRUE(cfg.autotune.checks);
+  EXPECT_TRUE(cfg.autotune.background);
+  EXPECT_FALSE(cfg.autotune.cache_enabled);
+  EXPECT_EQ(cfg.autotune.concurrent, cubert::concurrent_policy::wait);
+  EXPECT_TRUE(cfg.autotune.log_decisions);
+  EXPECT_EQ(cfg.autotune.cache_dir, dir_ / "cc");
+  EXPECT_EQ(cfg.compilation.cache_dir, dir_ / "cc" / "kernels");
+  EXPECT_EQ(cfg.profiling.log.level, cubert::log_level::full);
+}
+
+TEST_F(ConfigEnvTest, AutotuneLevelByNameAndNumber) {
+  char const* names[] = {"minimal", "balanced", "extensive", "full"};
+  for (int i = 0; i < 4; ++i) {
+    setenv("CUBERT_AUTOTUNE_LEVEL", names[i], 1);
+    EXPECT_EQ(static_cast<int>(config::load(dir_).autotune.level), i);
+    setenv("CUBERT_AUTOTUNE_LEVEL", std::to_string(i).c_str(), 1);
+    EXPECT_EQ(static_cast<int>(config::load(dir_).autotune.level), i);
+  }
+}
+
+TEST_F(ConfigEnvTest, LogVariableSetsEveryCategory) {
+  setenv("CUBERT_LOG", "stderr", 1);
+  auto cfg = config::load(dir_);
+  for (auto const* l :
+       {&cfg.compilation.log, &cfg.profiling.log, &cfg.autotune.log, &cfg.memory.log}) {
+    EXPECT_TRUE(l->to_stderr);
+    EXPECT_FALSE(l->to_stdout);
+    EXPECT_NE(l->level, cubert::log_level::disabled);
+  }
+  setenv("CUBERT_LOG", (dir_ / "all.log").c_str(), 1);
+  cfg = config::load(dir_);
+  EXPECT_EQ(cfg.autotune.log.file, dir_ / "all.log");
+  EXPECT_EQ(cfg.memory.log.file, dir_ / "all.log");
+  EXPECT_FALSE(cfg.autotune.log.to_stderr);
+  setenv("CUBERT_LOG", "off", 1);
+  cfg = config::load(dir_);
+  EXPECT_EQ(cfg.autotune.log.level, cubert::log_level::disabled);
+  EXPECT_EQ(cfg.compilation.log.level, cubert::log_level::disabled);
+}
+
+// A bad value is refused with the variable's name, and a later good value works.
+void expect_bad(char const* name, char const* value, fs::path const& dir) {
+  setenv(name, value, 1);
+  try {
+    (void)config::load(dir);
+    ADD_FAILURE() << name << "=" << value << " accepted";
+  } catch (config_error const& e) {
+    EXPECT_EQ(e.file(), name);
+    EXPECT_NE(std::string(e.what()).find(name), std::string::npos) << e.what();
+  }
+  unsetenv(name);
+  EXPECT_NO_THROW((void)config::load(dir));
+}
+
+TEST_F(ConfigEnvTest, BadValuesNameTheVariable) {
+  expect_bad("CUBERT_AUTOTUNE_LEVEL", "4", dir_);
+  expect_bad("CUBERT_AUTOTUNE_LEVEL", "fast", dir_);
+  expect_bad("CUBERT_AUTOTUNE_CHECKS", "maybe", dir_);
+  expect_bad("CUBERT_AUTOTUNE_BACKGROUND", "", dir_);
+  expect_bad("CUBERT_AUTOTUNE_CACHE", "2", dir_);
+  expect_bad("CUBERT_AUTOTUNE_CONCURRENT", "spin", dir_);
+  expect_bad("CUBERT_PROFILE", "loud", dir_);
+  expect_bad("CUBERT_LOG", "", dir_);
+}
+
+}  // namespace

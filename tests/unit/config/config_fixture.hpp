@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+// A scratch directory and a clean CUBERT_* environment for configuration tests.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+
+namespace cubert::test {
+
+class config_fixture : public ::testing::Test {
+ protected:
+  static constexpr char const* variables[] = {"CUBERT_AUTOTUNE_LEVEL",
+                                              "CUBERT_CACHE_DIR",
+                                              "CUBERT_AUTOTUNE_CHECKS",
+                                              "CUBERT_AUTOTUNE_BACKGROUND",
+                                              "CUBERT_AUTOTUNE_CACHE",
+                                              "CUBERT_LOG",
+                                              "CUBERT_PROFILE",
+                                              "CUBERT_AUTOTUNE_LOG_DECISIONS",
+                                              "CUBERT_AUTOTUNE_CONCURRENT",
+                                              "CUBERT_KERNEL_CACHE",
+                                              "XDG_CACHE_HOME"};
+
+  void SetUp() override {
+    for (auto const* v : variables) unsetenv(v);
+    std::random_device rd;
+    dir_ = std::filesystem::temp_directory_path() /
+           ("cubert-config-test-" + std::to_string(rd()) + std::to_string(rd()));
+    std::filesystem::create_directories(dir_);
+  }
+
+  void TearDown() override {
+    for (auto const* v : variables) unsetenv(v);
+    std::error_code ec;
+    std::filesystem::remove_all(dir_, ec);
+  }
+
+  std::filesystem::path write(std::filesystem::path const& rel, std::string const& text) {
+    auto p = dir_ / rel;
+    std::filesystem::create_directories(p.parent_path());
+    std::ofstream(p) << text;
+    return p;
+  }
+
+  std::filesystem::path dir_;
+};
+
+}  // namespace cubert::test

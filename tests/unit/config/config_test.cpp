@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: Apache-2.0
+// cubert.toml discovery, parsing, defaults and error reporting.
+#include "config_fixture.hpp"
+
+#include <cubert/config.hpp>
+#include <cubert/error.hpp>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using cubert::config;
+using cubert::config_error;
+namespace fs = std::filesystem;
+
+class ConfigTest : public cubert::test::config_fixture {};
+
+TEST_F(ConfigTest, DefaultsWithoutFile) {
+  setenv("XDG_CACHE_HOME", (dir_ / "xdg").c_str(), 1);
+  auto cfg = config::load(dir_);
+  EXPECT_TRUE(cfg.source.empty() || !cfg.source.string().starts_with(dir_.string()));
+  EXPECT_EQ(cfg.autotune.level, cubert::autotune_level::balanced);
+  EXPECT_TRUE(cfg.autotune.cache_enabled);
+  EXPECT_FALSE(cfg.autotune.checks);
+  EXPECT_FALSE(cfg.autotune.background);
+  EXPECT_EQ(cfg.autotune.concurrent, cubert::concurrent_policy::run_default);
+  EXPECT_EQ(cfg.profiling.log.level, cubert::log_level::disabled);
+  EXPECT_EQ(cfg.autotune.log.level, cubert::log_level::minimal);
+  EXPECT_FALSE(cfg.autotune.log.has_sink());
+  EXPECT_EQ(cfg.autotune.cache_dir, dir_ / "xdg" / "cubert");
+  EXPECT_EQ(cfg.compilation.cache_dir, dir_ / "xdg" / "cubert" / "kernels");
+}
+
+TEST_F(ConfigTest, CacheRootFallsBackToHome) {
+  auto const* home = std::getenv("HOME");
+  if (home == nullptr) GTEST_SKIP() << "HOME not set";
+  EXPECT_EQ(config::cache_root(), fs::path(home) / ".cache" / "cubert");
+  setenv("CUBERT_CACHE_DIR", "/tmp/elsewhere", 1);
+  EXPECT_EQ(config::cache_root(), fs::path("/tmp/elsewhere"));
+}
+
+TEST_F(ConfigTest, FindsFileWalkingUpAndNearestWins) {
+  write("cubert.toml", "[autotune]\nlevel = \"extensive\"\n");
+  fs::create_directories(dir_ / "a" / "b" / "c");
+  auto cfg = config::load(dir_ / "a" / "b" / "c");
+  EXPECT_EQ(cfg.autotune.level, cubert::autotune_level::extensive);
+  EXPECT_EQ(cfg.source, dir_ / "cubert.toml");
+
+  write("a/cubert.toml", "[autotune]\nlevel = \"minimal\"\n");
+  cfg = config::load(dir_ / "a" / "b" / "c");
+  EXPECT_EQ(cfg.autotune.level, cubert::autotune_level::minimal);
+  EXPECT_EQ(cfg.source, dir_ / "a" / "cubert.toml");
+}
+
+TEST_F(ConfigTest, ParsesEverySection) {
+  write("cubert.toml", R"(
+[profiling]
+level = "medium"
+[profiling.log]
+stdout = true
+[autotune]
+level = "full"
+cache_dir = "tune-cache"
+cache = false
+checks = true
+background = true
+concurrent = "wait"
+log_decisions = true
+[autotune.log]
+level = "full"
+file = "logs/tune.log"
+append = false
+forward = "trace"
+[compilation]
+cache = false
+cache_dir = "/abs/kernels"
+[compilation.log]
+level = "basic"
+stderr = true
+[memory.log]
+level = "full"
+file = "/tmp/mem.log"
+)");
+  auto cfg = config::load(dir_);
+  EXPECT_EQ(cfg.profiling.log.level, cubert::log_level::medium);
+  EXPECT_TRUE(cfg.profiling.log.to_stdout);
+  EXPECT_EQ(cfg.autotune.level, cubert::autotune_level::full);
+  EXPECT_EQ(cfg.autotune.cache_dir, dir_ / "tune-cache");  // Relative to the file.
+  EXPECT_FALSE(cfg.autotune.cache_enabled);
+  EXPECT_TRUE(cfg.autotune.checks);
+  EXPECT_TRUE(cfg.autotune.background);
+  EXPECT_EQ(cfg.autotune.concurrent, cubert::concurrent_policy::wait);
+  EXPECT_TRUE(cfg.autotune.log_decisions);
+  EXPECT_EQ(cfg.autotune.log.level, cubert::log_level::full);
+  EXPECT_EQ(cfg.autotune.log.file, dir_ / "logs" / "tune.log");
+  EXPECT_FALSE(cfg.autotune.log.append);
+  EXPECT_EQ(cfg.autotune.log.forward, cubert::forward_severity::trace);
+  EXPECT_FALSE(cfg.compilation.cache_enabled);
+  EXPECT_EQ(cfg.compilation.cache_dir, fs::path("/abs/kernels"));
+  EXPECT_EQ(cfg.compilation.log.level, cubert::log_level::basic);
+  EXPECT_TRUE(cfg.compilation.log.to_stderr);
+  EXPECT_EQ(cfg.memory.log.level, cubert::log_level::full);
+  EXPECT_EQ(cfg.memory.log.file, fs::path("/tmp/mem.log"));
+}
+
+// Expects `text` to be refused with a config_error naming the file and `line`.
+void expect_error_at(fs::path const& file, int line, std::string_view needle) {
+  try {
+    (void)config::from_file(file);
+    FAIL() << "no error for " << file;
+  } catch (config_error const& e) {
+    EXPECT_EQ(e.file(), file.string());
+    EXPECT_EQ(e.line(), line) << e.what();
+    std::string const what = e.what();
+    EXPECT_NE(what.find(file.string()), std::string::npos) << what;
+    EXPECT_NE(what.find(needle), std::string::npos) << what;
+  }
+}
+
+TEST_F(ConfigTest, MalformedFileNamesFileAndLine) {
+  auto f = write("cubert.toml", "[autotune]\nlevel = \"full\"\ncache = tru e\n");
+  expect_error_at(f, 3, "malformed TOML");
+  EXPECT_THROW((void)config::load(dir_), config_error);
+}
+
+TEST_F(ConfigTest, UnknownKeyNamesFileAndLine) {
+  auto f = write("cubert.toml", "[autotune]\nlevel = \"full\"\n\nchekcs = true\n");
+  expect_error_at(f, 4, "chekcs");
+  f = write("cubert.toml", "[autotun]\n");
+  expect_error_at(f, 1, "autotun");
+}
+
+TEST_F(ConfigTest, WrongTypeNamesFileAndLine) {
+  auto f = write("cubert.toml", "[autotune]\ncache = \"yes\"\n");
+  expect_error_at(f, 2, "boolean");
+  f = write("cubert.toml", "[autotune]\nlevel = \"turbo\"\n");
+  expect_error_at(f, 2, "minimal|balanced|extensive|full");
+  f = write("cubert.toml", "autotune = 3\n");
+  expect_error_at(f, 1, "table");
+}
+
+TEST_F(ConfigTest, MissingFileIsAnIoError) {
+  EXPECT_THROW((void)config::from_file(dir_ / "nope.toml"), cubert::io_error);
+}
+
+TEST_F(ConfigTest, SetReplacesGlobalAndOldReferencesStayValid) {
+  auto const& before = config::get();
+  config c;
+  c.autotune.level = cubert::autotune_level::minimal;
+  config::set(c);
+  EXPECT_EQ(config::get().autotune.level, cubert::autotune_level::minimal);
+  (void)before.autotune.level;  // Still readable (kept alive).
+  config d;
+  d.autotune.level = cubert::autotune_level::extensive;
+  config::set(d);
+  EXPECT_EQ(config::get().autotune.level, cubert::autotune_level::extensive);
+}
+
+}  // namespace

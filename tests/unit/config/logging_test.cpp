@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+// Category loggers: levels, shared file sinks, forwarding severities (cubecl's swap fixed).
+#include "config_fixture.hpp"
+
+#include <cubert/config.hpp>
+#include <cubert/logging.hpp>
+
+#include <gtest/gtest.h>
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+using cubert::config;
+using cubert::log_level;
+using cubert::log::category;
+namespace log = cubert::log;
+
+class LoggingTest : public cubert::test::config_fixture {
+ protected:
+  void TearDown() override {
+    log::reconfigure(config{});
+    config_fixture::TearDown();
+  }
+
+  static std::string read(std::filesystem::path const& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+};
+
+TEST_F(LoggingTest, DisabledWithoutSinks) {
+  config c;
+  log::reconfigure(c);
+  EXPECT_FALSE(log::enabled(category::autotune));
+  EXPECT_EQ(log::level(category::autotune), log_level::minimal);  // Configured, but sink-less.
+  log::write(category::autotune, "goes nowhere");                 // Must not crash.
+}
+
+TEST_F(LoggingTest, CategoriesShareOneFileSink) {
+  auto const file = dir_ / "sub" / "cubert.log";
+  config c;
+  c.autotune.log = {.level = log_level::full,
+                    .file = file,
+                    .append = false,
+                    .to_stdout = false,
+                    .to_stderr = false,
+                    .forward = std::nullopt};
+  c.memory.log = c.autotune.log;
+  c.memory.log.level = log_level::basic;
+  log::reconfigure(c);
+  EXPECT_TRUE(log::enabled(category::autotune, log_level::full));
+  EXPECT_TRUE(log::enabled(category::memory, log_level::basic));
+  EXPECT_FALSE(log::enabled(category::memory, log_level::full));
+  EXPECT_FALSE(log::enabled(category::compilation));
+  log::write(category::autotune, "tuned {} in {} ms", "add-1,4,", 12);
+  log::write(category::memory, "pool grew");
+  log::write(category::compilation, "not written");
+  log::warn(category::autotune, "corrupt line {}", 7);
+  auto const text = read(file);
+  EXPECT_NE(text.find("[autotune] tuned add-1,4, in 12 ms"), std::string::npos) << text;
+  EXPECT_NE(text.find("[memory] pool grew"), std::string::npos) << text;
+  EXPECT_NE(text.find("warning: corrupt line 7"), std::string::npos) << text;
+  EXPECT_EQ(text.find("not written"), std::string::npos) << text;
+}
+
+TEST_F(LoggingTest, AppendKeepsEarlierLines) {
+  auto const file = dir_ / "a.log";
+  std::ofstream(file) << "earlier\n";
+  config c;
+  c.profiling.log.level = log_level::basic;
+  c.profiling.log.file = file;
+  log::reconfigure(c);
+  log::write(category::profiling, "later");
+  auto const text = read(file);
+  EXPECT_EQ(text.find("earlier"), 0U);
+  EXPECT_NE(text.find("later"), std::string::npos);
+}
+
+TEST_F(LoggingTest, ForwardUsesTheNamedSeverity) {
+  std::ostringstream out;
+  auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(out);
+  sink->set_pattern("%l|%v");
+  auto previous = spdlog::default_logger();
+  auto capture = std::make_shared<spdlog::logger>("capture", sink);
+  capture->set_level(spdlog::level::trace);
+  spdlog::set_default_logger(capture);
+  config c;
+  c.autotune.log.level = log_level::full;
+  c.autotune.log.forward = cubert::forward_severity::trace;
+  c.compilation.log.level = log_level::full;
+  c.compilation.log.forward = cubert::forward_severity::debug;
+  log::reconfigure(c);
+  log::write(category::autotune, "t");
+  log::write(category::compilation, "d");
+  spdlog::set_default_logger(previous);
+  auto const text = out.str();
+  EXPECT_NE(text.find("trace|[autotune] t"), std::string::npos) << text;
+  EXPECT_NE(text.find("debug|[compilation] d"), std::string::npos) << text;
+}
+
+TEST_F(LoggingTest, SetReconfiguresLogging) {
+  auto const file = dir_ / "set.log";
+  config c;
+  c.memory.log.level = log_level::full;
+  c.memory.log.file = file;
+  config::set(c);
+  log::write(category::memory, "via set");
+  EXPECT_NE(read(file).find("via set"), std::string::npos);
+  config::set(config{});
+  EXPECT_FALSE(log::enabled(category::memory));
+}
+
+}  // namespace
