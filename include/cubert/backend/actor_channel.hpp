@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: Apache-2.0
+// The actor channel: a dedicated thread owns the server and serves an unbounded MPSC queue.
+#pragma once
+
+#include <cubert/backend/channel.hpp>
+
+#include <condition_variable>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <type_traits>
+
+namespace cubert::backend {
+
+/// One thread owns the server; callers post messages. `execute`, `flush`'s submission and
+/// `memory_cleanup` are fire-and-forget: their errors are kept and rethrown by the next
+/// sync/read/flush. Every other call waits for its reply; an exception thrown on the server
+/// thread is rethrown in the caller. Messages run in the order they were posted.
+template <typename Server>
+class actor_channel final : public channel {
+ public:
+  explicit actor_channel(std::unique_ptr<Server> server)
+      : properties_(server->properties()),
+        thread_([this, s = std::move(server)]() mutable { serve(std::move(s)); }) {}
+
+  ~actor_channel() override {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    ready_.notify_one();
+    thread_.join();
+  }
+  actor_channel(actor_channel const&) = delete;
+  actor_channel& operator=(actor_channel const&) = delete;
+
+  [[nodiscard]] channel_kind kind() const noexcept override { return channel_kind::actor; }
+
+  cubert::handle create(std::span<std::byte const> data) override {
+    // The caller blocks until the reply, so the span stays valid: no copy needed.
+    return call([data](Server& s) { return s.create(data); });
+  }
+  std::vector<tensor_allocation> create_tensors(
+      std::vector<std::span<std::byte const>> const& data,
+      std::vector<tensor_descriptor> const& descriptors) override {
+    return call([&](Server& s) { return s.create_tensors(data, descriptors); });
+  }
+  cubert::handle empty(std::uint64_t size) override {
+    return call([size](Server& s) { return s.empty(size); });
+  }
+  std::vector<tensor_allocation> empty_tensors(
+      std::vector<tensor_descriptor> const& descriptors) override {
+    return call([&](Server& s) { return s.empty_tensors(descriptors); });
+  }
+  std::future<std::vector<std::vector<std::byte>>> read(
+      std::vector<cubert::binding> bindings) override {
+    return call_async([this, b = std::move(bindings)](Server& s) mutable {
+      deferred_.rethrow_if_any();
+      return s.read(std::move(b)).get();
+    });
+  }
+  std::future<std::vector<std::vector<std::byte>>> read_tensor(
+      std::vector<binding_with_meta> tensors) override {
+    return call_async([this, t = std::move(tensors)](Server& s) mutable {
+      deferred_.rethrow_if_any();
+      return s.read_tensor(std::move(t)).get();
+    });
+  }
+  void execute(kernel const& k, cube_count const& count, bindings args,
+               execution_mode mode) override {
+    post([this, k, count, a = std::move(args), mode](Server& s) mutable {
+      try {
+        s.execute(k, count, std::move(a), mode);
+      } catch (...) {
+        deferred_.record(std::current_exception());
+      }
+    });
+  }
+  void flush() override {
+    call([this](Server& s) {
+      deferred_.rethrow_if_any();
+      s.flush();
+    });
+  }
+  std::future<void> sync() override {
+    return call_async([this](Server& s) {
+      deferred_.rethrow_if_any();
+      s.sync().get();
+    });
+  }
+  binding_resource get_resource(cubert::binding const& b) override {
+    return call([&b](Server& s) { return s.get_resource(b); });
+  }
+  memory::memory_usage memory_usage() override {
+    return call([](Server& s) { return s.memory_usage(); });
+  }
+  std::string memory_report() override {
+    return call([](Server& s) { return s.memory_report(); });
+  }
+  void memory_cleanup() override {
+    post([this](Server& s) {
+      try {
+        s.memory_cleanup();
+      } catch (...) {
+        deferred_.record(std::current_exception());
+      }
+    });
+  }
+  profiling_token start_profile() override {
+    return call([](Server& s) { return s.start_profile(); });
+  }
+  profile_duration end_profile(profiling_token token) override {
+    return call([token](Server& s) { return s.end_profile(token); });
+  }
+  [[nodiscard]] device_properties const& properties() const noexcept override {
+    return properties_;
+  }
+
+ private:
+  struct message {
+    virtual ~message() = default;
+    virtual void run(Server& s) = 0;
+  };
+  template <typename F>
+  struct fn_message final : message {
+    explicit fn_message(F f) : fn(std::move(f)) {}
+    void run(Server& s) override { fn(s); }
+    F fn;
+  };
+
+  template <typename F>
+  void post(F&& f) {
+    auto m = std::make_unique<fn_message<std::decay_t<F>>>(std::forward<F>(f));
+    bool wake = false;
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(m));
+      wake = waiting_;
+    }
+    // Skipping the notify while the server thread is busy saves a syscall per launch.
+    if (wake) ready_.notify_one();
+  }
+
+  template <typename F>
+  auto call_async(F&& f) -> std::future<std::invoke_result_t<F&, Server&>> {
+    using result = std::invoke_result_t<F&, Server&>;
+    std::promise<result> promise;
+    auto future = promise.get_future();
+    post([p = std::move(promise), fn = std::forward<F>(f)](Server& s) mutable {
+      try {
+        if constexpr (std::is_void_v<result>) {
+          fn(s);
+          p.set_value();
+        } else {
+          p.set_value(fn(s));
+        }
+      } catch (...) {
+        p.set_exception(std::current_exception());
+      }
+    });
+    return future;
+  }
+
+  template <typename F>
+  auto call(F&& f) -> std::invoke_result_t<F&, Server&> {
+    return call_async(std::forward<F>(f)).get();
+  }
+
+  void serve(std::unique_ptr<Server> server) {
+    std::deque<std::unique_ptr<message>> batch;
+    for (;;) {
+      {
+        std::unique_lock lock(mutex_);
+        waiting_ = true;
+        ready_.wait(lock, [this] { return !queue_.empty() || stopping_; });
+        waiting_ = false;
+        if (queue_.empty()) break;  // stopping, and every message has been served
+        batch.swap(queue_);
+      }
+      for (auto& m : batch) m->run(*server);
+      batch.clear();
+    }
+    server.reset();  // The server dies on the thread that used it.
+  }
+
+  device_properties properties_;
+  async_error deferred_;
+  std::mutex mutex_;
+  std::condition_variable ready_;
+  std::deque<std::unique_ptr<message>> queue_;
+  bool waiting_ = false;
+  bool stopping_ = false;
+  std::thread thread_;  // Last: starts after every other member is ready.
+};
+
+}  // namespace cubert::backend

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: Apache-2.0
+// Channels: the thread-safety policy between clients and one server (cubecl ComputeChannel).
+#pragma once
+
+#include <cubert/backend/server.hpp>
+
+#include <future>
+#include <memory>
+#include <string_view>
+#include <vector>
+
+namespace cubert::backend {
+
+/// Which channel a client talks through.
+enum class channel_kind {
+  mutex,    ///< Every call locks the server (the default; cubecl's only choice in practice).
+  actor,    ///< A dedicated thread owns the server and serves a queue; execute does not wait.
+  inline_,  ///< No synchronisation at all: one thread only.
+};
+
+/// "mutex", "actor", "inline".
+[[nodiscard]] std::string_view to_string(channel_kind kind) noexcept;
+/// Parses "mutex", "actor" or "inline". @throws invalid_argument otherwise.
+[[nodiscard]] channel_kind parse_channel_kind(std::string_view name);
+
+/// The server API made safe to call from the threads a channel kind allows. Returned futures
+/// may be waited on any thread. Errors of fire-and-forget work surface at the next
+/// sync/read/flush, exactly once.
+class channel {
+ public:
+  virtual ~channel() = default;
+
+  [[nodiscard]] virtual channel_kind kind() const noexcept = 0;
+  [[nodiscard]] virtual cubert::handle create(std::span<std::byte const> data) = 0;
+  [[nodiscard]] virtual std::vector<tensor_allocation> create_tensors(
+      std::vector<std::span<std::byte const>> const& data,
+      std::vector<tensor_descriptor> const& descriptors) = 0;
+  [[nodiscard]] virtual cubert::handle empty(std::uint64_t size) = 0;
+  [[nodiscard]] virtual std::vector<tensor_allocation> empty_tensors(
+      std::vector<tensor_descriptor> const& descriptors) = 0;
+  [[nodiscard]] virtual std::future<std::vector<std::vector<std::byte>>> read(
+      std::vector<cubert::binding> bindings) = 0;
+  [[nodiscard]] virtual std::future<std::vector<std::vector<std::byte>>> read_tensor(
+      std::vector<binding_with_meta> tensors) = 0;
+  virtual void execute(kernel const& k, cube_count const& count, bindings args,
+                       execution_mode mode) = 0;
+  virtual void flush() = 0;
+  [[nodiscard]] virtual std::future<void> sync() = 0;
+  [[nodiscard]] virtual binding_resource get_resource(cubert::binding const& b) = 0;
+  [[nodiscard]] virtual memory::memory_usage memory_usage() = 0;
+  [[nodiscard]] virtual std::string memory_report() = 0;
+  virtual void memory_cleanup() = 0;
+  [[nodiscard]] virtual profiling_token start_profile() = 0;
+  [[nodiscard]] virtual profile_duration end_profile(profiling_token token) = 0;
+  /// Fixed at construction; safe from any thread.
+  [[nodiscard]] virtual device_properties const& properties() const noexcept = 0;
+};
+
+/// Wraps `server` in a channel of `kind` (type-erased; see mutex_channel.hpp and friends for
+/// the templates a backend may instantiate with its concrete server type).
+[[nodiscard]] std::shared_ptr<channel> make_channel(std::unique_ptr<server> server,
+                                                    channel_kind kind);
+
+}  // namespace cubert::backend

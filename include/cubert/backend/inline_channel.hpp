@@ -1,0 +1,63 @@
+// SPDX-License-Identifier: Apache-2.0
+// The inline channel: no synchronisation, for single-threaded programs.
+#pragma once
+
+#include <cubert/backend/channel.hpp>
+
+#include <memory>
+
+namespace cubert::backend {
+
+/// Calls the server directly. Only one thread may use it (and every client copy sharing it).
+template <typename Server>
+class inline_channel final : public channel {
+ public:
+  explicit inline_channel(std::unique_ptr<Server> server)
+      : server_(std::move(server)), properties_(server_->properties()) {}
+
+  [[nodiscard]] channel_kind kind() const noexcept override { return channel_kind::inline_; }
+  cubert::handle create(std::span<std::byte const> data) override { return server_->create(data); }
+  std::vector<tensor_allocation> create_tensors(
+      std::vector<std::span<std::byte const>> const& data,
+      std::vector<tensor_descriptor> const& descriptors) override {
+    return server_->create_tensors(data, descriptors);
+  }
+  cubert::handle empty(std::uint64_t size) override { return server_->empty(size); }
+  std::vector<tensor_allocation> empty_tensors(
+      std::vector<tensor_descriptor> const& descriptors) override {
+    return server_->empty_tensors(descriptors);
+  }
+  std::future<std::vector<std::vector<std::byte>>> read(
+      std::vector<cubert::binding> bindings) override {
+    return server_->read(std::move(bindings));
+  }
+  std::future<std::vector<std::vector<std::byte>>> read_tensor(
+      std::vector<binding_with_meta> tensors) override {
+    return server_->read_tensor(std::move(tensors));
+  }
+  void execute(kernel const& k, cube_count const& count, bindings args,
+               execution_mode mode) override {
+    server_->execute(k, count, std::move(args), mode);
+  }
+  void flush() override { server_->flush(); }
+  std::future<void> sync() override { return server_->sync(); }
+  binding_resource get_resource(cubert::binding const& b) override {
+    return server_->get_resource(b);
+  }
+  memory::memory_usage memory_usage() override { return server_->memory_usage(); }
+  std::string memory_report() override { return server_->memory_report(); }
+  void memory_cleanup() override { server_->memory_cleanup(); }
+  profiling_token start_profile() override { return server_->start_profile(); }
+  profile_duration end_profile(profiling_token token) override {
+    return server_->end_profile(token);
+  }
+  [[nodiscard]] device_properties const& properties() const noexcept override {
+    return properties_;
+  }
+
+ private:
+  std::unique_ptr<Server> server_;
+  device_properties properties_;
+};
+
+}  // namespace cubert::backend

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+// The server contract: what each backend implements for one device (cubecl ComputeServer).
+#pragma once
+
+#include <cubert/backend/storage.hpp>
+#include <cubert/bindings.hpp>
+#include <cubert/device.hpp>
+#include <cubert/handle.hpp>
+#include <cubert/kernel.hpp>
+#include <cubert/memory/memory_usage.hpp>
+#include <cubert/profiling.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <future>
+#include <mutex>
+#include <span>
+#include <vector>
+
+namespace cubert::backend {
+
+/// Shape and element size of one tensor to allocate.
+struct tensor_descriptor {
+  std::vector<std::uint64_t> shape;
+  std::uint64_t elem_size = 0;
+};
+
+/// A tensor's handle and the strides (in elements) the backend chose for it.
+struct tensor_allocation {
+  cubert::handle handle;
+  std::vector<std::uint64_t> strides;
+};
+
+/// A raw resource plus the binding that keeps its slice reserved while the resource is used.
+/// The resource may be larger than the binding; only the bound range is stable.
+struct binding_resource {
+  cubert::binding binding;
+  backend::resource resource;
+};
+
+/// The first error of asynchronous work, kept until the next sync/read/flush rethrows it.
+/// Thread-safe: worker threads record, the server thread rethrows.
+class async_error {
+ public:
+  /// Keeps `e` unless an earlier error is already waiting.
+  void record(std::exception_ptr e) noexcept;
+  /// Rethrows the waiting error, if any, and forgets it.
+  void rethrow_if_any();
+  /// True while an error waits.
+  [[nodiscard]] bool pending() const noexcept;
+
+ private:
+  mutable std::mutex mutex_;
+  std::exception_ptr error_;
+};
+
+/// Row-major contiguous strides (in elements) of `shape`.
+[[nodiscard]] std::vector<std::uint64_t> contiguous_strides(std::span<std::uint64_t const> shape);
+
+/// Gathers a strided tensor out of `src` (the binding's bytes) into dense row-major bytes.
+/// @throws invalid_argument if shape, strides and elem_size address bytes outside `src`.
+[[nodiscard]] std::vector<std::byte> gather_dense(std::span<std::byte const> src,
+                                                  binding_with_meta const& meta);
+
+/// One device's server. Not thread-safe: a channel serialises every call. Methods that return a
+/// future enqueue work and do not wait; the future does. Errors of asynchronous work (a kernel
+/// that throws, a failed launch) are recorded and rethrown by the next `sync`, `read` or `flush`,
+/// after which the server works normally again.
+class server {
+ public:
+  virtual ~server() = default;
+
+  /// Reserves `data.size()` bytes and uploads `data` (copied before returning).
+  [[nodiscard]] virtual cubert::handle create(std::span<std::byte const> data) = 0;
+  /// Reserves and uploads tensors; the default lays them out contiguously with `create`.
+  /// @throws invalid_argument if a buffer's size differs from its descriptor's.
+  [[nodiscard]] virtual std::vector<tensor_allocation> create_tensors(
+      std::vector<std::span<std::byte const>> const& data,
+      std::vector<tensor_descriptor> const& descriptors);
+  /// Reserves `size` bytes (contents undefined; 0 is allowed).
+  [[nodiscard]] virtual cubert::handle empty(std::uint64_t size) = 0;
+  /// Reserves tensors; the default lays them out contiguously with `empty`.
+  [[nodiscard]] virtual std::vector<tensor_allocation> empty_tensors(
+      std::vector<tensor_descriptor> const& descriptors);
+
+  /// The bytes of each binding, offsets honoured, after all earlier work.
+  /// @throws invalid_argument for an unknown binding or offsets out of range.
+  [[nodiscard]] virtual std::future<std::vector<std::vector<std::byte>>> read(
+      std::vector<cubert::binding> bindings) = 0;
+  /// Dense row-major bytes of strided tensors. The default reads each binding, then gathers.
+  [[nodiscard]] virtual std::future<std::vector<std::vector<std::byte>>> read_tensor(
+      std::vector<binding_with_meta> tensors);
+
+  /// Enqueues `k` over `count` cubes. Bad arguments (unknown binding, no payload for this
+  /// backend) throw at once; failures while running are deferred to the next sync/read/flush.
+  virtual void execute(kernel const& k, cube_count const& count, bindings args,
+                       execution_mode mode) = 0;
+  /// Submits outstanding work; rethrows a deferred error.
+  virtual void flush() = 0;
+  /// Resolves when all submitted work is complete; carries a deferred error.
+  [[nodiscard]] virtual std::future<void> sync() = 0;
+
+  /// The raw resource of a binding (interop). @throws invalid_argument for an unknown binding.
+  [[nodiscard]] virtual binding_resource get_resource(cubert::binding const& b) = 0;
+  [[nodiscard]] virtual memory::memory_usage memory_usage() = 0;
+  /// Per-pool usage report text (defaults to the usage totals).
+  [[nodiscard]] virtual std::string memory_report() { return memory_usage().to_string(); }
+  /// Frees every idle page (explicit cleanup).
+  virtual void memory_cleanup() = 0;
+
+  /// Opens a measurement after the work submitted so far has completed.
+  [[nodiscard]] virtual profiling_token start_profile() = 0;
+  /// Closes it after the work submitted since has completed.
+  /// @throws profile_error for an unknown token or a launch that failed inside the window.
+  [[nodiscard]] virtual profile_duration end_profile(profiling_token token) = 0;
+
+  [[nodiscard]] virtual device_properties const& properties() const noexcept = 0;
+};
+
+}  // namespace cubert::backend

@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: Apache-2.0
+// The client: what users hold for one device. Cheap to copy; every copy shares one channel.
+#pragma once
+
+#include <cubert/backend/channel.hpp>
+#include <cubert/bindings.hpp>
+#include <cubert/device.hpp>
+#include <cubert/handle.hpp>
+#include <cubert/kernel.hpp>
+#include <cubert/memory/memory_usage.hpp>
+#include <cubert/profiling.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace cubert {
+
+/// How make_client builds a device's client (only the first call for a device decides).
+struct client_options {
+  backend::channel_kind channel = backend::channel_kind::mutex;
+  unsigned threads = 0;  ///< CPU worker threads including the caller; 0 = hardware concurrency.
+};
+
+/// A device's façade. Thread-safe when its channel is (mutex, actor); copies share all state.
+/// Launches do not wait; `read`, `sync` and `profile` do. An error of earlier asynchronous work
+/// is thrown by the next `sync`, `read` or `flush`, once; the client keeps working after it.
+/// While one thread is inside `profile`, other threads' calls on this client wait for it.
+class client {
+ public:
+  /// A client over `channel`. @throws invalid_argument on a null channel.
+  explicit client(std::shared_ptr<backend::channel> channel);
+
+  /// Reserves `data.size()` bytes and uploads `data`.
+  [[nodiscard]] handle create(std::span<std::byte const> data) const;
+  /// Uploads a tensor; strides (in elements) are the backend's choice.
+  [[nodiscard]] backend::tensor_allocation create_tensor(std::span<std::byte const> data,
+                                                         std::vector<std::uint64_t> shape,
+                                                         std::uint64_t elem_size) const;
+  /// Uploads several tensors.
+  [[nodiscard]] std::vector<backend::tensor_allocation> create_tensors(
+      std::vector<std::span<std::byte const>> const& data,
+      std::vector<backend::tensor_descriptor> const& descriptors) const;
+  /// Reserves `size` bytes without initialising them.
+  [[nodiscard]] handle empty(std::uint64_t size) const;
+  /// Reserves one tensor.
+  [[nodiscard]] backend::tensor_allocation empty_tensor(std::vector<std::uint64_t> shape,
+                                                        std::uint64_t elem_size) const;
+  /// Reserves several tensors.
+  [[nodiscard]] std::vector<backend::tensor_allocation> empty_tensors(
+      std::vector<backend::tensor_descriptor> const& descriptors) const;
+
+  /// Starts reading the bytes of each binding (offsets honoured); the future waits.
+  [[nodiscard]] std::future<std::vector<std::vector<std::byte>>> read_async(
+      std::vector<binding> bindings) const;
+  /// Reads the bytes of each binding. @throws invalid_argument for an unknown or out-of-range
+  /// binding; rethrows a deferred error.
+  [[nodiscard]] std::vector<std::vector<std::byte>> read(std::vector<binding> bindings) const;
+  /// Reads one binding.
+  [[nodiscard]] std::vector<std::byte> read_one(binding b) const;
+  /// Reads strided tensors as dense row-major bytes.
+  [[nodiscard]] std::vector<std::vector<std::byte>> read_tensor(
+      std::vector<binding_with_meta> tensors) const;
+  /// Reads one strided tensor as dense row-major bytes.
+  [[nodiscard]] std::vector<std::byte> read_one_tensor(binding_with_meta tensor) const;
+
+  /// Launches `k` over `count` cubes in checked mode. Bad arguments may throw here or at the
+  /// next sync (actor channel); a failure while running surfaces at the next sync/read/flush.
+  void execute(kernel const& k, cube_count const& count, bindings args) const;
+  /// Same in unchecked mode: the caller guarantees no out-of-bounds access.
+  void execute_unchecked(kernel const& k, cube_count const& count, bindings args) const;
+  /// Submits outstanding work; rethrows a deferred error.
+  void flush() const;
+  /// Waits for all submitted work; rethrows a deferred error; then prints the profiling
+  /// summary when profiling is on.
+  void sync() const;
+
+  /// The raw resource behind a binding, for interop.
+  [[nodiscard]] backend::binding_resource get_resource(binding const& b) const;
+  /// Totals of the device's memory pools.
+  [[nodiscard]] memory::memory_usage memory_usage() const;
+  /// The per-pool usage report as text.
+  [[nodiscard]] std::string memory_report() const;
+  /// Frees every idle page now.
+  void memory_cleanup() const;
+
+  [[nodiscard]] device_properties const& properties() const noexcept;
+  [[nodiscard]] backend::channel_kind channel_kind() const noexcept;
+
+  /// Measures the device work `fn` submits. Other threads' calls on this client wait until it
+  /// returns; a nested `profile` on the same thread is fine. Whatever `fn` returns is destroyed
+  /// after the measurement ends. @throws profile_error if the window's work failed.
+  template <typename F>
+  profile_duration profile(F&& fn, std::string_view name) const {
+    profile_scope scope(*this, name);
+    if constexpr (std::is_void_v<std::invoke_result_t<F&>>) {
+      fn();
+      return scope.finish();
+    } else {
+      auto out = fn();
+      return scope.finish();  // `out` dies after end_profile, as cubecl's profile does.
+    }
+  }
+
+  /// True when both refer to the same shared state.
+  friend bool operator==(client const& a, client const& b) noexcept { return a.state_ == b.state_; }
+
+ private:
+  struct state;
+
+  // Owns profiling for its lifetime; ends the measurement even when `fn` throws.
+  class profile_scope {
+   public:
+    profile_scope(client const& c, std::string_view name);
+    ~profile_scope();
+    profile_scope(profile_scope const&) = delete;
+    profile_scope& operator=(profile_scope const&) = delete;
+    profile_duration finish();
+
+   private:
+    void release() noexcept;
+
+    state* state_;
+    profiling_token token_;
+    bool owner_ = false;
+    bool finished_ = false;
+  };
+
+  void execute_inner(kernel const& k, cube_count const& count, bindings args,
+                     execution_mode mode) const;
+  void profile_guard() const;
+
+  std::shared_ptr<state> state_;
+};
+
+/// Devices present in this process (CPU always; CUDA/OpenCL when built and found).
+[[nodiscard]] std::vector<device_info> devices();
+
+/// The client of device `id` ("cpu", "cpu:0", "cuda:0"): created on first use, then the same
+/// client for the life of the process. @throws unsupported for an unknown or absent device.
+[[nodiscard]] client make_client(std::string_view id = "cpu", client_options options = {});
+
+}  // namespace cubert

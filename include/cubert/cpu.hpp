@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CPU backend: native C++ kernels run one task per cube on a thread pool.
+#pragma once
+
+#include <cubert/backend/channel.hpp>
+#include <cubert/backend/server.hpp>
+#include <cubert/bindings.hpp>
+#include <cubert/error.hpp>
+#include <cubert/memory/configuration.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+
+namespace cubert::cpu {
+
+/// Three u32 coordinates.
+struct uint3 {
+  std::uint32_t x = 0;
+  std::uint32_t y = 0;
+  std::uint32_t z = 0;
+};
+
+/// A bound buffer as a kernel sees it: the binding's bytes, offsets applied.
+struct buffer_view {
+  std::byte* data = nullptr;
+  std::uint64_t size = 0;
+
+  /// The buffer as elements of T (trailing bytes that do not fill a T are left out).
+  template <typename T>
+  [[nodiscard]] std::span<T> as() const noexcept {
+    return {reinterpret_cast<T*>(data), static_cast<std::size_t>(size / sizeof(T))};
+  }
+};
+
+/// What one cube of a CPU kernel receives. Valid only during the call.
+struct kernel_context {
+  uint3 cube_pos;        ///< This cube's position in the grid.
+  cubert::cube_dim dim;  ///< Units per cube (loop over them yourself).
+  uint3 cube_count;      ///< Cubes in the launch.
+  std::span<buffer_view const> buffers;
+  std::map<elem, scalar_binding> const* scalar_groups = nullptr;
+  std::span<std::uint32_t const> metadata;
+  execution_mode mode = execution_mode::checked;
+
+  /// Linear index of this cube (x fastest).
+  [[nodiscard]] std::uint64_t cube_index() const noexcept {
+    return (std::uint64_t{cube_pos.z} * cube_count.y + cube_pos.y) * cube_count.x + cube_pos.x;
+  }
+  /// Buffer `i` as elements of T. @throws invalid_argument if there is no buffer i.
+  template <typename T>
+  [[nodiscard]] std::span<T> buffer(std::size_t i) const {
+    CUBERT_EXPECTS(i < buffers.size(), "cpu kernel: buffer index out of range");
+    return buffers[i].as<T>();
+  }
+  /// The scalars of T's element type. @throws invalid_argument if none were bound.
+  template <typename T>
+  [[nodiscard]] std::span<T const> scalars() const {
+    return scalars_as<T>(elem_of<T>());
+  }
+  /// The scalars of group `type` viewed as T (for f16/bf16 bits, use std::uint16_t).
+  template <typename T>
+  [[nodiscard]] std::span<T const> scalars_as(elem type) const {
+    CUBERT_EXPECTS(scalar_groups != nullptr, "cpu kernel: no scalars bound");
+    auto it = scalar_groups->find(type);
+    CUBERT_EXPECTS(it != scalar_groups->end(), "cpu kernel: no scalar of the requested type");
+    auto bytes = it->second.bytes();
+    return {reinterpret_cast<T const*>(bytes.data()), bytes.size() / sizeof(T)};
+  }
+  /// Scalar `i` of T's element type. @throws invalid_argument if missing.
+  template <typename T>
+  [[nodiscard]] T scalar(std::size_t i = 0) const {
+    auto s = scalars<T>();
+    CUBERT_EXPECTS(i < s.size(), "cpu kernel: scalar index out of range");
+    return s[i];
+  }
+};
+
+/// Options of a CPU device.
+struct options {
+  unsigned threads = 0;  ///< Threads running cubes, the caller included; 0 = hardware threads.
+  memory::memory_configuration memory = memory::memory_configuration::sub_slices();
+  std::optional<std::uint64_t> capacity_limit;  ///< Make the host look like a device this big.
+  backend::channel_kind channel = backend::channel_kind::mutex;
+};
+
+/// A CPU server (for channels and tests). @throws invalid_argument on bad options.
+[[nodiscard]] std::unique_ptr<backend::server> make_server(options const& opts = {});
+
+/// The properties a CPU device with `threads` workers reports.
+[[nodiscard]] device_properties make_properties(unsigned threads);
+
+}  // namespace cubert::cpu

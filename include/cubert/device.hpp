@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: Apache-2.0
+// What a device is and what it can do: listed by cubert::devices(), reported by a client.
+#pragma once
+
+#include <cubert/bindings.hpp>
+#include <cubert/memory/configuration.hpp>
+#include <cubert/profiling.hpp>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace cubert {
+
+/// Launch limits and compute resources of a device (cubecl HardwareProperties).
+struct hardware_properties {
+  std::uint32_t plane_size_min = 1;  ///< Smallest warp/subgroup width.
+  std::uint32_t plane_size_max = 1;  ///< Largest warp/subgroup width.
+  std::uint32_t max_bindings = 0;    ///< Buffers one launch may bind.
+  std::uint64_t max_shared_memory_size = 0;
+  std::array<std::uint32_t, 3> max_cube_count{0, 0, 0};
+  std::uint32_t max_units_per_cube = 0;
+  cubert::cube_dim max_cube_dim{};
+  std::uint32_t num_compute_units = 0;  ///< SMs on CUDA, worker threads on the CPU.
+  std::optional<std::uint32_t> num_tensor_cores;
+  std::optional<std::uint32_t> min_tensor_cores_dim;
+};
+
+/// Everything a client can tell about its device.
+struct device_properties {
+  std::string name;         ///< "NVIDIA H200", "x86_64 host (16 threads)".
+  std::string backend;      ///< "cpu", "cuda", "opencl".
+  std::uint32_t index = 0;  ///< Ordinal within the backend.
+  memory::device_memory_properties memory{};
+  std::uint64_t total_memory = 0;  ///< Bytes; 0 when unknown.
+  hardware_properties hardware{};
+  timing_method timing = timing_method::system;
+  std::string architecture;    ///< "sm_90", "x86_64".
+  std::string driver_version;  ///< "580.65", or the cubert version for the CPU.
+
+  /// "name|architecture|compute units|driver": the device part of autotune and kernel cache keys.
+  [[nodiscard]] std::string fingerprint() const;
+};
+
+/// One entry of cubert::devices().
+struct device_info {
+  std::string id;       ///< What make_client takes: "cpu", "cuda:0".
+  std::string name;     ///< Human-readable device name.
+  std::string backend;  ///< "cpu", "cuda", "opencl".
+};
+
+}  // namespace cubert

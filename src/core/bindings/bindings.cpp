@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <cubert/bindings.hpp>
+#include <cubert/error.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace cubert {
+
+std::string_view to_string(elem type) noexcept {
+  switch (type) {
+    case elem::f16:
+      return "f16";
+    case elem::bf16:
+      return "bf16";
+    case elem::f32:
+      return "f32";
+    case elem::f64:
+      return "f64";
+    case elem::i8:
+      return "i8";
+    case elem::i16:
+      return "i16";
+    case elem::i32:
+      return "i32";
+    case elem::i64:
+      return "i64";
+    case elem::u8:
+      return "u8";
+    case elem::u16:
+      return "u16";
+    case elem::u32:
+      return "u32";
+    case elem::u64:
+      return "u64";
+    case elem::boolean:
+      return "bool";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(execution_mode mode) noexcept {
+  return mode == execution_mode::checked ? "checked" : "unchecked";
+}
+
+std::string cube_count::to_string() const {
+  if (is_dynamic_) return "binding";
+  return fmt::format("({}, {}, {})", counts_[0], counts_[1], counts_[2]);
+}
+
+bindings& bindings::with_buffers(std::vector<cubert::binding> bs) & {
+  if (buffers.empty()) {
+    buffers = std::move(bs);
+  } else {
+    buffers.insert(buffers.end(), std::make_move_iterator(bs.begin()),
+                   std::make_move_iterator(bs.end()));
+  }
+  return *this;
+}
+
+bindings& bindings::with_tensor_maps(std::vector<tensor_map_binding> maps) & {
+  tensor_maps.insert(tensor_maps.end(), std::make_move_iterator(maps.begin()),
+                     std::make_move_iterator(maps.end()));
+  return *this;
+}
+
+void bindings::append_raw(elem type, std::span<std::byte const> packed) {
+  auto& group = scalars[type];
+  group.type = type;
+  std::size_t const width = elem_size(type);
+  std::size_t const used = group.length * width;
+  std::size_t const total = used + packed.size();
+  group.data.resize((total + 7) / 8, 0);
+  if (!packed.empty()) {
+    std::memcpy(reinterpret_cast<std::byte*>(group.data.data()) + used, packed.data(),
+                packed.size());
+  }
+  group.length = total / width;
+}
+
+bindings& bindings::with_scalar(elem type, std::initializer_list<std::uint64_t> values) & {
+  if (type == elem::f16 || type == elem::bf16 || type == elem::f32 || type == elem::f64) {
+    throw invalid_argument(
+        fmt::format("bindings::with_scalar: {} is a floating-point type; pass typed values instead",
+                    cubert::to_string(type)));
+  }
+  std::size_t const width = elem_size(type);
+  std::vector<std::byte> packed(values.size() * width);
+  std::size_t at = 0;
+  for (std::uint64_t v : values) {
+    if (type == elem::boolean) v = v != 0 ? 1 : 0;
+    // Little-endian hosts only (x86-64, aarch64): the low bytes hold the truncated value.
+    std::memcpy(packed.data() + at, &v, width);
+    at += width;
+  }
+  append_raw(type, packed);
+  return *this;
+}
+
+bindings& bindings::with_scalar_bytes(elem type, std::span<std::byte const> packed) & {
+  if (packed.size() % elem_size(type) != 0) {
+    throw invalid_argument(
+        fmt::format("bindings::with_scalar_bytes: {} bytes is not a whole number of {} elements",
+                    packed.size(), cubert::to_string(type)));
+  }
+  scalars.erase(type);
+  append_raw(type, packed);
+  return *this;
+}
+
+}  // namespace cubert

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <cubert/backend/actor_channel.hpp>
+#include <cubert/backend/channel.hpp>
+#include <cubert/backend/inline_channel.hpp>
+#include <cubert/backend/mutex_channel.hpp>
+#include <cubert/error.hpp>
+
+#include <fmt/format.h>
+
+namespace cubert::backend {
+
+std::string_view to_string(channel_kind kind) noexcept {
+  switch (kind) {
+    case channel_kind::mutex:
+      return "mutex";
+    case channel_kind::actor:
+      return "actor";
+    case channel_kind::inline_:
+      return "inline";
+  }
+  return "unknown";
+}
+
+channel_kind parse_channel_kind(std::string_view name) {
+  if (name == "mutex") return channel_kind::mutex;
+  if (name == "actor") return channel_kind::actor;
+  if (name == "inline") return channel_kind::inline_;
+  throw invalid_argument(
+      fmt::format("unknown channel '{}': expected mutex, actor or inline", name));
+}
+
+std::shared_ptr<channel> make_channel(std::unique_ptr<server> s, channel_kind kind) {
+  CUBERT_EXPECTS(s != nullptr, "make_channel: null server");
+  switch (kind) {
+    case channel_kind::mutex:
+      return std::make_shared<mutex_channel<server>>(std::move(s));
+    case channel_kind::actor:
+      return std::make_shared<actor_channel<server>>(std::move(s));
+    case channel_kind::inline_:
+      return std::make_shared<inline_channel<server>>(std::move(s));
+  }
+  throw invalid_argument("make_channel: unknown channel kind");
+}
+
+}  // namespace cubert::backend

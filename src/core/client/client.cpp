@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "profiling/profiling_summary.hpp"
+
+#include <cubert/client.hpp>
+#include <cubert/error.hpp>
+#include <cubert/logging.hpp>
+
+#include <fmt/format.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+namespace cubert {
+
+struct client::state {
+  explicit state(std::shared_ptr<backend::channel> c) : channel(std::move(c)) {}
+
+  std::shared_ptr<backend::channel> channel;
+  // Profiling ownership (cubecl §1.6): one thread at a time profiles a device; the rest wait.
+  std::mutex profile_mutex;
+  std::condition_variable profile_released;
+  std::atomic<bool> profiling{false};  // Fast path for every other call: one relaxed load.
+  std::thread::id owner;
+  unsigned depth = 0;
+  profiling::profiling_summary summary;
+};
+
+client::client(std::shared_ptr<backend::channel> channel) {
+  CUBERT_EXPECTS(channel != nullptr, "client: null channel");
+  state_ = std::make_shared<state>(std::move(channel));
+}
+
+void client::profile_guard() const {
+  if (!state_->profiling.load(std::memory_order_acquire)) return;
+  std::unique_lock lock(state_->profile_mutex);
+  auto const me = std::this_thread::get_id();
+  state_->profile_released.wait(lock, [&] { return state_->depth == 0 || state_->owner == me; });
+}
+
+client::profile_scope::profile_scope(client const& c, std::string_view /*name*/)
+    : state_(c.state_.get()) {
+  {
+    std::unique_lock lock(state_->profile_mutex);
+    auto const me = std::this_thread::get_id();
+    state_->profile_released.wait(lock, [&] { return state_->depth == 0 || state_->owner == me; });
+    state_->owner = me;
+    ++state_->depth;
+    state_->profiling.store(true, std::memory_order_release);
+    owner_ = true;
+  }
+  try {
+    token_ = state_->channel->start_profile();
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+profile_duration client::profile_scope::finish() {
+  finished_ = true;
+  return state_->channel->end_profile(token_);
+}
+
+client::profile_scope::~profile_scope() {
+  if (!finished_) {
+    finished_ = true;
+    try {
+      (void)state_->channel->end_profile(token_);
+    } catch (...) {  // fn already threw; its exception is the one the caller needs.
+    }
+  }
+  release();
+}
+
+void client::profile_scope::release() noexcept {
+  if (!owner_) return;
+  owner_ = false;
+  {
+    std::lock_guard lock(state_->profile_mutex);
+    if (--state_->depth == 0) {
+      state_->owner = {};
+      state_->profiling.store(false, std::memory_order_release);
+    }
+  }
+  state_->profile_released.notify_all();
+}
+
+handle client::create(std::span<std::byte const> data) const {
+  profile_guard();
+  return state_->channel->create(data);
+}
+
+backend::tensor_allocation client::create_tensor(std::span<std::byte const> data,
+                                                 std::vector<std::uint64_t> shape,
+                                                 std::uint64_t elem_size) const {
+  auto out = create_tensors({data}, {backend::tensor_descriptor{std::move(shape), elem_size}});
+  return std::move(out.front());
+}
+
+std::vector<backend::tensor_allocation> client::create_tensors(
+    std::vector<std::span<std::byte const>> const& data,
+    std::vector<backend::tensor_descriptor> const& descriptors) const {
+  profile_guard();
+  return state_->channel->create_tensors(data, descriptors);
+}
+
+handle client::empty(std::uint64_t size) const {
+  profile_guard();
+  return state_->channel->empty(size);
+}
+
+backend::tensor_allocation client::empty_tensor(std::vector<std::uint64_t> shape,
+                                                std::uint64_t elem_size) const {
+  auto out = empty_tensors({backend::tensor_descriptor{std::move(shape), elem_size}});
+  return std::move(out.front());
+}
+
+std::vector<backend::tensor_allocation> client::empty_tensors(
+    std::vector<backend::tensor_descriptor> const& descriptors) const {
+  profile_guard();
+  return state_->channel->empty_tensors(descriptors);
+}
+
+std::future<std::vector<std::vector<std::byte>>> client::read_async(
+    std::vector<binding> bindings) const {
+  profile_guard();
+  return state_->channel->read(std::move(bindings));
+}
+
+std::vector<std::vector<std::byte>> client::read(std::vector<binding> bindings) const {
+  return read_async(std::move(bindings)).get();
+}
+
+std::vector<std::byte> client::read_one(binding b) const {
+  std::vector<binding> one;
+  one.push_back(std::move(b));
+  return std::move(read(std::move(one)).front());
+}
+
+std::vector<std::vector<std::byte>> client::read_tensor(
+    std::vector<binding_with_meta> tensors) const {
+  profile_guard();
+  return state_->channel->read_tensor(std::move(tensors)).get();
+}
+
+std::vector<std::byte> client::read_one_tensor(binding_with_meta tensor) const {
+  std::vector<binding_with_meta> one;
+  one.push_back(std::move(tensor));
+  return std::move(read_tensor(std::move(one)).front());
+}
+
+void client::execute(kernel const& k, cube_count const& count, bindings args) const {
+  execute_inner(k, count, std::move(args), execution_mode::checked);
+}
+
+void client::execute_unchecked(kernel const& k, cube_count const& count, bindings args) const {
+  execute_inner(k, count, std::move(args), execution_mode::unchecked);
+}
+
+void client::execute_inner(kernel const& k, cube_count const& count, bindings args,
+                           execution_mode mode) const {
+  profile_guard();
+  // Profiling level basic or more times every launch, which makes each one synchronising.
+  if (log::enabled(log::category::profiling, log_level::basic)) [[unlikely]] {
+    std::string label = log::enabled(log::category::profiling, log_level::full)
+                            ? fmt::format("{}: {} CubeCount {}", k.name(),
+                                          k.id().with_mode(mode).to_string(), count.to_string())
+                            : k.name();
+    auto d = profile([&] { state_->channel->execute(k, count, std::move(args), mode); }, label);
+    state_->summary.record(label, std::move(d));
+    return;
+  }
+  if (log::enabled(log::category::profiling, log_level::minimal)) [[unlikely]] {
+    log::write(log::category::profiling, "Executing {}", k.name());
+  }
+  state_->channel->execute(k, count, std::move(args), mode);
+}
+
+void client::flush() const {
+  profile_guard();
+  state_->channel->flush();
+}
+
+void client::sync() const {
+  profile_guard();
+  state_->channel->sync().get();
+  if (!state_->summary.empty()) {
+    auto table = state_->summary.table();
+    state_->summary.reset();
+    log::write(log::category::profiling, std::string_view(table));
+  }
+}
+
+backend::binding_resource client::get_resource(binding const& b) const {
+  profile_guard();
+  return state_->channel->get_resource(b);
+}
+
+memory::memory_usage client::memory_usage() const {
+  profile_guard();
+  return state_->channel->memory_usage();
+}
+
+std::string client::memory_report() const {
+  profile_guard();
+  return state_->channel->memory_report();
+}
+
+void client::memory_cleanup() const {
+  profile_guard();
+  state_->channel->memory_cleanup();
+}
+
+device_properties const& client::properties() const noexcept {
+  return state_->channel->properties();
+}
+
+backend::channel_kind client::channel_kind() const noexcept {
+  return state_->channel->kind();
+}
+
+}  // namespace cubert

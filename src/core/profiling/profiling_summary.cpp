@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "profiling/profiling_summary.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+
+namespace cubert::profiling {
+
+void profiling_summary::record(std::string_view name, profile_duration duration) {
+  auto const eol = name.find('\n');
+  std::lock_guard lock(mutex_);
+  entries_.push_back({std::string(name.substr(0, eol)), std::move(duration)});
+}
+
+void profiling_summary::record(std::string_view name, std::chrono::nanoseconds duration) {
+  auto const now = profile_clock::now();
+  record(name, profile_duration::from_system(now - duration, now));
+}
+
+bool profiling_summary::empty() const {
+  std::lock_guard lock(mutex_);
+  return entries_.empty();
+}
+
+void profiling_summary::reset() {
+  std::lock_guard lock(mutex_);
+  entries_.clear();
+}
+
+namespace {
+
+std::string format_ns(std::chrono::nanoseconds d) {
+  auto const ns = static_cast<double>(d.count());
+  if (ns >= 1e9) return fmt::format("{:.3}s", ns / 1e9);
+  if (ns >= 1e6) return fmt::format("{:.3}ms", ns / 1e6);
+  if (ns >= 1e3) return fmt::format("{:.3}µs", ns / 1e3);
+  return fmt::format("{}ns", d.count());
+}
+
+}  // namespace
+
+std::string profiling_summary::table() const {
+  struct row {
+    std::string name;
+    std::chrono::nanoseconds total{0};
+    std::uint64_t count = 0;
+  };
+  std::map<std::string, row> rows;
+  {
+    std::lock_guard lock(mutex_);
+    for (auto const& e : entries_) {
+      auto& r = rows[e.name];
+      r.name = e.name;
+      r.total += e.duration.resolve();
+      ++r.count;
+    }
+  }
+  if (rows.empty()) return {};
+  std::vector<row> sorted;
+  std::chrono::nanoseconds total{0};
+  std::uint64_t count = 0;
+  for (auto& [_, r] : rows) {
+    total += r.total;
+    count += r.count;
+    sorted.push_back(std::move(r));
+  }
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](row const& a, row const& b) { return a.total > b.total; });
+  std::size_t width = 5;
+  for (auto const& r : sorted) width = std::max(width, r.name.size());
+  auto const micros = [](std::chrono::nanoseconds d) {
+    return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
+  };
+  auto const ratio = [&](std::chrono::nanoseconds d) {
+    auto const all = micros(total);
+    return all == 0 ? 100 : 100 * micros(d) / all;
+  };
+  std::string out = fmt::format("| {:<{}} | {:<12} | {:<12} | {:<5} |\n", "Name", width, "Duration",
+                                "Num Computed", "Ratio");
+  out += fmt::format("|{:-<{}}|{:-<14}|{:-<14}|{:-<7}|\n", "", width + 2, "", "", "");
+  for (auto const& r : sorted) {
+    out += fmt::format("| {:<{}} | {:<12} | {:<12} | {:>4}% |\n", r.name, width, format_ns(r.total),
+                       r.count, ratio(r.total));
+  }
+  out += fmt::format("| {:<{}} | {:<12} | {:<12} | {:>4}% |\n", "Total", width, format_ns(total),
+                     count, 100);
+  return out;
+}
+
+}  // namespace cubert::profiling
