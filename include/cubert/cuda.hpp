@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CUDA backend: device memory from the driver, NVRTC-compiled kernels, CUDA-event timing.
+//
+// The driver (libcuda.so.1) is loaded at run time, so a program linked with cubert starts on a
+// machine without a GPU: `device_count()` is then 0, `unavailable_reason()` says why, and
+// `make_server` throws `unsupported`.
+//
+// Kernel parameters, in order: one device pointer per buffer binding; then the scalars, group by
+// group in `elem` order, each scalar its own parameter of its natural type; then, if the
+// launch has metadata, one by-value parameter holding all its u32 words (declare it as a struct
+// `{ unsigned int words[N]; }`). Sources are compiled with -DCUBERT_CHECKED=1 in checked mode and
+// -DCUBERT_CHECKED=0 in unchecked mode.
+#pragma once
+
+#include <cubert/backend/channel.hpp>
+#include <cubert/backend/server.hpp>
+#include <cubert/device.hpp>
+#include <cubert/memory/configuration.hpp>
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace cubert::cuda {
+
+/// Options of a CUDA device's server.
+struct options {
+  memory::memory_configuration memory = memory::memory_configuration::sub_slices();
+  /// Where compiled kernels are cached on disk; nullopt = `config::get().compilation` (itself
+  /// defaulting to $CUBERT_CACHE_DIR/kernels or ~/.cache/cubert/kernels); an empty path
+  /// disables the disk cache.
+  std::optional<std::filesystem::path> kernel_cache_dir;
+  std::size_t staging_block_size = std::size_t{4} << 20;  ///< Bytes per pinned staging block.
+  std::size_t staging_blocks = 8;                         ///< Most pinned blocks held at once.
+  backend::channel_kind channel = backend::channel_kind::mutex;
+};
+
+/// Number of CUDA devices; 0 when there is no driver or no GPU. Never throws.
+[[nodiscard]] int device_count() noexcept;
+
+/// Why no CUDA device can be used ("no CUDA driver: ..."), or empty when the driver works.
+[[nodiscard]] std::string unavailable_reason();
+
+/// The properties of device `ordinal`, read from the driver.
+/// @throws unsupported without a driver; invalid_argument for an ordinal out of range.
+[[nodiscard]] device_properties make_properties(int ordinal);
+
+/// A server for device `ordinal`: its primary context, one non-blocking stream, pooled device
+/// memory and the kernel caches. @throws unsupported without a driver ("no CUDA device: ..."),
+/// invalid_argument for an ordinal out of range, device_error if the driver fails.
+[[nodiscard]] std::unique_ptr<backend::server> make_server(int ordinal, options const& opts = {});
+
+}  // namespace cubert::cuda

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cuda_compiler.hpp"
+
+#include <cubert/error.hpp>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nvrtc.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <memory>
+
+namespace cubert::cuda::detail {
+namespace {
+
+// The single conversion point for NVRTC calls other than the compilation itself.
+void nvrtc_check(nvrtcResult result, char const* call) {
+  if (result != NVRTC_SUCCESS) [[unlikely]] {
+    throw unsupported(fmt::format("{}: {}", call, nvrtcGetErrorString(result)));
+  }
+}
+
+struct program_deleter {
+  void operator()(nvrtcProgram p) const noexcept { nvrtcDestroyProgram(&p); }
+};
+using program_ptr = std::unique_ptr<std::remove_pointer_t<nvrtcProgram>, program_deleter>;
+
+std::string program_log(nvrtcProgram program) {
+  std::size_t size = 0;
+  if (nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size <= 1) return {};
+  std::string log(size, '\0');
+  if (nvrtcGetProgramLog(program, log.data()) != NVRTC_SUCCESS) return {};
+  log.resize(size - 1);  // Drop the terminating NUL.
+  return log;
+}
+
+std::vector<std::byte> program_image(nvrtcProgram program, bool ptx) {
+  std::size_t size = 0;
+  std::vector<std::byte> image;
+  if (ptx) {
+    nvrtc_check(nvrtcGetPTXSize(program, &size), "nvrtcGetPTXSize");
+    image.resize(size);
+    nvrtc_check(nvrtcGetPTX(program, reinterpret_cast<char*>(image.data())), "nvrtcGetPTX");
+  } else {
+    nvrtc_check(nvrtcGetCUBINSize(program, &size), "nvrtcGetCUBINSize");
+    image.resize(size);
+    nvrtc_check(nvrtcGetCUBIN(program, reinterpret_cast<char*>(image.data())), "nvrtcGetCUBIN");
+  }
+  return image;
+}
+
+// The toolkit headers, so that sources may include <cuda_fp16.h> and friends even where NVRTC
+// lacks them built in. Found at run time: the build machine's path may not exist here.
+std::string toolkit_include_option() {
+  std::vector<std::filesystem::path> candidates;
+  if (char const* p = std::getenv("CUDA_PATH"); p && *p) candidates.emplace_back(p);
+  if (char const* p = std::getenv("CUDA_HOME"); p && *p) candidates.emplace_back(p);
+#ifdef CUBERT_CUDA_TOOLKIT_INCLUDE_DIR
+  candidates.emplace_back(std::filesystem::path(CUBERT_CUDA_TOOLKIT_INCLUDE_DIR).parent_path());
+#endif
+  candidates.emplace_back("/usr/local/cuda");
+  for (auto const& root : candidates) {
+    std::error_code ec;
+    if (std::filesystem::exists(root / "include" / "cuda_fp16.h", ec)) {
+      return "--include-path=" + (root / "include").string();
+    }
+  }
+  return {};
+}
+
+}  // namespace
+
+std::string cuda_compiler::nvrtc_version() {
+  int major = 0;
+  int minor = 0;
+  nvrtc_check(nvrtcVersion(&major, &minor), "nvrtcVersion");
+  return fmt::format("{}.{}", major, minor);
+}
+
+int cuda_compiler::newest_arch() {
+  int count = 0;
+  nvrtc_check(nvrtcGetNumSupportedArchs(&count), "nvrtcGetNumSupportedArchs");
+  std::vector<int> archs(static_cast<std::size_t>(count));
+  nvrtc_check(nvrtcGetSupportedArchs(archs.data()), "nvrtcGetSupportedArchs");
+  return archs.empty() ? 0 : *std::max_element(archs.begin(), archs.end());
+}
+
+compiled_code cuda_compiler::compile(compile_request const& request) const {
+  if (request.arch <= 0) throw invalid_argument("cuda_compiler: the target architecture is unset");
+  if (request.source.empty()) {
+    throw invalid_argument(fmt::format("cuda_compiler: {} is empty", request.source_name));
+  }
+  // A device newer than NVRTC gets PTX for NVRTC's newest architecture; the driver JITs it.
+  static int const newest = newest_arch();
+  bool const ptx = request.arch > newest;
+  std::vector<std::string> options;
+  options.push_back(ptx ? fmt::format("--gpu-architecture=compute_{}", newest)
+                        : fmt::format("--gpu-architecture=sm_{}", request.arch));
+  static std::string const include = toolkit_include_option();
+  if (!include.empty()) options.push_back(include);
+  options.insert(options.end(), request.options.begin(), request.options.end());
+
+  static std::string const version = nvrtc_version();
+  auto const joined = fmt::format("{}", fmt::join(options, "\x1f"));
+  auto const key = kernel_disk_cache::key(request.source, joined, ptx ? "ptx" : "cubin", version);
+  if (auto cached = cache_.load(key)) {
+    return compiled_code{std::move(*cached), ptx, true, {}};
+  }
+
+  std::string const source(request.source);
+  std::string const name(request.source_name);
+  nvrtcProgram raw = nullptr;
+  nvrtc_check(nvrtcCreateProgram(&raw, source.c_str(), name.c_str(), 0, nullptr, nullptr),
+              "nvrtcCreateProgram");
+  program_ptr const program(raw);
+  std::vector<char const*> argv;
+  argv.reserve(options.size());
+  for (auto const& o : options) argv.push_back(o.c_str());
+  nvrtcResult const result = nvrtcCompileProgram(raw, static_cast<int>(argv.size()), argv.data());
+  std::string log = program_log(raw);
+  if (result != NVRTC_SUCCESS) {
+    throw compilation_error(fmt::format("NVRTC failed to compile {} for {}: {}\n{}", name,
+                                        options.front(), nvrtcGetErrorString(result), log),
+                            std::move(log), name);
+  }
+  compiled_code code{program_image(raw, ptx), ptx, false, std::move(log)};
+  cache_.store(key, code.image);
+  return code;
+}
+
+}  // namespace cubert::cuda::detail

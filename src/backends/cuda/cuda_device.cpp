@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cuda_device.hpp"
+
+#include "cuda_driver.hpp"
+
+#include <fmt/format.h>
+
+namespace cubert::cuda::detail {
+namespace {
+
+int attribute(CUdevice device, CUdevice_attribute attr) {
+  int value = 0;
+  CUBERT_CU_CALL(cuDeviceGetAttribute, &value, attr, device);
+  return value;
+}
+
+}  // namespace
+
+std::string device_info::fingerprint() const {
+  return fmt::format("cuda|{}|sm_{}|{}sm|{}B|driver{}", name, arch(), sm_count, total_memory,
+                     driver_version);
+}
+
+int device_count() noexcept {
+  auto const& api = driver_state();
+  if (!api.loaded) return 0;
+  int count = 0;
+  if (api.cuDeviceGetCount(&count) != CUDA_SUCCESS) return 0;
+  return count;
+}
+
+device_info query_device(int ordinal) {
+  auto const& api = driver();
+  int const count = device_count();
+  if (ordinal < 0 || ordinal >= count) {
+    throw invalid_argument(fmt::format("cuda:{} does not exist: this machine has {} CUDA device{}",
+                                       ordinal, count, count == 1 ? "" : "s"));
+  }
+  device_info info;
+  info.ordinal = ordinal;
+  CUBERT_CU_CALL(cuDeviceGet, &info.device, ordinal);
+  std::array<char, 256> name{};
+  CUBERT_CU_CALL(cuDeviceGetName, name.data(), static_cast<int>(name.size()), info.device);
+  info.name = name.data();
+  auto const dev = info.device;
+  info.cc_major = attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
+  info.cc_minor = attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
+  info.sm_count = attribute(dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  info.warp_size = attribute(dev, CU_DEVICE_ATTRIBUTE_WARP_SIZE);
+  info.max_threads_per_block = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
+  info.max_block_dim = {attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X),
+                        attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y),
+                        attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z)};
+  info.max_grid_dim = {attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X),
+                       attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y),
+                       attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z)};
+  info.max_shared_memory_per_block =
+      attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK);
+  info.max_shared_memory_per_block_optin =
+      attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN);
+  info.l2_cache_bytes = attribute(dev, CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE);
+  info.clock_khz = attribute(dev, CU_DEVICE_ATTRIBUTE_CLOCK_RATE);
+  info.memory_bus_width_bits = attribute(dev, CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH);
+  std::size_t total = 0;
+  CUBERT_CU_CALL(cuDeviceTotalMem, &total, dev);
+  info.total_memory = total;
+  CUBERT_CU_CALL(cuDriverGetVersion, &info.driver_version);
+  CUuuid uuid{};
+  if (api.cuDeviceGetUuid(&uuid, dev) == CUDA_SUCCESS) {
+    for (char byte : uuid.bytes) {
+      info.uuid += fmt::format("{:02x}", static_cast<unsigned char>(byte));
+    }
+  }
+  return info;
+}
+
+}  // namespace cubert::cuda::detail

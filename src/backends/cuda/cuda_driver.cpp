@@ -1,0 +1,90 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cuda_driver.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+#include <dlfcn.h>
+
+namespace cubert::cuda::detail {
+namespace {
+
+#define CUBERT_CUDA_STR_(x) #x
+// Two levels so that the argument is macro-expanded first: cuMemAlloc -> "cuMemAlloc_v2".
+#define CUBERT_CUDA_STR(x) CUBERT_CUDA_STR_(x)
+
+driver_api load() noexcept {
+  driver_api api;
+  // CUBERT_CUDA_DISABLE lets tests and users check the no-driver path on a GPU machine.
+  if (char const* off = std::getenv("CUBERT_CUDA_DISABLE"); off && *off && *off != '0') {
+    api.failure = "the CUDA backend is disabled by CUBERT_CUDA_DISABLE";
+    return api;
+  }
+  // Never unloaded: the driver keeps process-wide state, and handles may outlive any owner.
+  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    char const* why = ::dlerror();
+    api.failure = fmt::format("no CUDA driver: dlopen(\"libcuda.so.1\") failed: {}",
+                              why ? why : "unknown reason");
+    return api;
+  }
+#define CUBERT_CUDA_RESOLVE(name)                                                                \
+  api.name = reinterpret_cast<decltype(api.name)>(::dlsym(lib, CUBERT_CUDA_STR(name)));          \
+  if (!api.name) {                                                                               \
+    api.failure = fmt::format("the CUDA driver is too old: it lacks {}", CUBERT_CUDA_STR(name)); \
+    return api;                                                                                  \
+  }
+  CUBERT_CUDA_DRIVER_FUNCTIONS(CUBERT_CUDA_RESOLVE)
+#undef CUBERT_CUDA_RESOLVE
+  if (CUresult r = api.cuInit(0); r != CUDA_SUCCESS) {
+    char const* name = nullptr;
+    api.cuGetErrorName(r, &name);
+    // CUDA_ERROR_NO_DEVICE is the common case on a machine with a driver but no GPU.
+    api.failure = fmt::format("no CUDA device: cuInit failed with {}", name ? name : "?");
+    return api;
+  }
+  api.loaded = true;
+  return api;
+}
+
+}  // namespace
+
+driver_api const& driver_state() noexcept {
+  static driver_api const api = load();  // Thread-safe initialisation (magic static).
+  return api;
+}
+
+driver_api const& driver() {
+  auto const& api = driver_state();
+  if (!api.loaded) [[unlikely]]
+    throw unsupported(api.failure);
+  return api;
+}
+
+std::string describe(CUresult result) {
+  auto const& api = driver_state();
+  char const* name = nullptr;
+  char const* text = nullptr;
+  if (api.cuGetErrorName) api.cuGetErrorName(result, &name);
+  if (api.cuGetErrorString) api.cuGetErrorString(result, &text);
+  if (!name) return fmt::format("CUresult {}", static_cast<int>(result));
+  return text ? fmt::format("{} ({})", name, text) : std::string(name);
+}
+
+void throw_driver_error(CUresult result, std::string_view call, errc fallback,
+                        std::source_location where) {
+  auto const what = fmt::format("{}: {}", call, describe(result));
+  if (result == CUDA_ERROR_OUT_OF_MEMORY) throw out_of_memory(what, where);
+  switch (fallback) {
+    case errc::launch_error:
+      throw launch_error(what, where);
+    case errc::invalid_argument:
+      throw invalid_argument(what, where);
+    case errc::unsupported:
+      throw unsupported(what, where);
+    default:
+      throw device_error(what, where);
+  }
+}
+
+}  // namespace cubert::cuda::detail

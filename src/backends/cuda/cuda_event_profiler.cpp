@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cuda_event_profiler.hpp"
+
+#include "cuda_driver.hpp"
+
+#include <fmt/format.h>
+
+#include <memory>
+
+namespace cubert::cuda::detail {
+namespace {
+
+// An event destroyed with its last owner; destruction never throws (the driver may be gone).
+struct event_owner {
+  CUevent event = nullptr;
+  explicit event_owner(CUevent e) noexcept : event(e) {}
+  event_owner(event_owner const&) = delete;
+  event_owner& operator=(event_owner const&) = delete;
+  ~event_owner() {
+    if (event && driver_state().loaded) driver_state().cuEventDestroy(event);
+  }
+};
+
+CUevent make_event() {
+  CUevent e = nullptr;
+  CUBERT_CU_CALL(cuEventCreate, &e, CU_EVENT_DEFAULT);  // Timing enabled.
+  return e;
+}
+
+}  // namespace
+
+cuda_event_profiler::~cuda_event_profiler() {
+  for (auto& [id, e] : open_) event_owner{e.start};
+}
+
+profiling_token cuda_event_profiler::start() {
+  auto start = std::make_unique<event_owner>(make_event());
+  CUBERT_CU_CALL(cuEventRecord, start->event, stream_);
+  auto const id = next_id_++;
+  open_.emplace(id, entry{start->event, std::nullopt});
+  start->event = nullptr;  // Now owned by the entry.
+  return profiling_token{id};
+}
+
+profile_duration cuda_event_profiler::stop(profiling_token token) {
+  auto it = open_.find(token.id);
+  if (it == open_.end()) {
+    throw profile_error(fmt::format("profiling token {} is not registered", token.id));
+  }
+  auto start = std::make_shared<event_owner>(it->second.start);
+  auto failure = std::move(it->second.failure);
+  open_.erase(it);
+  if (failure) throw profile_error(*failure);
+  auto end = std::make_shared<event_owner>(make_event());
+  CUBERT_CU_CALL(cuEventRecord, end->event, stream_);
+  // Resolving waits for the end event only: the caller decides when to pay for the wait, and
+  // other work on the device keeps running.
+  return profile_duration::from_device([start, end]() -> std::chrono::nanoseconds {
+    CUBERT_CU_CALL(cuEventSynchronize, end->event);
+    float ms = 0.0F;
+    CUBERT_CU_CALL(cuEventElapsedTime, &ms, start->event, end->event);
+    return std::chrono::nanoseconds(static_cast<std::int64_t>(static_cast<double>(ms) * 1e6));
+  });
+}
+
+void cuda_event_profiler::error(std::string const& message) {
+  for (auto& [id, e] : open_) {
+    if (!e.failure) e.failure = message;
+  }
+}
+
+}  // namespace cubert::cuda::detail

@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: Apache-2.0
+// Device timing with CUDA events: no device-wide synchronisation per sample.
+#pragma once
+
+#include <cubert/profiling.hpp>
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace cubert::cuda::detail {
+
+/// Open measurements of one stream. `start` records an event and returns at once; `stop`
+/// records a second one and returns a duration that waits for it only when resolved. Not
+/// thread-safe: the server thread owns it, with the context current.
+class cuda_event_profiler {
+ public:
+  /// Events on `stream`, which is not owned; the server outlives its profiler.
+  explicit cuda_event_profiler(CUstream stream) noexcept : stream_(stream) {}
+  ~cuda_event_profiler();
+  cuda_event_profiler(cuda_event_profiler const&) = delete;
+  cuda_event_profiler& operator=(cuda_event_profiler const&) = delete;
+
+  [[nodiscard]] profiling_token start();
+  /// @throws profile_error for an unknown token or when `error` was called while it was open.
+  [[nodiscard]] profile_duration stop(profiling_token token);
+  /// Marks every open measurement as failed (a launch failed inside its window).
+  void error(std::string const& message);
+
+ private:
+  struct entry {
+    CUevent start = nullptr;
+    std::optional<std::string> failure;
+  };
+  CUstream stream_;  // Not owned; the server outlives its profiler.
+  std::uint64_t next_id_ = 1;
+  std::map<std::uint64_t, entry> open_;
+};
+
+}  // namespace cubert::cuda::detail

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cuda_module_cache.hpp"
+
+#include "cuda_driver.hpp"
+
+#include <cubert/logging.hpp>
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+namespace cubert::cuda::detail {
+
+cuda_module_cache::~cuda_module_cache() {
+  auto const& api = driver_state();
+  if (!api.loaded) return;
+  for (auto const& [id, k] : kernels_) api.cuModuleUnload(k.module);
+}
+
+loaded_kernel& cuda_module_cache::load(kernel const& k, execution_mode mode, kernel_id id) {
+  if (!k.valid()) throw launch_error("cuda: cannot launch an empty kernel");
+  auto const started = std::chrono::steady_clock::now();
+  std::vector<std::byte> image;
+  std::string entry;
+  if (auto const* src = k.cuda_source()) {
+    compile_request request{src->source, k.name() + ".cu", src->options, arch_};
+    request.options.push_back(mode == execution_mode::checked ? "-DCUBERT_CHECKED=1"
+                                                              : "-DCUBERT_CHECKED=0");
+    compiled_code code = compiler_.compile(request);
+    (code.from_disk_cache ? stats_.disk_hits : stats_.compiled) += 1;
+    if (!code.log.empty()) log::write(log::category::compilation, "{}: {}", k.name(), code.log);
+    image = std::move(code.image);
+    entry = src->entry_point;
+  } else if (auto const* ptx = k.ptx()) {
+    auto const* text = reinterpret_cast<std::byte const*>(ptx->text.c_str());
+    image.assign(text, text + ptx->text.size() + 1);  // The driver wants the NUL.
+    entry = ptx->entry_point;
+    ++stats_.prebuilt;
+  } else if (auto const* cubin = k.cubin()) {
+    image = cubin->bytes;
+    entry = cubin->entry_point;
+    ++stats_.prebuilt;
+  } else {
+    throw launch_error(
+        fmt::format("cuda: kernel '{}' has no CUDA payload (CUDA source, PTX or cubin)", k.name()));
+  }
+
+  auto const& api = driver();
+  loaded_kernel loaded;
+  if (CUresult r = api.cuModuleLoadData(&loaded.module, image.data()); r != CUDA_SUCCESS) {
+    throw launch_error(
+        fmt::format("cuModuleLoadData (kernel '{}' for sm_{}): {}", k.name(), arch_, describe(r)));
+  }
+  if (CUresult r = api.cuModuleGetFunction(&loaded.function, loaded.module, entry.c_str());
+      r != CUDA_SUCCESS) {
+    api.cuModuleUnload(loaded.module);
+    throw launch_error(fmt::format("cuModuleGetFunction (kernel '{}', entry point '{}'): {}",
+                                   k.name(), entry, describe(r)));
+  }
+  auto const ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  log::write(log::category::compilation, "cuda: kernel '{}' ({}) ready in {:.2f} ms", k.name(),
+             id.to_string(), ms);
+  return kernels_.emplace(id, loaded).first->second;
+}
+
+}  // namespace cubert::cuda::detail

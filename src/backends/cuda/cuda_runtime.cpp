@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// The public entry points of the CUDA backend (include/cubert/cuda.hpp).
+#include "cuda_device.hpp"
+#include "cuda_driver.hpp"
+#include "cuda_server.hpp"
+
+#include <cubert/cuda.hpp>
+
+#include <fmt/format.h>
+
+namespace cubert::cuda {
+namespace detail {
+
+device_properties make_device_properties(device_info const& info) {
+  device_properties p;
+  p.name = info.name;
+  p.backend = "cuda";
+  p.index = static_cast<std::uint32_t>(info.ordinal);
+  // cubecl's choice: a quarter of the device per page keeps one huge tensor from needing more
+  // than the device has, while most requests fit pages the pools can share.
+  p.memory = memory::device_memory_properties{info.total_memory / 4, 256};
+  p.total_memory = info.total_memory;
+  auto& hw = p.hardware;
+  hw.plane_size_min = static_cast<std::uint32_t>(info.warp_size);
+  hw.plane_size_max = static_cast<std::uint32_t>(info.warp_size);
+  hw.max_bindings = 1024;  // Bounded by the 32 KiB parameter space (8 B per pointer) in practice.
+  hw.max_shared_memory_size = static_cast<std::uint64_t>(info.max_shared_memory_per_block_optin);
+  hw.max_cube_count = {static_cast<std::uint32_t>(info.max_grid_dim[0]),
+                       static_cast<std::uint32_t>(info.max_grid_dim[1]),
+                       static_cast<std::uint32_t>(info.max_grid_dim[2])};
+  hw.max_units_per_cube = static_cast<std::uint32_t>(info.max_threads_per_block);
+  hw.max_cube_dim = cube_dim{static_cast<std::uint32_t>(info.max_block_dim[0]),
+                             static_cast<std::uint32_t>(info.max_block_dim[1]),
+                             static_cast<std::uint32_t>(info.max_block_dim[2])};
+  hw.num_compute_units = static_cast<std::uint32_t>(info.sm_count);
+  if (info.cc_major >= 7) {
+    hw.num_tensor_cores = 4 * static_cast<std::uint32_t>(info.sm_count);  // 4 per SM since Volta.
+    hw.min_tensor_cores_dim = 16;
+  }
+  p.timing = timing_method::device;
+  p.architecture = fmt::format("sm_{}", info.arch());
+  p.driver_version =
+      fmt::format("{}.{}", info.driver_version / 1000, (info.driver_version % 1000) / 10);
+  return p;
+}
+
+}  // namespace detail
+
+int device_count() noexcept {
+  return detail::device_count();
+}
+
+std::string unavailable_reason() {
+  return detail::driver_state().failure;
+}
+
+device_properties make_properties(int ordinal) {
+  return detail::make_device_properties(detail::query_device(ordinal));
+}
+
+std::unique_ptr<backend::server> make_server(int ordinal, options const& opts) {
+  return std::make_unique<detail::cuda_server>(ordinal, opts);
+}
+
+}  // namespace cubert::cuda

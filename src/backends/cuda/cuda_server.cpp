@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cuda_server.hpp"
+
+#include "cuda_driver.hpp"
+#include "cuda_storage.hpp"
+
+#include <cubert/config.hpp>
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace cubert::cuda::detail {
+namespace {
+
+// cudaMalloc aligns to 256 B; slices keep that so any vector width and TMA box base is legal.
+constexpr std::uint64_t slice_alignment = 256;
+
+template <typename T>
+std::future<T> ready(T value) {
+  std::promise<T> p;
+  p.set_value(std::move(value));
+  return p.get_future();
+}
+
+template <typename T>
+std::future<T> failed(std::exception_ptr e) {
+  std::promise<T> p;
+  p.set_exception(std::move(e));
+  return p.get_future();
+}
+
+kernel_disk_cache disk_cache_for(options const& opts) {
+  if (opts.kernel_cache_dir) return kernel_disk_cache(*opts.kernel_cache_dir);
+  auto const& section = config::get().compilation;
+  if (!section.cache_enabled) return kernel_disk_cache({});
+  return kernel_disk_cache(section.cache_dir.empty() ? kernel_disk_cache::default_dir()
+                                                     : section.cache_dir);
+}
+
+}  // namespace
+
+device_properties make_device_properties(device_info const& info);
+
+cuda_server::cuda_server(int ordinal, options const& opts)
+    : info_(query_device(ordinal)), props_(make_device_properties(info_)) {
+  CUBERT_CU_CALL(cuDevicePrimaryCtxRetain, &context_, info_.device);
+  try {
+    CUBERT_CU_CALL(cuCtxSetCurrent, context_);
+    // Non-blocking: never serialised with the legacy default stream other libraries may use.
+    CUBERT_CU_CALL(cuStreamCreate, &stream_, CU_STREAM_NON_BLOCKING);
+    memory_ = std::make_unique<memory::memory_manager>(
+        std::make_unique<cuda_storage>(stream_, slice_alignment), props_.memory, opts.memory);
+    staging_ =
+        std::make_unique<cuda_staging>(stream_, opts.staging_block_size, opts.staging_blocks);
+    modules_ =
+        std::make_unique<cuda_module_cache>(cuda_compiler(disk_cache_for(opts)), info_.arch());
+    profiler_ = std::make_unique<cuda_event_profiler>(stream_);
+  } catch (...) {
+    memory_.reset();
+    if (stream_) driver().cuStreamDestroy(stream_);
+    driver().cuDevicePrimaryCtxRelease(info_.device);
+    throw;
+  }
+}
+
+cuda_server::~cuda_server() {
+  auto const& api = driver_state();
+  api.cuCtxSetCurrent(context_);
+  api.cuStreamSynchronize(stream_);  // A fault here was reported (or is lost with the server).
+  profiler_.reset();
+  modules_.reset();
+  staging_.reset();
+  memory_.reset();
+  api.cuStreamDestroy(stream_);
+  api.cuDevicePrimaryCtxRelease(info_.device);
+}
+
+void cuda_server::make_current() {
+  // Cheap (a thread-local read in the driver) and needed: any thread may call through a
+  // mutex channel, and other libraries may have switched this thread's context.
+  CUcontext current = nullptr;
+  auto const& api = driver();
+  if (api.cuCtxGetCurrent(&current) != CUDA_SUCCESS || current != context_) [[unlikely]] {
+    CUBERT_CU_CALL(cuCtxSetCurrent, context_);
+  }
+}
+
+cubert::handle cuda_server::empty(std::uint64_t size) {
+  make_current();
+  return cubert::handle(memory_->reserve(size), size);
+}
+
+cubert::handle cuda_server::create(std::span<std::byte const> data) {
+  make_current();
+  cubert::handle h(memory_->reserve(data.size()), data.size());
+  if (!data.empty()) {
+    auto const res = memory_->get_resource(h.binding());
+    staging_->upload(res.address(), data);
+  }
+  return h;
+}
+
+std::vector<std::byte> cuda_server::read_one(cubert::binding const& b) {
+  auto const res = memory_->get_resource(b);
+  std::vector<std::byte> out(res.size);
+  staging_->download(out, res.address());
+  return out;
+}
+
+std::future<std::vector<std::vector<std::byte>>> cuda_server::read(
+    std::vector<cubert::binding> bindings) {
+  make_current();
+  // Resolve every binding first: a bad one is the caller's error, thrown now.
+  for (auto const& b : bindings) (void)memory_->get_resource(b);
+  try {
+    errors_.rethrow_if_any();
+    std::vector<std::vector<std::byte>> out;
+    out.reserve(bindings.size());
+    for (auto const& b : bindings) out.push_back(read_one(b));
+    return ready(std::move(out));
+  } catch (...) {
+    return failed<std::vector<std::vector<std::byte>>>(std::current_exception());
+  }
+}
+
+std::future<std::vector<std::vector<std::byte>>> cuda_server::read_tensor(
+    std::vector<binding_with_meta> tensors) {
+  make_current();
+  try {
+    errors_.rethrow_if_any();
+    std::vector<std::vector<std::byte>> out;
+    out.reserve(tensors.size());
+    for (auto const& t : tensors) {
+      auto const dense = backend::contiguous_strides(t.shape);
+      std::uint64_t elems = 1;
+      for (auto d : t.shape) elems *= d;
+      auto bytes = read_one(t.binding);
+      if (t.strides == dense && bytes.size() == elems * t.elem_size) {
+        out.push_back(std::move(bytes));  // Already dense: no gather.
+      } else {
+        out.push_back(backend::gather_dense(bytes, t));
+      }
+    }
+    return ready(std::move(out));
+  } catch (invalid_argument const&) {
+    throw;
+  } catch (...) {
+    return failed<std::vector<std::vector<std::byte>>>(std::current_exception());
+  }
+}
+
+std::array<std::uint32_t, 3> cuda_server::resolve_count(cube_count const& count) {
+  if (!count.is_dynamic()) return count.counts();
+  // The count lives on the device and the driver takes it from the host: wait for the work
+  // that writes it. (Indirect launch would need a device-side launch; not worth it yet.)
+  auto const bytes = read_one(count.dynamic_binding());
+  if (bytes.size() < 3 * sizeof(std::uint32_t)) {
+    throw invalid_argument(
+        fmt::format("cuda: a dynamic cube count needs 12 bytes, got {}", bytes.size()));
+  }
+  std::array<std::uint32_t, 3> c{};
+  std::memcpy(c.data(), bytes.data(), sizeof c);
+  return c;
+}
+
+void cuda_server::marshal(bindings const& args) {
+  pointers_.resize(args.buffers.size());
+  params_.clear();
+  for (std::size_t i = 0; i < args.buffers.size(); ++i) {
+    pointers_[i] = memory_->get_resource(args.buffers[i]).address();
+    params_.push_back(&pointers_[i]);
+  }
+  // Scalars point into the bindings, which outlive the launch call (the driver copies
+  // parameters when cuLaunchKernel returns).
+  for (auto const& [type, group] : args.scalars) {
+    auto const bytes = group.bytes();
+    auto const size = elem_size(type);
+    for (std::size_t j = 0; j < group.length; ++j) {
+      params_.push_back(const_cast<std::byte*>(bytes.data() + j * size));
+    }
+  }
+  if (!args.metadata.data.empty()) {
+    params_.push_back(const_cast<std::uint32_t*>(args.metadata.data.data()));
+  }
+}
+
+void cuda_server::execute(kernel const& k, cube_count const& count, bindings args,
+                          execution_mode mode) {
+  make_current();
+  if (!args.tensor_maps.empty()) {
+    throw unsupported(
+        fmt::format("cuda: kernel '{}' binds tensor maps, which this backend "
+                    "does not support yet",
+                    k.name()));
+  }
+  loaded_kernel& fn = modules_->get(k, mode);
+  marshal(args);
+  auto const grid = resolve_count(count);
+  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return;  // Nothing to run.
+  auto const dim = k.cube_dim();
+  auto const shared = k.shared_memory();
+  auto const& api = driver();
+  CUresult result = CUDA_SUCCESS;
+  if (shared > fn.shared_limit) {
+    // Above 48 KiB the function must opt in; done once, the limit is kept per function.
+    result = api.cuFuncSetAttribute(fn.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                    static_cast<int>(shared));
+    if (result == CUDA_SUCCESS) fn.shared_limit = shared;
+  }
+  if (result == CUDA_SUCCESS) {
+    result = api.cuLaunchKernel(fn.function, grid[0], grid[1], grid[2], dim.x, dim.y, dim.z,
+                                static_cast<unsigned>(shared), stream_, params_.data(), nullptr);
+  }
+  if (result != CUDA_SUCCESS) [[unlikely]] {
+    // Deferred like a fault while running: execute stays fire-and-forget for its callers.
+    auto const what = fmt::format(
+        "cuLaunchKernel (kernel '{}', grid ({}, {}, {}), block ({}, "
+        "{}, {}), {} B shared): {}",
+        k.name(), grid[0], grid[1], grid[2], dim.x, dim.y, dim.z, shared, describe(result));
+    profiler_->error(what);
+    errors_.record(std::make_exception_ptr(device_error(what)));
+  }
+}
+
+void cuda_server::flush() {
+  // Launches are submitted by the driver as they are made; only a deferred error is left.
+  errors_.rethrow_if_any();
+}
+
+std::future<void> cuda_server::sync() {
+  try {
+    make_current();
+    CUBERT_CU_CALL(cuStreamSynchronize, stream_);
+    memory_->storage().flush();  // The stream is idle: queued page frees are safe now.
+    errors_.rethrow_if_any();
+    std::promise<void> p;
+    p.set_value();
+    return p.get_future();
+  } catch (...) {
+    return failed<void>(std::current_exception());
+  }
+}
+
+backend::binding_resource cuda_server::get_resource(cubert::binding const& b) {
+  return backend::binding_resource{b, memory_->get_resource(b)};
+}
+
+memory::memory_usage cuda_server::memory_usage() {
+  return memory_->usage();
+}
+
+std::string cuda_server::memory_report() {
+  return memory_->report().to_string();
+}
+
+void cuda_server::memory_cleanup() {
+  make_current();
+  memory_->cleanup(true);
+  memory_->storage().flush();
+}
+
+profiling_token cuda_server::start_profile() {
+  make_current();
+  return profiler_->start();
+}
+
+profile_duration cuda_server::end_profile(profiling_token token) {
+  make_current();
+  return profiler_->stop(token);
+}
+
+}  // namespace cubert::cuda::detail

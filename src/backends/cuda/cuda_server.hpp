@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CUDA server: one device, its primary context and one non-blocking stream.
+#pragma once
+
+#include "cuda_device.hpp"
+#include "cuda_event_profiler.hpp"
+#include "cuda_module_cache.hpp"
+#include "cuda_staging.hpp"
+
+#include <cubert/backend/server.hpp>
+#include <cubert/cuda.hpp>
+#include <cubert/memory/memory_manager.hpp>
+
+#include <cuda.h>
+
+#include <memory>
+#include <vector>
+
+namespace cubert::cuda::detail {
+
+/// One CUDA device behind the server contract. Every piece of work goes to one stream, so a
+/// slice freed by the host and reused for the next reservation is ordered after the kernels
+/// that used it; a second stream (planned: options.stream_count) will need an event per slice.
+/// Not thread-safe (the channel serialises calls); any thread may call, the server makes its
+/// context current first.
+class cuda_server final : public backend::server {
+ public:
+  /// @throws unsupported without a driver; invalid_argument for a bad ordinal.
+  cuda_server(int ordinal, options const& opts);
+  ~cuda_server() override;
+  cuda_server(cuda_server const&) = delete;
+  cuda_server& operator=(cuda_server const&) = delete;
+
+  [[nodiscard]] cubert::handle create(std::span<std::byte const> data) override;
+  [[nodiscard]] cubert::handle empty(std::uint64_t size) override;
+  [[nodiscard]] std::future<std::vector<std::vector<std::byte>>> read(
+      std::vector<cubert::binding> bindings) override;
+  [[nodiscard]] std::future<std::vector<std::vector<std::byte>>> read_tensor(
+      std::vector<binding_with_meta> tensors) override;
+  void execute(kernel const& k, cube_count const& count, bindings args,
+               execution_mode mode) override;
+  void flush() override;
+  [[nodiscard]] std::future<void> sync() override;
+  [[nodiscard]] backend::binding_resource get_resource(cubert::binding const& b) override;
+  [[nodiscard]] memory::memory_usage memory_usage() override;
+  [[nodiscard]] std::string memory_report() override;
+  void memory_cleanup() override;
+  [[nodiscard]] profiling_token start_profile() override;
+  [[nodiscard]] profile_duration end_profile(profiling_token token) override;
+  [[nodiscard]] device_properties const& properties() const noexcept override { return props_; }
+
+  /// Compilation counters of the kernel cache (tests and benchmarks).
+  [[nodiscard]] cuda_module_cache::counters const& kernel_stats() const noexcept {
+    return modules_->stats();
+  }
+
+ private:
+  void make_current();
+  [[nodiscard]] std::array<std::uint32_t, 3> resolve_count(cube_count const& count);
+  void marshal(bindings const& args);
+  [[nodiscard]] std::vector<std::byte> read_one(cubert::binding const& b);
+
+  device_info info_;
+  device_properties props_;
+  CUcontext context_ = nullptr;  // The device's primary context, retained until destruction.
+  CUstream stream_ = nullptr;
+  // Destroyed explicitly, in this order, before the stream and the context go away.
+  std::unique_ptr<memory::memory_manager> memory_;
+  std::unique_ptr<cuda_staging> staging_;
+  std::unique_ptr<cuda_module_cache> modules_;
+  std::unique_ptr<cuda_event_profiler> profiler_;
+  backend::async_error errors_;
+  // Launch scratch, reused so a launch allocates nothing once warm.
+  std::vector<CUdeviceptr> pointers_;
+  std::vector<void*> params_;
+};
+
+}  // namespace cubert::cuda::detail

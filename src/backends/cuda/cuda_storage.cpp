@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cuda_storage.hpp"
+
+#include "cuda_driver.hpp"
+
+#include <cubert/logging.hpp>
+#include <cubert/memory/memory_usage.hpp>
+
+#include <fmt/format.h>
+
+namespace cubert::cuda::detail {
+
+cuda_storage::~cuda_storage() {
+  auto const& api = driver_state();
+  if (!api.loaded) return;
+  // Work on the stream may still use the pages; the server syncs before destroying us, but a
+  // failed sync must not turn into a leak of device memory either.
+  api.cuStreamSynchronize(stream_);
+  for (auto const& [id, p] : pages_) {
+    if (p.ptr) api.cuMemFree(p.ptr);
+  }
+  for (auto const& p : pending_) {
+    if (p.ptr) api.cuMemFree(p.ptr);
+  }
+}
+
+backend::storage_handle cuda_storage::alloc(std::uint64_t size) {
+  auto const id = backend::next_storage_id();
+  if (size == 0) {
+    pages_.emplace(id, page{});
+    return {id, 0, 0};
+  }
+  auto const& api = driver();
+  CUdeviceptr ptr = 0;
+  CUresult result = api.cuMemAlloc(&ptr, size);
+  if (result == CUDA_ERROR_OUT_OF_MEMORY && !pending_.empty()) {
+    free_pending();
+    result = api.cuMemAlloc(&ptr, size);
+  }
+  if (result == CUDA_ERROR_OUT_OF_MEMORY) {
+    std::size_t free_bytes = 0;
+    std::size_t total_bytes = 0;
+    api.cuMemGetInfo(&free_bytes, &total_bytes);
+    throw out_of_memory(fmt::format(
+        "cuMemAlloc: CUDA_ERROR_OUT_OF_MEMORY for a page of {}; the device has {} free of {}, "
+        "cubert holds {}",
+        memory::format_bytes(size), memory::format_bytes(free_bytes),
+        memory::format_bytes(total_bytes), memory::format_bytes(bytes_held_)));
+  }
+  check(result, "cuMemAlloc");
+  pages_.emplace(id, page{ptr, size});
+  bytes_held_ += size;
+  return {id, 0, size};
+}
+
+void cuda_storage::dealloc(backend::storage_id id) noexcept {
+  auto it = pages_.find(id);
+  if (it == pages_.end()) return;
+  try {
+    pending_.push_back(it->second);
+  } catch (...) {
+    // Out of host memory for the queue: free now after waiting, rather than leak the page.
+    auto const& api = driver_state();
+    api.cuStreamSynchronize(stream_);
+    if (it->second.ptr) api.cuMemFree(it->second.ptr);
+    bytes_held_ -= it->second.size;
+  }
+  pages_.erase(it);
+}
+
+backend::resource cuda_storage::get(backend::storage_handle const& handle) const {
+  auto it = pages_.find(handle.id);
+  if (it == pages_.end()) [[unlikely]] {
+    throw invalid_argument(fmt::format("cuda storage: unknown page {}", handle.id));
+  }
+  if (handle.offset + handle.size > it->second.size) [[unlikely]] {
+    throw invalid_argument(fmt::format("cuda storage: range [{}, {}) overruns page {} of {} B",
+                                       handle.offset, handle.offset + handle.size, handle.id,
+                                       it->second.size));
+  }
+  return backend::resource{nullptr, it->second.ptr, handle.offset, handle.size};
+}
+
+void cuda_storage::flush() {
+  if (pending_.empty()) return;
+  CUBERT_CU_CALL(cuStreamSynchronize, stream_);
+  free_pending();
+}
+
+void cuda_storage::free_pending() noexcept {
+  auto const& api = driver_state();
+  // The stream must be idle: callers sync first (flush) or run after a failed allocation,
+  // which the driver only reports once earlier work on the context has been accounted for.
+  api.cuStreamSynchronize(stream_);
+  for (auto const& p : pending_) {
+    if (!p.ptr) continue;
+    if (CUresult r = api.cuMemFree(p.ptr); r != CUDA_SUCCESS) {
+      log::warn(log::category::memory, "cuMemFree: {}", describe(r));
+    }
+    bytes_held_ -= p.size;
+  }
+  pending_.clear();
+}
+
+}  // namespace cubert::cuda::detail

@@ -1,0 +1,58 @@
+// SPDX-License-Identifier: Apache-2.0
+// Device pages from the driver (cuMemAlloc), carved into slices by the memory manager's pools.
+#pragma once
+
+#include <cubert/backend/storage.hpp>
+
+#include <cuda.h>
+
+#include <cstdint>
+#include <unordered_map>
+#include <vector>
+
+namespace cubert::cuda::detail {
+
+/// Raw device pages of one context. Frees are deferred: a page may still be read by kernels in
+/// flight on the stream when the pool gives it back, so `dealloc` only queues it and `flush`
+/// waits for the stream and frees for real (cubecl queued frees but never flushed them, so its
+/// cleanup returned nothing to the driver). Not thread-safe: the server thread owns it, with
+/// the context current.
+class cuda_storage final : public backend::storage {
+ public:
+  /// Pages for work ordered on `stream`. Not owned; the server outlives its storage.
+  cuda_storage(CUstream stream, std::uint64_t alignment) noexcept
+      : stream_(stream), alignment_(alignment) {}
+  ~cuda_storage() override;
+  cuda_storage(cuda_storage const&) = delete;
+  cuda_storage& operator=(cuda_storage const&) = delete;
+
+  [[nodiscard]] std::uint64_t alignment() const noexcept override { return alignment_; }
+  /// A page from cuMemAlloc. On exhaustion performs the queued frees and tries once more.
+  /// @throws out_of_memory naming the request and the driver's free memory.
+  [[nodiscard]] backend::storage_handle alloc(std::uint64_t size) override;
+  /// Queues the page's release; unknown ids are ignored.
+  void dealloc(backend::storage_id id) noexcept override;
+  [[nodiscard]] backend::resource get(backend::storage_handle const& handle) const override;
+  /// Waits for the stream if frees are queued, then frees them.
+  void flush() override;
+
+  /// Bytes held from the driver, queued frees included.
+  [[nodiscard]] std::uint64_t bytes_held() const noexcept { return bytes_held_; }
+  /// Pages whose release is queued.
+  [[nodiscard]] std::size_t pending_frees() const noexcept { return pending_.size(); }
+
+ private:
+  struct page {
+    CUdeviceptr ptr = 0;
+    std::uint64_t size = 0;
+  };
+  void free_pending() noexcept;
+
+  CUstream stream_;  // Not owned; the server outlives the storage.
+  std::uint64_t alignment_;
+  std::unordered_map<backend::storage_id, page> pages_;
+  std::vector<page> pending_;
+  std::uint64_t bytes_held_ = 0;
+};
+
+}  // namespace cubert::cuda::detail

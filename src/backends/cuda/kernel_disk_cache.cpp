@@ -1,0 +1,113 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "kernel_disk_cache.hpp"
+
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <system_error>
+#include <unistd.h>
+
+namespace cubert::cuda::detail {
+namespace {
+
+// Entry layout: magic, payload size, XXH3-64 of the payload, then the payload. The size and
+// checksum catch a truncated or corrupted file (a crash mid-write on a filesystem without
+// atomic rename, or a disk error); the magic catches a file from another format version.
+constexpr std::array<char, 8> magic{'C', 'B', 'R', 'T', 'K', 'E', 'R', '1'};
+struct entry_header {
+  std::array<char, 8> magic;
+  std::uint64_t size;
+  std::uint64_t checksum;
+};
+
+std::filesystem::path env_path(char const* name) {
+  char const* value = std::getenv(name);
+  return value && *value ? std::filesystem::path(value) : std::filesystem::path();
+}
+
+}  // namespace
+
+std::filesystem::path kernel_disk_cache::default_dir() {
+  if (char const* off = std::getenv("CUBERT_KERNEL_CACHE"); off && std::string_view(off) == "0") {
+    return {};
+  }
+  if (auto dir = env_path("CUBERT_CACHE_DIR"); !dir.empty()) return dir / "kernels";
+  if (auto dir = env_path("XDG_CACHE_HOME"); !dir.empty()) return dir / "cubert" / "kernels";
+  if (auto dir = env_path("HOME"); !dir.empty()) return dir / ".cache" / "cubert" / "kernels";
+  return {};
+}
+
+std::string kernel_disk_cache::key(std::string_view source, std::string_view options,
+                                   std::string_view arch, std::string_view compiler_version) {
+  XXH3_state_t state;
+  XXH3_128bits_reset(&state);
+  // Each part is preceded by its length so that moving bytes between parts changes the key.
+  for (std::string_view part : {source, options, arch, compiler_version}) {
+    std::uint64_t const n = part.size();
+    XXH3_128bits_update(&state, &n, sizeof n);
+    XXH3_128bits_update(&state, part.data(), part.size());
+  }
+  XXH128_hash_t const h = XXH3_128bits_digest(&state);
+  return fmt::format("{:016x}{:016x}", h.high64, h.low64);
+}
+
+std::filesystem::path kernel_disk_cache::path_of(std::string const& key) const {
+  return dir_ / ("cuda-" + key + ".bin");
+}
+
+std::optional<std::vector<std::byte>> kernel_disk_cache::load(std::string const& key) const {
+  if (!enabled()) return std::nullopt;
+  std::ifstream in(path_of(key), std::ios::binary);
+  if (!in) return std::nullopt;
+  entry_header header{};
+  if (!in.read(reinterpret_cast<char*>(&header), sizeof header)) return std::nullopt;
+  if (header.magic != magic || header.size > (std::uint64_t{1} << 32)) return std::nullopt;
+  std::vector<std::byte> bytes(header.size);
+  if (!in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()))) {
+    return std::nullopt;
+  }
+  if (XXH3_64bits(bytes.data(), bytes.size()) != header.checksum) return std::nullopt;
+  return bytes;
+}
+
+bool kernel_disk_cache::store(std::string const& key,
+                              std::vector<std::byte> const& bytes) const noexcept {
+  if (!enabled()) return false;
+  try {
+    std::error_code ec;
+    std::filesystem::create_directories(dir_, ec);
+    if (ec) return false;
+    // A name unique per process and per call, so concurrent writers never share a temp file.
+    static std::atomic<std::uint64_t> counter{0};
+    auto const tmp = dir_ / fmt::format(".cuda-{}.tmp.{}.{}", key, ::getpid(), counter++);
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      entry_header const header{magic, bytes.size(), XXH3_64bits(bytes.data(), bytes.size())};
+      out.write(reinterpret_cast<char const*>(&header), sizeof header);
+      out.write(reinterpret_cast<char const*>(bytes.data()),
+                static_cast<std::streamsize>(bytes.size()));
+      out.close();
+      if (!out) {
+        std::filesystem::remove(tmp, ec);
+        return false;
+      }
+    }
+    // rename(2) replaces atomically: readers see the old entry or the new one, never a mix.
+    std::filesystem::rename(tmp, path_of(key), ec);
+    if (ec) {
+      std::filesystem::remove(tmp, ec);
+      return false;
+    }
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace cubert::cuda::detail

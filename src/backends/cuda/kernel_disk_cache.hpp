@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+// Content-addressed on-disk cache of compiled kernels (cubin or PTX), shared between processes.
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cubert::cuda::detail {
+
+/// A directory of compiled kernels named by the hash of everything that determines their
+/// bytes. Writes go to a temporary file renamed into place, so readers in other processes see
+/// either nothing or a whole entry; an entry whose header or checksum does not match is
+/// treated as a miss (and later overwritten). Never throws: a cache that cannot be read or
+/// written only costs a recompilation. Thread-safe (it holds no mutable state).
+class kernel_disk_cache {
+ public:
+  /// A cache in `dir` (created on first store). An empty path disables the cache.
+  explicit kernel_disk_cache(std::filesystem::path dir) : dir_(std::move(dir)) {}
+
+  /// The default directory: $CUBERT_CACHE_DIR/kernels, else $XDG_CACHE_HOME/cubert/kernels,
+  /// else ~/.cache/cubert/kernels; empty when CUBERT_KERNEL_CACHE=0 or no home is known.
+  [[nodiscard]] static std::filesystem::path default_dir();
+
+  /// The cache key of a compilation: a 128-bit hash of the parts, as 32 hex digits.
+  [[nodiscard]] static std::string key(std::string_view source, std::string_view options,
+                                       std::string_view arch, std::string_view compiler_version);
+
+  /// The stored bytes for `key`, or nullopt on a miss, a corrupt or a truncated entry.
+  [[nodiscard]] std::optional<std::vector<std::byte>> load(std::string const& key) const;
+  /// Stores `bytes` under `key`; returns false (and leaves no partial file) on failure.
+  bool store(std::string const& key, std::vector<std::byte> const& bytes) const noexcept;
+
+  [[nodiscard]] bool enabled() const noexcept { return !dir_.empty(); }
+  [[nodiscard]] std::filesystem::path const& dir() const noexcept { return dir_; }
+  /// Where the entry for `key` lives.
+  [[nodiscard]] std::filesystem::path path_of(std::string const& key) const;
+
+ private:
+  std::filesystem::path dir_;
+};
+
+}  // namespace cubert::cuda::detail
