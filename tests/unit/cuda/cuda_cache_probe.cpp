@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: Apache-2.0
+// Test helper run as a separate process.
+//   cuda_cache_probe compile <cache dir> <arch>  -> prints "hit" or "miss" for a fixed source
+//   cuda_cache_probe devices                     -> prints "<count>\n<unavailable reason>"
+#include "cuda_compiler.hpp"
+
+#include <cubert/cuda.hpp>
+#include <cubert/error.hpp>
+
+#include <cstdio>
+#include <cstdlib>
+#include <string_view>
+
+namespace {
+
+constexpr char const* probe_source = R"(
+extern "C" __global__ void probe_scale(float* x, float a, unsigned n) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] *= a;
+})";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    if (argc == 4 && std::string_view(argv[1]) == "compile") {
+      cubert::cuda::detail::cuda_compiler const compiler{
+          cubert::cuda::detail::kernel_disk_cache(argv[2])};
+      auto const code = compiler.compile({probe_source, "probe.cu", {}, std::atoi(argv[3])});
+      std::printf("%s\n", code.from_disk_cache ? "hit" : "miss");
+      return code.image.empty() ? 1 : 0;
+    }
+    if (argc == 2 && std::string_view(argv[1]) == "devices") {
+      std::printf("%d\n%s\n", cubert::cuda::device_count(),
+                  cubert::cuda::unavailable_reason().c_str());
+      return 0;
+    }
+    std::fprintf(stderr, "usage: cuda_cache_probe compile <dir> <arch> | devices\n");
+    return 2;
+  } catch (std::exception const& e) {
+    std::fprintf(stderr, "cuda_cache_probe: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,192 @@
+// SPDX-License-Identifier: Apache-2.0
+// NVRTC and the on-disk kernel cache: no GPU needed.
+#include "cuda_compiler.hpp"
+
+#include "kernel_disk_cache.hpp"
+
+#include <cubert/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <random>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+using cubert::cuda::detail::compile_request;
+using cubert::cuda::detail::cuda_compiler;
+using cubert::cuda::detail::kernel_disk_cache;
+
+constexpr char const* good_source = R"(
+extern "C" __global__ void add(const float* a, const float* b, float* out, unsigned n) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = a[i] + b[i];
+})";
+
+class temp_dir {
+ public:
+  temp_dir() {
+    std::random_device rd;
+    path_ = fs::temp_directory_path() / ("cubert-cuda-test-" + std::to_string(rd()));
+    fs::create_directories(path_);
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  temp_dir(temp_dir const&) = delete;
+  temp_dir& operator=(temp_dir const&) = delete;
+  [[nodiscard]] fs::path const& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+std::string run(std::string const& command) {
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
+  if (!pipe) return "popen failed";
+  std::string out;
+  std::array<char, 256> buf{};
+  while (std::fgets(buf.data(), static_cast<int>(buf.size()), pipe.get())) out += buf.data();
+  return out;
+}
+
+TEST(CudaCompilerTest, CompilesGoodSourceToCubinForHopper) {
+  cuda_compiler const compiler{kernel_disk_cache({})};
+  auto const code = compiler.compile({good_source, "add.cu", {}, 90});
+  ASSERT_GT(code.image.size(), 4U);
+  EXPECT_FALSE(code.is_ptx);
+  EXPECT_FALSE(code.from_disk_cache);
+  // A cubin is an ELF image.
+  EXPECT_EQ(static_cast<char>(code.image[0]), '\x7f');
+  EXPECT_EQ(static_cast<char>(code.image[1]), 'E');
+  EXPECT_EQ(static_cast<char>(code.image[2]), 'L');
+  EXPECT_EQ(static_cast<char>(code.image[3]), 'F');
+}
+
+TEST(CudaCompilerTest, ArchitectureNewerThanNvrtcGivesPtx) {
+  cuda_compiler const compiler{kernel_disk_cache({})};
+  auto const code = compiler.compile({good_source, "add.cu", {}, 9990});
+  ASSERT_TRUE(code.is_ptx);
+  std::string const text(reinterpret_cast<char const*>(code.image.data()));
+  EXPECT_NE(text.find(".entry add"), std::string::npos);
+}
+
+TEST(CudaCompilerTest, BadSourceThrowsCompilationErrorWithLogAndName) {
+  cuda_compiler const compiler{kernel_disk_cache({})};
+  try {
+    (void)compiler.compile(
+        {"extern \"C\" __global__ void f() { undeclared_thing = 1; }", "broken_kernel.cu", {}, 90});
+    FAIL() << "expected compilation_error";
+  } catch (cubert::compilation_error const& e) {
+    EXPECT_EQ(e.code(), cubert::errc::compilation_error);
+    EXPECT_EQ(e.source_name(), "broken_kernel.cu");
+    EXPECT_NE(e.log().find("undeclared_thing"), std::string::npos) << e.log();
+    EXPECT_NE(std::string(e.what()).find("broken_kernel.cu"), std::string::npos);
+  }
+}
+
+TEST(CudaCompilerTest, BadOptionThrowsCompilationError) {
+  cuda_compiler const compiler{kernel_disk_cache({})};
+  EXPECT_THROW((void)compiler.compile({good_source, "add.cu", {"--no-such-option"}, 90}),
+               cubert::compilation_error);
+}
+
+TEST(CudaCompilerTest, EmptySourceOrArchIsInvalidArgument) {
+  cuda_compiler const compiler{kernel_disk_cache({})};
+  EXPECT_THROW((void)compiler.compile({"", "empty.cu", {}, 90}), cubert::invalid_argument);
+  EXPECT_THROW((void)compiler.compile({good_source, "add.cu", {}, 0}), cubert::invalid_argument);
+}
+
+TEST(CudaCompilerTest, NvrtcVersionIsKnown) {
+  auto const v = cuda_compiler::nvrtc_version();
+  EXPECT_NE(v.find('.'), std::string::npos);
+  EXPECT_GE(cuda_compiler::newest_arch(), 90);
+}
+
+TEST(KernelDiskCacheTest, KeyChangesWithEveryPart) {
+  auto const k = kernel_disk_cache::key("src", "opts", "sm_90", "13.0");
+  EXPECT_EQ(k.size(), 32U);
+  EXPECT_EQ(k, kernel_disk_cache::key("src", "opts", "sm_90", "13.0"));
+  EXPECT_NE(k, kernel_disk_cache::key("src2", "opts", "sm_90", "13.0"));
+  EXPECT_NE(k, kernel_disk_cache::key("src", "opts2", "sm_90", "13.0"));
+  EXPECT_NE(k, kernel_disk_cache::key("src", "opts", "sm_100", "13.0"));
+  EXPECT_NE(k, kernel_disk_cache::key("src", "opts", "sm_90", "13.1"));
+  // Moving a byte from one part to the next must not collide.
+  EXPECT_NE(kernel_disk_cache::key("ab", "c", "", ""), kernel_disk_cache::key("a", "bc", "", ""));
+}
+
+TEST(KernelDiskCacheTest, SecondCompilationInProcessHitsTheDisk) {
+  temp_dir dir;
+  cuda_compiler const compiler{kernel_disk_cache(dir.path())};
+  EXPECT_FALSE(compiler.compile({good_source, "add.cu", {}, 90}).from_disk_cache);
+  auto const again = compiler.compile({good_source, "add.cu", {}, 90});
+  EXPECT_TRUE(again.from_disk_cache);
+  EXPECT_FALSE(compiler.compile({good_source, "add.cu", {"-DX=1"}, 90}).from_disk_cache);
+  // No temporary file is left behind.
+  for (auto const& e : fs::directory_iterator(dir.path())) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << e.path();
+  }
+}
+
+TEST(KernelDiskCacheTest, CorruptAndTruncatedEntriesAreIgnored) {
+  temp_dir dir;
+  kernel_disk_cache const cache(dir.path());
+  std::vector<std::byte> bytes(1000, std::byte{0x5a});
+  ASSERT_TRUE(cache.store("k1", bytes));
+  ASSERT_TRUE(cache.load("k1").has_value());
+  EXPECT_EQ(*cache.load("k1"), bytes);
+  {  // Flip one payload byte: the checksum no longer matches.
+    std::fstream f(cache.path_of("k1"), std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(100);
+    f.put('\x00');
+  }
+  EXPECT_FALSE(cache.load("k1").has_value());
+  ASSERT_TRUE(cache.store("k2", bytes));
+  fs::resize_file(cache.path_of("k2"), 500);
+  EXPECT_FALSE(cache.load("k2").has_value());
+  std::ofstream(cache.path_of("k3")) << "garbage";
+  EXPECT_FALSE(cache.load("k3").has_value());
+  EXPECT_FALSE(cache.load("absent").has_value());
+  // A corrupt entry is recompiled and overwritten.
+  cuda_compiler const compiler{cache};
+  auto const key_source = std::string(good_source);
+  EXPECT_FALSE(compiler.compile({key_source, "add.cu", {}, 90}).from_disk_cache);
+  for (auto const& e : fs::directory_iterator(dir.path())) {
+    if (e.path().filename().string().starts_with("cuda-k")) continue;
+    fs::resize_file(e.path(), 20);
+  }
+  EXPECT_FALSE(compiler.compile({key_source, "add.cu", {}, 90}).from_disk_cache);
+  EXPECT_TRUE(compiler.compile({key_source, "add.cu", {}, 90}).from_disk_cache);
+}
+
+TEST(KernelDiskCacheTest, UnwritableDirectoryOnlyCostsARecompilation) {
+  cuda_compiler const compiler{kernel_disk_cache("/proc/cubert-cannot-write-here")};
+  EXPECT_FALSE(compiler.compile({good_source, "add.cu", {}, 90}).from_disk_cache);
+  EXPECT_FALSE(compiler.compile({good_source, "add.cu", {}, 90}).from_disk_cache);
+}
+
+TEST(KernelDiskCacheTest, SecondProcessHitsTheDisk) {
+  temp_dir dir;
+  std::string const cmd =
+      std::string(CUBERT_CUDA_PROBE) + " compile " + dir.path().string() + " 90";
+  EXPECT_EQ(run(cmd), "miss\n");
+  EXPECT_EQ(run(cmd), "hit\n");
+}
+
+TEST(KernelDiskCacheTest, DefaultDirectoryFollowsCubertCacheDir) {
+  ::setenv("CUBERT_CACHE_DIR", "/tmp/cubert-x", 1);
+  EXPECT_EQ(kernel_disk_cache::default_dir(), fs::path("/tmp/cubert-x/kernels"));
+  ::setenv("CUBERT_KERNEL_CACHE", "0", 1);
+  EXPECT_TRUE(kernel_disk_cache::default_dir().empty());
+  ::unsetenv("CUBERT_KERNEL_CACHE");
+  ::unsetenv("CUBERT_CACHE_DIR");
+}
+
+}  // namespace

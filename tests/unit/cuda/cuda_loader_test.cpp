@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: Apache-2.0
+// The driver loader: the backend starts and reports cleanly with or without a driver.
+#include "cuda_driver.hpp"
+
+#include <cubert/cuda.hpp>
+#include <cubert/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+namespace {
+
+std::string run(std::string const& command) {
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
+  if (!pipe) return "popen failed";
+  std::string out;
+  std::array<char, 256> buf{};
+  while (std::fgets(buf.data(), static_cast<int>(buf.size()), pipe.get())) out += buf.data();
+  return out;
+}
+
+TEST(CudaLoaderTest, DeviceCountNeverThrowsAndAgreesWithTheReason) {
+  int const n = cubert::cuda::device_count();
+  EXPECT_GE(n, 0);
+  if (!cubert::cuda::detail::available()) {
+    EXPECT_EQ(n, 0);
+    EXPECT_FALSE(cubert::cuda::unavailable_reason().empty());
+  } else {
+    EXPECT_TRUE(cubert::cuda::unavailable_reason().empty());
+  }
+}
+
+TEST(CudaLoaderTest, MakeServerWithoutDeviceThrowsUnsupportedWithReason) {
+  if (cubert::cuda::device_count() > 0) {
+    EXPECT_THROW((void)cubert::cuda::make_server(cubert::cuda::device_count()),
+                 cubert::invalid_argument);
+    return;
+  }
+  try {
+    (void)cubert::cuda::make_server(0);
+    FAIL() << "expected unsupported";
+  } catch (cubert::unsupported const& e) {
+    std::string const what = e.what();
+    EXPECT_TRUE(what.find("no CUDA") != std::string::npos ||
+                what.find("disabled") != std::string::npos)
+        << what;
+  }
+}
+
+TEST(CudaLoaderTest, DisabledByEnvironmentInAFreshProcess) {
+  auto const out = run("CUBERT_CUDA_DISABLE=1 " + std::string(CUBERT_CUDA_PROBE) + " devices");
+  EXPECT_EQ(out.substr(0, 2), "0\n") << out;
+  EXPECT_NE(out.find("CUBERT_CUDA_DISABLE"), std::string::npos) << out;
+}
+
+TEST(CudaLoaderTest, DriverErrorsNameTheCallAndTheError) {
+  if (!cubert::cuda::detail::available()) {
+    // Without a driver there is no name table; the number still reaches the message.
+    try {
+      cubert::cuda::detail::check(CUDA_ERROR_INVALID_VALUE, "cuFake");
+      FAIL();
+    } catch (cubert::device_error const& e) {
+      EXPECT_NE(std::string(e.what()).find("cuFake"), std::string::npos);
+    }
+    return;
+  }
+  try {
+    cubert::cuda::detail::check(CUDA_ERROR_ILLEGAL_ADDRESS, "cuStreamSynchronize");
+    FAIL();
+  } catch (cubert::device_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_THROW(cubert::cuda::detail::check(CUDA_ERROR_OUT_OF_MEMORY, "cuMemAlloc"),
+               cubert::out_of_memory);
+}
+
+}  // namespace

@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CUDA server on a real device; every test skips itself where there is none.
+#include "cuda_server.hpp"
+
+#include "cuda_driver.hpp"
+
+#include <cubert/cuda.hpp>
+#include <cubert/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <numeric>
+#include <random>
+#include <vector>
+
+namespace {
+
+using cubert::binding;
+using cubert::bindings;
+using cubert::cube_count;
+using cubert::execution_mode;
+using cubert::kernel;
+
+constexpr char const* add_source = R"(
+extern "C" __global__ void add(const float* a, const float* b, float* out, unsigned n) {
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = a[i] + b[i];
+})";
+
+template <typename T>
+std::span<std::byte const> bytes_of(std::vector<T> const& v) {
+  return std::as_bytes(std::span{v});
+}
+
+template <typename T>
+std::vector<T> as(std::vector<std::byte> const& b) {
+  std::vector<T> out(b.size() / sizeof(T));
+  std::memcpy(out.data(), b.data(), out.size() * sizeof(T));
+  return out;
+}
+
+class CudaServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cubert::cuda::device_count() == 0) {
+      GTEST_SKIP() << "no CUDA device: " << cubert::cuda::unavailable_reason();
+    }
+    cubert::cuda::options opts;
+    opts.kernel_cache_dir = std::filesystem::path{};  // Tests compile for real.
+    server_ = std::make_unique<cubert::cuda::detail::cuda_server>(0, opts);
+  }
+  std::vector<std::byte> read(binding const& b) {
+    return std::move(server_->read({b}).get().at(0));
+  }
+  std::unique_ptr<cubert::cuda::detail::cuda_server> server_;
+};
+
+TEST_F(CudaServerTest, PropertiesComeFromTheDevice) {
+  auto const& p = server_->properties();
+  EXPECT_EQ(p.backend, "cuda");
+  EXPECT_FALSE(p.name.empty());
+  EXPECT_TRUE(p.architecture.starts_with("sm_"));
+  EXPECT_GT(p.hardware.num_compute_units, 0U);
+  EXPECT_EQ(p.hardware.plane_size_max, 32U);
+  EXPECT_GT(p.total_memory, std::uint64_t{1} << 30);
+  EXPECT_EQ(p.timing, cubert::timing_method::device);
+  EXPECT_GE(p.hardware.max_shared_memory_size, 48U * 1024);
+}
+
+TEST_F(CudaServerTest, CreateThenReadRoundTripsSmallAndLargeBuffers) {
+  for (std::size_t n : {std::size_t{1}, std::size_t{1000}, std::size_t{5} << 20}) {
+    std::vector<std::uint32_t> xs(n);
+    std::iota(xs.begin(), xs.end(), 7U);
+    auto h = server_->create(bytes_of(xs));
+    EXPECT_EQ(as<std::uint32_t>(read(h.binding())), xs) << n;
+  }
+}
+
+TEST_F(CudaServerTest, ReadHonoursOffsets) {
+  std::vector<std::uint8_t> xs(256);
+  std::iota(xs.begin(), xs.end(), 0);
+  auto h = server_->create(bytes_of(xs));
+  auto const got = read(h.offset_start(10).offset_end(6).binding());
+  ASSERT_EQ(got.size(), 240U);
+  EXPECT_EQ(static_cast<std::uint8_t>(got.front()), 10);
+  EXPECT_EQ(static_cast<std::uint8_t>(got.back()), 249);
+}
+
+TEST_F(CudaServerTest, AddKernelFromCudaSource) {
+  std::uint32_t const n = 10000;
+  std::vector<float> a(n), b(n);
+  for (std::uint32_t i = 0; i < n; ++i) a[i] = static_cast<float>(i), b[i] = 0.5F * i;
+  auto ha = server_->create(bytes_of(a));
+  auto hb = server_->create(bytes_of(b));
+  auto out = server_->empty(n * sizeof(float));
+  auto const k = kernel::builder("add").cube_dim(256).cuda_source(add_source, "add").build();
+  server_->execute(k, cube_count{(n + 255) / 256},
+                   bindings{}
+                       .with_buffers({ha.binding(), hb.binding(), out.binding()})
+                       .with_scalar(cubert::elem::u32, {n}),
+                   execution_mode::checked);
+  auto const got = as<float>(read(out.binding()));
+  for (std::uint32_t i = 0; i < n; i += 997) EXPECT_FLOAT_EQ(got[i], 1.5F * i);
+  // The second launch of the same kernel does not compile again.
+  server_->execute(k, cube_count{(n + 255) / 256},
+                   bindings{}
+                       .with_buffers({ha.binding(), hb.binding(), out.binding()})
+                       .with_scalar(cubert::elem::u32, {n}),
+                   execution_mode::checked);
+  server_->sync().get();
+  EXPECT_EQ(server_->kernel_stats().compiled, 1U);
+}
+
+TEST_F(CudaServerTest, ScalarsOfSeveralTypesAndMetadataArriveInOrder) {
+  auto out = server_->empty(7 * 8);
+  // Scalar groups come in `elem` order (f32 < i64 < u32), then the metadata struct.
+  constexpr char const* ordered = R"(
+struct meta { unsigned w[3]; };
+extern "C" __global__ void probe(unsigned long long* out, float f, long long i, unsigned u0,
+                                 unsigned u1, meta m) {
+  out[0] = (unsigned long long)(f * 4.0f); out[1] = u0; out[2] = u1; out[3] = (unsigned long long)i;
+  out[4] = m.w[0]; out[5] = m.w[1]; out[6] = m.w[2];
+})";
+  auto const k2 = kernel::builder("probe_ordered").cuda_source(ordered, "probe").build();
+  server_->execute(k2, cube_count{1},
+                   bindings{}
+                       .with_buffer(out.binding())
+                       .with_scalar(2.5F)
+                       .with_scalar(std::uint32_t{11})
+                       .with_scalar(std::uint32_t{12})
+                       .with_scalar(std::int64_t{-3})
+                       .with_metadata({100, 200, 300}),
+                   execution_mode::unchecked);
+  auto const got = as<std::uint64_t>(read(out.binding()));
+  EXPECT_EQ(
+      got, (std::vector<std::uint64_t>{10, 11, 12, static_cast<std::uint64_t>(-3), 100, 200, 300}));
+}
+
+TEST_F(CudaServerTest, PtxPayloadAndDynamicCubeCount) {
+  constexpr char const* src = R"(
+extern "C" __global__ void fill(unsigned* out) { out[blockIdx.x] = blockIdx.x + 1; })";
+  auto const compiled =
+      cubert::cuda::detail::cuda_compiler(cubert::cuda::detail::kernel_disk_cache({}))
+          .compile({src, "fill.cu", {}, 9990});  // Forces PTX.
+  ASSERT_TRUE(compiled.is_ptx);
+  std::string const ptx(reinterpret_cast<char const*>(compiled.image.data()));
+  auto const k = kernel::builder("fill_ptx").ptx(ptx, "fill").build();
+  auto out = server_->create(bytes_of(std::vector<std::uint32_t>(8, 0)));
+  auto count = server_->create(bytes_of(std::vector<std::uint32_t>{5, 1, 1}));
+  server_->execute(k, cube_count::dynamic(count.binding()), bindings{}.with_buffer(out.binding()),
+                   execution_mode::checked);
+  EXPECT_EQ(as<std::uint32_t>(read(out.binding())),
+            (std::vector<std::uint32_t>{1, 2, 3, 4, 5, 0, 0, 0}));
+}
+
+TEST_F(CudaServerTest, DynamicSharedMemoryAbove48KiB) {
+  constexpr char const* src = R"(
+extern "C" __global__ void smem(unsigned* out, unsigned n) {
+  extern __shared__ unsigned s[];
+  for (unsigned i = threadIdx.x; i < n; i += blockDim.x) s[i] = i;
+  __syncthreads();
+  if (threadIdx.x == 0) { unsigned t = 0; for (unsigned i = 0; i < n; ++i) t += s[i]; out[0] = t; }
+})";
+  std::uint32_t const words = 24 * 1024;  // 96 KiB.
+  auto const k = kernel::builder("smem")
+                     .cube_dim(128)
+                     .shared_memory(words * 4)
+                     .cuda_source(src, "smem")
+                     .build();
+  auto out = server_->empty(4);
+  server_->execute(k, cube_count{1},
+                   bindings{}.with_buffer(out.binding()).with_scalar(cubert::elem::u32, {words}),
+                   execution_mode::checked);
+  EXPECT_EQ(as<std::uint32_t>(read(out.binding())).at(0), words * (words - 1) / 2);
+}
+
+TEST_F(CudaServerTest, StridedReadTensorIsDense) {
+  // A 3x2 view of a 3x4 row-major buffer: row stride 4.
+  std::vector<float> xs(12);
+  std::iota(xs.begin(), xs.end(), 0.0F);
+  auto h = server_->create(bytes_of(xs));
+  auto got =
+      server_->read_tensor({cubert::binding_with_meta{h.binding(), {3, 2}, {4, 1}, 4}}).get();
+  EXPECT_EQ(as<float>(got.at(0)), (std::vector<float>{0, 1, 4, 5, 8, 9}));
+}
+
+TEST_F(CudaServerTest, CompilationErrorAndMissingPayloadThrowAtOnce) {
+  auto const bad =
+      kernel::builder("bad").cuda_source("extern \"C\" __global__ void f() { nope; }", "f").build();
+  EXPECT_THROW(server_->execute(bad, cube_count{1}, bindings{}, execution_mode::checked),
+               cubert::compilation_error);
+  auto const cpu_only = kernel::builder("cpu_only").cpu([](auto const&) {}).build();
+  EXPECT_THROW(server_->execute(cpu_only, cube_count{1}, bindings{}, execution_mode::checked),
+               cubert::launch_error);
+  auto const wrong_entry = kernel::builder("wrong_entry").cuda_source(add_source, "nope").build();
+  EXPECT_THROW(server_->execute(wrong_entry, cube_count{1}, bindings{}, execution_mode::checked),
+               cubert::launch_error);
+  server_->sync().get();  // Still usable.
+}
+
+TEST_F(CudaServerTest, FailedLaunchSurfacesAtSyncThenServerWorks) {
+  auto const k = kernel::builder("too_big").cube_dim(4096).cuda_source(add_source, "add").build();
+  auto out = server_->empty(16);
+  server_->execute(k, cube_count{1},
+                   bindings{}
+                       .with_buffers({out.binding(), out.binding(), out.binding()})
+                       .with_scalar(cubert::elem::u32, {0}),
+                   execution_mode::checked);
+  try {
+    server_->sync().get();
+    FAIL() << "expected device_error";
+  } catch (cubert::device_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("cuLaunchKernel"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("CUDA_ERROR_"), std::string::npos) << e.what();
+  }
+  server_->sync().get();  // Reported once.
+  std::vector<std::uint32_t> xs{1, 2, 3};
+  EXPECT_EQ(as<std::uint32_t>(read(server_->create(bytes_of(xs)).binding())), xs);
+}
+
+TEST_F(CudaServerTest, ProfilingUsesDeviceEvents) {
+  constexpr char const* src = R"(
+extern "C" __global__ void spin(unsigned long long cycles) {
+  unsigned long long t0 = clock64(); while (clock64() - t0 < cycles) {}
+})";
+  auto const k = kernel::builder("spin").cuda_source(src, "spin").build();
+  auto const token = server_->start_profile();
+  server_->execute(k, cube_count{1}, bindings{}.with_scalar(std::uint64_t{2'000'000}),
+                   execution_mode::checked);
+  auto const d = server_->end_profile(token);
+  EXPECT_EQ(d.method(), cubert::timing_method::device);
+  EXPECT_GT(d.resolve().count(), 100'000);  // 2M cycles is > 0.1 ms at any clock.
+  EXPECT_THROW((void)server_->end_profile(token), cubert::profile_error);
+}
+
+TEST_F(CudaServerTest, CleanupReturnsMemoryToTheDriver) {
+  std::size_t free_before = 0, free_after = 0, total = 0, free_end = 0;
+  auto const& api = cubert::cuda::detail::driver();
+  server_->memory_cleanup();
+  api.cuMemGetInfo(&free_before, &total);
+  {
+    auto h = server_->empty(std::uint64_t{1} << 30);
+    server_->sync().get();
+    api.cuMemGetInfo(&free_after, &total);
+    EXPECT_LT(free_after + (std::size_t{1} << 29), free_before);
+  }
+  server_->memory_cleanup();
+  api.cuMemGetInfo(&free_end, &total);
+  EXPECT_GT(free_end + (std::size_t{64} << 20), free_before);
+}
+
+TEST_F(CudaServerTest, OutOfMemoryCarriesTheUsageReport) {
+  auto const total = server_->properties().total_memory;
+  try {
+    auto h = server_->empty(total * 2);
+    FAIL() << "expected out_of_memory";
+  } catch (cubert::out_of_memory const& e) {
+    EXPECT_FALSE(std::string(e.what()).empty());
+  }
+  std::vector<std::uint32_t> xs{4, 5};
+  EXPECT_EQ(as<std::uint32_t>(read(server_->create(bytes_of(xs)).binding())), xs);
+}
+
+TEST_F(CudaServerTest, UnknownBindingIsInvalidArgument) {
+  EXPECT_THROW((void)server_->read({binding{}}), cubert::invalid_argument);
+}
+
+}  // namespace
