@@ -1,0 +1,84 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CPU device: what it reports and how its server is made.
+#include "cpu_server.hpp"
+
+#include <cubert/build_config.hpp>
+#include <cubert/cpu.hpp>
+#include <cubert/error.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <string>
+#include <thread>
+
+namespace cubert::cpu {
+
+namespace {
+
+std::string read_cpu_model() {
+  std::ifstream in("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) == 0) {
+      auto const colon = line.find(':');
+      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
+    }
+  }
+  return "host CPU";
+}
+
+std::uint64_t read_total_memory() {
+  std::ifstream in("/proc/meminfo");
+  std::string key;
+  std::uint64_t kib = 0;
+  while (in >> key >> kib) {
+    if (key == "MemTotal:") return kib * 1024;
+    in.ignore(256, '\n');
+  }
+  return 0;
+}
+
+std::string architecture() {
+#if defined(__x86_64__)
+  return "x86_64";
+#elif defined(__aarch64__)
+  return "aarch64";
+#else
+  return "unknown";
+#endif
+}
+
+}  // namespace
+
+device_properties make_properties(unsigned threads) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  device_properties p;
+  p.name = fmt::format("{} ({} threads)", read_cpu_model(), threads);
+  p.backend = "cpu";
+  p.index = 0;
+  p.total_memory = read_total_memory();
+  // One page may hold up to 1 GiB: bigger requests still get a page of their own size.
+  p.memory.max_page_size = std::uint64_t{1} << 30;
+  p.memory.alignment = 64;  // A cache line: no false sharing between neighbouring slices.
+  auto& hw = p.hardware;
+  hw.plane_size_min = 1;
+  hw.plane_size_max = 1;
+  hw.max_bindings = 1024;
+  hw.max_shared_memory_size = std::uint64_t{1} << 20;
+  hw.max_cube_count = {0xffffffffu, 0xffffffffu, 0xffffffffu};
+  hw.max_units_per_cube = 1u << 20;
+  hw.max_cube_dim = {1u << 20, 1u << 20, 1u << 20};
+  hw.num_compute_units = threads;
+  p.timing = timing_method::system;
+  p.architecture = architecture();
+  p.driver_version = CUBERT_VERSION_STRING;
+  return p;
+}
+
+std::unique_ptr<backend::server> make_server(options const& opts) {
+  return std::make_unique<cpu_server>(opts);
+}
+
+}  // namespace cubert::cpu

@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cpu_server.hpp"
+
+#include <cubert/error.hpp>
+#include <cubert/memory/host_storage.hpp>
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+namespace cubert::cpu {
+
+namespace {
+
+template <typename T>
+std::future<T> ready(T value) {
+  std::promise<T> p;
+  p.set_value(std::move(value));
+  return p.get_future();
+}
+
+std::unique_ptr<backend::storage> make_storage(options const& opts,
+                                               device_properties const& props) {
+  return std::make_unique<memory::host_storage>(props.memory.alignment, opts.capacity_limit);
+}
+
+}  // namespace
+
+cpu_server::cpu_server(options const& opts)
+    : properties_(make_properties(opts.threads)),
+      memory_(make_storage(opts, properties_), properties_.memory, opts.memory),
+      pool_(properties_.hardware.num_compute_units) {}
+
+cubert::handle cpu_server::create(std::span<std::byte const> data) {
+  auto h = empty(data.size());
+  if (!data.empty()) {
+    auto res = memory_.get_resource(h.binding());
+    std::memcpy(res.host_ptr<std::byte>(), data.data(), data.size());
+  }
+  return h;
+}
+
+cubert::handle cpu_server::empty(std::uint64_t size) {
+  return cubert::handle(memory_.reserve(size), size);
+}
+
+std::future<std::vector<std::vector<std::byte>>> cpu_server::read(
+    std::vector<cubert::binding> bindings) {
+  errors_.rethrow_if_any();
+  std::vector<std::vector<std::byte>> out;
+  out.reserve(bindings.size());
+  for (auto const& b : bindings) {
+    auto res = memory_.get_resource(b);
+    auto const* p = res.host_ptr<std::byte const>();
+    out.emplace_back(p, p + res.size);
+  }
+  return ready(std::move(out));
+}
+
+std::array<std::uint32_t, 3> cpu_server::resolve_count(cube_count const& count) const {
+  if (!count.is_dynamic()) return count.counts();
+  // Launches run in order on this thread, so the buffer already holds what earlier kernels
+  // wrote: reading it now is what a device would see when the launch starts.
+  auto res = memory_.get_resource(count.dynamic_binding());
+  if (res.size < 3 * sizeof(std::uint32_t)) {
+    throw invalid_argument(fmt::format(
+        "dynamic cube count: the binding holds {} bytes, it needs 12 (three u32)", res.size));
+  }
+  std::array<std::uint32_t, 3> out{};
+  std::memcpy(out.data(), res.host_ptr<std::byte const>(), sizeof(out));
+  return out;
+}
+
+void cpu_server::execute(kernel const& k, cube_count const& count, bindings args,
+                         execution_mode mode) {
+  if (!k.valid()) throw launch_error("execute: empty kernel");
+  auto const* fn = k.cpu();
+  if (fn == nullptr) {
+    throw launch_error(fmt::format("kernel '{}' has no CPU payload", k.name()));
+  }
+  auto const& hw = properties_.hardware;
+  if (k.cube_dim().units() > hw.max_units_per_cube) {
+    throw launch_error(fmt::format("kernel '{}': {} units per cube exceed the limit of {}",
+                                   k.name(), k.cube_dim().units(), hw.max_units_per_cube));
+  }
+  if (args.buffers.size() > hw.max_bindings) {
+    throw invalid_argument(fmt::format("kernel '{}': {} buffers exceed the limit of {}", k.name(),
+                                       args.buffers.size(), hw.max_bindings));
+  }
+  views_.clear();
+  for (std::size_t i = 0; i < args.buffers.size(); ++i) {
+    try {
+      auto res = memory_.get_resource(args.buffers[i]);
+      views_.push_back({res.host_ptr<std::byte>(), res.size});
+    } catch (invalid_argument const& e) {
+      throw invalid_argument(fmt::format("kernel '{}', buffer {}: {}", k.name(), i, e.what()));
+    }
+  }
+  auto const counts = resolve_count(count);
+  kernel_context base;
+  base.dim = k.cube_dim();
+  base.cube_count = {counts[0], counts[1], counts[2]};
+  base.buffers = views_;
+  base.scalar_groups = &args.scalars;
+  base.metadata = args.metadata.data;
+  base.mode = mode;
+  try {
+    run_cubes(*fn, base, counts);
+  } catch (std::exception const& e) {
+    // A failing kernel is an asynchronous error: it surfaces at the next sync/read/flush.
+    profiler_.error(fmt::format("kernel '{}' failed: {}", k.name(), e.what()));
+    errors_.record(std::make_exception_ptr(
+        launch_error(fmt::format("kernel '{}' failed: {}", k.name(), e.what()))));
+  } catch (...) {
+    profiler_.error(fmt::format("kernel '{}' failed", k.name()));
+    errors_.record(std::make_exception_ptr(
+        launch_error(fmt::format("kernel '{}' threw a non-standard exception", k.name()))));
+  }
+}
+
+void cpu_server::run_cubes(cpu_kernel_fn const& fn, kernel_context const& base,
+                           std::array<std::uint32_t, 3> counts) {
+  std::uint64_t const cx = counts[0];
+  std::uint64_t const cxy = cx * counts[1];
+  std::uint64_t const total = cxy * counts[2];
+  pool_.run(total, [&](std::uint64_t i) {
+    kernel_context ctx = base;
+    ctx.cube_pos = {static_cast<std::uint32_t>(i % cx),
+                    static_cast<std::uint32_t>((i / cx) % counts[1]),
+                    static_cast<std::uint32_t>(i / cxy)};
+    fn(ctx);
+  });
+}
+
+void cpu_server::flush() {
+  memory_.storage().flush();
+  errors_.rethrow_if_any();
+}
+
+std::future<void> cpu_server::sync() {
+  std::promise<void> p;
+  try {
+    errors_.rethrow_if_any();
+    p.set_value();
+  } catch (...) {
+    p.set_exception(std::current_exception());
+  }
+  return p.get_future();
+}
+
+backend::binding_resource cpu_server::get_resource(cubert::binding const& b) {
+  return {b, memory_.get_resource(b)};
+}
+
+memory::memory_usage cpu_server::memory_usage() {
+  return memory_.usage();
+}
+
+std::string cpu_server::memory_report() {
+  return memory_.report().to_string();
+}
+
+void cpu_server::memory_cleanup() {
+  memory_.cleanup(true);
+}
+
+// Work is complete whenever the server is idle, so no drain is needed before the clock reads.
+profiling_token cpu_server::start_profile() {
+  return profiler_.start();
+}
+
+profile_duration cpu_server::end_profile(profiling_token token) {
+  return profiler_.stop(token);
+}
+
+}  // namespace cubert::cpu

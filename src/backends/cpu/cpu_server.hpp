@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: Apache-2.0
+// The CPU server: host memory through the memory manager, cubes on a thread pool.
+#pragma once
+
+#include "cpu_thread_pool.hpp"
+
+#include <cubert/backend/server.hpp>
+#include <cubert/cpu.hpp>
+#include <cubert/memory/memory_manager.hpp>
+
+#include <vector>
+
+namespace cubert::cpu {
+
+/// Runs each launch on the pool before `execute` returns, so launches complete in submission
+/// order and a buffer dropped after a launch can be reused at once. Asynchrony towards the
+/// caller comes from the actor channel; a kernel that throws is recorded and rethrown by the
+/// next sync/read/flush. Timing is the host clock (the queue is always drained).
+class cpu_server final : public backend::server {
+ public:
+  explicit cpu_server(options const& opts);
+
+  [[nodiscard]] cubert::handle create(std::span<std::byte const> data) override;
+  [[nodiscard]] cubert::handle empty(std::uint64_t size) override;
+  [[nodiscard]] std::future<std::vector<std::vector<std::byte>>> read(
+      std::vector<cubert::binding> bindings) override;
+  void execute(kernel const& k, cube_count const& count, bindings args,
+               execution_mode mode) override;
+  void flush() override;
+  [[nodiscard]] std::future<void> sync() override;
+  [[nodiscard]] backend::binding_resource get_resource(cubert::binding const& b) override;
+  [[nodiscard]] memory::memory_usage memory_usage() override;
+  [[nodiscard]] std::string memory_report() override;
+  void memory_cleanup() override;
+  [[nodiscard]] profiling_token start_profile() override;
+  [[nodiscard]] profile_duration end_profile(profiling_token token) override;
+  [[nodiscard]] device_properties const& properties() const noexcept override {
+    return properties_;
+  }
+
+ private:
+  [[nodiscard]] std::array<std::uint32_t, 3> resolve_count(cube_count const& count) const;
+  void run_cubes(cpu_kernel_fn const& fn, kernel_context const& base,
+                 std::array<std::uint32_t, 3> counts);
+
+  device_properties properties_;
+  memory::memory_manager memory_;
+  cpu_thread_pool pool_;
+  timestamp_profiler profiler_;
+  backend::async_error errors_;
+  std::vector<buffer_view> views_;  // Reused across launches to avoid an allocation each.
+};
+
+}  // namespace cubert::cpu

@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: Apache-2.0
+// A fixed pool of worker threads that runs the tasks of one launch, the caller helping.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace cubert::cpu {
+
+/// Runs `count` independent tasks on `threads()` threads (the calling thread is one of them)
+/// and returns when all are done. One launch at a time: `run` is called by the server thread
+/// only. Workers spin briefly between launches, then sleep, so back-to-back launches do not pay
+/// a wake-up each.
+class cpu_thread_pool {
+ public:
+  /// A pool of `threads` threads including the caller (at least 1).
+  explicit cpu_thread_pool(unsigned threads);
+  ~cpu_thread_pool();
+  cpu_thread_pool(cpu_thread_pool const&) = delete;
+  cpu_thread_pool& operator=(cpu_thread_pool const&) = delete;
+
+  /// Calls `task(i)` for every i in [0, count), in parallel. Rethrows the first exception a
+  /// task threw; the tasks not yet started are skipped then.
+  template <typename F>
+  void run(std::uint64_t count, F&& task) {
+    run_erased(count, &invoke<std::remove_reference_t<F>>, &task);
+  }
+
+  [[nodiscard]] unsigned threads() const noexcept { return threads_; }
+
+ private:
+  using task_fn = void (*)(void*, std::uint64_t);
+  template <typename F>
+  static void invoke(void* f, std::uint64_t i) {
+    (*static_cast<F*>(f))(i);
+  }
+
+  struct job {
+    task_fn fn = nullptr;
+    void* ctx = nullptr;
+    std::uint64_t count = 0;
+    std::atomic<std::uint64_t> next{0};
+    std::atomic<std::uint64_t> done{0};
+    std::atomic<bool> failed{false};
+    std::mutex error_mutex;
+    std::exception_ptr error;
+  };
+
+  void run_erased(std::uint64_t count, task_fn fn, void* ctx);
+  static void work_on(job& j) noexcept;
+  void worker_loop();
+
+  unsigned threads_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::shared_ptr<job> current_;              // Guarded by mutex_.
+  std::atomic<std::uint64_t> generation_{0};  // Bumped per launch; workers spin on it.
+  unsigned sleeping_ = 0;                     // Guarded by mutex_.
+  bool stopping_ = false;                     // Guarded by mutex_.
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace cubert::cpu

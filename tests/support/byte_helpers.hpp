@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: Apache-2.0
+// Typed <-> byte conversions for tests.
+#pragma once
+
+#include <cstddef>
+#include <cstring>
+#include <span>
+#include <vector>
+
+namespace cubert::test {
+
+/// The bytes of `values`.
+template <typename T>
+std::span<std::byte const> bytes_of(std::vector<T> const& values) {
+  return std::as_bytes(std::span{values});
+}
+
+/// Reinterprets bytes as elements of T (the size must be a multiple of sizeof(T)).
+template <typename T>
+std::vector<T> values_of(std::vector<std::byte> const& bytes) {
+  std::vector<T> out(bytes.size() / sizeof(T));
+  if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+  return out;
+}
+
+/// Bytes 0, 1, 2, ... (mod 256).
+inline std::vector<std::byte> byte_ramp(std::size_t n, unsigned seed = 0) {
+  std::vector<std::byte> out(n);
+  for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<std::byte>((i * 7 + seed) & 0xff);
+  return out;
+}
+
+}  // namespace cubert::test

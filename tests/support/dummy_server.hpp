@@ -1,0 +1,197 @@
+// SPDX-License-Identifier: Apache-2.0
+// cubecl's dummy harness (§5.1): a server over host memory that runs kernels synchronously,
+// the dummy byte kernels, and a client factory. Used by the client, channel and autotune tests.
+#pragma once
+
+#include <cubert/backend/channel.hpp>
+#include <cubert/backend/server.hpp>
+#include <cubert/client.hpp>
+#include <cubert/cpu.hpp>
+#include <cubert/error.hpp>
+#include <cubert/memory/host_storage.hpp>
+#include <cubert/memory/memory_manager.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <mutex>
+#include <thread>
+
+namespace cubert::test {
+
+/// cubecl's DummyServer: `read` returns each binding's bytes (offsets honoured, unlike cubecl's),
+/// `execute` calls the kernel's CPU body once for cube (0,0,0) on the calling thread, with the
+/// buffers, then one buffer of metadata words, then one buffer per scalar group (elem order).
+class dummy_server final : public backend::server {
+ public:
+  dummy_server()
+      : memory_(std::make_unique<memory::host_storage>(32),
+                memory::device_memory_properties{512ull << 20, 32}) {
+    props_.name = "dummy";
+    props_.backend = "dummy";
+    props_.memory = {512ull << 20, 32};
+    props_.hardware.plane_size_min = 32;
+    props_.hardware.plane_size_max = 32;
+    props_.hardware.max_bindings = 32;
+    props_.hardware.max_shared_memory_size = 48000;
+    props_.hardware.max_cube_count = {65535, 65535, 65535};
+    props_.hardware.max_units_per_cube = 1024;
+    props_.hardware.max_cube_dim = {1024, 1024, 64};
+    props_.hardware.num_compute_units = 1;
+    props_.timing = timing_method::system;
+  }
+
+  handle create(std::span<std::byte const> data) override {
+    auto h = empty(data.size());
+    if (!data.empty()) {
+      std::memcpy(memory_.get_resource(h.binding()).host_ptr<std::byte>(), data.data(),
+                  data.size());
+    }
+    return h;
+  }
+  handle empty(std::uint64_t size) override { return handle(memory_.reserve(size), size); }
+  std::future<std::vector<std::vector<std::byte>>> read(std::vector<binding> bs) override {
+    errors_.rethrow_if_any();
+    std::vector<std::vector<std::byte>> out;
+    for (auto const& b : bs) {
+      auto r = memory_.get_resource(b);
+      out.emplace_back(r.host_ptr<std::byte>(), r.host_ptr<std::byte>() + r.size);
+    }
+    std::promise<std::vector<std::vector<std::byte>>> p;
+    p.set_value(std::move(out));
+    return p.get_future();
+  }
+  void execute(kernel const& k, cube_count const&, bindings args, execution_mode mode) override {
+    auto const* fn = k.cpu();
+    if (fn == nullptr) throw launch_error("dummy server: kernel '" + k.name() + "' has no body");
+    std::vector<handle> extra;  // Keeps the metadata and scalar buffers alive for the call.
+    extra.push_back(create(std::as_bytes(std::span{args.metadata.data})));
+    for (auto const& [type, group] : args.scalars) extra.push_back(create(group.bytes()));
+    std::vector<cpu::buffer_view> views;
+    for (auto const& b : args.buffers) {
+      auto r = memory_.get_resource(b);
+      views.push_back({r.host_ptr<std::byte>(), r.size});
+    }
+    for (auto const& h : extra) {
+      auto r = memory_.get_resource(h.binding());
+      views.push_back({r.host_ptr<std::byte>(), r.size});
+    }
+    cpu::kernel_context ctx;
+    ctx.cube_count = {1, 1, 1};
+    ctx.dim = k.cube_dim();
+    ctx.buffers = views;
+    ctx.scalar_groups = &args.scalars;
+    ctx.metadata = args.metadata.data;
+    ctx.mode = mode;
+    try {
+      (*fn)(ctx);
+    } catch (...) {
+      errors_.record(std::current_exception());
+    }
+  }
+  void flush() override { errors_.rethrow_if_any(); }
+  std::future<void> sync() override {
+    std::promise<void> p;
+    try {
+      errors_.rethrow_if_any();
+      p.set_value();
+    } catch (...) {
+      p.set_exception(std::current_exception());
+    }
+    return p.get_future();
+  }
+  backend::binding_resource get_resource(binding const& b) override {
+    return {b, memory_.get_resource(b)};
+  }
+  memory::memory_usage memory_usage() override { return memory_.usage(); }
+  void memory_cleanup() override { memory_.cleanup(true); }
+  profiling_token start_profile() override { return profiler_.start(); }
+  profile_duration end_profile(profiling_token t) override { return profiler_.stop(t); }
+  device_properties const& properties() const noexcept override { return props_; }
+
+ private:
+  device_properties props_;
+  memory::memory_manager memory_;
+  timestamp_profiler profiler_;
+  backend::async_error errors_;
+};
+
+/// A new client over a fresh dummy server.
+inline client make_dummy_client(backend::channel_kind kind = backend::channel_kind::mutex) {
+  return client(backend::make_channel(std::make_unique<dummy_server>(), kind));
+}
+
+/// The one dummy client of this process (mutex channel), as cubecl's static runtime gives.
+inline client dummy_client() {
+  static client const c = make_dummy_client();
+  return c;
+}
+
+/// cubecl's dummy kernels over u8 buffers: buffers 0 and 1 are inputs, buffer 2 the output.
+namespace dummy_kernels {
+
+namespace detail {
+template <typename Op>
+kernel byte_kernel(std::string name, Op op, std::chrono::microseconds delay_per_elem = {}) {
+  return kernel::builder(std::move(name))
+      .cpu([op, delay_per_elem](cpu::kernel_context const& ctx) {
+        auto lhs = ctx.buffer<std::uint8_t>(0);
+        auto rhs = ctx.buffer<std::uint8_t>(1);
+        auto out = ctx.buffer<std::uint8_t>(2);
+        CUBERT_EXPECTS(rhs.size() >= lhs.size() && out.size() >= lhs.size(),
+                       "dummy kernel: rhs and out must be at least as long as lhs");
+        for (std::size_t i = 0; i < lhs.size(); ++i) {
+          if (delay_per_elem.count() > 0) std::this_thread::sleep_for(delay_per_elem);
+          out[i] = op(lhs[i], rhs[i]);
+        }
+      })
+      .build();
+}
+}  // namespace detail
+
+/// out[i] = lhs[i] + rhs[i].
+inline kernel addition() {
+  return detail::byte_kernel("DummyElementwiseAddition",
+                             [](std::uint8_t a, std::uint8_t b) { return std::uint8_t(a + b); });
+}
+/// out[i] = lhs[i] · rhs[i].
+inline kernel multiplication() {
+  return detail::byte_kernel("DummyElementwiseMultiplication",
+                             [](std::uint8_t a, std::uint8_t b) { return std::uint8_t(a * b); });
+}
+/// Sleeps 1 ms per element, then copies lhs: slow and wrong.
+inline kernel addition_slow_wrong() {
+  return detail::byte_kernel(
+      "DummyElementwiseAdditionSlowWrong", [](std::uint8_t a, std::uint8_t) { return a; },
+      std::chrono::milliseconds(1));
+}
+/// Sleeps 1 ms per element, then copies lhs: slow and wrong.
+inline kernel multiplication_slow_wrong() {
+  return detail::byte_kernel(
+      "DummyElementwiseMultiplicationSlowWrong", [](std::uint8_t a, std::uint8_t) { return a; },
+      std::chrono::milliseconds(1));
+}
+/// out = lhs + rhs + info[0], info being the 4th buffer (cubecl's ParameteredKernel).
+inline kernel parametered() {
+  return kernel::builder("ParameteredKernel")
+      .cpu([](cpu::kernel_context const& ctx) {
+        auto lhs = ctx.buffer<std::uint8_t>(0);
+        auto rhs = ctx.buffer<std::uint8_t>(1);
+        auto out = ctx.buffer<std::uint8_t>(2);
+        auto info = ctx.buffer<std::uint32_t>(3);
+        CUBERT_EXPECTS(!info.empty(), "ParameteredKernel: empty info buffer");
+        for (std::size_t i = 0; i < lhs.size(); ++i) {
+          out[i] = static_cast<std::uint8_t>(lhs[i] + rhs[i] + info[0]);
+        }
+      })
+      .build();
+}
+/// A kernel that always throws std::runtime_error("dummy failure").
+inline kernel failing() {
+  return kernel::builder("DummyFailing")
+      .cpu([](cpu::kernel_context const&) { throw std::runtime_error("dummy failure"); })
+      .build();
+}
+
+}  // namespace dummy_kernels
+
+}  // namespace cubert::test

@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: Apache-2.0
+// Client behaviour on every channel: deferred errors, bad input, profiling ownership.
+#include "byte_helpers.hpp"
+#include "cpu_kernels.hpp"
+#include "dummy_server.hpp"
+
+#include <cubert/client.hpp>
+#include <cubert/cpu.hpp>
+#include <cubert/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+namespace {
+
+using namespace cubert;
+using namespace std::chrono_literals;
+using backend::channel_kind;
+using test::bytes_of;
+
+client cpu_client(channel_kind kind, unsigned threads = 2) {
+  cpu::options opts;
+  opts.threads = threads;
+  return client(backend::make_channel(cpu::make_server(opts), kind));
+}
+
+class ClientTest : public ::testing::TestWithParam<channel_kind> {};
+
+TEST_P(ClientTest, KernelThatThrowsSurfacesAtNextSyncOnceAndClientKeepsWorking) {
+  auto c = cpu_client(GetParam());
+  c.execute(test::kernels::throwing(), cube_count{4}, bindings{});
+  try {
+    c.sync();
+    FAIL() << "sync should rethrow the kernel's failure";
+  } catch (launch_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("cube 1 failed on purpose"), std::string::npos);
+  }
+  EXPECT_NO_THROW(c.sync());  // Reported once.
+  std::vector<std::uint8_t> data{7, 8};
+  auto h = c.create(bytes_of(data));
+  EXPECT_EQ(test::values_of<std::uint8_t>(c.read_one(h.binding())), data);
+}
+
+TEST_P(ClientTest, KernelFailureAlsoSurfacesAtReadAndFlush) {
+  auto c = cpu_client(GetParam());
+  auto h = c.empty(8);
+  c.execute(test::kernels::throwing(), cube_count{2}, bindings{});
+  EXPECT_THROW((void)c.read_one(h.binding()), launch_error);
+  EXPECT_EQ(c.read_one(h.binding()).size(), 8u);
+  c.execute(test::kernels::throwing(), cube_count{2}, bindings{});
+  EXPECT_THROW(c.flush(), launch_error);
+  EXPECT_NO_THROW(c.flush());
+}
+
+TEST_P(ClientTest, UnknownBindingIsInvalidArgument) {
+  auto c = cpu_client(GetParam());
+  auto other = cpu_client(GetParam());
+  auto foreign = other.empty(16);  // Known to `other`'s memory manager only.
+  auto out = c.empty(16);
+  EXPECT_THROW((void)c.read_one(foreign.binding()), invalid_argument);
+  EXPECT_THROW((void)c.read_one(binding{}), invalid_argument);
+  EXPECT_THROW(
+      {
+        c.execute(test::kernels::empty_kernel(), cube_count{1},
+                  bindings{}.with_buffers({foreign.binding(), out.binding()}));
+        c.sync();  // The actor channel reports it here.
+      },
+      invalid_argument);
+  EXPECT_NO_THROW(c.sync());
+  EXPECT_EQ(c.read_one(out.binding()).size(), 16u);
+}
+
+TEST_P(ClientTest, ReadPastTheEndIsInvalidArgument) {
+  auto c = cpu_client(GetParam());
+  auto h = c.empty(16);
+  auto b = h.binding();
+  binding past(b.memory(), 100, 0, 116);  // Claims 100 bytes of offset in a 16-byte slice.
+  EXPECT_THROW((void)c.read_one(past), invalid_argument);
+  std::vector<std::uint8_t> data(16, 3);
+  auto ok = c.create(bytes_of(data));
+  EXPECT_EQ(c.read_one(ok.offset_start(4).offset_end(2).binding()).size(), 10u);
+}
+
+TEST_P(ClientTest, KernelWithoutCpuPayloadIsLaunchError) {
+  auto c = cpu_client(GetParam());
+  auto k = kernel::builder("cuda_only").cuda_source("__global__ void f(){}", "f").build();
+  EXPECT_THROW(
+      {
+        c.execute(k, cube_count{1}, bindings{});
+        c.sync();
+      },
+      launch_error);
+  EXPECT_NO_THROW(c.sync());
+}
+
+TEST_P(ClientTest, ShortDynamicCountBufferIsInvalidArgument) {
+  auto c = cpu_client(GetParam());
+  std::vector<std::uint32_t> two{1, 1};
+  auto count = c.create(bytes_of(two));
+  EXPECT_THROW(
+      {
+        c.execute(test::kernels::empty_kernel(), cube_count::dynamic(count.binding()), bindings{});
+        c.sync();
+      },
+      invalid_argument);
+}
+
+TEST_P(ClientTest, ProfileMeasuresTheWorkOfFn) {
+  auto c = cpu_client(GetParam());
+  auto d = c.profile([] { std::this_thread::sleep_for(5ms); }, "sleep");
+  EXPECT_EQ(d.method(), timing_method::system);
+  EXPECT_GE(d.resolve(), 5ms);
+  auto nested = c.profile(
+      [&] { return c.profile([] { std::this_thread::sleep_for(1ms); }, "inner"); }, "outer");
+  EXPECT_GE(nested.resolve(), 1ms);
+}
+
+TEST_P(ClientTest, ProfileOfAFailingLaunchIsProfileError) {
+  auto c = cpu_client(GetParam());
+  EXPECT_THROW(
+      (void)c.profile([&] { c.execute(test::kernels::throwing(), cube_count{2}, bindings{}); },
+                      "failing"),
+      profile_error);
+  EXPECT_THROW(c.sync(), launch_error);  // The launch's own error is still reported.
+  EXPECT_NO_THROW(c.sync());
+  auto d = c.profile([] {}, "after");
+  EXPECT_GE(d.resolve().count(), 0);
+}
+
+TEST_P(ClientTest, OtherThreadsWaitWhileOneProfiles) {
+  if (GetParam() == channel_kind::inline_) GTEST_SKIP() << "inline channel: one thread only";
+  auto c = cpu_client(GetParam());
+  std::atomic<bool> inside{false};
+  std::atomic<bool> profile_done{false};
+  std::atomic<bool> other_done_early{false};
+  std::thread profiler([&] {
+    (void)c.profile(
+        [&] {
+          inside = true;
+          std::this_thread::sleep_for(50ms);
+          profile_done = true;
+        },
+        "owner");
+  });
+  while (!inside) std::this_thread::yield();
+  auto h = c.empty(4);  // Must wait until the profile has ended.
+  other_done_early = !profile_done.load();
+  profiler.join();
+  EXPECT_FALSE(other_done_early.load());
+  EXPECT_EQ(c.read_one(h.binding()).size(), 4u);
+}
+
+TEST_P(ClientTest, ProfileOutputIsDestroyedAfterTheMeasurementEnds) {
+  auto c = cpu_client(GetParam());
+  // fn's result takes 30 ms to die: if it died inside the window, the duration would show it.
+  struct slow_to_die {
+    ~slow_to_die() { std::this_thread::sleep_for(30ms); }
+  };
+  auto const start = std::chrono::steady_clock::now();
+  auto d = c.profile([] { return std::make_unique<slow_to_die>(); }, "probe");
+  auto const elapsed = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(elapsed, 30ms);
+  EXPECT_LT(d.resolve(), 30ms);
+}
+
+TEST_P(ClientTest, CopiesShareState) {
+  auto c = cpu_client(GetParam());
+  auto copy = c;
+  EXPECT_TRUE(copy == c);
+  std::vector<std::uint8_t> data{1, 2, 3};
+  auto h = c.create(bytes_of(data));
+  EXPECT_EQ(test::values_of<std::uint8_t>(copy.read_one(h.binding())), data);
+  EXPECT_EQ(copy.channel_kind(), GetParam());
+  EXPECT_EQ(copy.properties().backend, "cpu");
+}
+
+INSTANTIATE_TEST_SUITE_P(Channels, ClientTest,
+                         ::testing::Values(channel_kind::mutex, channel_kind::actor,
+                                           channel_kind::inline_),
+                         [](auto const& param_info) {
+                           return std::string(backend::to_string(param_info.param));
+                         });
+
+}  // namespace

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <cubert/build_config.hpp>
+#include <cubert/client.hpp>
+#include <cubert/error.hpp>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+TEST(RegistryTest, CpuIsAlwaysListed) {
+  auto const devs = cubert::devices();
+  ASSERT_FALSE(devs.empty());
+  EXPECT_EQ(devs.front().id, "cpu");
+  EXPECT_EQ(devs.front().backend, "cpu");
+  EXPECT_FALSE(devs.front().name.empty());
+}
+
+TEST(RegistryTest, SameClientForTheSameDevice) {
+  auto a = cubert::make_client("cpu");
+  auto b = cubert::make_client("cpu:0");
+  auto c = cubert::make_client("cpu", {.channel = cubert::backend::channel_kind::actor});
+  EXPECT_TRUE(a == b);
+  EXPECT_TRUE(a == c);  // The first call decided the channel.
+  EXPECT_EQ(c.channel_kind(), a.channel_kind());
+}
+
+TEST(RegistryTest, UnknownOrAbsentDevicesAreUnsupported) {
+  EXPECT_THROW((void)cubert::make_client("tpu"), cubert::unsupported);
+  EXPECT_THROW((void)cubert::make_client("cpu:1"), cubert::unsupported);
+  EXPECT_THROW((void)cubert::make_client("cuda:x"), cubert::unsupported);
+  EXPECT_THROW((void)cubert::make_client("cuda:99"), cubert::unsupported);
+  try {
+    (void)cubert::make_client("tpu");
+  } catch (cubert::unsupported const& e) {
+    EXPECT_NE(std::string(e.what()).find("cpu"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW((void)cubert::make_client("cpu"));  // The registry still works.
+}
+
+#if !CUBERT_HAS_CUDA
+TEST(RegistryTest, CudaWithoutTheBackendSaysSo) {
+  try {
+    (void)cubert::make_client("cuda:0");
+    FAIL();
+  } catch (cubert::unsupported const& e) {
+    EXPECT_NE(std::string(e.what()).find("no CUDA backend"), std::string::npos) << e.what();
+  }
+}
+#endif
+
+}  // namespace

@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <cubert/cpu.hpp>
+#include <cubert/error.hpp>
+#include <cubert/kernel.hpp>
+
+#include <gtest/gtest.h>
+
+#include <unordered_set>
+
+namespace {
+
+using cubert::kernel;
+
+void noop(cubert::cpu::kernel_context const&) {}
+
+kernel make(std::string name, std::string info = "", std::uint32_t x = 1) {
+  return kernel::builder(std::move(name)).info(std::move(info)).cube_dim(x).cpu(noop).build();
+}
+
+TEST(KernelTest, IdIsStableAndDependsOnEverythingThatChangesCode) {
+  EXPECT_EQ(make("add").id(), make("add").id());
+  EXPECT_NE(make("add").id(), make("mul").id());
+  EXPECT_NE(make("add", "f32").id(), make("add", "f16").id());
+  EXPECT_NE(make("add", "", 64).id(), make("add", "", 128).id());
+  auto a = kernel::builder("k").cuda_source("src a", "main").build();
+  auto b = kernel::builder("k").cuda_source("src b", "main").build();
+  auto c = kernel::builder("k").cuda_source("src a", "main", {"-O3"}).build();
+  EXPECT_NE(a.id(), b.id());
+  EXPECT_NE(a.id(), c.id());
+  // Field boundaries matter: ("ab", "c") is not ("a", "bc").
+  EXPECT_NE(make("ab", "c").id(), make("a", "bc").id());
+}
+
+TEST(KernelTest, IdValueIsReproducibleAcrossProcesses) {
+  // XXH3 is specified, so the id of a fixed definition is a constant; recompute it to be sure
+  // it does not depend on addresses or on the callable.
+  auto const id1 = make("stable", "v1", 32).id();
+  auto const id2 = kernel::builder("stable")
+                       .info("v1")
+                       .cube_dim(32)
+                       .cpu([](cubert::cpu::kernel_context const&) {})
+                       .build()
+                       .id();
+  EXPECT_EQ(id1, id2);
+  EXPECT_EQ(id1.to_string().size(), 16u);
+}
+
+TEST(KernelTest, ModeQualifiesTheId) {
+  auto const id = make("add").id();
+  auto const checked = id.with_mode(cubert::execution_mode::checked);
+  auto const unchecked = id.with_mode(cubert::execution_mode::unchecked);
+  EXPECT_NE(checked, unchecked);
+  EXPECT_NE(id, checked);
+  EXPECT_EQ(checked.hash(), id.hash());
+  EXPECT_EQ(unchecked.to_string(), id.to_string() + "-unchecked");
+  std::unordered_set<cubert::kernel_id> set{id, checked, unchecked};
+  EXPECT_EQ(set.size(), 3u);
+}
+
+TEST(KernelTest, AccessorsAndPayloads) {
+  auto k = kernel::builder("k")
+               .cube_dim(16, 2)
+               .shared_memory(1024)
+               .cpu(noop)
+               .opencl_source("cl", "entry", {"-cl-fast-relaxed-math"})
+               .build();
+  EXPECT_EQ(k.name(), "k");
+  EXPECT_EQ(k.cube_dim(), (cubert::cube_dim{16, 2, 1}));
+  EXPECT_EQ(k.shared_memory(), 1024u);
+  EXPECT_NE(k.cpu(), nullptr);
+  ASSERT_NE(k.opencl_source(), nullptr);
+  EXPECT_EQ(k.opencl_source()->entry_point, "entry");
+  EXPECT_EQ(k.cuda_source(), nullptr);
+  EXPECT_EQ(k.ptx(), nullptr);
+  kernel copy = k;  // Shares the definition.
+  EXPECT_EQ(copy.cpu(), k.cpu());
+}
+
+TEST(KernelTest, BuilderRejectsBadInput) {
+  EXPECT_THROW(kernel::builder(""), cubert::invalid_argument);
+  EXPECT_THROW(kernel::builder("k").cube_dim(0), cubert::invalid_argument);
+  EXPECT_THROW((void)kernel::builder("k").build(), cubert::invalid_argument);
+  EXPECT_THROW(kernel::builder("k").cpu(nullptr), cubert::invalid_argument);
+  kernel::builder b("k");
+  b.cpu(noop);
+  (void)b.build();
+  EXPECT_THROW((void)b.build(), cubert::invalid_argument);
+  EXPECT_FALSE(kernel{}.valid());
+}
+
+}  // namespace
