@@ -159,6 +159,8 @@ inline slice_binding slice_handle::binding() && {
   return slice_binding(c, slice_binding::adopt_t{});
 }
 
-inline slice_binding slice_handle::binding() const& { return slice_handle(*this).binding(); }
+inline slice_binding slice_handle::binding() const& {
+  return slice_handle(*this).binding();
+}
 
 }  // namespace cubert::memory

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "memory/memory_pool.hpp"
+
+#include <cubert/error.hpp>
+#include <cubert/memory/configuration.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+namespace cubert::memory {
+
+namespace {
+
+constexpr std::uint64_t kib = 1024;
+constexpr std::uint64_t mib = 1024 * kib;
+constexpr std::uint64_t gib = 1024 * mib;
+
+// cubecl's SubSlices: quarter the page size down to 32 MiB, each rung taking requests up to
+// page / 2^rung, then one pool of the full page size.
+std::vector<pool_options> sub_slices_pools(device_memory_properties const& props) {
+  auto const a = props.alignment;
+  std::vector<pool_options> rungs;
+  std::uint64_t cur = props.max_page_size;
+  unsigned base = 1;
+  while (cur >= 32 * mib) {
+    cur = ceil_to(cur / 4, a);
+    rungs.push_back(pool_options::sliced(cur, cur >> base));
+    ++base;
+  }
+  std::vector<pool_options> pools{pool_options::exclusive(0)};
+  pools.insert(pools.end(), rungs.rbegin(), rungs.rend());
+  auto const top = floor_to(props.max_page_size, a);
+  pools.push_back(pool_options::sliced(top, top));
+  return pools;
+}
+
+// cubecl's generate_bucket_sizes(32 KiB, P, 24, A): log-spaced, aligned, consecutive
+// duplicates removed; each bucket frees idle pages after a period that grows per GiB.
+std::vector<pool_options> exclusive_pages_pools(device_memory_properties const& props) {
+  constexpr int buckets = 24;
+  double const lo = std::log(static_cast<double>(32 * kib));
+  double const hi = std::log(static_cast<double>(props.max_page_size));
+  std::vector<std::uint64_t> sizes;
+  for (int i = 0; i < buckets; ++i) {
+    double const p = static_cast<double>(i) / (buckets - 1);
+    auto const raw = static_cast<std::uint64_t>(std::exp(lo + (hi - lo) * p));
+    auto const size = ceil_to(raw, props.alignment);
+    if (sizes.empty() || sizes.back() != size) sizes.push_back(size);
+  }
+  std::vector<pool_options> pools;
+  for (auto size : sizes) {
+    auto const period = static_cast<std::uint64_t>(
+        5000.0 * std::round(1.0 + static_cast<double>(size) / static_cast<double>(gib)));
+    pools.push_back(pool_options::exclusive(size, period));
+  }
+  return pools;
+}
+
+// Ours: small requests share small pages; everything else shares growing pages sized to the
+// request when it is larger than a page, and idle pages go back before the pool grows.
+std::vector<pool_options> compact_pools(device_memory_properties const& props) {
+  auto const a = props.alignment;
+  auto const top = floor_to(props.max_page_size, a);
+  auto const small_page = std::min(ceil_to(2 * mib, a), top);
+  auto const big_page = std::min(ceil_to(32 * mib, a), top);
+  pool_options small = pool_options::sliced(small_page, std::min(small_page / 8, top));
+  pool_options big = pool_options::sliced(big_page, top);
+  big.release_free_pages = true;
+  return {pool_options::exclusive(0), small, big};
+}
+
+}  // namespace
+
+pool_options pool_options::sliced(std::uint64_t page_size, std::uint64_t max_slice_size,
+                                  std::optional<std::uint64_t> cap) {
+  pool_options o;
+  o.kind = pool_kind::sliced;
+  o.page_size = page_size;
+  o.max_alloc_size = max_slice_size;
+  o.max_pool_size = cap;
+  return o;
+}
+
+pool_options pool_options::exclusive(std::uint64_t max_alloc_size,
+                                     std::optional<std::uint64_t> dealloc_period,
+                                     std::optional<std::uint64_t> cap) {
+  pool_options o;
+  o.kind = pool_kind::exclusive;
+  o.max_alloc_size = max_alloc_size;
+  o.dealloc_period = dealloc_period;
+  o.max_pool_size = cap;
+  return o;
+}
+
+memory_configuration memory_configuration::sub_slices() {
+  return memory_configuration(preset::sub_slices);
+}
+
+memory_configuration memory_configuration::exclusive_pages() {
+  return memory_configuration(preset::exclusive_pages);
+}
+
+memory_configuration memory_configuration::compact() {
+  return memory_configuration(preset::compact);
+}
+
+memory_configuration memory_configuration::custom(std::vector<pool_options> pools) {
+  CUBERT_EXPECTS(!pools.empty(), "memory_configuration::custom needs at least one pool");
+  return memory_configuration(preset::custom, std::move(pools));
+}
+
+memory_configuration memory_configuration::from_name(std::string_view name) {
+  if (name == "sub_slices") return sub_slices();
+  if (name == "exclusive_pages") return exclusive_pages();
+  if (name == "compact") return compact();
+  throw invalid_argument(fmt::format(
+      "unknown memory configuration '{}' (expected sub_slices, exclusive_pages or compact)", name));
+}
+
+std::string_view memory_configuration::name() const noexcept {
+  switch (kind_) {
+    case preset::sub_slices:
+      return "sub_slices";
+    case preset::exclusive_pages:
+      return "exclusive_pages";
+    case preset::compact:
+      return "compact";
+    case preset::custom:
+      return "custom";
+  }
+  return "custom";
+}
+
+std::vector<pool_options> memory_configuration::pools_for(
+    device_memory_properties const& props) const {
+  CUBERT_EXPECTS(props.alignment > 0, "device_memory_properties: alignment must be positive");
+  if (kind_ == preset::custom) return custom_;
+  CUBERT_EXPECTS(props.max_page_size >= props.alignment,
+                 fmt::format("device_memory_properties: max_page_size {} is below the alignment {}",
+                             props.max_page_size, props.alignment));
+  switch (kind_) {
+    case preset::sub_slices:
+      return sub_slices_pools(props);
+    case preset::exclusive_pages:
+      return exclusive_pages_pools(props);
+    case preset::compact:
+      return compact_pools(props);
+    case preset::custom:
+      break;
+  }
+  return custom_;
+}
+
+}  // namespace cubert::memory

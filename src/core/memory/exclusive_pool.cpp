@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "memory/exclusive_pool.hpp"
+
+#include <cubert/error.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace cubert::memory {
+
+exclusive_pool::exclusive_pool(backend::storage& storage, reservation_stats& stats,
+                               pool_options const& options, std::uint64_t alignment)
+    : memory_pool(storage, stats, options.max_alloc_size, alignment),
+      cap_(options.max_pool_size),
+      dealloc_period_(options.dealloc_period),
+      avg_size_(static_cast<double>(options.max_alloc_size) / 2.0) {
+  CUBERT_EXPECTS(options.max_alloc_size % alignment == 0,
+                 fmt::format("exclusive pool: max_alloc_size {} is not a multiple of the "
+                             "alignment {}",
+                             options.max_alloc_size, alignment));
+}
+
+exclusive_pool::~exclusive_pool() {
+  for (auto& p : slots_) {
+    p->handle.control()->detach_owner();
+    if (p->live) storage_->dealloc(p->storage.id);
+  }
+  stats_->sub_reserved(live_.bytes_reserved);
+  stats_->sub_in_use(live_.bytes_in_use);
+}
+
+std::optional<slice_handle> exclusive_pool::try_reserve(std::uint64_t size) {
+  drain();
+  avg_size_ = avg_size_ * (1.0 - size_avg_decay) + static_cast<double>(size) * size_avg_decay;
+  // The least recently "suspected unused" page that fits; ties go to the oldest page.
+  page* best = nullptr;
+  for (page* p : free_) {
+    if (p->storage.size < size) continue;
+    if (!best || p->free_count < best->free_count ||
+        (p->free_count == best->free_count &&
+         p->handle.control()->slot_index < best->handle.control()->slot_index)) {
+      best = p;
+    }
+  }
+  if (!best) return std::nullopt;
+  unmark_free(best);
+  best->free_count = best->free_count > 0 ? best->free_count - 1 : 0;
+  return hand_out(best, size);
+}
+
+std::optional<slice_handle> exclusive_pool::alloc(std::uint64_t size) {
+  drain();
+  auto const bytes = ceil_to(std::max(static_cast<std::uint64_t>(avg_size_), size), align_);
+  if (cap_ && live_.bytes_reserved + bytes > *cap_) {
+    // Idle pages that were too small are given back before refusing.
+    for (std::size_t i = free_.size(); i-- > 0;) free_page(free_[i]);
+    if (live_.bytes_reserved + bytes > *cap_) {
+      ++spills_;
+      return std::nullopt;
+    }
+  }
+  if (spare_.empty()) {
+    if (slots_.size() == slots_.capacity()) slots_.reserve(slots_.size() * 2 + 8);
+    auto p = std::make_unique<page>(released_);
+    auto* control = new slice_control(next_slice_id(), this, p.get());
+    control->slot_index = static_cast<std::uint32_t>(slots_.size());
+    p->handle = slice_handle(control);
+    spare_.reserve(slots_.capacity());
+    spare_.push_back(p.get());
+    free_.reserve(slots_.capacity());
+    slots_.push_back(std::move(p));
+  }
+  auto const storage = storage_->alloc(bytes);  // may throw; nothing changed that matters
+  page* p = spare_.back();
+  spare_.pop_back();
+  p->storage = storage;
+  p->live = true;
+  p->free_count = alloc_after_free - 1;  // a new page is "suspected unused" until reused
+  ++pages_;
+  peak_pages_ = std::max(peak_pages_, pages_);
+  live_.bytes_reserved += bytes;
+  stats_->add_reserved(bytes);
+  peak_reserved_ = std::max(peak_reserved_, live_.bytes_reserved);
+  return hand_out(p, size);
+}
+
+slice_handle exclusive_pool::hand_out(page* p, std::uint64_t size) noexcept {
+  p->in_use = true;
+  p->requested = size;
+  ++live_.number_allocs;
+  live_.bytes_in_use += size;
+  live_.bytes_padding += padding_for(size, align_);
+  stats_->add_in_use(size);
+  peak_in_use_ = std::max(peak_in_use_, live_.bytes_in_use);
+  return p->handle;
+}
+
+void exclusive_pool::drain() noexcept {
+  for (pool_slot* s = released_.take_all(); s;) {
+    pool_slot* next = s->next_released;
+    auto* p = static_cast<page*>(s);
+    p->in_use = false;
+    --live_.number_allocs;
+    live_.bytes_in_use -= p->requested;
+    live_.bytes_padding -= padding_for(p->requested, align_);
+    stats_->sub_in_use(p->requested);
+    mark_free(p);
+    s = next;
+  }
+}
+
+void exclusive_pool::mark_free(page* p) noexcept {
+  p->free_pos = free_.size();
+  free_.push_back(p);  // capacity reserved in alloc(): never allocates
+}
+
+void exclusive_pool::unmark_free(page* p) noexcept {
+  auto const pos = p->free_pos;
+  free_[pos] = free_.back();
+  free_[pos]->free_pos = pos;
+  free_.pop_back();
+}
+
+void exclusive_pool::free_page(page* p) noexcept {
+  unmark_free(p);
+  storage_->dealloc(p->storage.id);
+  live_.bytes_reserved -= p->storage.size;
+  stats_->sub_reserved(p->storage.size);
+  --pages_;
+  p->live = false;
+  spare_.push_back(p);
+}
+
+std::optional<backend::storage_handle> exclusive_pool::get(slice_control const& control) const {
+  if (control.owner() != this || control.slot_index >= slots_.size()) return std::nullopt;
+  page const* p = slots_[control.slot_index].get();
+  if (p->handle.control() != &control || !p->in_use || !p->live) return std::nullopt;
+  return backend::storage_handle{p->storage.id, 0, p->requested};
+}
+
+void exclusive_pool::cleanup(std::uint64_t alloc_nr, bool explicit_cleanup) {
+  drain();
+  auto const period = check_period();
+  if (!explicit_cleanup && !(period && alloc_nr - last_check_ >= *period)) return;
+  last_check_ = alloc_nr;
+  for (std::size_t i = free_.size(); i-- > 0;) {
+    page* p = free_[i];
+    p->free_count += 1;
+    if (explicit_cleanup || p->free_count >= alloc_after_free) free_page(p);
+  }
+}
+
+std::optional<std::uint64_t> exclusive_pool::check_period() const noexcept {
+  if (!dealloc_period_) return std::nullopt;
+  return std::max<std::uint64_t>(*dealloc_period_ / 5, 1);
+}
+
+pool_usage exclusive_pool::usage() {
+  drain();
+  pool_usage u;
+  u.kind = pool_kind::exclusive;
+  u.description = fmt::format("max {}", format_bytes(max_alloc_size_));
+  u.max_alloc_size = max_alloc_size_;
+  u.cap = cap_;
+  u.pages = pages_;
+  u.peak_pages = peak_pages_;
+  u.usage = live_;
+  u.peak_bytes_reserved = peak_reserved_;
+  u.peak_bytes_in_use = peak_in_use_;
+  u.spills = spills_;
+  for (page const* p : free_) u.largest_free = std::max(u.largest_free, p->storage.size);
+  return u;
+}
+
+}  // namespace cubert::memory

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <cubert/error.hpp>
+#include <cubert/memory/host_storage.hpp>
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <new>
+
+namespace cubert::memory {
+
+host_storage::host_storage(std::uint64_t alignment, std::optional<std::uint64_t> capacity_limit)
+    : alignment_(alignment), limit_(capacity_limit) {
+  CUBERT_EXPECTS(std::has_single_bit(alignment),
+                 fmt::format("host_storage: alignment {} is not a power of two", alignment));
+}
+
+host_storage::~host_storage() {
+  for (auto& [id, p] : pages_) ::operator delete (p.ptr, std::align_val_t{alignment_});
+}
+
+backend::storage_handle host_storage::alloc(std::uint64_t size) {
+  if (limit_ && (size > *limit_ || allocated_ > *limit_ - size)) {
+    throw out_of_memory(fmt::format(
+        "host_storage: a {}-byte page does not fit: {} of the {}-byte capacity are allocated", size,
+        allocated_, *limit_));
+  }
+  // operator new(0) still returns a unique pointer, so zero-size pages need no special case.
+  void* ptr =
+      ::operator new (static_cast<std::size_t>(size), std::align_val_t{alignment_}, std::nothrow);
+  if (!ptr) {
+    throw out_of_memory(fmt::format("host_storage: the host heap refused {} bytes", size));
+  }
+  auto const id = backend::next_storage_id();
+  try {
+    pages_.emplace(id, page{ptr, size});
+  } catch (...) {
+    ::operator delete (ptr, std::align_val_t{alignment_});
+    throw;
+  }
+  allocated_ += size;
+  return {id, 0, size};
+}
+
+void host_storage::dealloc(backend::storage_id id) noexcept {
+  auto it = pages_.find(id);
+  if (it == pages_.end()) return;
+  ::operator delete (it->second.ptr, std::align_val_t{alignment_});
+  allocated_ -= it->second.size;
+  pages_.erase(it);
+}
+
+backend::resource host_storage::get(backend::storage_handle const& handle) const {
+  auto it = pages_.find(handle.id);
+  if (it == pages_.end()) {
+    throw invalid_argument(fmt::format("host_storage: unknown storage id {}", handle.id));
+  }
+  auto const& p = it->second;
+  if (handle.offset > p.size || handle.size > p.size - handle.offset) {
+    throw invalid_argument(
+        fmt::format("host_storage: range [{}, +{}) is past the end of the {}-byte page {}",
+                    handle.offset, handle.size, p.size, handle.id));
+  }
+  return {p.ptr, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p.ptr)), handle.offset,
+          handle.size};
+}
+
+}  // namespace cubert::memory

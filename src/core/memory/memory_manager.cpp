@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "memory/exclusive_pool.hpp"
+#include "memory/persistent_pool.hpp"
+#include "memory/sliced_pool.hpp"
+
+#include <cubert/error.hpp>
+#include <cubert/memory/memory_manager.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace cubert::memory {
+
+memory_manager::memory_manager(std::unique_ptr<backend::storage> storage,
+                               device_memory_properties props, memory_configuration config)
+    : storage_(std::move(storage)),
+      props_(props),
+      config_(std::move(config)),
+      stats_(std::make_unique<reservation_stats>()) {
+  CUBERT_EXPECTS(storage_ != nullptr, "memory_manager: storage must not be null");
+  auto const options = config_.pools_for(props_);
+  for (auto const& o : options) {
+    if (o.kind == pool_kind::exclusive) {
+      pools_.push_back(std::make_unique<exclusive_pool>(*storage_, *stats_, o, props_.alignment));
+    } else if (o.kind == pool_kind::sliced) {
+      pools_.push_back(std::make_unique<sliced_pool>(*storage_, *stats_, o, props_.alignment));
+    } else {
+      throw invalid_argument(
+          "memory_manager: a persistent pool cannot be configured; every manager has one");
+    }
+    max_accepted_ = std::max(max_accepted_, o.max_alloc_size);
+  }
+  persistent_ = std::make_unique<persistent_pool>(*storage_, *stats_, props_.alignment);
+  schedule_periodic_cleanup();
+}
+
+memory_manager::~memory_manager() {
+  // Pools give their pages back to the storage, so they go first.
+  persistent_.reset();
+  pools_.clear();
+}
+
+void memory_manager::schedule_periodic_cleanup() noexcept {
+  periodic_step_ = 0;
+  for (auto const& p : pools_) {
+    if (auto period = p->check_period()) {
+      periodic_step_ = periodic_step_ == 0 ? *period : std::min(periodic_step_, *period);
+    }
+  }
+  next_periodic_check_ = periodic_step_ == 0 ? 0 : alloc_reserve_count_ + periodic_step_;
+}
+
+slice_handle memory_manager::reserve(std::uint64_t size) {
+  ++alloc_reserve_count_;
+  // cubecl v0.6 never ran periodic cleanup from reserve (⚠); here it runs on schedule.
+  if (next_periodic_check_ != 0 && alloc_reserve_count_ >= next_periodic_check_) {
+    for (auto& p : pools_) p->cleanup(alloc_reserve_count_, false);
+    next_periodic_check_ = alloc_reserve_count_ + periodic_step_;
+  }
+  if (size > max_accepted_ && mode_ != allocation_mode::persistent &&
+      !persistent_->has_bucket(size)) {
+    throw out_of_memory(fmt::format(
+        "cannot reserve {} bytes ({}): no pool accepts more than {} bytes (max_page_size {})", size,
+        format_bytes(size), max_accepted_, props_.max_page_size));
+  }
+  std::string reason;
+  try {
+    if (auto h = reserve_once(size)) return std::move(*h);
+    reason = "every pool that accepts it is at its cap";
+  } catch (out_of_memory const& e) {
+    reason = e.what();
+  }
+  // Idle pages of other pools may be what the storage lacks: give them back and try again.
+  cleanup(true);
+  storage_->flush();
+  try {
+    if (auto h = reserve_once(size)) return std::move(*h);
+    reason = "every pool that accepts it is at its cap";
+  } catch (out_of_memory const& e) {
+    reason = e.what();
+  }
+  throw out_of_memory(fmt::format("cannot reserve {} bytes ({}) even after cleanup: {}\n{}{}", size,
+                                  format_bytes(size), reason, usage().to_string(),
+                                  report().to_string()));
+}
+
+std::optional<slice_handle> memory_manager::reserve_once(std::uint64_t size) {
+  if (mode_ == allocation_mode::persistent || !persistent_->empty()) {
+    if (auto h = persistent_->try_reserve(size)) return h;
+    if (mode_ == allocation_mode::persistent || persistent_->has_bucket(size)) {
+      return persistent_->alloc(size);
+    }
+  }
+  for (auto& p : pools_) {
+    if (!p->accepts(size)) continue;
+    if (auto h = p->try_reserve(size)) return h;
+    if (auto h = p->alloc(size)) return h;  // nullopt: capped, spill to the next pool
+  }
+  return std::nullopt;
+}
+
+memory_pool const* memory_manager::owner_of(slice_control const* control) const noexcept {
+  if (!control || !control->owner()) return nullptr;
+  void const* owner = control->owner();
+  if (owner == persistent_.get()) return persistent_.get();
+  for (auto const& p : pools_) {
+    if (owner == p.get()) return p.get();
+  }
+  return nullptr;
+}
+
+std::optional<backend::storage_handle> memory_manager::get(slice_binding const& binding) const {
+  auto const* control = binding.control();
+  auto const* pool = owner_of(control);
+  if (!pool) return std::nullopt;
+  return pool->get(*control);
+}
+
+std::optional<backend::storage_handle> memory_manager::get(slice_handle const& handle) const {
+  auto const* control = handle.control();
+  auto const* pool = owner_of(control);
+  if (!pool) return std::nullopt;
+  return pool->get(*control);
+}
+
+backend::resource memory_manager::get_resource(cubert::binding const& binding) const {
+  CUBERT_EXPECTS(binding.valid(), "get_resource: the binding is empty");
+  auto const storage = get(binding.memory());
+  if (!storage) {
+    throw invalid_argument(fmt::format(
+        "get_resource: slice {} is not known to this memory manager (another manager's, or "
+        "its pool is gone)",
+        binding.memory().id()));
+  }
+  auto const start = binding.offset_start();
+  auto const end = binding.offset_end();
+  if (start > storage->size || end > storage->size - start) {
+    throw invalid_argument(
+        fmt::format("get_resource: offsets start {} + end {} overrun slice {} of {} bytes", start,
+                    end, binding.memory().id(), storage->size));
+  }
+  return storage_->get(storage->offset_start(start).offset_end(end));
+}
+
+void memory_manager::cleanup(bool explicit_cleanup) {
+  for (auto& p : pools_) p->cleanup(alloc_reserve_count_, explicit_cleanup);
+  persistent_->cleanup(alloc_reserve_count_, explicit_cleanup);
+}
+
+memory_usage memory_manager::usage() const {
+  memory_usage total = persistent_->usage().usage;
+  for (auto const& p : pools_) total = total.combine(p->usage().usage);
+  return total;
+}
+
+usage_report memory_manager::report() const {
+  usage_report r;
+  for (auto const& p : pools_) {
+    r.pools.push_back(p->usage());
+    r.total = r.total.combine(r.pools.back().usage);
+  }
+  r.pools.push_back(persistent_->usage());
+  r.total = r.total.combine(r.pools.back().usage);
+  r.peak_bytes_reserved = stats_->peak_reserved;
+  r.peak_bytes_in_use = stats_->peak_in_use;
+  return r;
+}
+
+std::uint64_t memory_manager::peak_bytes_reserved() const noexcept {
+  return stats_->peak_reserved;
+}
+
+std::uint64_t memory_manager::peak_bytes_in_use() const noexcept {
+  return stats_->peak_in_use;
+}
+
+void memory_manager::reset_peaks() noexcept {
+  stats_->peak_reserved = stats_->reserved;
+  stats_->peak_in_use = stats_->in_use;
+}
+
+}  // namespace cubert::memory

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: Apache-2.0
+// The private contract between the memory manager and its pools, and what pools share:
+// size arithmetic, manager-wide counters, and the lock-free queue that learns about drops.
+#pragma once
+
+#include <cubert/backend/storage.hpp>
+#include <cubert/memory/memory_usage.hpp>
+#include <cubert/memory/slice.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <optional>
+
+namespace cubert::memory {
+
+/// `value` rounded up to a multiple of `align` (align > 0).
+[[nodiscard]] constexpr std::uint64_t ceil_to(std::uint64_t value, std::uint64_t align) noexcept {
+  return (value + align - 1) / align * align;
+}
+/// `value` rounded down to a multiple of `align` (align > 0).
+[[nodiscard]] constexpr std::uint64_t floor_to(std::uint64_t value, std::uint64_t align) noexcept {
+  return value / align * align;
+}
+/// cubecl's calculate_padding: bytes added to reach the next multiple of `align`.
+[[nodiscard]] constexpr std::uint64_t padding_for(std::uint64_t size,
+                                                  std::uint64_t align) noexcept {
+  auto const rest = size % align;
+  return rest == 0 ? 0 : align - rest;
+}
+
+/// A process-wide unique slice id (never 0).
+[[nodiscard]] slice_id next_slice_id() noexcept;
+
+/// Manager-wide byte counters that every pool updates, so the manager's peaks are peaks of
+/// the sum and not sums of per-pool peaks. Server thread only.
+struct reservation_stats {
+  std::uint64_t reserved = 0;
+  std::uint64_t peak_reserved = 0;
+  std::uint64_t in_use = 0;
+  std::uint64_t peak_in_use = 0;
+
+  void add_reserved(std::uint64_t n) noexcept {
+    reserved += n;
+    peak_reserved = std::max(peak_reserved, reserved);
+  }
+  void sub_reserved(std::uint64_t n) noexcept { reserved -= n; }
+  void add_in_use(std::uint64_t n) noexcept {
+    in_use += n;
+    peak_in_use = std::max(peak_in_use, in_use);
+  }
+  void sub_in_use(std::uint64_t n) noexcept { in_use -= n; }
+};
+
+class release_queue;
+
+/// One slot of a pool: owns the pool's own handle to the slice and is the slice's release
+/// listener, so a drop on any thread only enqueues the slot (no lookup, no lock).
+class pool_slot : public release_listener {
+ public:
+  explicit pool_slot(release_queue& queue) noexcept : queue_(&queue) {}
+  pool_slot(pool_slot const&) = delete;
+  pool_slot& operator=(pool_slot const&) = delete;
+  virtual ~pool_slot() = default;
+
+  void slice_released(slice_control& slice) noexcept final;
+
+  slice_handle handle;                 ///< The pool's reference; holds the control block.
+  pool_slot* next_released = nullptr;  ///< Written by the dropping thread before publication.
+  bool in_use = false;                 ///< Server-thread state: handed out and not drained.
+
+ private:
+  release_queue* queue_;  // Not owned; the pool owns both the queue and this slot.
+};
+
+/// Multi-producer, single-consumer stack of released slots. Producers push one slot; the
+/// server thread takes the whole stack at once, which keeps it free of ABA problems.
+class release_queue {
+ public:
+  void push(pool_slot* slot) noexcept {
+    auto* head = head_.load(std::memory_order_relaxed);
+    do {
+      slot->next_released = head;
+    } while (!head_.compare_exchange_weak(head, slot, std::memory_order_release,
+                                          std::memory_order_relaxed));
+  }
+  /// Everything pushed so far, newest first (nullptr when empty).
+  [[nodiscard]] pool_slot* take_all() noexcept {
+    if (head_.load(std::memory_order_relaxed) == nullptr) return nullptr;
+    return head_.exchange(nullptr, std::memory_order_acquire);
+  }
+
+ private:
+  alignas(64) std::atomic<pool_slot*> head_{nullptr};
+  char pad_[64 - sizeof(std::atomic<pool_slot*>)] = {};  // keeps producers off our neighbours
+};
+
+inline void pool_slot::slice_released(slice_control& /*slice*/) noexcept {
+  queue_->push(this);
+}
+
+/// A pool of slices over a storage. Server thread only, except the release queue.
+class memory_pool {
+ public:
+  memory_pool(backend::storage& storage, reservation_stats& stats, std::uint64_t max_alloc_size,
+              std::uint64_t alignment) noexcept
+      : storage_(&storage), stats_(&stats), max_alloc_size_(max_alloc_size), align_(alignment) {}
+  memory_pool(memory_pool const&) = delete;
+  memory_pool& operator=(memory_pool const&) = delete;
+  virtual ~memory_pool() = default;
+
+  /// Whether requests of `size` bytes route here.
+  [[nodiscard]] bool accepts(std::uint64_t size) const noexcept { return size <= max_alloc_size_; }
+  [[nodiscard]] std::uint64_t max_alloc_size() const noexcept { return max_alloc_size_; }
+  /// A free slice that fits, or nullopt. Never allocates storage.
+  [[nodiscard]] virtual std::optional<slice_handle> try_reserve(std::uint64_t size) = 0;
+  /// Grows the pool by one page and reserves from it; nullopt when the pool's cap forbids it.
+  /// @throws out_of_memory (from the storage); the pool is unchanged then.
+  [[nodiscard]] virtual std::optional<slice_handle> alloc(std::uint64_t size) = 0;
+  /// The storage range of a live slice this pool owns, or nullopt.
+  [[nodiscard]] virtual std::optional<backend::storage_handle> get(
+      slice_control const& control) const = 0;
+  /// Frees idle pages (all when explicit; else as the pool's period allows).
+  virtual void cleanup(std::uint64_t alloc_nr, bool explicit_cleanup) = 0;
+  /// Reservations between periodic checks, if this pool has a period.
+  [[nodiscard]] virtual std::optional<std::uint64_t> check_period() const noexcept { return {}; }
+  /// This pool's report row (drains pending releases first).
+  [[nodiscard]] virtual pool_usage usage() = 0;
+
+ protected:
+  backend::storage* storage_;  // Not owned; the manager owns storage and pools, pools die first.
+  reservation_stats* stats_;   // Not owned; the manager's.
+  std::uint64_t max_alloc_size_;
+  std::uint64_t align_;
+};
+
+}  // namespace cubert::memory

@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <cubert/memory/memory_usage.hpp>
+
+#include <fmt/format.h>
+
+#include <array>
+
+namespace cubert::memory {
+
+memory_usage memory_usage::combine(memory_usage const& other) const noexcept {
+  return {number_allocs + other.number_allocs, bytes_in_use + other.bytes_in_use,
+          bytes_padding + other.bytes_padding, bytes_reserved + other.bytes_reserved};
+}
+
+namespace {
+
+// Rust prints a 0/0 ratio as "NaN" and x/0 as "inf"; the report text keeps that.
+std::string percent(std::uint64_t num, std::uint64_t den) {
+  if (den == 0) return num == 0 ? "NaN" : "inf";
+  return fmt::format("{:.2f}", static_cast<double>(num) / static_cast<double>(den) * 100.0);
+}
+
+}  // namespace
+
+std::string format_bytes(std::uint64_t bytes) {
+  if (bytes < 1000) return fmt::format("{} B", bytes);
+  static constexpr std::array<char, 8> units{'K', 'M', 'G', 'T', 'P', 'E', 'Z', 'Y'};
+  // Integer steps instead of log10: exact at the unit boundaries.
+  std::size_t e = 1;
+  double scale = 1000.0;
+  while (e < units.size() && static_cast<double>(bytes) >= scale * 1000.0) {
+    ++e;
+    scale *= 1000.0;
+  }
+  return fmt::format("{:.2f} {}B", static_cast<double>(bytes) / scale, units[e - 1]);
+}
+
+std::string memory_usage::to_string() const {
+  return fmt::format(
+      "Memory Usage Report:\n  Number of allocations: {}\n  Bytes in use: {}\n  Bytes used for "
+      "padding: {}\n  Total bytes reserved: {}\n  Usage efficiency: {}%\n  Padding overhead: "
+      "{}%\n",
+      number_allocs, format_bytes(bytes_in_use), format_bytes(bytes_padding),
+      format_bytes(bytes_reserved), percent(bytes_in_use, bytes_reserved),
+      percent(bytes_padding, bytes_in_use));
+}
+
+std::string_view to_string(pool_kind kind) noexcept {
+  switch (kind) {
+    case pool_kind::sliced:
+      return "sliced";
+    case pool_kind::exclusive:
+      return "exclusive";
+    case pool_kind::persistent:
+      return "persistent";
+  }
+  return "unknown";
+}
+
+std::string usage_report::to_string() const {
+  std::string out =
+      fmt::format("{:<3} {:<10} {:<28} {:>6} {:>11} {:>11} {:>11} {:>11} {:>11}\n", "#", "kind",
+                  "pool", "pages", "in use", "padding", "reserved", "peak resv", "peak use");
+  std::size_t unused = 0;
+  for (std::size_t i = 0; i < pools.size(); ++i) {
+    auto const& p = pools[i];
+    if (p.peak_pages == 0 && p.pages == 0) {
+      ++unused;
+      continue;
+    }
+    auto desc = p.description;
+    if (p.cap) desc += fmt::format(", cap {}", format_bytes(*p.cap));
+    out += fmt::format("{:<3} {:<10} {:<28} {:>6} {:>11} {:>11} {:>11} {:>11} {:>11}", i,
+                       memory::to_string(p.kind), desc, p.pages, format_bytes(p.usage.bytes_in_use),
+                       format_bytes(p.usage.bytes_padding), format_bytes(p.usage.bytes_reserved),
+                       format_bytes(p.peak_bytes_reserved), format_bytes(p.peak_bytes_in_use));
+    if (p.spills) out += fmt::format("  ({} spilled)", p.spills);
+    out += '\n';
+  }
+  out += fmt::format("{:<3} {:<10} {:<28} {:>6} {:>11} {:>11} {:>11} {:>11} {:>11}\n", "", "total",
+                     fmt::format("{} live allocations", total.number_allocs), "",
+                     format_bytes(total.bytes_in_use), format_bytes(total.bytes_padding),
+                     format_bytes(total.bytes_reserved), format_bytes(peak_bytes_reserved),
+                     format_bytes(peak_bytes_in_use));
+  if (unused) out += fmt::format("({} pools never used)\n", unused);
+  return out;
+}
+
+}  // namespace cubert::memory

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "memory/persistent_pool.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+namespace cubert::memory {
+
+persistent_pool::persistent_pool(backend::storage& storage, reservation_stats& stats,
+                                 std::uint64_t alignment)
+    : memory_pool(storage, stats, std::numeric_limits<std::uint64_t>::max(), alignment) {}
+
+persistent_pool::~persistent_pool() {
+  for (auto& e : slots_) {
+    e->handle.control()->detach_owner();
+    if (e->live) storage_->dealloc(e->storage.id);
+  }
+  stats_->sub_reserved(live_.bytes_reserved);
+  stats_->sub_in_use(live_.bytes_in_use);
+}
+
+std::uint64_t persistent_pool::effective(std::uint64_t size) const noexcept {
+  return size + padding_for(size, align_);
+}
+
+bool persistent_pool::has_bucket(std::uint64_t size) const {
+  return buckets_.find(effective(size)) != buckets_.end();
+}
+
+std::optional<slice_handle> persistent_pool::try_reserve(std::uint64_t size) {
+  drain();
+  auto it = buckets_.find(effective(size));
+  if (it == buckets_.end() || it->second.free.empty()) return std::nullopt;
+  entry* e = it->second.free.back();
+  it->second.free.pop_back();
+  return hand_out(e, size);
+}
+
+std::optional<slice_handle> persistent_pool::alloc(std::uint64_t size) {
+  drain();
+  auto const bytes = effective(size);
+  if (spare_.empty()) {
+    if (slots_.size() == slots_.capacity()) slots_.reserve(slots_.size() * 2 + 8);
+    auto e = std::make_unique<entry>(released_);
+    auto* control = new slice_control(next_slice_id(), this, e.get());
+    control->slot_index = static_cast<std::uint32_t>(slots_.size());
+    e->handle = slice_handle(control);
+    spare_.reserve(slots_.capacity());
+    spare_.push_back(e.get());
+    slots_.push_back(std::move(e));
+  }
+  auto& b = buckets_[bytes];
+  // The bucket's free list may later hold every slice of its size; growing it now keeps the
+  // drain path allocation-free.
+  b.free.reserve(b.count + 1);
+  backend::storage_handle storage;
+  try {
+    storage = storage_->alloc(bytes);
+  } catch (...) {
+    if (b.count == 0) buckets_.erase(bytes);
+    throw;
+  }
+  entry* e = spare_.back();
+  spare_.pop_back();
+  e->storage = storage;
+  e->live = true;
+  ++b.count;
+  ++pages_;
+  peak_pages_ = std::max(peak_pages_, pages_);
+  live_.bytes_reserved += bytes;
+  stats_->add_reserved(bytes);
+  peak_reserved_ = std::max(peak_reserved_, live_.bytes_reserved);
+  return hand_out(e, size);
+}
+
+slice_handle persistent_pool::hand_out(entry* e, std::uint64_t size) noexcept {
+  e->in_use = true;
+  e->requested = size;
+  ++live_.number_allocs;
+  live_.bytes_in_use += size;
+  live_.bytes_padding += e->storage.size - size;
+  stats_->add_in_use(size);
+  peak_in_use_ = std::max(peak_in_use_, live_.bytes_in_use);
+  return e->handle;
+}
+
+void persistent_pool::drain() noexcept {
+  for (pool_slot* s = released_.take_all(); s;) {
+    pool_slot* next = s->next_released;
+    auto* e = static_cast<entry*>(s);
+    e->in_use = false;
+    --live_.number_allocs;
+    live_.bytes_in_use -= e->requested;
+    live_.bytes_padding -= e->storage.size - e->requested;
+    stats_->sub_in_use(e->requested);
+    buckets_.find(e->storage.size)->second.free.push_back(e);  // capacity reserved in alloc()
+    s = next;
+  }
+}
+
+std::optional<backend::storage_handle> persistent_pool::get(slice_control const& control) const {
+  if (control.owner() != this || control.slot_index >= slots_.size()) return std::nullopt;
+  entry const* e = slots_[control.slot_index].get();
+  if (e->handle.control() != &control || !e->in_use || !e->live) return std::nullopt;
+  return backend::storage_handle{e->storage.id, 0, e->requested};
+}
+
+void persistent_pool::cleanup(std::uint64_t /*alloc_nr*/, bool explicit_cleanup) {
+  drain();
+  if (!explicit_cleanup) return;
+  for (auto it = buckets_.begin(); it != buckets_.end();) {
+    auto& b = it->second;
+    for (entry* e : b.free) {
+      storage_->dealloc(e->storage.id);
+      live_.bytes_reserved -= e->storage.size;
+      stats_->sub_reserved(e->storage.size);
+      --pages_;
+      --b.count;
+      e->live = false;
+      spare_.push_back(e);
+    }
+    b.free.clear();
+    it = b.count == 0 ? buckets_.erase(it) : std::next(it);
+  }
+  storage_->flush();
+}
+
+pool_usage persistent_pool::usage() {
+  drain();
+  pool_usage u;
+  u.kind = pool_kind::persistent;
+  u.description = std::to_string(buckets_.size()) + " exact sizes";
+  u.max_alloc_size = max_alloc_size_;
+  u.pages = pages_;
+  u.peak_pages = peak_pages_;
+  u.usage = live_;
+  u.peak_bytes_reserved = peak_reserved_;
+  u.peak_bytes_in_use = peak_in_use_;
+  for (auto const& [size, b] : buckets_) {
+    if (!b.free.empty()) u.largest_free = std::max(u.largest_free, size);
+  }
+  return u;
+}
+
+}  // namespace cubert::memory

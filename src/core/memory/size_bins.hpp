@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// Segregated free lists in the manner of TLSF: 32 bins per power of two, two bitmaps, so that
+// finding a free block is O(1) and at most ~3 % larger than the request class.
+#pragma once
+
+#include <array>
+#include <bit>
+#include <cstdint>
+
+namespace cubert::memory {
+
+/// Free blocks indexed by size. `Node` has `size`, `prev_free`, `next_free` and `bin` members.
+template <typename Node>
+class size_bins {
+ public:
+  static constexpr unsigned sl_bits = 5;
+  static constexpr unsigned sl_count = 1u << sl_bits;
+  static constexpr unsigned fl_count = 64 - sl_bits + 1;
+
+  void insert(Node* n) noexcept {
+    auto const [fl, sl] = mapping(n->size);
+    auto& head = heads_[fl][sl];
+    n->prev_free = nullptr;
+    n->next_free = head;
+    if (head) head->prev_free = n;
+    head = n;
+    n->bin = fl * sl_count + sl;
+    sl_map_[fl] |= 1u << sl;
+    fl_map_ |= std::uint64_t{1} << fl;
+  }
+
+  void remove(Node* n) noexcept {
+    unsigned const fl = n->bin / sl_count;
+    unsigned const sl = n->bin % sl_count;
+    if (n->prev_free) {
+      n->prev_free->next_free = n->next_free;
+    } else {
+      heads_[fl][sl] = n->next_free;
+    }
+    if (n->next_free) n->next_free->prev_free = n->prev_free;
+    n->prev_free = n->next_free = nullptr;
+    if (!heads_[fl][sl]) {
+      sl_map_[fl] &= ~(1u << sl);
+      if (!sl_map_[fl]) fl_map_ &= ~(std::uint64_t{1} << fl);
+    }
+  }
+
+  /// A free block of at least `size` bytes, preferring the smallest: first an exact or close
+  /// fit within the request's own bin (a short scan), then the head of the next bin whose
+  /// every block is large enough. nullptr when none fits.
+  [[nodiscard]] Node* find(std::uint64_t size) const noexcept {
+    auto const [fl0, sl0] = mapping(size);
+    Node* best = nullptr;
+    int budget = scan_limit;
+    for (Node* n = heads_[fl0][sl0]; n && budget > 0; n = n->next_free, --budget) {
+      if (n->size == size) return n;
+      if (n->size > size && (!best || n->size < best->size)) best = n;
+    }
+    if (best) return best;
+    // Every block of a bin above the request's own bin is large enough.
+    unsigned fl = fl0;
+    unsigned sl = sl0 + 1;
+    std::uint32_t sl_bits_left = sl < sl_count ? sl_map_[fl] & (~0u << sl) : 0;
+    if (!sl_bits_left) {
+      if (fl + 1 >= fl_count) return nullptr;
+      std::uint64_t const fl_bits_left = fl_map_ & (~std::uint64_t{0} << (fl + 1));
+      if (!fl_bits_left) return nullptr;
+      fl = static_cast<unsigned>(std::countr_zero(fl_bits_left));
+      sl_bits_left = sl_map_[fl];
+    }
+    sl = static_cast<unsigned>(std::countr_zero(sl_bits_left));
+    return heads_[fl][sl];
+  }
+
+  [[nodiscard]] bool empty() const noexcept { return fl_map_ == 0; }
+
+ private:
+  static constexpr int scan_limit = 16;
+
+  struct bin_index {
+    unsigned fl;
+    unsigned sl;
+  };
+  static bin_index mapping(std::uint64_t size) noexcept {
+    if (size < sl_count) return {0, static_cast<unsigned>(size)};
+    auto const msb = static_cast<unsigned>(63 - std::countl_zero(size));
+    return {msb - sl_bits + 1, static_cast<unsigned>(size >> (msb - sl_bits)) - sl_count};
+  }
+
+  std::uint64_t fl_map_ = 0;
+  std::array<std::uint32_t, fl_count> sl_map_{};
+  std::array<std::array<Node*, sl_count>, fl_count> heads_{};
+};
+
+}  // namespace cubert::memory

@@ -1,0 +1,256 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "memory/sliced_pool.hpp"
+
+#include <cubert/error.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace cubert::memory {
+
+sliced_pool::sliced_pool(backend::storage& storage, reservation_stats& stats,
+                         pool_options const& options, std::uint64_t alignment)
+    : memory_pool(storage, stats, options.max_alloc_size, alignment),
+      page_size_(ceil_to(options.page_size, alignment)),
+      cap_(options.max_pool_size),
+      dealloc_period_(options.dealloc_period),
+      release_free_pages_(options.release_free_pages) {
+  CUBERT_EXPECTS(options.page_size > 0, "sliced pool: page_size must be positive");
+  CUBERT_EXPECTS(options.max_alloc_size > 0, "sliced pool: max_alloc_size must be positive");
+  // A cap below one page shrinks the page (cubecl HEAD) instead of making the pool useless.
+  if (cap_ && *cap_ < page_size_) page_size_ = std::max(floor_to(*cap_, alignment), alignment);
+}
+
+sliced_pool::~sliced_pool() {
+  // Users may still hold handles: detach so that their late drops neither reach a dead queue
+  // nor resolve to a freed page.
+  for (auto& b : blocks_) b->handle.control()->detach_owner();
+  for (auto& p : pages_) storage_->dealloc(p->storage.id);
+  stats_->sub_reserved(live_.bytes_reserved);
+  stats_->sub_in_use(live_.bytes_in_use);
+}
+
+std::optional<slice_handle> sliced_pool::try_reserve(std::uint64_t size) {
+  drain();
+  auto const extent = std::max(ceil_to(size, align_), align_);
+  block* b = bins_.find(extent);
+  if (!b) return std::nullopt;
+  return take(b, size, extent);
+}
+
+std::optional<slice_handle> sliced_pool::alloc(std::uint64_t size) {
+  drain();
+  auto const extent = std::max(ceil_to(size, align_), align_);
+  // A request larger than a page gets a page of its own size rather than being refused.
+  auto const bytes = std::max(page_size_, extent);
+  if (release_free_pages_ || (cap_ && live_.bytes_reserved + bytes > *cap_)) {
+    // An idle page here cannot hold the request (try_reserve failed), so it is dead weight.
+    free_idle_pages();
+  }
+  if (cap_ && live_.bytes_reserved + bytes > *cap_) {
+    ++spills_;
+    return std::nullopt;
+  }
+  auto const storage = storage_->alloc(bytes);  // may throw out_of_memory; nothing changed yet
+  auto p = std::make_unique<page>();
+  p->storage = storage;
+  p->serial = next_serial_++;
+  p->index = pages_.size();
+  block* b = nullptr;
+  try {
+    b = new_block();
+  } catch (...) {
+    storage_->dealloc(storage.id);
+    throw;
+  }
+  b->owner = p.get();
+  b->offset = 0;
+  b->size = bytes;
+  b->prev_phys = b->next_phys = nullptr;
+  p->first = b;
+  bins_.insert(b);
+  pages_.push_back(std::move(p));
+  live_.bytes_reserved += bytes;
+  stats_->add_reserved(bytes);
+  peak_reserved_ = std::max(peak_reserved_, live_.bytes_reserved);
+  peak_pages_ = std::max<std::uint64_t>(peak_pages_, pages_.size());
+  return take(b, size, extent);
+}
+
+slice_handle sliced_pool::take(block* b, std::uint64_t size, std::uint64_t extent) noexcept {
+  bins_.remove(b);
+  if (b->size > extent) {
+    // Allocation cannot fail here in practice (spare blocks are reused); if it does, the whole
+    // block is handed out and the remainder counted as padding, which is still correct.
+    block* rest = nullptr;
+    try {
+      rest = new_block();
+    } catch (...) {
+      rest = nullptr;
+    }
+    if (rest) {
+      rest->owner = b->owner;
+      rest->offset = b->offset + extent;
+      rest->size = b->size - extent;
+      rest->prev_phys = b;
+      rest->next_phys = b->next_phys;
+      if (b->next_phys) b->next_phys->prev_phys = rest;
+      b->next_phys = rest;
+      b->size = extent;
+      bins_.insert(rest);
+    }
+  }
+  b->in_use = true;
+  b->requested = size;
+  ++b->owner->used_blocks;
+  ++live_.number_allocs;
+  live_.bytes_in_use += size;
+  live_.bytes_padding += b->size - size;
+  stats_->add_in_use(size);
+  peak_in_use_ = std::max(peak_in_use_, live_.bytes_in_use);
+  return b->handle;
+}
+
+void sliced_pool::drain() noexcept {
+  for (pool_slot* s = released_.take_all(); s;) {
+    pool_slot* next = s->next_released;
+    release(static_cast<block*>(s));
+    s = next;
+  }
+}
+
+void sliced_pool::release(block* b) noexcept {
+  b->in_use = false;
+  --b->owner->used_blocks;
+  --live_.number_allocs;
+  live_.bytes_in_use -= b->requested;
+  live_.bytes_padding -= b->size - b->requested;
+  stats_->sub_in_use(b->requested);
+  if (block* left = b->prev_phys; left && !left->in_use) {
+    bins_.remove(left);
+    left->size += b->size;
+    left->next_phys = b->next_phys;
+    if (b->next_phys) b->next_phys->prev_phys = left;
+    recycle(b);
+    b = left;
+  }
+  if (block* right = b->next_phys; right && !right->in_use) {
+    bins_.remove(right);
+    b->size += right->size;
+    b->next_phys = right->next_phys;
+    if (right->next_phys) right->next_phys->prev_phys = b;
+    recycle(right);
+  }
+  bins_.insert(b);
+}
+
+sliced_pool::block* sliced_pool::new_block() {
+  if (!spare_.empty()) {
+    block* b = spare_.back();
+    spare_.pop_back();
+    return b;
+  }
+  if (blocks_.size() == blocks_.capacity()) {
+    blocks_.reserve(blocks_.size() * 2 + 16);
+    spare_.reserve(blocks_.capacity());  // so that recycle() never allocates
+  }
+  auto b = std::make_unique<block>(released_);
+  auto* control = new slice_control(next_slice_id(), this, b.get());
+  control->page_index = 0;
+  control->slot_index = static_cast<std::uint32_t>(blocks_.size());
+  b->handle = slice_handle(control);
+  blocks_.push_back(std::move(b));
+  return blocks_.back().get();
+}
+
+void sliced_pool::recycle(block* b) noexcept {
+  b->owner = nullptr;
+  b->prev_phys = b->next_phys = nullptr;
+  spare_.push_back(b);
+}
+
+void sliced_pool::free_page(page* p) noexcept {
+  // An idle page is a single free block thanks to immediate coalescing.
+  block* b = p->first;
+  bins_.remove(b);
+  recycle(b);
+  storage_->dealloc(p->storage.id);
+  live_.bytes_reserved -= p->storage.size;
+  stats_->sub_reserved(p->storage.size);
+  auto const index = p->index;
+  if (index + 1 != pages_.size()) {
+    std::swap(pages_[index], pages_.back());
+    pages_[index]->index = index;
+  }
+  pages_.pop_back();
+}
+
+void sliced_pool::free_idle_pages() noexcept {
+  for (std::size_t i = pages_.size(); i-- > 0;) {
+    if (pages_[i]->used_blocks == 0) free_page(pages_[i].get());
+  }
+}
+
+std::optional<backend::storage_handle> sliced_pool::get(slice_control const& control) const {
+  if (control.owner() != this || control.slot_index >= blocks_.size()) return std::nullopt;
+  block const* b = blocks_[control.slot_index].get();
+  if (b->handle.control() != &control || !b->in_use || !b->owner) return std::nullopt;
+  return backend::storage_handle{b->owner->storage.id, b->offset, b->requested};
+}
+
+void sliced_pool::cleanup(std::uint64_t alloc_nr, bool explicit_cleanup) {
+  drain();
+  if (explicit_cleanup) {
+    free_idle_pages();
+    return;
+  }
+  if (dealloc_period_ && alloc_nr - last_check_ >= *check_period()) {
+    last_check_ = alloc_nr;
+    free_idle_pages();
+  }
+}
+
+std::optional<std::uint64_t> sliced_pool::check_period() const noexcept {
+  if (!dealloc_period_) return std::nullopt;
+  return std::max<std::uint64_t>(*dealloc_period_ / 5, 1);
+}
+
+pool_usage sliced_pool::usage() {
+  drain();
+  pool_usage u;
+  u.kind = pool_kind::sliced;
+  u.description =
+      fmt::format("page {}, max {}", format_bytes(page_size_), format_bytes(max_alloc_size_));
+  u.max_alloc_size = max_alloc_size_;
+  u.cap = cap_;
+  u.pages = pages_.size();
+  u.peak_pages = peak_pages_;
+  u.usage = live_;
+  u.peak_bytes_reserved = peak_reserved_;
+  u.peak_bytes_in_use = peak_in_use_;
+  u.spills = spills_;
+  for (auto const& p : pages_) {
+    for (block const* b = p->first; b; b = b->next_phys) {
+      if (!b->in_use) u.largest_free = std::max(u.largest_free, b->size);
+    }
+  }
+  return u;
+}
+
+std::vector<std::vector<sliced_pool::block_view>> sliced_pool::layout() {
+  drain();
+  std::vector<page const*> ordered;
+  for (auto const& p : pages_) ordered.push_back(p.get());
+  std::sort(ordered.begin(), ordered.end(),
+            [](page const* a, page const* b) { return a->serial < b->serial; });
+  std::vector<std::vector<block_view>> out;
+  for (page const* p : ordered) {
+    auto& row = out.emplace_back();
+    for (block const* b = p->first; b; b = b->next_phys)
+      row.push_back({b->offset, b->size, b->in_use});
+  }
+  return out;
+}
+
+}  // namespace cubert::memory

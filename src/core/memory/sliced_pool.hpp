@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: Apache-2.0
+// Pages cut into slices: best-fit over segregated free lists, immediate coalescing.
+#pragma once
+
+#include "memory/memory_pool.hpp"
+#include "memory/size_bins.hpp"
+
+#include <cubert/memory/configuration.hpp>
+
+#include <memory>
+#include <vector>
+
+namespace cubert::memory {
+
+/// A pool whose pages are split into slices on demand.
+///
+/// Every page is a chain of blocks ordered by address; each block is used or free. Free blocks
+/// sit in one pool-wide `size_bins` index, so a reservation takes the best-fitting free block
+/// of any page in O(1) and splits off the rest. A dropped slice is queued by the dropping
+/// thread and merged with its free neighbours when the server thread next touches the pool,
+/// so free space never stays cut into adjacent pieces and an idle page is one block.
+class sliced_pool final : public memory_pool {
+ public:
+  /// @throws invalid_argument if page_size or max_alloc_size is 0.
+  sliced_pool(backend::storage& storage, reservation_stats& stats, pool_options const& options,
+              std::uint64_t alignment);
+  ~sliced_pool() override;
+
+  [[nodiscard]] std::optional<slice_handle> try_reserve(std::uint64_t size) override;
+  [[nodiscard]] std::optional<slice_handle> alloc(std::uint64_t size) override;
+  [[nodiscard]] std::optional<backend::storage_handle> get(
+      slice_control const& control) const override;
+  void cleanup(std::uint64_t alloc_nr, bool explicit_cleanup) override;
+  [[nodiscard]] std::optional<std::uint64_t> check_period() const noexcept override;
+  [[nodiscard]] pool_usage usage() override;
+
+  /// One block of a page as tests and debugging see it.
+  struct block_view {
+    std::uint64_t offset;
+    std::uint64_t size;  ///< Extent in the page, padding included.
+    bool used;
+  };
+  /// The blocks of every page, pages in creation order (drains pending releases first).
+  [[nodiscard]] std::vector<std::vector<block_view>> layout();
+  [[nodiscard]] std::size_t page_count() const noexcept { return pages_.size(); }
+
+ private:
+  struct page;
+  struct block final : pool_slot {
+    using pool_slot::pool_slot;
+    page* owner = nullptr;
+    std::uint64_t offset = 0;
+    std::uint64_t size = 0;       // extent, a multiple of the alignment
+    std::uint64_t requested = 0;  // bytes asked for, when used
+    block* prev_phys = nullptr;
+    block* next_phys = nullptr;
+    block* prev_free = nullptr;
+    block* next_free = nullptr;
+    std::uint32_t bin = 0;
+  };
+  struct page {
+    backend::storage_handle storage;
+    std::uint64_t serial = 0;  // creation order, for layout()
+    std::size_t index = 0;     // position in pages_
+    std::uint32_t used_blocks = 0;
+    block* first = nullptr;
+  };
+
+  void drain() noexcept;
+  void release(block* b) noexcept;
+  [[nodiscard]] slice_handle take(block* b, std::uint64_t size, std::uint64_t extent) noexcept;
+  [[nodiscard]] block* new_block();
+  void recycle(block* b) noexcept;
+  void free_page(page* p) noexcept;
+  void free_idle_pages() noexcept;
+
+  std::uint64_t page_size_;
+  std::optional<std::uint64_t> cap_;
+  std::optional<std::uint64_t> dealloc_period_;
+  bool release_free_pages_;
+  release_queue released_;
+  size_bins<block> bins_;
+  std::vector<std::unique_ptr<block>> blocks_;  // every block ever made; index = slot_index
+  std::vector<block*> spare_;                   // recycled blocks, control kept
+  std::vector<std::unique_ptr<page>> pages_;
+  std::uint64_t next_serial_ = 0;
+  std::uint64_t last_check_ = 0;
+  memory_usage live_;  // number_allocs, in_use, padding, reserved of this pool
+  std::uint64_t peak_reserved_ = 0;
+  std::uint64_t peak_in_use_ = 0;
+  std::uint64_t peak_pages_ = 0;
+  std::uint64_t spills_ = 0;
+};
+
+}  // namespace cubert::memory

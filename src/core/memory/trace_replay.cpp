@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "memory/counting_storage.hpp"
+
+#include <cubert/error.hpp>
+#include <cubert/memory/host_storage.hpp>
+#include <cubert/memory/memory_manager.hpp>
+#include <cubert/memory/trace_replay.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <istream>
+#include <iterator>
+#include <unordered_map>
+
+namespace cubert::memory {
+
+namespace {
+
+std::string_view next_field(std::string_view& line) {
+  auto const start = line.find_first_not_of(" \t\r");
+  if (start == std::string_view::npos) {
+    line = {};
+    return {};
+  }
+  line.remove_prefix(start);
+  auto const end = std::min(line.find_first_of(" \t\r"), line.size());
+  auto const field = line.substr(0, end);
+  line.remove_prefix(end);
+  return field;
+}
+
+std::uint64_t parse_number(std::string_view field, std::string_view what, std::size_t line_no,
+                           std::string const& name) {
+  std::uint64_t value = 0;
+  auto const [ptr, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
+  if (field.empty() || ec != std::errc{} || ptr != field.data() + field.size()) {
+    throw invalid_argument(fmt::format("{}:{}: expected a non-negative integer {}, got '{}'", name,
+                                       line_no, what, field));
+  }
+  return value;
+}
+
+allocation_trace parse_text(std::string_view text, std::string name) {
+  allocation_trace t;
+  t.name = std::move(name);
+  std::unordered_map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>>
+      live;  // id -> slot, size
+  std::uint64_t live_bytes = 0;
+  std::size_t line_no = 0;
+  while (!text.empty()) {
+    auto const eol = std::min(text.find('\n'), text.size());
+    std::string_view line = text.substr(0, eol);
+    text.remove_prefix(std::min(eol + 1, text.size()));
+    ++line_no;
+    auto const op = next_field(line);
+    if (op.empty() || op.front() == '#') continue;
+    trace_event e;
+    if (op == "a") {
+      e.alloc = true;
+      e.id = parse_number(next_field(line), "id", line_no, t.name);
+      e.size = parse_number(next_field(line), "size", line_no, t.name);
+      e.slot = t.allocations++;
+      if (!live.emplace(e.id, std::pair{e.slot, e.size}).second) {
+        throw invalid_argument(
+            fmt::format("{}:{}: allocation id {} is already live", t.name, line_no, e.id));
+      }
+      live_bytes += e.size;
+      t.peak_live_bytes = std::max(t.peak_live_bytes, live_bytes);
+      t.largest_request = std::max(t.largest_request, e.size);
+    } else if (op == "f") {
+      e.alloc = false;
+      e.id = parse_number(next_field(line), "id", line_no, t.name);
+      auto it = live.find(e.id);
+      if (it == live.end()) {
+        throw invalid_argument(
+            fmt::format("{}:{}: free of id {}, which is not live", t.name, line_no, e.id));
+      }
+      e.slot = it->second.first;
+      e.size = it->second.second;
+      live_bytes -= e.size;
+      live.erase(it);
+    } else {
+      throw invalid_argument(fmt::format(
+          "{}:{}: unknown event '{}' (expected 'a ID SIZE' or 'f ID')", t.name, line_no, op));
+    }
+    if (!next_field(line).empty()) {
+      throw invalid_argument(fmt::format("{}:{}: trailing fields", t.name, line_no));
+    }
+    t.events.push_back(e);
+  }
+  t.never_freed = live.size();
+  return t;
+}
+
+std::string read_gzip(std::filesystem::path const& path) {
+  // Single quotes keep the shell from interpreting anything in the path.
+  std::string quoted = "'";
+  for (char c : path.string()) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  quoted += "'";
+  std::string const cmd = "gzip -dc -- " + quoted + " 2>/dev/null";
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (!pipe) throw io_error(fmt::format("cannot run gzip to read {}", path.string()));
+  std::string out;
+  char buf[1 << 16];
+  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  if (::pclose(pipe) != 0) {
+    throw io_error(fmt::format("gzip could not decompress {} (missing or corrupt)", path.string()));
+  }
+  return out;
+}
+
+}  // namespace
+
+allocation_trace parse_trace(std::istream& in, std::string name) {
+  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return parse_text(text, std::move(name));
+}
+
+allocation_trace load_trace(std::filesystem::path const& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) {
+    throw io_error(fmt::format("trace file {} does not exist or is not a file", path.string()));
+  }
+  auto name = path.filename().string();
+  for (std::string_view suffix : {".gz", ".trace"}) {
+    if (name.ends_with(suffix)) name.resize(name.size() - suffix.size());
+  }
+  if (path.extension() == ".gz") return parse_text(read_gzip(path), name);
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw io_error(fmt::format("cannot open trace file {}", path.string()));
+  return parse_trace(in, name);
+}
+
+namespace {
+
+struct pass_result {
+  double ns_per_event;
+  std::uint64_t peak_reserved;
+  std::uint64_t storage_allocs;
+  usage_report report;
+};
+
+pass_result run_pass(allocation_trace const& trace, memory_configuration const& config,
+                     replay_options const& options) {
+  auto const& props = options.properties;
+  std::unique_ptr<backend::storage> storage;
+  counting_storage* counter = nullptr;
+  if (options.host_memory) {
+    storage = std::make_unique<host_storage>(std::max<std::uint64_t>(props.alignment, 64));
+  } else {
+    auto c = std::make_unique<counting_storage>(props.alignment);
+    counter = c.get();
+    storage = std::move(c);
+  }
+  memory_manager manager(std::move(storage), props, config);
+  std::vector<slice_handle> live(trace.allocations);
+  auto const start = std::chrono::steady_clock::now();
+  for (auto const& e : trace.events) {
+    if (e.alloc) {
+      live[e.slot] = manager.reserve(e.size);
+    } else {
+      live[e.slot] = slice_handle{};
+    }
+  }
+  auto const stop = std::chrono::steady_clock::now();
+  auto const ns = std::chrono::duration<double, std::nano>(stop - start).count();
+  pass_result r{trace.events.empty() ? 0.0 : ns / static_cast<double>(trace.events.size()),
+                manager.peak_bytes_reserved(), counter ? counter->allocs() : 0, manager.report()};
+  live.clear();
+  return r;
+}
+
+}  // namespace
+
+replay_result replay_trace(allocation_trace const& trace, memory_configuration const& config,
+                           replay_options const& options) {
+  replay_result out;
+  out.configuration = std::string(config.name());
+  out.events = trace.events.size();
+  out.peak_live_bytes = trace.peak_live_bytes;
+  auto first = run_pass(trace, config, options);
+  out.peak_reserved_bytes = first.peak_reserved;
+  out.storage_allocs = first.storage_allocs;
+  out.report = std::move(first.report);
+  out.ns_per_event = first.ns_per_event;
+  for (int i = 1; i < options.repetitions; ++i) {
+    out.ns_per_event = std::min(out.ns_per_event, run_pass(trace, config, options).ns_per_event);
+  }
+  out.ratio = trace.peak_live_bytes == 0 ? 1.0
+                                         : static_cast<double>(out.peak_reserved_bytes) /
+                                               static_cast<double>(trace.peak_live_bytes);
+  return out;
+}
+
+}  // namespace cubert::memory

@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: Apache-2.0
+// Handles are dropped on any thread while the server thread keeps reserving (run under TSan).
+#include "memory_test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using namespace cubert::memory;
+using namespace cubert::memory::test;
+
+TEST(Concurrency, ManyThreadsCloneAndDropOneSlice) {
+  auto m = make_manager(dummy_props, memory_configuration::sub_slices());
+  for (int round = 0; round < 20; ++round) {
+    auto h = m->reserve(4096);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([copy = h] {
+        for (int i = 0; i < 500; ++i) {
+          slice_handle c = copy;
+          auto b = c.binding();
+          auto b2 = b;
+          (void)c.can_mut();
+        }
+      });
+    }
+    h = {};  // the last of the five owners to let go queues the release, whoever it is
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(m->usage().number_allocs, 0u);
+  }
+  // Every round reused the same bytes.
+  EXPECT_EQ(m->usage().bytes_reserved, 8 * mib);
+}
+
+TEST(Concurrency, ServerReservesWhileWorkersDrop) {
+  auto m = make_manager(dummy_props, memory_configuration::sub_slices());
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::deque<cubert::handle> queue;
+  bool done = false;
+  std::atomic<std::uint64_t> dropped{0};
+  std::vector<std::thread> workers;
+  for (int t = 0; t < 3; ++t) {
+    workers.emplace_back([&] {
+      for (;;) {
+        cubert::handle h;
+        {
+          std::unique_lock lock(mutex);
+          ready.wait(lock, [&] { return done || !queue.empty(); });
+          if (queue.empty()) return;
+          h = std::move(queue.front());
+          queue.pop_front();
+        }
+        auto b = h.binding();  // a kernel would hold this for a while
+        auto copy = h;
+        h = {};
+        copy = {};
+        b = {};
+        dropped.fetch_add(1, std::memory_order_relaxed);
+      }
+    });
+  }
+  constexpr int count = 4000;
+  std::uint64_t const sizes[] = {256, 4096, 100'000, 1'000'000, 3'000'000};
+  for (int i = 0; i < count; ++i) {
+    auto const size = sizes[i % 5];
+    cubert::handle h(m->reserve(size), size);
+    ASSERT_EQ(m->get(h.memory())->size, size);
+    {
+      std::lock_guard lock(mutex);
+      queue.push_back(std::move(h));
+    }
+    ready.notify_one();
+  }
+  {
+    std::lock_guard lock(mutex);
+    done = true;
+  }
+  ready.notify_all();
+  for (auto& w : workers) w.join();
+  EXPECT_EQ(dropped.load(), static_cast<std::uint64_t>(count));
+  auto const u = m->usage();
+  EXPECT_EQ(u.number_allocs, 0u);
+  EXPECT_EQ(u.bytes_in_use, 0u);
+  m->cleanup(true);
+  EXPECT_EQ(m->usage().bytes_reserved, 0u);
+}
+
+}  // namespace
