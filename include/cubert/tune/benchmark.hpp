@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+// Benchmarking of autotune candidates: an adaptive scheduler, per-candidate statistics and a
+// deterministic choice of the winner.
+#pragma once
+
+#include <cubert/profiling.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace cubert::tune {
+
+/// Statistics over one candidate's samples.
+struct candidate_stats {
+  std::chrono::nanoseconds min{0};
+  std::chrono::nanoseconds median{0};  ///< Upper median, as cubecl.
+  std::chrono::nanoseconds max{0};
+  std::chrono::nanoseconds mean{0};
+  double stddev_ns = 0.0;
+  std::size_t samples = 0;
+};
+
+/// What became of a candidate.
+enum class candidate_status {
+  ok,           ///< Measured to the end.
+  eliminated,   ///< Measured, then dropped early as clearly slower than the leader.
+  failed,       ///< Threw (or failed to compile) during warm-up, or gave no valid sample.
+  quarantined,  ///< Its output differed from candidate 0's (correctness checks).
+};
+
+[[nodiscard]] std::string_view to_string(candidate_status s) noexcept;
+
+/// One candidate's outcome; `error` holds the failure or quarantine reason.
+struct candidate_result {
+  std::size_t index = 0;
+  std::string name;
+  std::string version;
+  candidate_status status = candidate_status::failed;
+  std::optional<candidate_stats> stats;
+  std::string error;
+  bool checked = false;  ///< Its output was compared with candidate 0's.
+
+  [[nodiscard]] bool measured() const noexcept {
+    return stats.has_value() &&
+           (status == candidate_status::ok || status == candidate_status::eliminated);
+  }
+};
+
+/// Knobs of the scheduler; the defaults follow cubecl HEAD's adaptive scheduler.
+struct benchmark_options {
+  int warmup = 1;             ///< Runs per candidate before timing (compiles, fills caches).
+  int min_samples = 3;        ///< Samples before anyone can be eliminated.
+  int max_samples = 10;       ///< Upper bound per candidate.
+  double speed_factor = 1.5;  ///< Eliminate when best > factor × leader's best.
+  double tie_band = 0.02;     ///< Medians within this fraction (and overlapping) tie.
+  bool adaptive = true;       ///< False: every candidate gets max_samples.
+};
+
+/// Thrown by a target's `warm_up` when a candidate's output differs from candidate 0's.
+class check_failure : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// What the scheduler benchmarks: candidates addressed by index. Implemented by the tuner.
+class benchmark_target {
+ public:
+  virtual ~benchmark_target() = default;
+  /// Runs candidate `i` once, unmeasured. Throws on failure; `check_failure` on a mismatch.
+  virtual void warm_up(std::size_t i) = 0;
+  /// Runs candidate `i` once, measured; the duration may resolve later (device timing).
+  virtual profile_duration sample(std::size_t i) = 0;
+};
+
+/// Warms up and samples `indices` (round-robin, eliminating clear losers when adaptive).
+/// Returns one result per index, in the order given; `name`/`version` are left to the caller.
+[[nodiscard]] std::vector<candidate_result> run_benchmarks(benchmark_target& target,
+                                                           std::span<std::size_t const> indices,
+                                                           benchmark_options const& options);
+
+/// The winner among measured results: the fastest median, except that a lower index within the
+/// tie band wins, so that fresh processes agree. `std::nullopt` when nothing was measured.
+[[nodiscard]] std::optional<std::size_t> select_winner(std::span<candidate_result const> results,
+                                                       double tie_band);
+
+/// Statistics over samples. @throws invalid_argument when empty.
+[[nodiscard]] candidate_stats compute_stats(std::span<std::chrono::nanoseconds const> samples);
+
+}  // namespace cubert::tune

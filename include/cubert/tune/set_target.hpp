@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+// Adapts a tunable_set, a client and generated benchmark inputs to the scheduler's interface.
+#pragma once
+
+#include <cubert/logging.hpp>
+#include <cubert/tune/benchmark.hpp>
+#include <cubert/tune/tunable_set.hpp>
+#include <cubert/tune/tune_client.hpp>
+
+#include <concepts>
+#include <functional>
+#include <optional>
+#include <tuple>
+#include <type_traits>
+
+namespace cubert::tune::detail {
+
+/// True when outputs of this set can be compared (a custom check, or `==`).
+template <typename Set>
+bool can_check(Set const& set) {
+  using out = typename Set::output_type;
+  if constexpr (std::is_void_v<out>) {
+    return false;
+  } else {
+    return static_cast<bool>(set.check()) || std::equality_comparable<out>;
+  }
+}
+
+/// Benchmarks candidates of `Set` on inputs generated once, lazily (a key answered entirely by
+/// the persistent cache never generates them).
+template <typename Client, typename Set, typename... Inputs>
+class set_target final : public benchmark_target {
+  using key = typename Set::key_type;
+  using output = typename Set::output_type;
+  using stored = std::conditional_t<std::is_void_v<output>, int, output>;
+
+ public:
+  set_target(Client& client, Set const& set, std::function<std::tuple<Inputs...>()> generate,
+             bool checks)
+      : client_(client), set_(set), generate_(std::move(generate)), checks_(checks) {}
+
+  void warm_up(std::size_t i) override {
+    if constexpr (std::is_void_v<output>) {
+      call(i);
+    } else {
+      if (!checks_) {
+        (void)call(i);
+        return;
+      }
+      if (i != 0) ensure_reference();
+      auto out = call(i);
+      if (i == 0) {
+        if (!reference_) reference_.emplace(std::move(out));
+        return;
+      }
+      if (!reference_) return;  // Candidate 0 failed: nothing to compare with.
+      if (auto why = compare(*reference_, out)) throw check_failure(*why);
+    }
+  }
+
+  profile_duration sample(std::size_t i) override {
+    return client_.profile(
+        [this, i] {
+          if constexpr (std::is_void_v<output>) {
+            call(i);
+          } else {
+            auto out = call(i);  // Dropped after the measurement, not inside it.
+            (void)out;
+          }
+        },
+        set_.at(i).name());
+  }
+
+ private:
+  output call(std::size_t i) {
+    if (!inputs_) inputs_.emplace(generate_());
+    // Copies: every run sees the same generated inputs, as cubecl's clone per run.
+    auto args = *inputs_;
+    return std::apply([&](auto&&... a) -> output { return set_.run(i, std::move(a)...); },
+                      std::move(args));
+  }
+
+  void ensure_reference() {
+    if (reference_ || reference_failed_) return;
+    try {
+      reference_.emplace(call(0));
+    } catch (std::exception const& e) {
+      reference_failed_ = true;
+      log::warn(log::category::autotune, "correctness checks skipped: candidate 0 failed: {}",
+                e.what());
+    }
+  }
+
+  std::optional<std::string> compare(stored const& ref, stored const& out) const {
+    if (set_.check()) return set_.check()(ref, out);
+    if constexpr (std::equality_comparable<stored>) {
+      if (!(ref == out)) return std::string("output differs from candidate 0's");
+    }
+    return std::nullopt;
+  }
+
+  Client& client_;  // Not owned; the tuner's caller (or worker) outlives the target.
+  Set const& set_;  // Not owned; kept alive by the caller's shared_ptr.
+  std::function<std::tuple<Inputs...>()> generate_;
+  bool checks_;
+  std::optional<std::tuple<Inputs...>> inputs_;
+  std::optional<stored> reference_;
+  bool reference_failed_ = false;
+};
+
+}  // namespace cubert::tune::detail

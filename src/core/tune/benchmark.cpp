@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: Apache-2.0
+// The adaptive scheduler: every live candidate gets one sample per round, and after
+// `min_samples` rounds candidates clearly slower than the leader stop being sampled. Rounds
+// enqueue every sample before resolving any, so device timing needs no sync per sample.
+#include <cubert/error.hpp>
+#include <cubert/logging.hpp>
+#include <cubert/tune/benchmark.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+
+namespace cubert::tune {
+
+namespace {
+
+using ns = std::chrono::nanoseconds;
+
+struct live_candidate {
+  std::size_t slot = 0;  // Position in the results vector.
+  std::vector<ns> samples;
+  ns best = ns::max();
+  int stale_rounds = 0;  // Consecutive samples that did not improve `best` by > 2 %.
+  bool live = true;
+};
+
+std::string describe(std::exception_ptr const& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (std::exception const& ex) {
+    return ex.what();
+  } catch (...) {
+    return "unknown exception";
+  }
+}
+
+// Drops candidates whose best sample is far from the leader's, slowest first, keeping two.
+void eliminate(std::vector<live_candidate>& cands, std::vector<candidate_result>& results,
+               double speed_factor) {
+  std::vector<live_candidate*> live;
+  for (auto& c : cands) {
+    if (c.live && !c.samples.empty()) live.push_back(&c);
+  }
+  if (live.size() <= 2) return;
+  std::sort(live.begin(), live.end(), [](auto* a, auto* b) { return a->best > b->best; });
+  auto const leader = live.back()->best;
+  auto const limit = static_cast<double>(leader.count()) * speed_factor;
+  std::size_t alive = live.size();
+  for (auto* c : live) {
+    if (alive <= 2 || static_cast<double>(c->best.count()) <= limit) break;
+    c->live = false;
+    results[c->slot].status = candidate_status::eliminated;
+    --alive;
+  }
+}
+
+}  // namespace
+
+std::string_view to_string(candidate_status s) noexcept {
+  constexpr std::array<std::string_view, 4> names{"ok", "eliminated", "failed", "quarantined"};
+  return names[static_cast<std::size_t>(s)];
+}
+
+candidate_stats compute_stats(std::span<ns const> samples) {
+  auto const c = benchmark_computations::from(samples);
+  return {c.min, c.median, c.max, c.mean, c.stddev_ns(), samples.size()};
+}
+
+std::vector<candidate_result> run_benchmarks(benchmark_target& target,
+                                             std::span<std::size_t const> indices,
+                                             benchmark_options const& options) {
+  CUBERT_EXPECTS(options.max_samples >= 1 && options.min_samples >= 1,
+                 "benchmark_options needs at least one sample");
+  std::vector<candidate_result> results(indices.size());
+  std::vector<live_candidate> cands;
+  for (std::size_t s = 0; s < indices.size(); ++s) {
+    results[s].index = indices[s];
+    try {
+      for (int w = 0; w < std::max(options.warmup, 1); ++w) target.warm_up(indices[s]);
+      results[s].status = candidate_status::ok;
+      cands.emplace_back().slot = s;
+    } catch (check_failure const& e) {
+      results[s].status = candidate_status::quarantined;
+      results[s].error = e.what();
+    } catch (...) {
+      results[s].status = candidate_status::failed;
+      results[s].error = describe(std::current_exception());
+    }
+  }
+
+  for (int round = 0; round < options.max_samples; ++round) {
+    std::vector<std::pair<live_candidate*, std::optional<profile_duration>>> pending;
+    for (auto& c : cands) {
+      if (!c.live) continue;
+      try {
+        pending.emplace_back(&c, target.sample(indices[c.slot]));
+      } catch (...) {  // A failing sample is dropped; the candidate passed its warm-up.
+        log::warn(log::category::autotune, "sample of candidate {} failed: {}", indices[c.slot],
+                  describe(std::current_exception()));
+      }
+    }
+    if (pending.empty()) break;
+    bool all_converged = true;
+    for (auto& [c, d] : pending) {
+      ns t{};
+      try {
+        t = d->resolve();
+      } catch (...) {
+        log::warn(log::category::autotune, "sample of candidate {} could not be timed: {}",
+                  indices[c->slot], describe(std::current_exception()));
+        continue;
+      }
+      bool const improved =
+          static_cast<double>(t.count()) < 0.98 * static_cast<double>(c->best.count());
+      c->stale_rounds = improved ? 0 : c->stale_rounds + 1;
+      c->best = std::min(c->best, t);
+      c->samples.push_back(t);
+      if (c->stale_rounds < 2) all_converged = false;
+    }
+    if (!options.adaptive || round + 1 < options.min_samples) continue;
+    eliminate(cands, results, options.speed_factor);
+    if (all_converged) break;
+  }
+
+  for (auto& c : cands) {
+    auto& r = results[c.slot];
+    if (c.samples.empty()) {
+      r.status = candidate_status::failed;
+      r.error = "no valid sample";
+      continue;
+    }
+    // The first sample often pays for cold caches; drop it once there are enough others.
+    std::span<ns const> s(c.samples);
+    if (s.size() >= 4) s = s.subspan(1);
+    r.stats = compute_stats(s);
+  }
+  return results;
+}
+
+std::optional<std::size_t> select_winner(std::span<candidate_result const> results,
+                                         double tie_band) {
+  candidate_result const* fastest = nullptr;
+  for (auto const& r : results) {
+    if (!r.measured()) continue;
+    if (fastest == nullptr || r.stats->median < fastest->stats->median ||
+        (r.stats->median == fastest->stats->median && r.index < fastest->index)) {
+      fastest = &r;
+    }
+  }
+  if (fastest == nullptr) return std::nullopt;
+  auto const band = static_cast<double>(fastest->stats->median.count()) * (1.0 + tie_band);
+  std::size_t winner = fastest->index;
+  for (auto const& r : results) {
+    if (!r.measured() || r.index >= winner) continue;
+    // A tie: median inside the band and its [min, median] range overlaps the fastest's.
+    if (static_cast<double>(r.stats->median.count()) <= band &&
+        r.stats->min <= fastest->stats->median) {
+      winner = r.index;
+    }
+  }
+  return winner;
+}
+
+}  // namespace cubert::tune

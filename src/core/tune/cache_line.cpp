@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tune/cache_line.hpp"
+
+#include <fmt/format.h>
+#include <xxhash.h>
+
+#include <chrono>
+#include <ctime>
+
+namespace cubert::tune::detail {
+
+using json = nlohmann::json;
+
+std::string hash_hex(std::string_view data) {
+  return fmt::format("{:016x}", XXH3_64bits(data.data(), data.size()));
+}
+
+std::string encode_line(json const& record) {
+  auto text = record.dump();
+  auto const h = hash_hex(text);
+  text.reserve(text.size() + h.size() + 2);
+  text += '\t';
+  text += h;
+  text += '\n';
+  return text;
+}
+
+std::optional<json> decode_line(std::string_view line) {
+  auto const tab = line.rfind('\t');
+  if (tab == std::string_view::npos || line.size() - tab - 1 != 16) return std::nullopt;
+  auto const body = line.substr(0, tab);
+  if (hash_hex(body) != line.substr(tab + 1)) return std::nullopt;
+  auto j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object() || !j.contains("type")) return std::nullopt;
+  return j;
+}
+
+json candidate_record(std::string_view key, candidate_result const& r) {
+  json j{{"type", "candidate"},  {"key", key},
+         {"name", r.name},       {"version", r.version},
+         {"index", r.index},     {"status", to_string(r.status)},
+         {"checked", r.checked}, {"time", std::time(nullptr)}};
+  if (!r.error.empty()) j["error"] = r.error;
+  if (r.stats) {
+    j["stats"] = {{"min", r.stats->min.count()},  {"median", r.stats->median.count()},
+                  {"max", r.stats->max.count()},  {"mean", r.stats->mean.count()},
+                  {"stddev", r.stats->stddev_ns}, {"samples", r.stats->samples}};
+  }
+  return j;
+}
+
+json decision_record(tune_decision const& d) {
+  return {{"type", "decision"},           {"key", d.key},
+          {"checksum", d.checksum},       {"winner", d.winner},
+          {"winner_name", d.winner_name}, {"time", std::time(nullptr)}};
+}
+
+candidate_result parse_candidate(json const& j) {
+  candidate_result r;
+  r.name = j.at("name").get<std::string>();
+  r.version = j.at("version").get<std::string>();
+  r.index = j.at("index").get<std::size_t>();
+  auto const status = j.at("status").get<std::string>();
+  bool known = false;
+  for (auto s : {candidate_status::ok, candidate_status::eliminated, candidate_status::failed,
+                 candidate_status::quarantined}) {
+    if (status == to_string(s)) {
+      r.status = s;
+      known = true;
+    }
+  }
+  if (!known) throw json::other_error::create(501, "unknown status " + status, &j);
+  r.checked = j.value("checked", false);
+  r.error = j.value("error", std::string{});
+  if (j.contains("stats")) {
+    auto const& s = j.at("stats");
+    using ns = std::chrono::nanoseconds;
+    r.stats =
+        candidate_stats{ns(s.at("min").get<std::int64_t>()), ns(s.at("median").get<std::int64_t>()),
+                        ns(s.at("max").get<std::int64_t>()), ns(s.at("mean").get<std::int64_t>()),
+                        s.at("stddev").get<double>(),        s.at("samples").get<std::size_t>()};
+  }
+  if (r.measured() != r.stats.has_value() && r.status != candidate_status::failed &&
+      r.status != candidate_status::quarantined) {
+    throw json::other_error::create(501, "measured status without statistics", &j);
+  }
+  return r;
+}
+
+std::string sanitise(std::string_view name) {
+  std::string out;
+  out.reserve(name.size());
+  for (char c : name) {
+    bool const ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+                    c == '-' || c == '_' || c == '.';
+    out += ok ? c : '_';
+  }
+  if (out.empty() || out[0] == '.') out.insert(out.begin(), '_');
+  return out;
+}
+
+}  // namespace cubert::tune::detail

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tune/file_lock.hpp"
+
+#include <cubert/error.hpp>
+
+#include <fmt/format.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace cubert::tune::detail {
+
+namespace {
+
+[[noreturn]] void fail(std::string_view what, std::filesystem::path const& p) {
+  throw io_error(fmt::format("{} '{}': {}", what, p.string(), std::strerror(errno)));
+}
+
+struct fd_guard {
+  int fd;
+  ~fd_guard() {
+    if (fd >= 0) ::close(fd);
+  }
+};
+
+}  // namespace
+
+file_lock::file_lock(std::filesystem::path const& path, mode m) {
+  std::error_code ec;
+  std::filesystem::create_directories(path.parent_path(), ec);
+  auto const lock_path = path.string() + ".lock";
+  fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) fail("cannot open lock file", lock_path);
+  int rc = 0;
+  do {
+    rc = ::flock(fd_, m == mode::shared ? LOCK_SH : LOCK_EX);
+  } while (rc != 0 && errno == EINTR);
+  if (rc != 0) {
+    ::close(fd_);
+    fail("cannot lock", lock_path);
+  }
+}
+
+file_lock::~file_lock() {
+  if (fd_ >= 0) ::close(fd_);  // Closing releases the flock.
+}
+
+std::string read_from(std::filesystem::path const& path, std::uint64_t offset,
+                      std::uint64_t* inode) {
+  fd_guard f{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+  if (f.fd < 0) {
+    if (errno == ENOENT) return {};
+    fail("cannot open", path);
+  }
+  struct stat st {};
+  if (::fstat(f.fd, &st) != 0) fail("cannot stat", path);
+  if (inode != nullptr) *inode = static_cast<std::uint64_t>(st.st_ino);
+  auto const size = static_cast<std::uint64_t>(st.st_size);
+  if (offset >= size) return {};
+  std::string out(size - offset, '\0');
+  std::size_t done = 0;
+  while (done < out.size()) {
+    auto const n =
+        ::pread(f.fd, out.data() + done, out.size() - done, static_cast<off_t>(offset + done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail("cannot read", path);
+    if (n == 0) break;
+    done += static_cast<std::size_t>(n);
+  }
+  out.resize(done);
+  return out;
+}
+
+void append_lines(std::filesystem::path const& path, std::string_view data) {
+  fd_guard f{::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644)};
+  if (f.fd < 0) fail("cannot open for append", path);
+  std::string buffer;
+  struct stat st {};
+  if (::fstat(f.fd, &st) == 0 && st.st_size > 0) {
+    char last = '\n';
+    fd_guard r{::open(path.c_str(), O_RDONLY | O_CLOEXEC)};
+    if (r.fd >= 0 && ::pread(r.fd, &last, 1, st.st_size - 1) == 1 && last != '\n') {
+      buffer += '\n';  // A writer died mid-line: end that line so ours stays intact.
+    }
+  }
+  buffer.append(data);
+  std::size_t done = 0;
+  while (done < buffer.size()) {
+    auto const n = ::write(f.fd, buffer.data() + done, buffer.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) fail("cannot append to", path);
+    done += static_cast<std::size_t>(n);
+  }
+}
+
+void replace_file(std::filesystem::path const& path, std::string_view data) {
+  auto const tmp = path.string() + fmt::format(".tmp.{}", ::getpid());
+  {
+    fd_guard f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
+    if (f.fd < 0) fail("cannot create", tmp);
+    std::size_t done = 0;
+    while (done < data.size()) {
+      auto const n = ::write(f.fd, data.data() + done, data.size() - done);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) fail("cannot write", tmp);
+      done += static_cast<std::size_t>(n);
+    }
+    if (::fsync(f.fd) != 0) fail("cannot sync", tmp);
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename over", path);
+}
+
+}  // namespace cubert::tune::detail

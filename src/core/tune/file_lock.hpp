@@ -1,0 +1,36 @@
+// SPDX-License-Identifier: Apache-2.0
+// An advisory lock on a sidecar file. flock() locks belong to the open file description, so the
+// kernel drops them when the holder dies: a crashed process can never block the others.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace cubert::tune::detail {
+
+class file_lock {
+ public:
+  enum class mode { shared, exclusive };
+
+  /// Locks `<path>.lock`, creating it (and its folder) if needed. @throws io_error.
+  file_lock(std::filesystem::path const& path, mode m);
+  ~file_lock();
+  file_lock(file_lock const&) = delete;
+  file_lock& operator=(file_lock const&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+/// The whole content of `path` from `offset` (empty if it does not exist). @throws io_error.
+[[nodiscard]] std::string read_from(std::filesystem::path const& path, std::uint64_t offset,
+                                    std::uint64_t* inode = nullptr);
+
+/// Appends `data` with one O_APPEND write (retrying on partial writes), first adding '\n' if
+/// the file ends in a torn line. Caller holds the exclusive lock. @throws io_error.
+void append_lines(std::filesystem::path const& path, std::string_view data);
+
+/// Writes `data` to a temporary file beside `path`, syncs it and renames it over `path`.
+void replace_file(std::filesystem::path const& path, std::string_view data);
+
+}  // namespace cubert::tune::detail

@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tune/cache_line.hpp"
+#include "tune/file_lock.hpp"
+
+#include <cubert/build_config.hpp>
+#include <cubert/error.hpp>
+#include <cubert/logging.hpp>
+#include <cubert/tune/tune_cache.hpp>
+
+namespace cubert::tune {
+
+namespace {
+
+std::string composite(std::string_view key, std::string_view name, std::string_view version) {
+  std::string s;
+  s.reserve(key.size() + name.size() + version.size() + 2);
+  s.append(key).append(1, '\x1f').append(name).append(1, '\x1f').append(version);
+  return s;
+}
+
+}  // namespace
+
+std::filesystem::path tune_cache::file_for(std::filesystem::path const& root,
+                                           std::string_view tuner_name,
+                                           std::string_view device_fingerprint) {
+  return root / "autotune" / detail::sanitise(CUBERT_VERSION_STRING) /
+         detail::hash_hex(device_fingerprint) / (detail::sanitise(tuner_name) + ".jsonl");
+}
+
+tune_cache::tune_cache(std::filesystem::path const& root, std::string_view tuner_name,
+                       std::string_view device_fingerprint)
+    : path_(file_for(root, tuner_name, device_fingerprint)), fingerprint_(device_fingerprint) {
+  refresh();
+}
+
+void tune_cache::refresh() {
+  std::lock_guard lock(mutex_);
+  read_from_cursor();
+}
+
+void tune_cache::read_from_cursor() {
+  std::error_code ec;
+  if (!std::filesystem::exists(path_, ec)) return;
+  std::string text;
+  try {
+    detail::file_lock lock(path_, detail::file_lock::mode::shared);
+    std::uint64_t inode = 0;
+    text = detail::read_from(path_, 0, &inode);
+    if (inode != inode_ || text.size() < cursor_) {  // Compacted (renamed) by someone: reload.
+      results_.clear();
+      cursor_ = 0;
+      inode_ = inode;
+    }
+    text.erase(0, cursor_);
+  } catch (io_error const& e) {
+    log::warn(log::category::autotune, "tune cache unreadable, ignored: {}", e.what());
+    return;
+  }
+  std::size_t consumed = 0;
+  std::size_t line_no = 0;
+  detail::for_each_line(text, consumed, [&](std::string_view line, bool) {
+    ++line_no;
+    if (line.empty()) return;
+    auto record = detail::decode_line(line);
+    try {
+      if (!record) throw std::runtime_error("torn or corrupt");
+      if ((*record)["type"] == "candidate") {
+        remember((*record).at("key").get<std::string>(), detail::parse_candidate(*record));
+      }
+    } catch (std::exception const& e) {
+      ++skipped_;
+      log::warn(log::category::autotune, "skipped a corrupt entry in {} ({})", path_.string(),
+                e.what());
+    }
+  });
+  cursor_ += consumed;
+}
+
+void tune_cache::remember(std::string const& key, candidate_result r) {
+  auto id = composite(key, r.name, r.version);
+  results_.insert_or_assign(std::move(id), std::move(r));
+}
+
+std::optional<candidate_result> tune_cache::find(std::string_view key, std::string_view name,
+                                                 std::string_view version) const {
+  std::lock_guard lock(mutex_);
+  auto it = results_.find(composite(key, name, version));
+  if (it == results_.end()) return std::nullopt;
+  return it->second;
+}
+
+void tune_cache::append(std::string_view key, std::span<candidate_result const> results,
+                        std::optional<tune_decision> const& decision) {
+  std::string data;
+  for (auto const& r : results) data += detail::encode_line(detail::candidate_record(key, r));
+  if (decision) data += detail::encode_line(detail::decision_record(*decision));
+  std::lock_guard lock(mutex_);
+  try {
+    detail::file_lock flock(path_, detail::file_lock::mode::exclusive);
+    auto const device_file = path_.parent_path() / "device.txt";
+    std::error_code ec;
+    if (!std::filesystem::exists(device_file, ec)) detail::replace_file(device_file, fingerprint_);
+    detail::append_lines(path_, data);
+  } catch (io_error const& e) {
+    log::warn(log::category::autotune, "tune results not saved: {}", e.what());
+  }
+  for (auto const& r : results) remember(std::string(key), r);
+}
+
+std::size_t tune_cache::skipped_lines() const {
+  std::lock_guard lock(mutex_);
+  return skipped_;
+}
+
+}  // namespace cubert::tune

@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+#include <cubert/error.hpp>
+#include <cubert/logging.hpp>
+#include <cubert/tune/tune_session.hpp>
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+namespace cubert::tune::detail {
+
+namespace {
+
+std::string describe(candidate_result const& r) {
+  auto head = fmt::format("[{}] {}{}{}: {}", r.index, r.name, r.version.empty() ? "" : "@",
+                          r.version, to_string(r.status));
+  if (r.stats) {
+    head += fmt::format(" median {} ns, min {} ns, max {} ns, stddev {:.0f} ns, {} samples",
+                        r.stats->median.count(), r.stats->min.count(), r.stats->max.count(),
+                        r.stats->stddev_ns, r.stats->samples);
+  }
+  if (!r.error.empty()) head += " (" + r.error + ")";
+  return head;
+}
+
+void log_decision(tuning_request const& req, tuning_outcome const& out, double tuning_ms) {
+  using log::category;
+  bool const full = req.log_decisions || log::enabled(category::autotune, log_level::full);
+  if (!full && !log::enabled(category::autotune, log_level::minimal)) return;
+  auto const& w = out.results;
+  std::string winner_name;
+  for (auto const& r : w) {
+    if (r.index == out.winner) winner_name = r.name;
+  }
+  auto const head =
+      fmt::format("tuned {} key {}: winner [{}] {} ({} benchmarked, {:.3f} ms)", req.tuner_name,
+                  req.key, out.winner, winner_name, out.benchmarked, tuning_ms);
+  if (!full) {
+    log::write(category::autotune, head);
+    return;
+  }
+  std::string text = head;
+  for (auto const& r : w) text += "\n  " + describe(r);
+  if (req.log_decisions && !log::enabled(category::autotune, log_level::minimal)) {
+    log::warn(category::autotune, text);  // Asked for explicitly: never silent.
+  } else {
+    log::write(category::autotune, text);
+  }
+}
+
+bool reusable(candidate_result const& r, bool checks) {
+  if (r.status == candidate_status::quarantined) return true;
+  if (checks && r.measured() && !r.checked) return false;
+  return true;
+}
+
+}  // namespace
+
+tuning_outcome run_tuning(tuning_request const& req, tune_plan plan, benchmark_target& target) {
+  auto const start = std::chrono::steady_clock::now();
+  if (req.cache != nullptr) req.cache->refresh();  // Pick up other processes' results.
+  tuning_outcome out;
+  for (auto batch = plan.next(); !batch.empty(); batch = plan.next()) {
+    std::vector<candidate_result> results;
+    std::vector<std::size_t> to_run;
+    for (auto i : batch) {
+      std::optional<candidate_result> cached;
+      if (req.cache != nullptr) cached = req.cache->find(req.key, req.names[i], req.versions[i]);
+      if (cached && reusable(*cached, req.checks)) {
+        cached->index = i;  // The set may have been reordered since it was stored.
+        results.push_back(std::move(*cached));
+      } else {
+        to_run.push_back(i);
+      }
+    }
+    if (!to_run.empty()) {
+      auto fresh = run_benchmarks(target, to_run, req.options);
+      for (auto& r : fresh) {
+        r.name = req.names[r.index];
+        r.version = req.versions[r.index];
+        r.checked = req.checks && r.status != candidate_status::failed;
+      }
+      out.benchmarked += fresh.size();
+      std::optional<tune_decision> decision;
+      auto all = results;
+      all.insert(all.end(), fresh.begin(), fresh.end());
+      if (auto w = select_winner(all, req.options.tie_band)) {
+        decision =
+            tune_decision{std::string(req.key), std::string(req.checksum), *w, req.names[*w]};
+      }
+      if (req.cache != nullptr) req.cache->append(req.key, fresh, decision);
+      results = std::move(all);
+    }
+    out.results.insert(out.results.end(), results.begin(), results.end());
+    if (auto w = select_winner(results, req.options.tie_band)) {
+      out.winner = *w;
+      auto const ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+              .count();
+      log_decision(req, out, ms);
+      return out;
+    }
+  }
+  std::string why =
+      fmt::format("no autotune candidate of {} works for key {}:", req.tuner_name, req.key);
+  for (auto const& r : out.results) why += "\n  " + describe(r);
+  if (out.results.empty()) why += " every candidate has a negative priority for this key";
+  throw autotune_error(why);
+}
+
+}  // namespace cubert::tune::detail

@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+// The scheduler and the deterministic choice.
+#include <cubert/error.hpp>
+#include <cubert/tune/benchmark.hpp>
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace {
+
+using namespace std::chrono_literals;
+using cubert::tune::candidate_result;
+using cubert::tune::candidate_stats;
+using cubert::tune::candidate_status;
+using ns = std::chrono::nanoseconds;
+
+// Candidate i takes times_[i] per sample (no real waiting): tests the scheduler's logic.
+class scripted_target final : public cubert::tune::benchmark_target {
+ public:
+  explicit scripted_target(std::vector<ns> times) : times_(std::move(times)) {}
+  void warm_up(std::size_t i) override {
+    if (times_[i] == ns::zero()) throw std::runtime_error("does not compile");
+  }
+  cubert::profile_duration sample(std::size_t i) override {
+    ++samples_[i];
+    auto const t = times_[i];
+    return cubert::profile_duration::from_device([t] { return t; });
+  }
+  std::map<std::size_t, int> samples_;
+
+ private:
+  std::vector<ns> times_;
+};
+
+candidate_result measured(std::size_t index, ns median, ns min) {
+  candidate_result r;
+  r.index = index;
+  r.status = candidate_status::ok;
+  r.stats = candidate_stats{min, median, median, median, 0.0, 5};
+  return r;
+}
+
+TEST(Benchmark, StatisticsAreCubeclsUpperMedian) {
+  std::vector<ns> const d{40s, 18s + 5ns, 20s, 30s};
+  auto s = cubert::tune::compute_stats(d);
+  EXPECT_EQ(s.min, 18s + 5ns);
+  EXPECT_EQ(s.max, 40s);
+  EXPECT_EQ(s.median, 30s);
+  EXPECT_EQ(s.samples, 4U);
+  EXPECT_THROW((void)cubert::tune::compute_stats({}), cubert::invalid_argument);
+}
+
+TEST(Benchmark, SlowCandidatesAreEliminatedEarly) {
+  scripted_target target({100us, 105us, 400us, 900us});
+  std::vector<std::size_t> idx{0, 1, 2, 3};
+  auto results = cubert::tune::run_benchmarks(target, idx, {});
+  EXPECT_EQ(results[2].status, candidate_status::eliminated);
+  EXPECT_EQ(results[3].status, candidate_status::eliminated);
+  EXPECT_EQ(target.samples_[2], 3);  // min_samples, then dropped.
+  EXPECT_LT(target.samples_[3], target.samples_[0] + 1);
+  EXPECT_EQ(results[0].status, candidate_status::ok);
+  EXPECT_EQ(*cubert::tune::select_winner(results, 0.02), 0U);
+}
+
+TEST(Benchmark, FailedCandidateIsRecordedAndSkipped) {
+  scripted_target target({0ns, 50us});
+  std::vector<std::size_t> idx{0, 1};
+  auto results = cubert::tune::run_benchmarks(target, idx, {});
+  EXPECT_EQ(results[0].status, candidate_status::failed);
+  EXPECT_EQ(results[0].error, "does not compile");
+  EXPECT_EQ(target.samples_.count(0), 0U);
+  EXPECT_EQ(*cubert::tune::select_winner(results, 0.02), 1U);
+}
+
+TEST(Benchmark, NonAdaptiveTakesEverySample) {
+  scripted_target target({100us, 900us});
+  std::vector<std::size_t> idx{0, 1};
+  cubert::tune::benchmark_options o;
+  o.adaptive = false;
+  o.max_samples = 7;
+  (void)cubert::tune::run_benchmarks(target, idx, o);
+  EXPECT_EQ(target.samples_[0], 7);
+  EXPECT_EQ(target.samples_[1], 7);
+}
+
+TEST(SelectWinner, LowerIndexWinsInsideTheTieBand) {
+  std::vector<candidate_result> r{measured(0, 1010us, 990us), measured(1, 1000us, 995us)};
+  EXPECT_EQ(*cubert::tune::select_winner(r, 0.02), 0U);
+}
+
+TEST(SelectWinner, ClearlyFasterHigherIndexWins) {
+  std::vector<candidate_result> r{measured(0, 1100us, 1080us), measured(1, 1000us, 990us)};
+  EXPECT_EQ(*cubert::tune::select_winner(r, 0.02), 1U);
+}
+
+TEST(SelectWinner, TieNeedsOverlappingSpread) {
+  // Within 2 % by median, but its fastest sample is slower than the leader's median.
+  std::vector<candidate_result> r{measured(0, 1015us, 1012us), measured(1, 1000us, 900us)};
+  EXPECT_EQ(*cubert::tune::select_winner(r, 0.02), 1U);
+}
+
+TEST(SelectWinner, NothingMeasured) {
+  candidate_result failed;
+  std::vector<candidate_result> r{failed};
+  EXPECT_FALSE(cubert::tune::select_winner(r, 0.02).has_value());
+}
+
+}  // namespace

@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: Apache-2.0
+// The persistent cache seen through tuners: reuse, per-candidate identity, re-tuning.
+#include "fake_client.hpp"
+#include "tune_fixture.hpp"
+
+#include <cubert/tune/local_tuner.hpp>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using namespace std::chrono_literals;
+using cubert::test::fake_client;
+using cubert::test::spin_for;
+using cubert::tune::local_tuner;
+using int_set = cubert::tune::tunable_set<std::string, int, int>;
+
+class PersistenceTest : public cubert::test::tune_fixture {
+ protected:
+  static std::shared_ptr<int_set const> make(std::vector<std::pair<std::string, std::string>> c) {
+    int_set s([](int const& x) { return "k" + std::to_string(x); },
+              [](std::string const&, int const& x) { return std::tuple<int>(x); });
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      // Candidate i takes (i + 1) × 200 µs except "fast", which takes 20 µs.
+      auto const cost = c[i].first == "fast" ? 20us : std::chrono::microseconds(200 * (i + 1));
+      s.with(
+          c[i].first,
+          [cost, i](int) {
+            spin_for(cost);
+            return static_cast<int>(i);
+          },
+          c[i].second);
+    }
+    return std::make_shared<int_set const>(std::move(s));
+  }
+
+  // A fresh tuner, as a new process would have, returning (winner, candidates benchmarked).
+  std::pair<int, std::size_t> run(std::shared_ptr<int_set const> const& set, int key = 1) {
+    local_tuner<std::string> tuner("persist", options());
+    fake_client client;
+    int const w = tuner.execute("dev", client, set, key);
+    return {w, tuner.tuner_for("dev", client).benchmarked()};
+  }
+};
+
+TEST_F(PersistenceTest, SecondTunerRunsNoBenchmark) {
+  auto set = make({{"a", ""}, {"fast", ""}, {"c", ""}});
+  EXPECT_EQ(run(set), std::make_pair(1, std::size_t{3}));
+  EXPECT_EQ(run(set), std::make_pair(1, std::size_t{0}));
+  EXPECT_EQ(run(set, 2).second, 3U);  // Another key is tuned.
+}
+
+TEST_F(PersistenceTest, VersionChangeRetunesOnlyThatCandidate) {
+  EXPECT_EQ(run(make({{"a", ""}, {"fast", "1"}, {"c", ""}})).second, 3U);
+  auto const [winner, benchmarked] = run(make({{"a", ""}, {"fast", "2"}, {"c", ""}}));
+  EXPECT_EQ(winner, 1);
+  EXPECT_EQ(benchmarked, 1U);
+}
+
+TEST_F(PersistenceTest, AddingACandidateTunesOnlyIt) {
+  EXPECT_EQ(run(make({{"a", ""}, {"b", ""}})), std::make_pair(0, std::size_t{2}));
+  auto const [winner, benchmarked] = run(make({{"a", ""}, {"b", ""}, {"fast", ""}}));
+  EXPECT_EQ(winner, 2);
+  EXPECT_EQ(benchmarked, 1U);
+}
+
+TEST_F(PersistenceTest, RemovingACandidateKeepsTheOthers) {
+  EXPECT_EQ(run(make({{"a", ""}, {"fast", ""}, {"c", ""}})).first, 1);
+  auto const [winner, benchmarked] = run(make({{"a", ""}, {"c", ""}}));
+  EXPECT_EQ(winner, 0);
+  EXPECT_EQ(benchmarked, 0U);
+}
+
+TEST_F(PersistenceTest, DisabledCacheAlwaysTunes) {
+  auto set = make({{"a", ""}, {"fast", ""}});
+  for (int i = 0; i < 2; ++i) {
+    local_tuner<std::string> tuner("persist", options(false));
+    fake_client client;
+    (void)tuner.execute("dev", client, set, 1);
+    EXPECT_EQ(tuner.tuner_for("dev", client).benchmarked(), 2U);
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "autotune"));
+}
+
+TEST_F(PersistenceTest, OtherDeviceDoesNotShareResults) {
+  auto set = make({{"a", ""}, {"fast", ""}});
+  (void)run(set);
+  local_tuner<std::string> tuner("persist", options());
+  fake_client other("another device");
+  (void)tuner.execute("dev", other, set, 1);
+  EXPECT_EQ(tuner.tuner_for("dev", other).benchmarked(), 2U);
+}
+
+}  // namespace

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+// The cache file survives damage: truncation anywhere, corrupt lines, torn appends.
+#include "tune_fixture.hpp"
+
+#include <cubert/tune/tune_cache.hpp>
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace {
+
+using cubert::tune::candidate_result;
+using cubert::tune::candidate_stats;
+using cubert::tune::candidate_status;
+using cubert::tune::tune_cache;
+using namespace std::chrono_literals;
+
+class TuneCacheTest : public cubert::test::tune_fixture {
+ protected:
+  static candidate_result result(std::string name, int median_us) {
+    candidate_result r;
+    r.name = std::move(name);
+    r.status = candidate_status::ok;
+    auto const m = std::chrono::microseconds(median_us);
+    r.stats = candidate_stats{m, m, m, m, 1.5, 10};
+    return r;
+  }
+
+  std::string read_file(std::filesystem::path const& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  void write_file(std::filesystem::path const& p, std::string const& s) {
+    std::ofstream(p, std::ios::binary | std::ios::trunc) << s;
+  }
+};
+
+TEST_F(TuneCacheTest, RoundTripsEveryField) {
+  {
+    tune_cache c(dir_, "t", "dev");
+    auto r = result("a", 5);
+    r.version = "v2";
+    r.checked = true;
+    std::vector<candidate_result> rs{r};
+    candidate_result bad;
+    bad.name = "b";
+    bad.status = candidate_status::quarantined;
+    bad.error = "output differs\twith \"quotes\"\n";
+    rs.push_back(bad);
+    c.append("key with spaces", rs, cubert::tune::tune_decision{"key with spaces", "x", 0, "a"});
+  }
+  tune_cache c(dir_, "t", "dev");
+  auto a = c.find("key with spaces", "a", "v2");
+  ASSERT_TRUE(a.has_value());
+  EXPECT_EQ(a->stats->median, 5us);
+  EXPECT_EQ(a->stats->samples, 10U);
+  EXPECT_TRUE(a->checked);
+  EXPECT_FALSE(c.find("key with spaces", "a", "").has_value());
+  auto b = c.find("key with spaces", "b", "");
+  ASSERT_TRUE(b.has_value());
+  EXPECT_EQ(b->status, candidate_status::quarantined);
+  EXPECT_EQ(b->error, "output differs\twith \"quotes\"\n");
+  EXPECT_EQ(c.skipped_lines(), 0U);
+}
+
+TEST_F(TuneCacheTest, TruncatedAtEveryOffsetOfTheLastEntryStillLoads) {
+  auto const path = tune_cache::file_for(dir_, "t", "dev");
+  {
+    tune_cache c(dir_, "t", "dev");
+    c.append("k1", std::vector{result("a", 1)}, std::nullopt);
+    c.append("k2", std::vector{result("b", 2)}, std::nullopt);
+  }
+  auto const full = read_file(path);
+  auto const last_start = full.rfind('\n', full.size() - 2) + 1;
+  for (std::size_t cut = last_start; cut <= full.size(); ++cut) {
+    write_file(path, full.substr(0, cut));
+    tune_cache c(dir_, "t", "dev");
+    ASSERT_TRUE(c.find("k1", "a", "").has_value()) << "cut at " << cut;
+    bool const complete = cut >= full.size() - 1;  // Only the '\n' may be missing.
+    EXPECT_EQ(c.find("k2", "b", "").has_value(), complete) << "cut at " << cut;
+    EXPECT_EQ(c.skipped_lines(), complete || cut == last_start ? 0U : 1U) << "cut at " << cut;
+  }
+}
+
+TEST_F(TuneCacheTest, AppendAfterATornLineKeepsTheNewEntry) {
+  auto const path = tune_cache::file_for(dir_, "t", "dev");
+  {
+    tune_cache c(dir_, "t", "dev");
+    c.append("k1", std::vector{result("a", 1)}, std::nullopt);
+  }
+  auto text = read_file(path);
+  write_file(path, text + text.substr(0, text.size() / 2));  // A writer died mid-line.
+  {
+    tune_cache c(dir_, "t", "dev");
+    c.append("k2", std::vector{result("b", 2)}, std::nullopt);
+  }
+  tune_cache c(dir_, "t", "dev");
+  EXPECT_TRUE(c.find("k1", "a", "").has_value());
+  EXPECT_TRUE(c.find("k2", "b", "").has_value());
+  EXPECT_EQ(c.skipped_lines(), 1U);
+}
+
+TEST_F(TuneCacheTest, CorruptLinesAreSkipped) {
+  auto const path = tune_cache::file_for(dir_, "t", "dev");
+  {
+    tune_cache c(dir_, "t", "dev");
+    c.append("k1", std::vector{result("a", 1)}, std::nullopt);
+    c.append("k2", std::vector{result("b", 2)}, std::nullopt);
+  }
+  auto text = read_file(path);
+  text[10] = text[10] == 'x' ? 'y' : 'x';  // Damage the first line's JSON.
+  write_file(path, "garbage\n" + text + "\n\n{\"type\":\"candidate\"}\t0000000000000000\n");
+  tune_cache c(dir_, "t", "dev");
+  EXPECT_FALSE(c.find("k1", "a", "").has_value());
+  EXPECT_TRUE(c.find("k2", "b", "").has_value());
+  EXPECT_EQ(c.skipped_lines(), 3U);
+}
+
+TEST_F(TuneCacheTest, RefreshSeesOtherWriters) {
+  tune_cache reader(dir_, "t", "dev");
+  tune_cache writer(dir_, "t", "dev");
+  writer.append("k", std::vector{result("a", 1)}, std::nullopt);
+  EXPECT_FALSE(reader.find("k", "a", "").has_value());
+  reader.refresh();
+  EXPECT_TRUE(reader.find("k", "a", "").has_value());
+}
+
+TEST_F(TuneCacheTest, LatestEntryWins) {
+  tune_cache c(dir_, "t", "dev");
+  c.append("k", std::vector{result("a", 1)}, std::nullopt);
+  c.append("k", std::vector{result("a", 9)}, std::nullopt);
+  tune_cache fresh(dir_, "t", "dev");
+  EXPECT_EQ(fresh.find("k", "a", "")->stats->median, 9us);
+}
+
+}  // namespace

@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tuner behaviour with a fake client: choice, failures, batches, checks, background tuning.
+#include "fake_client.hpp"
+#include "tune_fixture.hpp"
+
+#include <cubert/error.hpp>
+#include <cubert/tune/local_tuner.hpp>
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <vector>
+
+namespace {
+
+using namespace std::chrono_literals;
+using cubert::test::fake_client;
+using cubert::test::spin_for;
+using cubert::tune::candidate_status;
+using cubert::tune::local_tuner;
+using cubert::tune::tune_group;
+using buffer = std::shared_ptr<std::vector<int>>;
+// Inputs (lhs, rhs, out) like cubecl's dummy kernels; out is written by the candidate.
+using set_t = cubert::tune::tunable_set<std::string, void, buffer, buffer, buffer>;
+
+class TunerTest : public cubert::test::tune_fixture {};
+
+std::string shape_key(buffer const& lhs, buffer const&, buffer const&) {
+  return "n=" + std::to_string(lhs->size());
+}
+
+// Fresh buffers of the same sizes, so tuning never writes into the caller's output.
+std::tuple<buffer, buffer, buffer> fresh(std::string const&, buffer const& a, buffer const& b,
+                                         buffer const& o) {
+  return {std::make_shared<std::vector<int>>(*a), std::make_shared<std::vector<int>>(*b),
+          std::make_shared<std::vector<int>>(o->size())};
+}
+
+void add(buffer l, buffer r, buffer o) {
+  spin_for(50us);
+  for (std::size_t i = 0; i < l->size(); ++i) (*o)[i] = (*l)[i] + (*r)[i];
+}
+void add_slow_wrong(buffer l, buffer, buffer o) {
+  spin_for(1ms);
+  for (std::size_t i = 0; i < l->size(); ++i) (*o)[i] = (*l)[i];
+}
+void mul(buffer l, buffer r, buffer o) {
+  spin_for(50us);
+  for (std::size_t i = 0; i < l->size(); ++i) (*o)[i] = (*l)[i] * (*r)[i];
+}
+
+buffer vec(std::vector<int> v) {
+  return std::make_shared<std::vector<int>>(std::move(v));
+}
+
+TEST_F(TunerTest, SlowWrongCandidateLoses) {
+  local_tuner<std::string> tuner("addition", options());
+  auto set = tuner.init([] {
+    return set_t(shape_key, fresh).with("add", add).with("add_slow_wrong", add_slow_wrong);
+  });
+  fake_client client;
+  auto out = vec({0, 0, 0});
+  tuner.execute("test", client, set, vec({0, 1, 2}), vec({4, 4, 4}), out);
+  EXPECT_EQ(*out, (std::vector<int>{4, 5, 6}));
+}
+
+TEST_F(TunerTest, CorrectCandidateAtIndexOneWins) {
+  local_tuner<std::string> tuner("multiplication", options());
+  auto set = tuner.init([] {
+    return set_t(shape_key, fresh).with("mul_slow_wrong", add_slow_wrong).with("mul", mul);
+  });
+  fake_client client;
+  auto out = vec({0, 0, 0});
+  tuner.execute("test", client, set, vec({0, 1, 2}), vec({4, 4, 4}), out);
+  EXPECT_EQ(*out, (std::vector<int>{0, 4, 8}));
+  EXPECT_EQ(tuner.tuner_for("test", client).fastest("n=3"), 1U);
+}
+
+TEST_F(TunerTest, CallerOutputIsWrittenOnlyByTheRealRun) {
+  local_tuner<std::string> tuner("clobber", options(false));
+  int writes_to_caller = 0;
+  auto out = vec({0, 0});
+  auto counting = [&](buffer l, buffer r, buffer o) {
+    if (o == out) ++writes_to_caller;
+    add(l, r, o);
+  };
+  auto set = std::make_shared<set_t const>(
+      set_t(shape_key, fresh).with("a", counting).with("b", add_slow_wrong));
+  fake_client client;
+  tuner.execute("d", client, set, vec({1, 2}), vec({3, 4}), out);
+  EXPECT_EQ(writes_to_caller, 1);
+}
+
+TEST_F(TunerTest, InitBuildsOnce) {
+  local_tuner<std::string> tuner("init", options(false));
+  int builds = 0;
+  auto make = [&] {
+    ++builds;
+    return set_t(shape_key, fresh).with("add", add);
+  };
+  auto a = tuner.init(make);
+  auto b = tuner.init(make);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(builds, 1);
+}
+
+using int_set = cubert::tune::tunable_set<std::string, int, int>;
+
+int_set int_set_of() {
+  return int_set([](int const&) { return std::string("key"); },
+                 [](std::string const&, int const& x) { return std::tuple<int>(x); });
+}
+
+TEST_F(TunerTest, SingleCandidateNeverBenchmarks) {
+  local_tuner<std::string> tuner("single", options());
+  auto set = std::make_shared<int_set const>(int_set_of().with("only", [](int x) { return x; }));
+  fake_client client;
+  EXPECT_EQ(tuner.execute("d", client, set, 7), 7);
+  EXPECT_EQ(client.profiles(), 0);
+  EXPECT_EQ(tuner.tuner_for("d", client).benchmarked(), 0U);
+}
+
+TEST_F(TunerTest, ThrowingCandidateIsRecordedAndSkipped) {
+  local_tuner<std::string> tuner("throws", options(false));
+  auto set = std::make_shared<int_set const>(
+      int_set_of()
+          .with("broken", [](int) -> int { throw cubert::compilation_error("bad", "log", "k"); })
+          .with("works", [](int x) { return x + 1; }));
+  fake_client client;
+  EXPECT_EQ(tuner.execute("d", client, set, 1), 2);
+  auto results = tuner.tuner_for("d", client).results("key");
+  ASSERT_EQ(results.size(), 2U);
+  EXPECT_EQ(results[0].status, candidate_status::failed);
+  EXPECT_EQ(results[0].error, "bad");
+  EXPECT_EQ(results[1].status, candidate_status::ok);
+}
+
+TEST_F(TunerTest, NextBatchIsTriedWhenTheFirstFails) {
+  tune_group<std::string> high([](std::string const&) { return 2; });
+  tune_group<std::string> low([](std::string const&) { return 1; });
+  auto one = [](std::string const&) { return 1; };
+  local_tuner<std::string> tuner("batches", options(false));
+  auto set = std::make_shared<int_set const>(
+      int_set_of()
+          .with(int_set::tunable_type("a", [](int) -> int { throw std::runtime_error("a!"); })
+                    .group(high, one))
+          .with(int_set::tunable_type("b", [](int) -> int { throw std::runtime_error("b!"); })
+                    .group(high, one))
+          .with(int_set::tunable_type("c", [](int x) { return x * 10; }).group(low, one)));
+  fake_client client;
+  EXPECT_EQ(tuner.execute("d", client, set, 3), 30);
+  EXPECT_EQ(tuner.tuner_for("d", client).fastest("key"), 2U);
+}
+
+TEST_F(TunerTest, AllFailingNamesEveryFailureAndTunerKeepsWorking) {
+  local_tuner<std::string> tuner("allfail", options(false));
+  auto bad = std::make_shared<int_set const>(
+      int_set_of()
+          .with("first", [](int) -> int { throw std::runtime_error("out of shared memory"); })
+          .with("second", [](int) -> int { throw std::runtime_error("bad launch"); }));
+  fake_client client;
+  try {
+    (void)tuner.execute("d", client, bad, 1);
+    FAIL() << "no error";
+  } catch (cubert::autotune_error const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("first"), std::string::npos) << what;
+    EXPECT_NE(what.find("out of shared memory"), std::string::npos) << what;
+    EXPECT_NE(what.find("second"), std::string::npos) << what;
+    EXPECT_NE(what.find("bad launch"), std::string::npos) << what;
+  }
+  auto good = std::make_shared<int_set const>(
+      int_set_of().with("x", [](int v) { return v; }).with("y", [](int v) { return v; }));
+  EXPECT_EQ(tuner.execute("d", client, good, 5), 5);
+}
+
+TEST_F(TunerTest, ChecksQuarantineAWrongCandidate) {
+  auto opts = options();
+  opts.checks = true;
+  local_tuner<std::string> tuner("checks", opts);
+  auto set = std::make_shared<int_set const>(int_set_of()
+                                                 .with("reference",
+                                                       [](int x) {
+                                                         spin_for(500us);
+                                                         return x * 2;
+                                                       })
+                                                 .with("fast_wrong", [](int x) { return x; }));
+  fake_client client;
+  EXPECT_EQ(tuner.execute("d", client, set, 21), 42);
+  auto results = tuner.tuner_for("d", client).results("key");
+  ASSERT_EQ(results.size(), 2U);
+  EXPECT_EQ(results[1].status, candidate_status::quarantined);
+  EXPECT_NE(results[1].error.find("differs"), std::string::npos);
+  auto stored = tuner.tuner_for("d", client).cache()->find("key", "fast_wrong", "");
+  ASSERT_TRUE(stored.has_value());
+  EXPECT_EQ(stored->status, candidate_status::quarantined);
+}
+
+TEST_F(TunerTest, WithoutChecksTheFastWrongCandidateWins) {
+  local_tuner<std::string> tuner("nochecks", options(false));
+  auto set = std::make_shared<int_set const>(int_set_of()
+                                                 .with("reference",
+                                                       [](int x) {
+                                                         spin_for(500us);
+                                                         return x * 2;
+                                                       })
+                                                 .with("fast_wrong", [](int x) { return x; }));
+  fake_client client;
+  EXPECT_EQ(tuner.execute("d", client, set, 21), 21);
+}
+
+TEST_F(TunerTest, BackgroundTuningRunsDefaultThenSwitches) {
+  auto opts = options(false);
+  opts.background = true;
+  local_tuner<std::string> tuner("background", opts);
+  auto set = std::make_shared<int_set const>(int_set_of()
+                                                 .with("slow",
+                                                       [](int) {
+                                                         spin_for(300us);
+                                                         return 0;
+                                                       })
+                                                 .with("fast", [](int) { return 1; }));
+  fake_client client;
+  EXPECT_EQ(tuner.execute("d", client, set, 0), 0);  // Candidate 0 at once.
+  tuner.tuner_for("d", client).wait_idle();
+  EXPECT_EQ(tuner.tuner_for("d", client).fastest("key"), 1U);
+  EXPECT_EQ(tuner.execute("d", client, set, 0), 1);
+}
+
+TEST_F(TunerTest, DeviceTimingResolvesEverySample) {
+  local_tuner<std::string> tuner("device", options(false));
+  auto set = std::make_shared<int_set const>(int_set_of()
+                                                 .with("slow",
+                                                       [](int x) {
+                                                         spin_for(400us);
+                                                         return x;
+                                                       })
+                                                 .with("fast", [](int x) { return x; }));
+  fake_client client("gpu", cubert::timing_method::device);
+  EXPECT_EQ(tuner.execute("d", client, set, 4), 4);
+  EXPECT_GT(client.profiles(), 0);
+  EXPECT_EQ(client.resolves(), client.profiles());
+  EXPECT_EQ(tuner.tuner_for("d", client).fastest("key"), 1U);
+}
+
+}  // namespace

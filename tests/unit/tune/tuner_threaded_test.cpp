@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+// Many threads calling execute for the same keys (run under ThreadSanitizer in CI).
+#include "fake_client.hpp"
+#include "tune_fixture.hpp"
+
+#include <cubert/tune/local_tuner.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <barrier>
+#include <thread>
+
+namespace {
+
+using namespace std::chrono_literals;
+using cubert::test::fake_client;
+using cubert::test::spin_for;
+using cubert::tune::local_tuner;
+using int_set = cubert::tune::tunable_set<std::string, int, int>;
+
+class TunerThreadedTest : public cubert::test::tune_fixture {
+ protected:
+  // Counts warm-ups of the slow candidate: it runs once per tuning (plus default runs).
+  std::shared_ptr<int_set const> make_set() {
+    int_set s([](int const& x) { return "k" + std::to_string(x % 2); },
+              [](std::string const&, int const& x) { return std::tuple<int>(x); });
+    s.with("slow", [this](int) {
+       slow_runs_.fetch_add(1);
+       spin_for(300us);
+       return 0;
+     }).with("fast", [](int) { return 1; });
+    return std::make_shared<int_set const>(std::move(s));
+  }
+
+  // 16 threads × 20 calls over two keys; returns what each call returned.
+  std::vector<int> hammer(local_tuner<std::string>& tuner) {
+    auto set = make_set();
+    fake_client client;
+    constexpr int threads = 16;
+    std::vector<std::vector<int>> seen(threads);
+    std::barrier start(threads);
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) {
+      pool.emplace_back([&, t] {
+        fake_client mine = client;
+        start.arrive_and_wait();
+        for (int i = 0; i < 20; ++i) seen[t].push_back(tuner.execute("dev", mine, set, t + i));
+      });
+    }
+    for (auto& th : pool) th.join();
+    std::vector<int> all;
+    for (auto& s : seen) all.insert(all.end(), s.begin(), s.end());
+    tuned_ = tuner.tuner_for("dev", client).benchmarked();
+    return all;
+  }
+
+  std::atomic<int> slow_runs_{0};
+  std::size_t tuned_ = 0;
+};
+
+TEST_F(TunerThreadedTest, EachKeyIsTunedOnceAndOthersRunTheDefault) {
+  local_tuner<std::string> tuner("threads", options(false));
+  auto results = hammer(tuner);
+  EXPECT_EQ(tuned_, 4U);  // Two keys × two candidates, benchmarked once each.
+  EXPECT_EQ(results.size(), 320U);
+  for (int r : results) EXPECT_TRUE(r == 0 || r == 1);
+  auto& t = tuner.tuner_for("dev", *std::make_unique<fake_client>());
+  EXPECT_EQ(t.fastest("k0"), 1U);
+  EXPECT_EQ(t.fastest("k1"), 1U);
+}
+
+TEST_F(TunerThreadedTest, WaitPolicyGivesEveryCallerTheWinner) {
+  auto opts = options(false);
+  opts.concurrent = cubert::concurrent_policy::wait;
+  local_tuner<std::string> tuner("threads-wait", opts);
+  auto results = hammer(tuner);
+  EXPECT_EQ(tuned_, 4U);
+  for (int r : results) EXPECT_EQ(r, 1);
+}
+
+TEST_F(TunerThreadedTest, ManyThreadsWithPersistentCacheAndBackground) {
+  auto opts = options(true);
+  opts.background = true;
+  local_tuner<std::string> tuner("threads-bg", opts);
+  auto results = hammer(tuner);
+  fake_client probe;
+  tuner.tuner_for("dev", probe).wait_idle();
+  EXPECT_EQ(tuner.tuner_for("dev", probe).fastest("k0"), 1U);
+  EXPECT_EQ(tuner.tuner_for("dev", probe).fastest("k1"), 1U);
+}
+
+}  // namespace
