@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+// The suite's kernels, each with a payload per backend: a native CPU body and CUDA C++ source
+// following cuda.hpp's parameter convention (buffers, then scalars in elem order, then the
+// metadata words by value).
+#pragma once
+
+#include <cubert/cpu.hpp>
+#include <cubert/kernel.hpp>
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace cubert::conformance::kernels {
+
+/// out[i] = a[i] + b[i] for i < n. Scalars: u32 n. cube_dim 256.
+inline kernel add_f32() {
+  return kernel::builder("conformance::add_f32")
+      .cube_dim(256)
+      .cpu([](cpu::kernel_context const& ctx) {
+        auto a = ctx.buffer<float const>(0);
+        auto b = ctx.buffer<float const>(1);
+        auto out = ctx.buffer<float>(2);
+        auto const n = ctx.scalar<std::uint32_t>(0);
+        std::uint64_t const base = ctx.cube_index() * ctx.dim.units();
+        std::uint64_t const end = std::min<std::uint64_t>(n, base + ctx.dim.units());
+        for (auto i = base; i < end; ++i) out[i] = a[i] + b[i];
+      })
+      .cuda_source(R"(extern "C" __global__ void add_f32(const float* a, const float* b, float* out,
+                                               unsigned int n) {
+  unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = a[i] + b[i];
+})",
+                   "add_f32")
+      .build();
+}
+
+/// out[i] = in[i] * factor for i < n. Scalars: f32 factor, u32 n. cube_dim 64.
+inline kernel scale_f32() {
+  return kernel::builder("conformance::scale_f32")
+      .cube_dim(64)
+      .cpu([](cpu::kernel_context const& ctx) {
+        auto in = ctx.buffer<float const>(0);
+        auto out = ctx.buffer<float>(1);
+        auto const factor = ctx.scalar<float>(0);
+        auto const n = ctx.scalar<std::uint32_t>(0);
+        std::uint64_t const base = ctx.cube_index() * ctx.dim.units();
+        std::uint64_t const end = std::min<std::uint64_t>(n, base + ctx.dim.units());
+        for (auto i = base; i < end; ++i) out[i] = in[i] * factor;
+      })
+      .cuda_source(
+          R"(extern "C" __global__ void scale_f32(const float* in, float* out, float factor,
+                                                 unsigned int n) {
+  unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = in[i] * factor;
+})",
+          "scale_f32")
+      .build();
+}
+
+/// partial[c] = sum of in[c·chunk, min(n, (c+1)·chunk)). Scalars: u32 n, u32 chunk. One unit.
+inline kernel partial_sum_f64() {
+  return kernel::builder("conformance::partial_sum_f64")
+      .cpu([](cpu::kernel_context const& ctx) {
+        auto in = ctx.buffer<double const>(0);
+        auto partial = ctx.buffer<double>(1);
+        auto const n = ctx.scalar<std::uint32_t>(0);
+        auto const chunk = ctx.scalar<std::uint32_t>(1);
+        auto const c = ctx.cube_index();
+        std::uint64_t const begin = c * chunk;
+        std::uint64_t const end = std::min<std::uint64_t>(n, begin + chunk);
+        double acc = 0;
+        for (auto i = begin; i < end; ++i) acc += in[i];
+        partial[c] = acc;
+      })
+      .cuda_source(R"(extern "C" __global__ void partial_sum_f64(const double* in, double* partial,
+                                                       unsigned int n, unsigned int chunk) {
+  unsigned long long begin = (unsigned long long)blockIdx.x * chunk;
+  unsigned long long end = begin + chunk < n ? begin + chunk : n;
+  double acc = 0;
+  for (unsigned long long i = begin; i < end; ++i) acc += in[i];
+  partial[blockIdx.x] = acc;
+})",
+                   "partial_sum_f64")
+      .build();
+}
+
+/// Copies the 5 metadata words to meta_out and writes each cube's (x, y, z) at 3·linear index.
+inline kernel echo_metadata_and_positions() {
+  return kernel::builder("conformance::echo")
+      .cpu([](cpu::kernel_context const& ctx) {
+        auto meta_out = ctx.buffer<std::uint32_t>(0);
+        auto pos_out = ctx.buffer<std::uint32_t>(1);
+        if (ctx.cube_index() == 0) {
+          std::copy(ctx.metadata.begin(), ctx.metadata.end(), meta_out.begin());
+        }
+        auto const slot = 3 * ctx.cube_index();
+        pos_out[slot] = ctx.cube_pos.x;
+        pos_out[slot + 1] = ctx.cube_pos.y;
+        pos_out[slot + 2] = ctx.cube_pos.z;
+      })
+      .cuda_source(R"(struct meta_t { unsigned int words[5]; };
+extern "C" __global__ void echo(unsigned int* meta_out, unsigned int* pos_out, meta_t meta) {
+  unsigned int linear = (blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+  if (linear == 0) for (int i = 0; i < 5; ++i) meta_out[i] = meta.words[i];
+  pos_out[3 * linear] = blockIdx.x;
+  pos_out[3 * linear + 1] = blockIdx.y;
+  pos_out[3 * linear + 2] = blockIdx.z;
+})",
+                   "echo")
+      .build();
+}
+
+/// Fails while running: throws on the CPU, traps on CUDA.
+inline kernel failing() {
+  return kernel::builder("conformance::failing")
+      .cpu([](cpu::kernel_context const&) { throw std::runtime_error("failing on purpose"); })
+      .cuda_source(R"(extern "C" __global__ void failing() { asm("trap;"); })", "failing")
+      .build();
+}
+
+}  // namespace cubert::conformance::kernels

@@ -1,0 +1,316 @@
+// SPDX-License-Identifier: Apache-2.0
+// The conformance suite: one set of cases against the public API, run on every registered
+// backend. Results are checked against host references computed here.
+#include "byte_helpers.hpp"
+#include "conformance_backend.hpp"
+#include "conformance_kernels.hpp"
+
+#include <cubert/client.hpp>
+#include <cubert/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <random>
+#include <thread>
+
+namespace cubert::conformance {
+namespace {
+
+using test::bytes_of;
+using test::values_of;
+
+class Conformance : public ::testing::TestWithParam<conformance_backend> {
+ protected:
+  void SetUp() override {
+    auto const& b = GetParam();
+    if (auto why = b.unavailable()) GTEST_SKIP() << b.name << " is not available: " << *why;
+    std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
+    test = test.substr(0, test.find('/'));
+    if (auto it = b.excluded.find(test); it != b.excluded.end()) {
+      GTEST_SKIP() << b.name << " excludes " << test << ": " << it->second;
+    }
+    client_.emplace(b.make_client());
+  }
+  client& c() { return *client_; }
+
+ private:
+  std::optional<client> client_;
+};
+
+std::vector<float> random_floats(std::size_t n, unsigned seed) {
+  std::mt19937 gen(seed);
+  std::uniform_real_distribution<float> dist(-100.f, 100.f);
+  std::vector<float> out(n);
+  for (auto& v : out) v = dist(gen);
+  return out;
+}
+
+TEST_P(Conformance, CreateReadRoundTrips) {
+  for (std::size_t size :
+       {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{63}, std::size_t{64},
+        std::size_t{65}, std::size_t{4097}, std::size_t{(1u << 20) + 7}, std::size_t{256} << 20}) {
+    auto data = test::byte_ramp(size, static_cast<unsigned>(size));
+    auto h = c().create(data);
+    EXPECT_EQ(h.size(), size);
+    auto back = c().read_one(h.binding());
+    ASSERT_EQ(back.size(), size);
+    EXPECT_TRUE(size == 0 || std::memcmp(back.data(), data.data(), size) == 0) << size;
+  }
+}
+
+TEST_P(Conformance, ReadHonoursOffsets) {
+  auto data = test::byte_ramp(1001, 5);
+  auto h = c().create(data);
+  auto mid = c().read_one(h.offset_start(3).offset_end(7).binding());
+  ASSERT_EQ(mid.size(), 991u);
+  EXPECT_EQ(std::memcmp(mid.data(), data.data() + 3, 991), 0);
+  std::vector<std::uint64_t> sizes{10, 1, 500};
+  auto parts = offset_handles(h, sizes);
+  std::vector<binding> bs;
+  for (auto& p : parts) bs.push_back(p.binding());
+  auto got = c().read(std::move(bs));
+  ASSERT_EQ(got.size(), 3u);
+  EXPECT_EQ(std::memcmp(got[1].data(), data.data() + 10, 1), 0);
+  EXPECT_EQ(std::memcmp(got[2].data(), data.data() + 11, 500), 0);
+}
+
+TEST_P(Conformance, EmptyReservesTheRequestedSize) {
+  EXPECT_EQ(c().read_one(c().empty(0).binding()).size(), 0u);
+  EXPECT_EQ(c().read_one(c().empty(12345).binding()).size(), 12345u);
+}
+
+TEST_P(Conformance, TensorsAndStridedReads) {
+  std::vector<float> m(4 * 6);
+  for (std::size_t i = 0; i < m.size(); ++i) m[i] = static_cast<float>(i);
+  auto t = c().create_tensor(bytes_of(m), {4, 6}, sizeof(float));
+  ASSERT_EQ(t.strides.size(), 2u);
+  auto dense =
+      values_of<float>(c().read_one_tensor({t.handle.binding(), {4, 6}, t.strides, sizeof(float)}));
+  EXPECT_EQ(dense, m);
+  // The transpose, read through strides: element (j, i) is m[i][j].
+  auto tr = values_of<float>(c().read_one_tensor(
+      {t.handle.binding(), {6, 4}, {t.strides[1], t.strides[0]}, sizeof(float)}));
+  for (std::size_t j = 0; j < 6; ++j)
+    for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(tr[j * 4 + i], m[i * 6 + j]);
+  auto e = c().empty_tensor({3, 5}, 8);
+  EXPECT_EQ(e.strides, (std::vector<std::uint64_t>{5, 1}));
+  EXPECT_THROW((void)c().read_one_tensor({t.handle.binding(), {10, 10}, {10, 1}, 4}),
+               invalid_argument);
+}
+
+TEST_P(Conformance, ElementwiseMatchesReference) {
+  std::uint32_t const n = 100003;
+  auto a = random_floats(n, 1);
+  auto b = random_floats(n, 2);
+  auto ha = c().create(bytes_of(a));
+  auto hb = c().create(bytes_of(b));
+  auto out = c().empty(n * sizeof(float));
+  c().execute(kernels::add_f32(), cube_count{(n + 255) / 256},
+              bindings{}
+                  .with_buffers({ha.binding(), hb.binding(), out.binding()})
+                  .with_scalar(elem::u32, {n}));
+  auto got = values_of<float>(c().read_one(out.binding()));
+  ASSERT_EQ(got.size(), n);
+  for (std::uint32_t i = 0; i < n; ++i) ASSERT_EQ(got[i], a[i] + b[i]) << i;
+}
+
+TEST_P(Conformance, ReductionMatchesReference) {
+  std::uint32_t const n = 1'000'003, chunk = 4096, cubes = (n + chunk - 1) / chunk;
+  std::vector<double> in(n);
+  for (std::uint32_t i = 0; i < n; ++i) in[i] = static_cast<double>(i % 1000);  // exact in f64
+  auto h = c().create(bytes_of(in));
+  auto partial = c().empty(cubes * sizeof(double));
+  c().execute(
+      kernels::partial_sum_f64(), cube_count{cubes},
+      bindings{}.with_buffers({h.binding(), partial.binding()}).with_scalar(elem::u32, {n, chunk}));
+  auto parts = values_of<double>(c().read_one(partial.binding()));
+  double total = 0, expected = 0;
+  for (double p : parts) total += p;
+  for (double v : in) expected += v;
+  EXPECT_EQ(total, expected);
+}
+
+TEST_P(Conformance, ScalarsOfSeveralTypes) {
+  std::uint32_t const n = 1000;
+  auto in = random_floats(n, 3);
+  auto h = c().create(bytes_of(in));
+  auto out = c().empty(n * sizeof(float));
+  c().execute(kernels::scale_f32(), cube_count{(n + 63) / 64},
+              bindings{}
+                  .with_buffers({h.binding(), out.binding()})
+                  .with_scalar(2.5f)
+                  .with_scalar(elem::u32, {n}));
+  auto got = values_of<float>(c().read_one(out.binding()));
+  for (std::uint32_t i = 0; i < n; ++i) ASSERT_EQ(got[i], in[i] * 2.5f) << i;
+}
+
+TEST_P(Conformance, MetadataAndCubePositions) {
+  auto meta = c().empty(5 * 4);
+  auto pos = c().empty(3 * 12 * 4);
+  c().execute(kernels::echo_metadata_and_positions(), cube_count{3, 2, 2},
+              bindings{}
+                  .with_buffers({meta.binding(), pos.binding()})
+                  .with_metadata(metadata_binding{{11, 22, 33, 44, 55}, 2}));
+  EXPECT_EQ(values_of<std::uint32_t>(c().read_one(meta.binding())),
+            (std::vector<std::uint32_t>{11, 22, 33, 44, 55}));
+  auto p = values_of<std::uint32_t>(c().read_one(pos.binding()));
+  for (std::uint32_t z = 0, i = 0; z < 2; ++z)
+    for (std::uint32_t y = 0; y < 2; ++y)
+      for (std::uint32_t x = 0; x < 3; ++x, ++i) {
+        EXPECT_EQ(p[3 * i], x);
+        EXPECT_EQ(p[3 * i + 1], y);
+        EXPECT_EQ(p[3 * i + 2], z);
+      }
+}
+
+TEST_P(Conformance, DynamicCubeCount) {
+  std::uint32_t const n = 1000;
+  auto a = random_floats(n, 4);
+  auto b = random_floats(n, 5);
+  auto ha = c().create(bytes_of(a));
+  auto hb = c().create(bytes_of(b));
+  std::vector<float> zeros(n, 0.f);
+  auto out = c().create(bytes_of(zeros));
+  // Only 2 cubes of 256: elements past 512 must stay untouched.
+  std::vector<std::uint32_t> count{2, 1, 1};
+  auto hc = c().create(bytes_of(count));
+  c().execute(kernels::add_f32(), cube_count::dynamic(hc.binding()),
+              bindings{}
+                  .with_buffers({ha.binding(), hb.binding(), out.binding()})
+                  .with_scalar(elem::u32, {n}));
+  auto got = values_of<float>(c().read_one(out.binding()));
+  for (std::uint32_t i = 0; i < n; ++i) ASSERT_EQ(got[i], i < 512 ? a[i] + b[i] : 0.f) << i;
+}
+
+TEST_P(Conformance, MemoryIsReusedAfterDrop) {
+  std::uint64_t const size = 1 << 20;
+  { auto h = c().empty(size); }
+  c().sync();
+  auto const before = c().memory_usage().bytes_reserved;
+  for (int i = 0; i < 10; ++i) {
+    auto h = c().empty(size);
+    c().sync();
+  }
+  EXPECT_EQ(c().memory_usage().bytes_reserved, before);
+}
+
+TEST_P(Conformance, UsageReportsLiveMemory) {
+  auto const base = c().memory_usage();
+  auto h = c().empty(100000);
+  auto const used = c().memory_usage();
+  EXPECT_EQ(used.number_allocs, base.number_allocs + 1);
+  EXPECT_GE(used.bytes_in_use, base.bytes_in_use + 100000);
+  EXPECT_GE(used.bytes_reserved, used.bytes_in_use);
+  EXPECT_FALSE(c().memory_report().empty());
+  EXPECT_NE(used.to_string().find("Memory Usage Report"), std::string::npos);
+}
+
+TEST_P(Conformance, CleanupReleasesIdleMemory) {
+  {
+    auto a = c().empty(4 << 20);
+    auto b = c().empty(300);
+    c().sync();
+  }
+  auto const before = c().memory_usage();
+  c().memory_cleanup();
+  c().sync();
+  auto const after = c().memory_usage();
+  EXPECT_LT(after.bytes_reserved, before.bytes_reserved);
+  EXPECT_EQ(after.bytes_in_use, 0u);
+  auto h = c().empty(64);  // Still works.
+  EXPECT_EQ(c().read_one(h.binding()).size(), 64u);
+}
+
+TEST_P(Conformance, ProfileMeasuresLaunches) {
+  std::uint32_t const n = 1 << 20;
+  auto in = c().empty(n * sizeof(float));
+  auto out = c().empty(n * sizeof(float));
+  auto d = c().profile(
+      [&] {
+        c().execute(kernels::scale_f32(), cube_count{n / 64},
+                    bindings{}
+                        .with_buffers({in.binding(), out.binding()})
+                        .with_scalar(1.0f)
+                        .with_scalar(elem::u32, {n}));
+      },
+      "scale");
+  EXPECT_EQ(d.method(), c().properties().timing);
+  EXPECT_GT(d.resolve().count(), 0);
+}
+
+TEST_P(Conformance, BadBindingIsInvalidArgumentAndClientRecovers) {
+  auto other = GetParam().make_client();
+  auto foreign = other.empty(64);
+  auto out = c().empty(64);
+  EXPECT_THROW((void)c().read_one(foreign.binding()), invalid_argument);
+  EXPECT_THROW(
+      {
+        c().execute(kernels::scale_f32(), cube_count{1},
+                    bindings{}
+                        .with_buffers({foreign.binding(), out.binding()})
+                        .with_scalar(1.0f)
+                        .with_scalar(elem::u32, {16}));
+        c().sync();
+      },
+      invalid_argument);
+  EXPECT_NO_THROW(c().sync());
+  EXPECT_EQ(c().read_one(out.binding()).size(), 64u);
+}
+
+TEST_P(Conformance, FailingKernelSurfacesAtSyncAndClientRecovers) {
+  c().execute(kernels::failing(), cube_count{4}, bindings{});
+  EXPECT_THROW(c().sync(), error);
+  EXPECT_NO_THROW(c().sync());
+  std::vector<std::uint8_t> data{1, 2, 3};
+  auto h = c().create(bytes_of(data));
+  EXPECT_EQ(values_of<std::uint8_t>(c().read_one(h.binding())), data);
+}
+
+void add_and_check(client const& cl, unsigned seed, std::atomic<int>& failures) {
+  std::uint32_t const n = 5000 + seed;
+  auto a = random_floats(n, seed);
+  auto b = random_floats(n, seed + 100);
+  for (int round = 0; round < 5; ++round) {
+    auto ha = cl.create(bytes_of(a));
+    auto hb = cl.create(bytes_of(b));
+    auto out = cl.empty(n * sizeof(float));
+    cl.execute(kernels::add_f32(), cube_count{(n + 255) / 256},
+               bindings{}
+                   .with_buffers({ha.binding(), hb.binding(), out.binding()})
+                   .with_scalar(elem::u32, {n}));
+    auto got = values_of<float>(cl.read_one(out.binding()));
+    for (std::uint32_t i = 0; i < n; ++i) {
+      if (got[i] != a[i] + b[i]) {
+        ++failures;
+        break;
+      }
+    }
+  }
+}
+
+TEST_P(Conformance, SeparateClientsConcurrently) {
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] { add_and_check(GetParam().make_client(), t, failures); });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+TEST_P(Conformance, SharedClientFromManyThreads) {
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < 8; ++t) {
+    threads.emplace_back([&, t] { add_and_check(c(), t, failures); });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Conformance, ::testing::ValuesIn(conformance_backends()),
+                         [](auto const& param_info) { return param_info.param.name; });
+
+}  // namespace
+}  // namespace cubert::conformance
