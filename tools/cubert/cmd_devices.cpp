@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+// `cubert devices`: the devices this build can use, with their main properties.
+#include "command.hpp"
+
+#include <cubert/client.hpp>
+#include <cubert/memory/memory_usage.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+#include <memory>
+
+namespace {
+
+struct devices_options {
+  bool json = false;
+};
+
+void run_devices(devices_options const& opts) {
+  auto const list = cubert::devices();
+  if (opts.json) {
+    auto out = nlohmann::json::array();
+    for (auto const& d : list) {
+      auto const& p = cubert::make_client(d.id).properties();
+      out.push_back({{"id", d.id},
+                     {"backend", d.backend},
+                     {"name", d.name},
+                     {"architecture", p.architecture},
+                     {"compute_units", p.hardware.num_compute_units},
+                     {"total_memory", p.total_memory},
+                     {"timing", std::string(cubert::to_string(p.timing))},
+                     {"fingerprint", p.fingerprint()}});
+    }
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  fmt::print("{:<8} {:<8} {:<6} {:<12} {:<8} {}\n", "ID", "BACKEND", "UNITS", "MEMORY", "TIMING",
+             "NAME");
+  for (auto const& d : list) {
+    auto const& p = cubert::make_client(d.id).properties();
+    fmt::print("{:<8} {:<8} {:<6} {:<12} {:<8} {}\n", d.id, d.backend, p.hardware.num_compute_units,
+               cubert::memory::format_bytes(p.total_memory), cubert::to_string(p.timing), d.name);
+  }
+}
+
+void setup(CLI::App& app) {
+  auto opts = std::make_shared<devices_options>();
+  auto* cmd = app.add_subcommand("devices", "List the devices this build of cubert can use");
+  cmd->add_flag("--json", opts->json, "Print JSON instead of a table");
+  cmd->callback([opts] { run_devices(*opts); });
+}
+
+cubert::cli::command_registrar const reg{"devices", setup};
+
+}  // namespace

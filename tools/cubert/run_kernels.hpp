@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+// Kernels of `cubert run`, with a native CPU body and CUDA C++ source each.
+#pragma once
+
+#include <cubert/cpu.hpp>
+#include <cubert/kernel.hpp>
+
+#include <algorithm>
+#include <cmath>
+
+namespace cubert::run_kernels {
+
+/// Units per cube of the elementwise kernels.
+inline constexpr std::uint32_t block = 256;
+
+/// out[i] = a[i] + b[i] for i < n. Scalars: u32 n.
+inline kernel add_f32() {
+  return kernel::builder("run::add_f32")
+      .cube_dim(block)
+      .cpu([](cpu::kernel_context const& ctx) {
+        auto a = ctx.buffer<float const>(0);
+        auto b = ctx.buffer<float const>(1);
+        auto out = ctx.buffer<float>(2);
+        std::uint64_t const begin = ctx.cube_index() * ctx.dim.units();
+        std::uint64_t const end =
+            std::min<std::uint64_t>(ctx.scalar<std::uint32_t>(0), begin + ctx.dim.units());
+        for (auto i = begin; i < end; ++i) out[i] = a[i] + b[i];
+      })
+      .cuda_source(R"(extern "C" __global__ void add_f32(const float* a, const float* b, float* out,
+                                               unsigned int n) {
+  unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = a[i] + b[i];
+})",
+                   "add_f32")
+      .build();
+}
+
+/// out[i] = alpha·a[i] + b[i] for i < n. Scalars: f32 alpha, u32 n.
+inline kernel axpy_f32() {
+  return kernel::builder("run::axpy_f32")
+      .cube_dim(block)
+      .cpu([](cpu::kernel_context const& ctx) {
+        auto a = ctx.buffer<float const>(0);
+        auto b = ctx.buffer<float const>(1);
+        auto out = ctx.buffer<float>(2);
+        float const alpha = ctx.scalar<float>(0);
+        std::uint64_t const begin = ctx.cube_index() * ctx.dim.units();
+        std::uint64_t const end =
+            std::min<std::uint64_t>(ctx.scalar<std::uint32_t>(0), begin + ctx.dim.units());
+        for (auto i = begin; i < end; ++i) out[i] = alpha * a[i] + b[i];
+      })
+      .cuda_source(
+          R"(extern "C" __global__ void axpy_f32(const float* a, const float* b, float* out,
+                                                float alpha, unsigned int n) {
+  unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = alpha * a[i] + b[i];
+})",
+          "axpy_f32")
+      .build();
+}
+
+/// partial[c] = Σ in[c·chunk .. min(n, (c+1)·chunk)) in f64. Scalars: u32 n, u32 chunk.
+inline kernel sum_f32_to_f64() {
+  return kernel::builder("run::sum_f32_to_f64")
+      .cpu([](cpu::kernel_context const& ctx) {
+        auto in = ctx.buffer<float const>(0);
+        auto partial = ctx.buffer<double>(1);
+        auto const n = ctx.scalar<std::uint32_t>(0);
+        auto const chunk = ctx.scalar<std::uint32_t>(1);
+        std::uint64_t const begin = ctx.cube_index() * chunk;
+        std::uint64_t const end = std::min<std::uint64_t>(n, begin + chunk);
+        double acc = 0;
+        for (auto i = begin; i < end; ++i) acc += in[i];
+        partial[ctx.cube_index()] = acc;
+      })
+      .cuda_source(R"(extern "C" __global__ void sum_f32_to_f64(const float* in, double* partial,
+                                                      unsigned int n, unsigned int chunk) {
+  unsigned long long begin = (unsigned long long)blockIdx.x * chunk;
+  unsigned long long end = begin + chunk < n ? begin + chunk : n;
+  double acc = 0;
+  for (unsigned long long i = begin; i < end; ++i) acc += in[i];
+  partial[blockIdx.x] = acc;
+})",
+                   "sum_f32_to_f64")
+      .build();
+}
+
+/// Same over f64 input.
+inline kernel sum_f64() {
+  return kernel::builder("run::sum_f64")
+      .cpu([](cpu::kernel_context const& ctx) {
+        auto in = ctx.buffer<double const>(0);
+        auto partial = ctx.buffer<double>(1);
+        auto const n = ctx.scalar<std::uint32_t>(0);
+        auto const chunk = ctx.scalar<std::uint32_t>(1);
+        std::uint64_t const begin = ctx.cube_index() * chunk;
+        std::uint64_t const end = std::min<std::uint64_t>(n, begin + chunk);
+        double acc = 0;
+        for (auto i = begin; i < end; ++i) acc += in[i];
+        partial[ctx.cube_index()] = acc;
+      })
+      .cuda_source(R"(extern "C" __global__ void sum_f64(const double* in, double* partial,
+                                               unsigned int n, unsigned int chunk) {
+  unsigned long long begin = (unsigned long long)blockIdx.x * chunk;
+  unsigned long long end = begin + chunk < n ? begin + chunk : n;
+  double acc = 0;
+  for (unsigned long long i = begin; i < end; ++i) acc += in[i];
+  partial[blockIdx.x] = acc;
+})",
+                   "sum_f64")
+      .build();
+}
+
+/// partial[c] = max |in[i]| over the cube's chunk. Scalars: u32 n, u32 chunk.
+inline kernel max_abs_f32() {
+  return kernel::builder("run::max_abs_f32")
+      .cpu([](cpu::kernel_context const& ctx) {
+        auto in = ctx.buffer<float const>(0);
+        auto partial = ctx.buffer<float>(1);
+        auto const n = ctx.scalar<std::uint32_t>(0);
+        auto const chunk = ctx.scalar<std::uint32_t>(1);
+        std::uint64_t const begin = ctx.cube_index() * chunk;
+        std::uint64_t const end = std::min<std::uint64_t>(n, begin + chunk);
+        float m = 0;
+        for (auto i = begin; i < end; ++i) m = std::max(m, std::fabs(in[i]));
+        partial[ctx.cube_index()] = m;
+      })
+      .cuda_source(R"(extern "C" __global__ void max_abs_f32(const float* in, float* partial,
+                                                   unsigned int n, unsigned int chunk) {
+  unsigned long long begin = (unsigned long long)blockIdx.x * chunk;
+  unsigned long long end = begin + chunk < n ? begin + chunk : n;
+  float m = 0;
+  for (unsigned long long i = begin; i < end; ++i) m = fmaxf(m, fabsf(in[i]));
+  partial[blockIdx.x] = m;
+})",
+                   "max_abs_f32")
+      .build();
+}
+
+}  // namespace cubert::run_kernels
