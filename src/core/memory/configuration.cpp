@@ -64,7 +64,7 @@ std::vector<pool_options> compact_pools(device_memory_properties const& props) {
   auto const a = props.alignment;
   auto const top = floor_to(props.max_page_size, a);
   auto const small_page = std::min(ceil_to(2 * mib, a), top);
-  auto const big_page = std::min(ceil_to(32 * mib, a), top);
+  auto const big_page = std::min(ceil_to(8 * mib, a), top);
   pool_options small = pool_options::sliced(small_page, std::min(small_page / 8, top));
   pool_options big = pool_options::sliced(big_page, top);
   big.release_free_pages = true;

@@ -160,7 +160,7 @@ pool_usage exclusive_pool::usage() {
   drain();
   pool_usage u;
   u.kind = pool_kind::exclusive;
-  u.description = fmt::format("max {}", format_bytes(max_alloc_size_));
+  u.description = fmt::format("max {}", binary_bytes(max_alloc_size_));
   u.max_alloc_size = max_alloc_size_;
   u.cap = cap_;
   u.pages = pages_;

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace cubert::memory {
 
@@ -28,6 +29,9 @@ namespace cubert::memory {
   auto const rest = size % align;
   return rest == 0 ? 0 : align - rest;
 }
+
+/// Pool sizes for reports in the units they were configured in: "8 MiB", "640 KiB", "1000 B".
+[[nodiscard]] std::string binary_bytes(std::uint64_t bytes);
 
 /// A process-wide unique slice id (never 0).
 [[nodiscard]] slice_id next_slice_id() noexcept;

@@ -34,7 +34,8 @@ sliced_pool::~sliced_pool() {
 std::optional<slice_handle> sliced_pool::try_reserve(std::uint64_t size) {
   drain();
   auto const extent = std::max(ceil_to(size, align_), align_);
-  block* b = bins_.find(extent);
+  block* b = bins_[0].find(extent);
+  if (!b && extent > page_size_) b = bins_[1].find(extent);
   if (!b) return std::nullopt;
   return take(b, size, extent);
 }
@@ -55,6 +56,7 @@ std::optional<slice_handle> sliced_pool::alloc(std::uint64_t size) {
   auto const storage = storage_->alloc(bytes);  // may throw out_of_memory; nothing changed yet
   auto p = std::make_unique<page>();
   p->storage = storage;
+  p->oversize = bytes > page_size_;
   p->serial = next_serial_++;
   p->index = pages_.size();
   block* b = nullptr;
@@ -69,7 +71,7 @@ std::optional<slice_handle> sliced_pool::alloc(std::uint64_t size) {
   b->size = bytes;
   b->prev_phys = b->next_phys = nullptr;
   p->first = b;
-  bins_.insert(b);
+  insert_free(b);
   pages_.push_back(std::move(p));
   live_.bytes_reserved += bytes;
   stats_->add_reserved(bytes);
@@ -79,7 +81,8 @@ std::optional<slice_handle> sliced_pool::alloc(std::uint64_t size) {
 }
 
 slice_handle sliced_pool::take(block* b, std::uint64_t size, std::uint64_t extent) noexcept {
-  bins_.remove(b);
+  remove_free(b);
+  ++b->owner->used_blocks;
   if (b->size > extent) {
     // Allocation cannot fail here in practice (spare blocks are reused); if it does, the whole
     // block is handed out and the remainder counted as padding, which is still correct.
@@ -98,12 +101,11 @@ slice_handle sliced_pool::take(block* b, std::uint64_t size, std::uint64_t exten
       if (b->next_phys) b->next_phys->prev_phys = rest;
       b->next_phys = rest;
       b->size = extent;
-      bins_.insert(rest);
+      insert_free(rest);
     }
   }
   b->in_use = true;
   b->requested = size;
-  ++b->owner->used_blocks;
   ++live_.number_allocs;
   live_.bytes_in_use += size;
   live_.bytes_padding += b->size - size;
@@ -122,13 +124,12 @@ void sliced_pool::drain() noexcept {
 
 void sliced_pool::release(block* b) noexcept {
   b->in_use = false;
-  --b->owner->used_blocks;
   --live_.number_allocs;
   live_.bytes_in_use -= b->requested;
   live_.bytes_padding -= b->size - b->requested;
   stats_->sub_in_use(b->requested);
   if (block* left = b->prev_phys; left && !left->in_use) {
-    bins_.remove(left);
+    remove_free(left);
     left->size += b->size;
     left->next_phys = b->next_phys;
     if (b->next_phys) b->next_phys->prev_phys = left;
@@ -136,13 +137,19 @@ void sliced_pool::release(block* b) noexcept {
     b = left;
   }
   if (block* right = b->next_phys; right && !right->in_use) {
-    bins_.remove(right);
+    remove_free(right);
     b->size += right->size;
     b->next_phys = right->next_phys;
     if (right->next_phys) right->next_phys->prev_phys = b;
     recycle(right);
   }
-  bins_.insert(b);
+  --b->owner->used_blocks;
+  insert_free(b);
+}
+
+void sliced_pool::insert_free(block* b) noexcept {
+  b->reserved_bin = b->owner->oversize && b->owner->used_blocks == 0 ? 1 : 0;
+  bins_[b->reserved_bin].insert(b);
 }
 
 sliced_pool::block* sliced_pool::new_block() {
@@ -173,7 +180,7 @@ void sliced_pool::recycle(block* b) noexcept {
 void sliced_pool::free_page(page* p) noexcept {
   // An idle page is a single free block thanks to immediate coalescing.
   block* b = p->first;
-  bins_.remove(b);
+  remove_free(b);
   recycle(b);
   storage_->dealloc(p->storage.id);
   live_.bytes_reserved -= p->storage.size;
@@ -221,7 +228,7 @@ pool_usage sliced_pool::usage() {
   pool_usage u;
   u.kind = pool_kind::sliced;
   u.description =
-      fmt::format("page {}, max {}", format_bytes(page_size_), format_bytes(max_alloc_size_));
+      fmt::format("page {}, max {}", binary_bytes(page_size_), binary_bytes(max_alloc_size_));
   u.max_alloc_size = max_alloc_size_;
   u.cap = cap_;
   u.pages = pages_.size();

@@ -57,9 +57,11 @@ class sliced_pool final : public memory_pool {
     block* prev_free = nullptr;
     block* next_free = nullptr;
     std::uint32_t bin = 0;
+    std::uint8_t reserved_bin = 0;  // which of bins_ holds it while free
   };
   struct page {
     backend::storage_handle storage;
+    bool oversize = false;     // sized to one request larger than page_size_
     std::uint64_t serial = 0;  // creation order, for layout()
     std::size_t index = 0;     // position in pages_
     std::uint32_t used_blocks = 0;
@@ -73,13 +75,18 @@ class sliced_pool final : public memory_pool {
   void recycle(block* b) noexcept;
   void free_page(page* p) noexcept;
   void free_idle_pages() noexcept;
+  void insert_free(block* b) noexcept;
+  void remove_free(block* b) noexcept { bins_[b->reserved_bin].remove(b); }
 
   std::uint64_t page_size_;
   std::optional<std::uint64_t> cap_;
   std::optional<std::uint64_t> dealloc_period_;
   bool release_free_pages_;
   release_queue released_;
-  size_bins<block> bins_;
+  // bins_[1] holds the single free block of each idle oversize page: only requests larger than
+  // a page may take it, so small slices never pin a page made for one huge tensor (and an
+  // idle one can be given back whole). Every other free block is in bins_[0].
+  size_bins<block> bins_[2];
   std::vector<std::unique_ptr<block>> blocks_;  // every block ever made; index = slot_index
   std::vector<block*> spare_;                   // recycled blocks, control kept
   std::vector<std::unique_ptr<page>> pages_;

@@ -154,6 +154,23 @@ TEST(SlicedPool, RequestLargerThanAPageGetsItsOwnPage) {
   EXPECT_EQ(u.usage.bytes_reserved, 10 * mib + 4);
 }
 
+TEST(SlicedPool, IdleOversizePageIsKeptForLargeRequests) {
+  pool_fixture f(pool_options::sliced(1 * mib, 64 * mib));
+  { auto big = f.must_reserve(10 * mib); }
+  // A small request must not cut the idle 10 MiB page: it gets a regular page instead.
+  EXPECT_FALSE(f.pool.try_reserve(512 * 1024).has_value());
+  auto small = f.pool.alloc(512 * 1024);
+  ASSERT_TRUE(small);
+  EXPECT_EQ(f.pool.page_count(), 2u);
+  auto large = f.pool.try_reserve(6 * mib);  // a large request may use it
+  ASSERT_TRUE(large);
+  EXPECT_EQ(f.pool.get(*large->control())->size, 6 * mib);
+  // Once in use, its remainder is ordinary free space.
+  auto filler = f.pool.try_reserve(1 * mib);
+  ASSERT_TRUE(filler);
+  EXPECT_EQ(f.pool.page_count(), 2u);
+}
+
 TEST(SlicedPool, ExplicitCleanupFreesOnlyIdlePages) {
   pool_fixture f(pool_options::sliced(1 * mib, 1 * mib));
   auto a = f.must_reserve(1 * mib);

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: Apache-2.0
+// `cubert replay <trace>...`: replays allocation traces through the memory manager and prints
+// peak reserved ÷ peak live and host time per event for each pool configuration.
+#include "command.hpp"
+
+#include <cubert/error.hpp>
+#include <cubert/memory/memory_usage.hpp>
+#include <cubert/memory/trace_replay.hpp>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <cctype>
+#include <iostream>
+#include <string>
+#include <vector>
+
+namespace cubert::cli {
+namespace {
+
+// "2GiB", "512MiB", "1.5G", "4096": binary units, case-insensitive, optional "iB"/"B".
+std::uint64_t parse_size(std::string const& text) {
+  std::size_t pos = 0;
+  double value = 0;
+  try {
+    value = std::stod(text, &pos);
+  } catch (std::exception const&) {
+    throw invalid_argument(fmt::format("bad size '{}' (expected e.g. 2GiB, 512MiB, 4096)", text));
+  }
+  std::string unit;
+  for (char c : text.substr(pos))
+    unit += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  double scale = 1;
+  if (unit.empty() || unit == "b") {
+    scale = 1;
+  } else if (unit == "k" || unit == "kb" || unit == "kib") {
+    scale = 1024.0;
+  } else if (unit == "m" || unit == "mb" || unit == "mib") {
+    scale = 1024.0 * 1024.0;
+  } else if (unit == "g" || unit == "gb" || unit == "gib") {
+    scale = 1024.0 * 1024.0 * 1024.0;
+  } else {
+    throw invalid_argument(fmt::format("bad size unit in '{}'", text));
+  }
+  if (value <= 0) throw invalid_argument(fmt::format("size '{}' must be positive", text));
+  return static_cast<std::uint64_t>(value * scale);
+}
+
+struct replay_args {
+  std::vector<std::string> traces;
+  std::vector<std::string> configs;
+  std::string page_limit = "2GiB";
+  std::uint64_t alignment = 256;
+  int repeat = 3;
+  bool json = false;
+  bool host_memory = false;
+  bool pools = true;
+};
+
+void run(replay_args const& args) {
+  std::vector<std::string> configs = args.configs;
+  if (configs.empty()) configs = {"sub_slices", "exclusive_pages", "compact"};
+  memory::replay_options options;
+  options.properties = {parse_size(args.page_limit), args.alignment};
+  options.repetitions = std::max(args.repeat, 1);
+  options.host_memory = args.host_memory;
+  nlohmann::json out = nlohmann::json::array();
+  std::vector<std::pair<std::string, memory::replay_result>> results;
+  for (auto const& path : args.traces) {
+    auto const trace = memory::load_trace(path);
+    for (auto const& name : configs) {
+      auto r = memory::replay_trace(trace, memory::memory_configuration::from_name(name), options);
+      if (args.json) {
+        nlohmann::json pools = nlohmann::json::array();
+        for (auto const& p : r.report.pools) {
+          if (p.peak_pages == 0) continue;
+          pools.push_back({{"kind", memory::to_string(p.kind)},
+                           {"pool", p.description},
+                           {"max_alloc_size", p.max_alloc_size},
+                           {"pages", p.pages},
+                           {"peak_pages", p.peak_pages},
+                           {"bytes_in_use", p.usage.bytes_in_use},
+                           {"bytes_reserved", p.usage.bytes_reserved},
+                           {"peak_bytes_reserved", p.peak_bytes_reserved},
+                           {"peak_bytes_in_use", p.peak_bytes_in_use},
+                           {"spills", p.spills}});
+        }
+        out.push_back({{"trace", trace.name},
+                       {"config", r.configuration},
+                       {"events", r.events},
+                       {"peak_live_bytes", r.peak_live_bytes},
+                       {"peak_reserved_bytes", r.peak_reserved_bytes},
+                       {"ratio", r.ratio},
+                       {"ns_per_event", r.ns_per_event},
+                       {"storage_allocs", r.storage_allocs},
+                       {"max_page_size", options.properties.max_page_size},
+                       {"alignment", options.properties.alignment},
+                       {"pools", pools}});
+      }
+      results.emplace_back(trace.name, std::move(r));
+    }
+  }
+  if (args.json) {
+    std::cout << out.dump(2) << "\n";
+    return;
+  }
+  std::cout << fmt::format("max page size {} B, alignment {} B, best of {} passes, {} storage\n\n",
+                           options.properties.max_page_size, options.properties.alignment,
+                           options.repetitions, args.host_memory ? "host" : "counting");
+  std::cout << fmt::format("{:<14} {:<16} {:>7} {:>12} {:>14} {:>7} {:>9} {:>11}\n", "trace",
+                           "config", "events", "peak live", "peak reserved", "ratio", "ns/event",
+                           "page allocs");
+  for (auto const& [trace, r] : results) {
+    std::cout << fmt::format("{:<14} {:<16} {:>7} {:>12} {:>14} {:>7.3f} {:>9.1f} {:>11}\n", trace,
+                             r.configuration, r.events, memory::format_bytes(r.peak_live_bytes),
+                             memory::format_bytes(r.peak_reserved_bytes), r.ratio, r.ns_per_event,
+                             r.storage_allocs);
+  }
+  if (!args.pools) return;
+  for (auto const& [trace, r] : results) {
+    std::cout << fmt::format("\n{} / {}: pools at the end of the replay\n", trace, r.configuration)
+              << r.report.to_string();
+  }
+}
+
+void setup(CLI::App& app) {
+  auto args = std::make_shared<replay_args>();
+  auto* cmd = app.add_subcommand("replay", "Replay allocation traces through the memory manager");
+  cmd->add_option("traces", args->traces, "Trace files ('a ID SIZE' / 'f ID' lines; .gz ok)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  cmd->add_option(
+         "--config", args->configs,
+         "Pool configuration: sub_slices, exclusive_pages, compact (repeatable; default all)")
+      ->check(CLI::IsMember({"sub_slices", "exclusive_pages", "compact"}));
+  cmd->add_option("--page-limit", args->page_limit, "Device max page size (e.g. 2GiB, 512MiB)")
+      ->capture_default_str();
+  cmd->add_option("--alignment", args->alignment, "Device alignment in bytes")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--repeat", args->repeat, "Timed passes; the fastest is reported")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_flag("--json", args->json, "Print JSON instead of tables");
+  cmd->add_flag("--host-memory", args->host_memory,
+                "Back pages with (untouched) host memory instead of counting them");
+  cmd->add_flag("!--no-pools", args->pools, "Omit the per-pool report");
+  cmd->callback([args] { run(*args); });
+}
+
+command_registrar reg{"replay", setup};
+
+}  // namespace
+}  // namespace cubert::cli
