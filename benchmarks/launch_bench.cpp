@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: Apache-2.0
+// Launch overhead of an empty kernel: direct call, OpenMP parallel region of the same width,
+// and client.execute through each channel (mutex, actor, inline). Width = threads = cubes.
+#include <cubert/client.hpp>
+#include <cubert/cpu.hpp>
+
+#include <benchmark/benchmark.h>
+
+#include <atomic>
+#include <omp.h>
+#include <thread>
+
+namespace {
+
+using namespace cubert;
+
+// The kernel body: touches one counter so the call cannot be optimised away.
+std::atomic<std::uint64_t> sink{0};
+void empty_body(cpu::kernel_context const& ctx) {
+  sink.fetch_add(ctx.cube_pos.x, std::memory_order_relaxed);
+}
+
+unsigned width() {
+  return std::max(2u, std::thread::hardware_concurrency());
+}
+
+kernel empty_kernel() {
+  return kernel::builder("bench::empty").cpu(empty_body).build();
+}
+
+void BM_direct_call(benchmark::State& state) {
+  unsigned const w = width();
+  cpu::kernel_context ctx;
+  ctx.cube_count = {w, 1, 1};
+  cpu_kernel_fn fn = empty_body;  // Same std::function indirection the server pays.
+  for (auto _ : state) {
+    for (unsigned i = 0; i < w; ++i) {
+      ctx.cube_pos.x = i;
+      fn(ctx);
+    }
+  }
+  state.counters["width"] = w;
+}
+
+void BM_openmp_region(benchmark::State& state) {
+  int const w = static_cast<int>(width());
+  cpu_kernel_fn fn = empty_body;
+  for (auto _ : state) {
+#pragma omp parallel num_threads(w)
+    {
+      cpu::kernel_context ctx;
+      ctx.cube_count = {static_cast<std::uint32_t>(w), 1, 1};
+      ctx.cube_pos.x = static_cast<std::uint32_t>(omp_get_thread_num());
+      fn(ctx);
+    }
+  }
+  state.counters["width"] = w;
+}
+
+void launch(benchmark::State& state, backend::channel_kind kind, bool with_buffers) {
+  unsigned const w = width();
+  cpu::options opts;
+  opts.threads = w;
+  client c(backend::make_channel(cpu::make_server(opts), kind));
+  auto k = empty_kernel();
+  auto a = c.empty(1024);
+  auto b = c.empty(1024);
+  auto out = c.empty(1024);
+  for (auto _ : state) {
+    bindings args;
+    if (with_buffers) {
+      args.with_buffers({a.binding(), b.binding(), out.binding()}).with_scalar(elem::u32, {256});
+    }
+    c.execute(k, cube_count{w}, std::move(args));
+  }
+  c.sync();  // The actor channel's queue drains inside the measurement.
+  state.counters["width"] = w;
+}
+
+void BM_execute_mutex(benchmark::State& s) {
+  launch(s, backend::channel_kind::mutex, false);
+}
+void BM_execute_actor(benchmark::State& s) {
+  launch(s, backend::channel_kind::actor, false);
+}
+void BM_execute_inline(benchmark::State& s) {
+  launch(s, backend::channel_kind::inline_, false);
+}
+void BM_execute_mutex_3buf(benchmark::State& s) {
+  launch(s, backend::channel_kind::mutex, true);
+}
+void BM_execute_actor_3buf(benchmark::State& s) {
+  launch(s, backend::channel_kind::actor, true);
+}
+void BM_execute_inline_3buf(benchmark::State& s) {
+  launch(s, backend::channel_kind::inline_, true);
+}
+
+BENCHMARK(BM_direct_call);
+BENCHMARK(BM_openmp_region);
+BENCHMARK(BM_execute_mutex);
+BENCHMARK(BM_execute_actor);
+BENCHMARK(BM_execute_inline);
+BENCHMARK(BM_execute_mutex_3buf);
+BENCHMARK(BM_execute_actor_3buf);
+BENCHMARK(BM_execute_inline_3buf);
+
+}  // namespace
+
+BENCHMARK_MAIN();
