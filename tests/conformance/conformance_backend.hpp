@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,11 @@ struct conformance_backend {
   /// Whether the client may be used from several threads at once.
   bool thread_safe = true;
 };
+
+/// GoogleTest prints a parameter by its name rather than its bytes.
+inline void PrintTo(conformance_backend const& b, std::ostream* os) {
+  *os << b.name;
+}
 
 /// Every registered backend, in registration order.
 std::vector<conformance_backend>& conformance_backends();

@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "profiling/profiling_summary.hpp"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using namespace std::chrono_literals;
+using cubert::profiling::profiling_summary;
+
+TEST(ProfilingSummaryTest, AccumulatesPerNameSortedByTotalWithTotalRow) {
+  profiling_summary s;
+  EXPECT_TRUE(s.empty());
+  EXPECT_EQ(s.table(), "");
+  s.record("small", 100us);
+  s.record("big\nsecond line is dropped", 600us);
+  s.record("big", 300us);
+  auto const t = s.table();
+  auto const big = t.find("| big ");
+  auto const small = t.find("| small ");
+  auto const total = t.find("| Total ");
+  ASSERT_NE(big, std::string::npos) << t;
+  ASSERT_NE(small, std::string::npos) << t;
+  ASSERT_NE(total, std::string::npos) << t;
+  EXPECT_LT(big, small);  // 900 µs before 100 µs
+  EXPECT_LT(small, total);
+  EXPECT_NE(t.find("Num Computed"), std::string::npos);
+  EXPECT_NE(t.find("  90% |"), std::string::npos) << t;  // big: 900 of 1000 µs
+  EXPECT_NE(t.find("  10% |"), std::string::npos) << t;
+  EXPECT_EQ(t.find("second line"), std::string::npos);
+  s.reset();
+  EXPECT_TRUE(s.empty());
+}
+
+}  // namespace
