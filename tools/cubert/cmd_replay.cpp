@@ -111,10 +111,11 @@ void run(replay_args const& args) {
                            "config", "events", "peak live", "peak reserved", "ratio", "ns/event",
                            "page allocs");
   for (auto const& [trace, r] : results) {
-    std::cout << fmt::format("{:<14} {:<16} {:>7} {:>12} {:>14} {:>7.3f} {:>9.1f} {:>11}\n", trace,
-                             r.configuration, r.events, memory::format_bytes(r.peak_live_bytes),
-                             memory::format_bytes(r.peak_reserved_bytes), r.ratio, r.ns_per_event,
-                             r.storage_allocs);
+    std::cout << fmt::format(
+        "{:<14} {:<16} {:>7} {:>12} {:>14} {:>7.3f} {:>9.1f} {:>11}\n", trace, r.configuration,
+        r.events, memory::format_bytes(r.peak_live_bytes),
+        memory::format_bytes(r.peak_reserved_bytes), r.ratio, r.ns_per_event,
+        args.host_memory ? std::string("-") : std::to_string(r.storage_allocs));
   }
   if (!args.pools) return;
   for (auto const& [trace, r] : results) {
