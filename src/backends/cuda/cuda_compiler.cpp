@@ -93,10 +93,11 @@ compiled_code cuda_compiler::compile(compile_request const& request) const {
   }
   // A device newer than NVRTC gets PTX for NVRTC's newest architecture; the driver JITs it.
   static int const newest = newest_arch();
-  bool const ptx = request.arch > newest;
+  bool const ptx = request.ptx || request.arch > newest;
   std::vector<std::string> options;
-  options.push_back(ptx ? fmt::format("--gpu-architecture=compute_{}", newest)
-                        : fmt::format("--gpu-architecture=sm_{}", request.arch));
+  options.push_back(
+      ptx ? fmt::format("--gpu-architecture=compute_{}", std::min(request.arch, newest))
+          : fmt::format("--gpu-architecture=sm_{}", request.arch));
   static std::string const include = toolkit_include_option();
   if (!include.empty()) options.push_back(include);
   options.insert(options.end(), request.options.begin(), request.options.end());

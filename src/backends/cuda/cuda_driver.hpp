@@ -37,6 +37,12 @@ namespace cubert::cuda::detail {
   X(cuStreamWaitEvent)                  \
   X(cuMemAlloc)                         \
   X(cuMemFree)                          \
+  X(cuMemAllocAsync)                    \
+  X(cuMemFreeAsync)                     \
+  X(cuDeviceGetDefaultMemPool)          \
+  X(cuMemPoolGetAttribute)              \
+  X(cuMemPoolSetAttribute)              \
+  X(cuMemPoolTrimTo)                    \
   X(cuMemAllocHost)                     \
   X(cuMemFreeHost)                      \
   X(cuMemHostGetFlags)                  \

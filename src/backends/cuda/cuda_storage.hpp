@@ -12,11 +12,11 @@
 
 namespace cubert::cuda::detail {
 
-/// Raw device pages of one context. Frees are deferred: a page may still be read by kernels in
-/// flight on the stream when the pool gives it back, so `dealloc` only queues it and `flush`
-/// waits for the stream and frees for real (cubecl queued frees but never flushed them, so its
-/// cleanup returned nothing to the driver). Not thread-safe: the server thread owns it, with
-/// the context current.
+/// Raw device pages of one context. A page may still be read by kernels in flight on the
+/// stream when the pool gives it back, so `dealloc` frees at once only when the stream is idle
+/// and otherwise queues the page; `flush` waits for the stream and frees the queue (cubecl queued
+/// frees but never flushed them, so its cleanup returned nothing to the driver). Not thread-safe:
+/// the server thread owns it, with the context current.
 class cuda_storage final : public backend::storage {
  public:
   /// Pages for work ordered on `stream`. Not owned; the server outlives its storage.
@@ -30,7 +30,7 @@ class cuda_storage final : public backend::storage {
   /// A page from cuMemAlloc. On exhaustion performs the queued frees and tries once more.
   /// @throws out_of_memory naming the request and the driver's free memory.
   [[nodiscard]] backend::storage_handle alloc(std::uint64_t size) override;
-  /// Queues the page's release; unknown ids are ignored.
+  /// Frees the page now if the stream is idle, else queues it; unknown ids are ignored.
   void dealloc(backend::storage_id id) noexcept override;
   [[nodiscard]] backend::resource get(backend::storage_handle const& handle) const override;
   /// Waits for the stream if frees are queued, then frees them.

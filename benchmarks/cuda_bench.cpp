@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: Apache-2.0
+// CUDA benchmarks against raw-driver baselines measured in the same run, printed as a table.
+//   cuda_bench [--traces DIR] [--torch FILE]   (FILE: "key value" lines from cuda_torch_bench)
+#include "cuda_bench.hpp"
+
+#include "cuda_driver.hpp"
+#include "cuda_server.hpp"
+
+#include <cubert/cuda.hpp>
+#include <cubert/error.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace cubert::bench {
+
+row time_row(std::string what, double cubert, double baseline, std::string unit,
+             std::string baseline_of, double min_ratio) {
+  row r;
+  r.what = std::move(what);
+  r.cubert = cubert;
+  r.baseline = baseline;
+  r.unit = std::move(unit);
+  r.baseline_of = std::move(baseline_of);
+  r.ratio = cubert > 0 && baseline > 0 ? baseline / cubert : 0.0;
+  if (min_ratio > 0) r.target = fmt::format("speed-up >= {:g}", min_ratio);
+  r.met = min_ratio > 0 && r.ratio >= min_ratio;
+  return r;
+}
+
+row rate_row(std::string what, double cubert, double baseline, std::string unit,
+             std::string baseline_of, double min_ratio) {
+  row r;
+  r.what = std::move(what);
+  r.cubert = cubert;
+  r.baseline = baseline;
+  r.unit = std::move(unit);
+  r.baseline_of = std::move(baseline_of);
+  r.ratio = baseline > 0 ? cubert / baseline : 0.0;
+  if (min_ratio > 0) r.target = fmt::format("ratio >= {:g}", min_ratio);
+  r.met = min_ratio > 0 && r.ratio >= min_ratio;
+  return r;
+}
+
+namespace {
+
+using cuda::detail::check;
+using cuda::detail::cuda_server;
+using cuda::detail::driver;
+
+constexpr char const* kernels_source = R"(
+extern "C" __global__ void empty_kernel() {}
+extern "C" __global__ void add4(const float4* __restrict__ a, const float4* __restrict__ b,
+                                float4* __restrict__ out, unsigned long long n4) {
+  unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n4;
+       i += stride) {
+    float4 x = a[i], y = b[i];
+    out[i] = make_float4(x.x + y.x, x.y + y.y, x.z + y.z, x.w + y.w);
+  }
+})";
+
+std::unique_ptr<cuda_server> make(std::filesystem::path const& cache) {
+  cuda::options opts;
+  opts.kernel_cache_dir = cache;
+  return std::make_unique<cuda_server>(0, opts);
+}
+
+double best_of(int reps, auto&& fn) {
+  double best = 1e300;
+  for (int i = 0; i < reps; ++i) best = std::min(best, fn());
+  return best;
+}
+
+// Host cost of launching a cached empty kernel: cubert's execute vs cuLaunchKernel.
+void launch_rows(std::vector<row>& rows) {
+  auto server = make({});
+  auto const k =
+      kernel::builder("empty_kernel").cuda_source(kernels_source, "empty_kernel").build();
+  auto const run_cubert = [&](int n) {
+    server->sync().get();
+    double const t0 = now_s();
+    for (int i = 0; i < n; ++i)
+      server->execute(k, cube_count{1}, bindings{}, execution_mode::unchecked);
+    double const t1 = now_s();
+    server->sync().get();
+    return (t1 - t0) / n * 1e6;
+  };
+  run_cubert(2000);
+  // The raw loop launches the same cubin on its own non-blocking stream.
+  auto const code = cuda::detail::cuda_compiler(cuda::detail::kernel_disk_cache({}))
+                        .compile({kernels_source,
+                                  "raw.cu",
+                                  {},
+                                  std::stoi(server->properties().architecture.substr(3))});
+  auto const& api = driver();
+  CUmodule module = nullptr;
+  CUfunction fn = nullptr;
+  CUstream stream = nullptr;
+  check(api.cuModuleLoadData(&module, code.image.data()), "cuModuleLoadData");
+  check(api.cuModuleGetFunction(&fn, module, "empty_kernel"), "cuModuleGetFunction");
+  check(api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  auto const run_raw = [&](int n) {
+    api.cuStreamSynchronize(stream);
+    double const t0 = now_s();
+    for (int i = 0; i < n; ++i)
+      api.cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, stream, nullptr, nullptr);
+    double const t1 = now_s();
+    api.cuStreamSynchronize(stream);
+    return (t1 - t0) / n * 1e6;
+  };
+  run_raw(2000);
+  int const n = 100000;
+  double raw = 1e300, ours = 1e300;
+  for (int r = 0; r < 5; ++r) {  // Interleaved, so clock and queue state affect both alike.
+    raw = std::min(raw, run_raw(n));
+    ours = std::min(ours, run_cubert(n));
+  }
+  rows.push_back(time_row("execute, cached empty kernel (host)", ours, raw, "us",
+                          "raw cuLaunchKernel", 1.0 / 1.1));
+  api.cuStreamDestroy(stream);
+  api.cuModuleUnload(module);
+}
+
+// Elementwise add through cubert against a device-to-device copy of the same bytes.
+void add_rows(std::vector<row>& rows) {
+  auto server = make({});
+  std::uint64_t const bytes = std::uint64_t{256} << 20;
+  auto a = server->empty(bytes), b = server->empty(bytes), out = server->empty(bytes);
+  auto const k = kernel::builder("add4").cube_dim(256).cuda_source(kernels_source, "add4").build();
+  auto const sms = server->properties().hardware.num_compute_units;
+  auto const launch = [&] {
+    server->execute(k, cube_count{sms * 8},
+                    bindings{}
+                        .with_buffers({a.binding(), b.binding(), out.binding()})
+                        .with_scalar(std::uint64_t{bytes / 16}),
+                    execution_mode::unchecked);
+  };
+  launch();
+  int const reps = 20;
+  double const add_s = best_of(3, [&] {
+    auto t = server->start_profile();
+    for (int i = 0; i < reps; ++i) launch();
+    return std::chrono::duration<double>(server->end_profile(t).resolve()).count() / reps;
+  });
+  auto const src = server->get_resource(a.binding()).resource.address();
+  auto const dst = server->get_resource(out.binding()).resource.address();
+  auto const& api = driver();
+  CUstream stream = nullptr;
+  CUevent e0 = nullptr, e1 = nullptr;
+  check(api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  check(api.cuEventCreate(&e0, CU_EVENT_DEFAULT), "cuEventCreate");
+  check(api.cuEventCreate(&e1, CU_EVENT_DEFAULT), "cuEventCreate");
+  server->sync().get();
+  double const copy_s = best_of(3, [&] {
+    api.cuEventRecord(e0, stream);
+    for (int i = 0; i < reps; ++i) api.cuMemcpyDtoDAsync(dst, src, bytes, stream);
+    api.cuEventRecord(e1, stream);
+    api.cuEventSynchronize(e1);
+    float ms = 0;
+    api.cuEventElapsedTime(&ms, e0, e1);
+    return static_cast<double>(ms) / 1e3 / reps;
+  });
+  api.cuEventDestroy(e0);
+  api.cuEventDestroy(e1);
+  api.cuStreamDestroy(stream);
+  rows.push_back(rate_row("elementwise add 256 MiB (3 x bytes)", 3.0 * bytes / add_s / 1e9,
+                          2.0 * bytes / copy_s / 1e9, "GB/s", "cuMemcpyDtoD (2 x bytes)", 0.9));
+}
+
+// create/read of 256 MiB against pinned copies.
+void transfer_rows(std::vector<row>& rows) {
+  auto server = make({});
+  std::size_t const bytes = std::size_t{256} << 20;
+  std::vector<std::byte> pageable(bytes, std::byte{1});
+  auto const& api = driver();
+  void* pinned = nullptr;
+  check(api.cuMemAllocHost(&pinned, bytes), "cuMemAllocHost");
+  std::memset(pinned, 2, bytes);
+  auto dev = server->empty(bytes);
+  auto const dptr = server->get_resource(dev.binding()).resource.address();
+  CUstream stream = nullptr;
+  check(api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  double const h2d = best_of(3, [&] {
+    double const t0 = now_s();
+    api.cuMemcpyHtoDAsync(dptr, pinned, bytes, stream);
+    api.cuStreamSynchronize(stream);
+    return now_s() - t0;
+  });
+  double const d2h = best_of(3, [&] {
+    double const t0 = now_s();
+    api.cuMemcpyDtoHAsync(pinned, dptr, bytes, stream);
+    api.cuStreamSynchronize(stream);
+    return now_s() - t0;
+  });
+  auto const timed_create = [&](std::span<std::byte const> data) {
+    return best_of(3, [&] {
+      server->sync().get();
+      double const t0 = now_s();
+      auto h = server->create(data);
+      server->sync().get();
+      return now_s() - t0;
+    });
+  };
+  double const create_pageable = timed_create(pageable);
+  double const create_pinned = timed_create({static_cast<std::byte const*>(pinned), bytes});
+  double const read = best_of(3, [&] {
+    double const t0 = now_s();
+    auto v = server->read({dev.binding()}).get();
+    return now_s() - t0;
+  });
+  double const fresh = best_of(3, [&] {
+    double const t0 = now_s();
+    std::vector<std::byte> v(bytes);
+    double const t = now_s() - t0;
+    return v.empty() ? 0.0 : t;
+  });
+  double const gb = static_cast<double>(bytes) / 1e9;
+  rows.push_back(rate_row("host alone: new zeroed 256 MiB vector", gb / fresh, 0, "GB/s",
+                          "(explains read)", 0));
+  rows.push_back(rate_row("create 256 MiB from pinned host", gb / create_pinned, gb / h2d, "GB/s",
+                          "pinned cuMemcpyHtoD", 0.8));
+  rows.push_back(rate_row("create 256 MiB from pageable host", gb / create_pageable, gb / h2d,
+                          "GB/s", "pinned cuMemcpyHtoD", 0.8));
+  rows.push_back(rate_row("read 256 MiB into a new vector", gb / read, gb / d2h, "GB/s",
+                          "pinned cuMemcpyDtoH", 0.8));
+  api.cuStreamDestroy(stream);
+  api.cuMemFreeHost(pinned);
+}
+
+// Child mode: time the first launch of a kernel in this fresh process.
+int first_launch(std::filesystem::path const& cache) {
+  auto server = make(cache);
+  // A realistic source: a few kernels with templates, as generated code would have.
+  std::string src = kernels_source;
+  for (int i = 0; i < 8; ++i) {
+    src += fmt::format(R"(
+template <int N> __device__ float poly{0}(float x) {{ float r = 0; for (int j = 0; j < N; ++j) r = r * x + j; return r; }}
+extern "C" __global__ void extra{0}(float* p, unsigned n) {{
+  unsigned i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) p[i] = poly{0}<{1}>(p[i]); }})",
+                       i, 8 + i);
+  }
+  auto const k = kernel::builder("first_launch").cuda_source(src, "empty_kernel").build();
+  double const t0 = now_s();
+  server->execute(k, cube_count{1}, bindings{}, execution_mode::unchecked);
+  server->sync().get();
+  std::printf("%.3f\n", (now_s() - t0) * 1e3);
+  return 0;
+}
+
+double spawn_first_launch(char const* self, std::filesystem::path const& dir) {
+  std::string const cmd = fmt::format("'{}' --first-launch '{}'", self, dir.string());
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(cmd.c_str(), "r"), ::pclose);
+  double ms = 0.0;
+  if (!pipe || std::fscanf(pipe.get(), "%lf", &ms) != 1) return 0.0;
+  return ms;
+}
+
+void first_launch_rows(std::vector<row>& rows, char const* self) {
+  auto const dir = std::filesystem::temp_directory_path() /
+                   fmt::format("cubert-bench-kernels-{}", std::random_device{}());
+  double const cold = spawn_first_launch(self, dir);
+  double warm = 1e300;
+  for (int i = 0; i < 3; ++i) warm = std::min(warm, spawn_first_launch(self, dir));
+  std::filesystem::remove_all(dir);
+  rows.push_back(time_row("first launch, fresh process, disk cache warm", warm, cold, "ms",
+                          "NVRTC cold", 20.0));
+}
+
+void print(std::vector<row> const& rows) {
+  std::printf("\n%-46s %12s %12s %-5s %-28s %8s  %-18s %s\n", "figure", "cubert", "baseline",
+              "unit", "baseline is", "ratio", "target", "met");
+  for (auto const& r : rows) {
+    std::printf("%-46s %12.3f %12.3f %-5s %-28s %8.3f  %-18s %s\n", r.what.c_str(), r.cubert,
+                r.baseline, r.unit.c_str(), r.baseline_of.c_str(), r.ratio, r.target.c_str(),
+                r.target.empty() ? "-" : (r.met ? "yes" : "NO"));
+  }
+}
+
+}  // namespace
+}  // namespace cubert::bench
+
+int main(int argc, char** argv) {
+  using namespace cubert::bench;
+  std::string traces;
+  std::string torch;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string_view const flag = argv[i];
+    if (flag == "--first-launch") return first_launch(argv[i + 1]);
+    if (flag == "--traces") traces = argv[i + 1];
+    if (flag == "--torch") torch = argv[i + 1];
+  }
+  if (cubert::cuda::device_count() == 0) {
+    std::printf("cuda_bench: no CUDA device (%s); nothing measured\n",
+                cubert::cuda::unavailable_reason().c_str());
+    return 0;
+  }
+  std::vector<row> rows;
+  try {
+    std::printf("device: %s\n", cubert::cuda::make_properties(0).fingerprint().c_str());
+    launch_rows(rows);
+    memory_rows(rows, traces, torch);
+    first_launch_rows(rows, argv[0]);
+    add_rows(rows);
+    transfer_rows(rows);
+  } catch (std::exception const& e) {
+    std::fprintf(stderr, "cuda_bench: %s\n", e.what());
+    print(rows);
+    return 1;
+  }
+  print(rows);
+  return 0;
+}

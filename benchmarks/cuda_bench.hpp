@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+// Shared pieces of the CUDA benchmark program: the result table and the timing helpers.
+#pragma once
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace cubert::bench {
+
+/// One row: a cubert figure, its baseline, their ratio, and whether the target is met.
+struct row {
+  std::string what;
+  double cubert = 0.0;
+  double baseline = 0.0;  ///< 0 when the baseline could not be measured.
+  std::string unit;       ///< "us", "ns", "GB/s", "x".
+  std::string baseline_of;
+  double ratio = 0.0;  ///< Speed-up (baseline/cubert for times, cubert/baseline for rates).
+  std::string target;  ///< "ratio >= 4", "cubert <= 1.05"; empty when informative only.
+  bool met = false;
+};
+
+/// A row for a time (lower is better): ratio = baseline / cubert, met when ratio >= min_ratio.
+row time_row(std::string what, double cubert, double baseline, std::string unit,
+             std::string baseline_of, double min_ratio);
+/// A row for a rate (higher is better): ratio = cubert / baseline, met when ratio >= min_ratio.
+row rate_row(std::string what, double cubert, double baseline, std::string unit,
+             std::string baseline_of, double min_ratio);
+
+/// Seconds since an arbitrary epoch.
+inline double now_s() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+/// Reserve/release and trace-replay rows (cuda_bench_memory.cpp).
+void memory_rows(std::vector<row>& rows, std::string const& trace_dir,
+                 std::string const& torch_results);
+
+}  // namespace cubert::bench

@@ -1,0 +1,198 @@
+// SPDX-License-Identifier: Apache-2.0
+// Memory rows of cuda_bench: reserve+release on a pool hit, and allocation-trace replay on
+// CUDA storage, against cuMemAllocAsync and (when given) PyTorch's caching allocator.
+#include "cuda_bench.hpp"
+#include "cuda_driver.hpp"
+#include "cuda_storage.hpp"
+
+#include <cubert/cuda.hpp>
+#include <cubert/memory/memory_manager.hpp>
+#include <cubert/memory/trace_replay.hpp>
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace cubert::bench {
+namespace {
+
+using cuda::detail::check;
+using cuda::detail::driver;
+
+std::map<std::string, double> read_torch(std::string const& file) {
+  std::map<std::string, double> out;
+  if (file.empty()) return out;
+  std::ifstream in(file);
+  std::string key;
+  double value = 0;
+  while (in >> key >> value) out[key] = value;
+  return out;
+}
+
+double get(std::map<std::string, double> const& m, std::string const& key) {
+  auto it = m.find(key);
+  return it == m.end() ? 0.0 : it->second;
+}
+
+struct context {
+  CUcontext ctx = nullptr;
+  CUdevice dev = 0;
+  CUstream stream = nullptr;
+  context() {
+    auto const& api = driver();
+    check(api.cuDeviceGet(&dev, 0), "cuDeviceGet");
+    check(api.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+    check(api.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+    check(api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  }
+  ~context() {
+    driver().cuStreamDestroy(stream);
+    driver().cuDevicePrimaryCtxRelease(dev);
+  }
+  context(context const&) = delete;
+  context& operator=(context const&) = delete;
+};
+
+std::unique_ptr<memory::memory_manager> make_manager(context const& c,
+                                                     memory::memory_configuration config) {
+  auto props = cuda::make_properties(0).memory;
+  return std::make_unique<memory::memory_manager>(
+      std::make_unique<cuda::detail::cuda_storage>(c.stream, props.alignment), props,
+      std::move(config));
+}
+
+double pair_ns(memory::memory_manager& mm, std::uint64_t size, int n) {
+  { auto warm = mm.reserve(size); }
+  double const t0 = now_s();
+  for (int i = 0; i < n; ++i) {
+    auto h = mm.reserve(size);
+  }
+  return (now_s() - t0) / n * 1e9;
+}
+
+double async_pair_ns(CUstream stream, std::uint64_t size, int n) {
+  auto const& api = driver();
+  CUdeviceptr p = 0;
+  api.cuMemAllocAsync(&p, size, stream);
+  api.cuMemFreeAsync(p, stream);
+  double const t0 = now_s();
+  for (int i = 0; i < n; ++i) {
+    api.cuMemAllocAsync(&p, size, stream);
+    api.cuMemFreeAsync(p, stream);
+  }
+  double const t = (now_s() - t0) / n * 1e9;
+  api.cuStreamSynchronize(stream);
+  return t;
+}
+
+struct replay_figures {
+  double ratio = 0;
+  double ns_per_event = 0;
+};
+
+replay_figures replay_cubert(context const& c, memory::allocation_trace const& trace,
+                             memory::memory_configuration const& config) {
+  auto mm = make_manager(c, config);
+  std::vector<memory::slice_handle> live(trace.allocations);
+  double const t0 = now_s();
+  for (auto const& e : trace.events) {
+    if (e.alloc) {
+      live[e.slot] = mm->reserve(e.size);
+    } else {
+      live[e.slot] = {};
+    }
+  }
+  double const t = now_s() - t0;
+  replay_figures f;
+  f.ratio =
+      static_cast<double>(mm->peak_bytes_reserved()) / static_cast<double>(trace.peak_live_bytes);
+  f.ns_per_event = t / static_cast<double>(trace.events.size()) * 1e9;
+  live.clear();
+  mm->cleanup(true);
+  return f;
+}
+
+replay_figures replay_async(context const& c, memory::allocation_trace const& trace) {
+  auto const& api = driver();
+  CUmemoryPool pool = nullptr;
+  check(api.cuDeviceGetDefaultMemPool(&pool, c.dev), "cuDeviceGetDefaultMemPool");
+  check(api.cuMemPoolTrimTo(pool, 0), "cuMemPoolTrimTo");
+  cuuint64_t zero = 0;
+  api.cuMemPoolSetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &zero);
+  std::vector<CUdeviceptr> live(trace.allocations);
+  double const t0 = now_s();
+  for (auto const& e : trace.events) {
+    if (e.alloc) {
+      check(api.cuMemAllocAsync(&live[e.slot], e.size, c.stream), "cuMemAllocAsync");
+    } else {
+      api.cuMemFreeAsync(live[e.slot], c.stream);
+      live[e.slot] = 0;
+    }
+  }
+  double const t = now_s() - t0;
+  for (auto p : live) {
+    if (p) api.cuMemFreeAsync(p, c.stream);
+  }
+  api.cuStreamSynchronize(c.stream);
+  cuuint64_t high = 0;
+  api.cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH, &high);
+  api.cuMemPoolTrimTo(pool, 0);
+  return {static_cast<double>(high) / static_cast<double>(trace.peak_live_bytes),
+          t / static_cast<double>(trace.events.size()) * 1e9};
+}
+
+}  // namespace
+
+void memory_rows(std::vector<row>& rows, std::string const& trace_dir,
+                 std::string const& torch_results) {
+  context const c;
+  auto const torch = read_torch(torch_results);
+  auto mm = make_manager(c, memory::memory_configuration::sub_slices());
+  for (std::uint64_t size : {std::uint64_t{256}, std::uint64_t{1} << 20}) {
+    auto const label = size == 256 ? std::string("256B") : std::string("1MiB");
+    double const ours = pair_ns(*mm, size, 200000);
+    double const async = async_pair_ns(c.stream, size, 200000);
+    rows.push_back(time_row("reserve+release pool hit " + label, ours, async, "ns",
+                            "cuMemAllocAsync+FreeAsync", 0));
+    if (double const t = get(torch, "pair_ns_" + label); t > 0) {
+      rows.push_back(time_row("reserve+release pool hit " + label, ours, t, "ns",
+                              "PyTorch raw_alloc+raw_delete", 4.0));
+    } else {
+      rows.push_back(time_row("reserve+release pool hit " + label, ours, 0, "ns",
+                              "PyTorch: not measured", 4.0));
+    }
+  }
+  mm.reset();
+  if (trace_dir.empty() || !std::filesystem::is_directory(trace_dir)) return;
+  for (auto const& entry : std::filesystem::directory_iterator(trace_dir)) {
+    auto const name = entry.path().filename().string();
+    if (name.find(".trace") == std::string::npos) continue;
+    auto const trace = memory::load_trace(entry.path());
+    auto const stem = name.substr(0, name.find(".trace"));
+    for (auto const& config :
+         {memory::memory_configuration::sub_slices(), memory::memory_configuration::compact()}) {
+      auto const ours = replay_cubert(c, trace, config);
+      auto const label = fmt::format("{} {}", stem, config.name());
+      row r = time_row(fmt::format("replay {}: peak reserved/live", label), ours.ratio,
+                       get(torch, "replay_ratio_" + stem), "x", "PyTorch caching allocator", 0);
+      r.target = "cubert <= 1.05";
+      r.met = ours.ratio <= 1.05;
+      rows.push_back(r);
+      rows.push_back(time_row(fmt::format("replay {}: host per event", label), ours.ns_per_event,
+                              get(torch, "replay_ns_" + stem), "ns", "PyTorch caching allocator",
+                              4.0));
+    }
+    auto const async = replay_async(c, trace);
+    row r = time_row(fmt::format("replay {} cuMemAllocAsync: reserved/live", stem), async.ratio, 0,
+                     "x", "(for reference)", 0);
+    rows.push_back(r);
+    rows.push_back(time_row(fmt::format("replay {} cuMemAllocAsync: per event", stem),
+                            async.ns_per_event, 0, "ns", "(for reference)", 0));
+  }
+}
+
+}  // namespace cubert::bench

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU and the CUDA toolkit: build cubert with CUDA (Release, with
+# benchmarks), run the unit, GPU and conformance tests, run the CUDA benchmarks (with PyTorch's
+# allocator as a baseline when the machine's Python has torch), and print a short table last.
+# Logs go to $OUT (when set) or build/gpu-check/out. Without a GPU it builds and runs what it can
+# and says "no CUDA device". Extra configure arguments: CUBERT_GPU_CMAKE_ARGS.
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+BUILD=${CUBERT_GPU_BUILD:-$ROOT/build/gpu-check}
+LOGS=${OUT:-$BUILD/out}
+mkdir -p "$BUILD" "$LOGS"
+DEPS=$ROOT/.deps/usr
+JOBS=$(nproc 2>/dev/null || echo 4)
+export LD_LIBRARY_PATH="$DEPS/lib/x86_64-linux-gnu:$DEPS/lib:${LD_LIBRARY_PATH:-}"
+export PATH="/usr/local/cuda/bin:$PATH"
+declare -a SUMMARY=()
+note() { echo "gpu-check: $*"; SUMMARY+=("$*"); }
+
+# 0. toml++ as a shared library: .deps may hold only the headers and a dangling .so link; build
+# the library from its headers (toml++ is header-only at heart) when that is the case.
+TOML_SO=$DEPS/lib/x86_64-linux-gnu/libtomlplusplus.so
+if [ ! -e "$TOML_SO" ] && [ -f "$DEPS/include/toml++/toml.h" ]; then
+  mkdir -p "$(dirname "$TOML_SO")"
+  printf '#define TOML_IMPLEMENTATION\n#include <toml++/toml.h>\n' >"$BUILD/toml_impl.cpp"
+  if g++ -shared -fPIC -O2 -std=c++17 -DTOML_HEADER_ONLY=0 -DTOML_SHARED_LIB=1 -I"$DEPS/include" \
+      "$BUILD/toml_impl.cpp" -Wl,-soname,libtomlplusplus.so.3 -o "$TOML_SO.3" 2>"$LOGS/toml.log"; then
+    rm -f "$TOML_SO" && ln -s libtomlplusplus.so.3 "$TOML_SO"
+    note "built libtomlplusplus.so.3 from the toml++ headers (it was missing from .deps)"
+  else
+    note "toml++ library missing from .deps and could not be built (see $LOGS/toml.log)"
+  fi
+fi
+
+# 1. Device.
+if command -v nvidia-smi >/dev/null && nvidia-smi -L >"$LOGS/nvidia-smi.txt" 2>&1; then
+  note "device: $(head -1 "$LOGS/nvidia-smi.txt")"
+  HAVE_GPU=1
+else
+  note "no CUDA device (nvidia-smi: $(head -1 "$LOGS/nvidia-smi.txt" 2>/dev/null || echo absent)); GPU tests will skip, benchmarks will not run"
+  HAVE_GPU=0
+fi
+
+# 2. Configure and build.
+GEN=()
+command -v ninja >/dev/null && GEN=(-G Ninja)
+if ! cmake -S "$ROOT" -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
+    -DCUBERT_BUILD_CUDA=ON -DCUBERT_BUILD_BENCHMARKS=ON -DCUBERT_BUILD_TESTS=ON \
+    -DCMAKE_PREFIX_PATH="$DEPS" -DCUBERT_XXHASH_INCLUDE_DIR="$DEPS/include" \
+    ${CUBERT_GPU_CMAKE_ARGS:-} >"$LOGS/configure.log" 2>&1; then
+  tail -20 "$LOGS/configure.log"
+  note "configure FAILED (see $LOGS/configure.log)"
+  exit 1
+fi
+grep -q 'CUDA backend ON' "$LOGS/configure.log" && note "CUDA backend: ON" ||
+  note "CUDA backend: OFF (no toolkit found): only CPU parts are checked"
+if ! cmake --build "$BUILD" -j "$JOBS" >"$LOGS/build.log" 2>&1; then
+  grep -E 'error|FAILED' "$LOGS/build.log" | head -20
+  note "full build FAILED (see $LOGS/build.log); building the CUDA targets alone"
+  cmake --build "$BUILD" -j "$JOBS" --target cuda_unit_test cuda_gpu_test cuda_cache_probe \
+    cuda_bench >>"$LOGS/build.log" 2>&1 || note "CUDA targets FAILED to build"
+fi
+
+# 3. Tests: unit + gpu labels, then the conformance suite.
+(cd "$BUILD" && ctest -L 'gpu|unit' -j "$JOBS" --output-on-failure --timeout 600) \
+  >"$LOGS/tests.log" 2>&1
+TEST_LINE=$(grep -E 'tests passed|tests failed' "$LOGS/tests.log" | tail -1)
+SKIPPED=$(grep -c '(Skipped)' "$LOGS/tests.log")
+note "tests (unit|gpu): ${TEST_LINE:-none ran}; skipped: $SKIPPED"
+grep -E '^\s+[0-9]+ - .*\((Failed|SEGFAULT|Timeout|Subprocess aborted|Exception)' "$LOGS/tests.log" | head -20
+(cd "$BUILD" && ctest -R '[Cc]onformance' --output-on-failure --timeout 600) \
+  >"$LOGS/conformance.log" 2>&1
+CONF_LINE=$(grep -E 'tests passed|tests failed|No tests were found' "$LOGS/conformance.log" | tail -1)
+note "conformance: ${CONF_LINE:-none ran}"
+
+# 4. Benchmarks.
+TRACES=""
+for d in "${CUBERT_TRACES:-}" "$ROOT/../shared/data/traces" "$ROOT/shared/data/traces"; do
+  [ -n "$d" ] && [ -d "$d" ] && TRACES=$d && break
+done
+[ -z "$TRACES" ] && note "no allocation traces found (set CUBERT_TRACES); replay rows skipped"
+TORCH_RESULTS=""
+if [ "$HAVE_GPU" = 1 ]; then
+  TORCH_DIR=$(python3 -c 'import torch,os;print(os.path.dirname(torch.__file__))' 2>/dev/null)
+  if [ -n "$TORCH_DIR" ] && [ -d "$TORCH_DIR/include" ]; then
+    ABI=$(python3 -c 'import torch;print(int(torch._C._GLIBCXX_USE_CXX11_ABI))')
+    if g++ -O2 -std=c++17 -D_GLIBCXX_USE_CXX11_ABI="$ABI" "$ROOT/benchmarks/cuda_torch_bench.cpp" \
+        -I"$TORCH_DIR/include" -I"$TORCH_DIR/include/torch/csrc/api/include" -I/usr/local/cuda/include \
+        -L"$TORCH_DIR/lib" -Wl,-rpath,"$TORCH_DIR/lib" -lc10_cuda -lc10 -ltorch_cpu \
+        -o "$BUILD/cuda_torch_bench" >"$LOGS/torch-build.log" 2>&1; then
+      TRACE_FILES=()
+      [ -n "$TRACES" ] && TRACE_FILES=("$TRACES"/*.trace.gz)
+      if "$BUILD/cuda_torch_bench" "${TRACE_FILES[@]}" >"$LOGS/torch.txt" 2>"$LOGS/torch.err"; then
+        TORCH_RESULTS=$LOGS/torch.txt
+        note "PyTorch baseline: measured with $TORCH_DIR"
+      else
+        note "PyTorch baseline: run FAILED (see $LOGS/torch.err); PyTorch rows skipped"
+      fi
+    else
+      note "PyTorch baseline: build FAILED (see $LOGS/torch-build.log); PyTorch rows skipped"
+    fi
+  else
+    note "PyTorch baseline: no torch in python3; PyTorch rows skipped"
+  fi
+  BENCH=$BUILD/benchmarks/cuda_bench
+  if [ -x "$BENCH" ]; then
+    ARGS=()
+    [ -n "$TRACES" ] && ARGS+=(--traces "$TRACES")
+    [ -n "$TORCH_RESULTS" ] && ARGS+=(--torch "$TORCH_RESULTS")
+    "$BENCH" "${ARGS[@]}" >"$LOGS/bench.log" 2>&1 || note "cuda_bench FAILED (see $LOGS/bench.log)"
+  else
+    note "cuda_bench was not built"
+  fi
+fi
+
+# 5. Summary, table last.
+echo
+echo "==================== gpu-check summary ===================="
+printf '%s\n' "${SUMMARY[@]}"
+echo "logs: $LOGS"
+if [ -f "$LOGS/bench.log" ]; then
+  grep -A100 '^figure' "$LOGS/bench.log"
+fi
