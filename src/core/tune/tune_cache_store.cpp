@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "tune/cache_line.hpp"
+#include "tune/file_lock.hpp"
+
+#include <cubert/build_config.hpp>
+#include <cubert/error.hpp>
+#include <cubert/tune/tune_cache_store.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+
+namespace cubert::tune {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+struct parsed_file {
+  std::vector<json> records;
+  std::size_t corrupt = 0;
+};
+
+// Caller holds the file's lock (flock locks of two descriptors of one process conflict).
+parsed_file parse_locked(fs::path const& file) {
+  parsed_file out;
+  auto const text = detail::read_from(file, 0);
+  std::size_t consumed = 0;
+  detail::for_each_line(text, consumed, [&](std::string_view line, bool) {
+    if (line.empty()) return;
+    if (auto r = detail::decode_line(line)) {
+      out.records.push_back(std::move(*r));
+    } else {
+      ++out.corrupt;
+    }
+  });
+  return out;
+}
+
+parsed_file parse(fs::path const& file) {
+  detail::file_lock lock(file, detail::file_lock::mode::shared);
+  return parse_locked(file);
+}
+
+std::string read_small(fs::path const& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Identity of a record for de-duplication: a candidate by (key, name, version), a decision by
+// (key, checksum). The latest one of each identity is the one that counts.
+std::string identity(json const& r) {
+  auto const key = r.value("key", std::string{});
+  if (r.value("type", "") == "candidate") {
+    return "c\x1f" + key + '\x1f' + r.value("name", "") + '\x1f' + r.value("version", "");
+  }
+  return "d\x1f" + key + '\x1f' + r.value("checksum", "");
+}
+
+json info_json(cache_file_info const& f) {
+  return {{"file", f.file.string()},
+          {"cubert_version", f.cubert_version},
+          {"device_hash", f.device_hash},
+          {"device", f.device},
+          {"tuner", f.tuner},
+          {"keys", f.keys},
+          {"candidates", f.candidates},
+          {"decisions", f.decisions},
+          {"corrupt", f.corrupt},
+          {"bytes", f.bytes}};
+}
+
+}  // namespace
+
+std::vector<cache_file_info> list_cache(fs::path const& root) {
+  std::vector<cache_file_info> out;
+  std::error_code ec;
+  auto const base = root / "autotune";
+  if (!fs::is_directory(base, ec)) return out;
+  for (auto const& version : fs::directory_iterator(base, ec)) {
+    if (!version.is_directory()) continue;
+    for (auto const& device : fs::directory_iterator(version.path(), ec)) {
+      if (!device.is_directory()) continue;
+      for (auto const& file : fs::directory_iterator(device.path(), ec)) {
+        if (file.path().extension() != ".jsonl") continue;
+        cache_file_info info;
+        info.file = file.path();
+        info.cubert_version = version.path().filename().string();
+        info.device_hash = device.path().filename().string();
+        info.device = read_small(device.path() / "device.txt");
+        info.tuner = file.path().stem().string();
+        info.bytes = fs::file_size(file.path(), ec);
+        auto const parsed = parse(file.path());
+        std::set<std::string> keys;
+        for (auto const& r : parsed.records) {
+          keys.insert(r.value("key", std::string{}));
+          (r.value("type", "") == "candidate" ? info.candidates : info.decisions) += 1;
+        }
+        info.keys = keys.size();
+        info.corrupt = parsed.corrupt;
+        out.push_back(std::move(info));
+      }
+    }
+  }
+  std::sort(out.begin(), out.end(), [](auto const& a, auto const& b) { return a.file < b.file; });
+  return out;
+}
+
+std::string list_cache_json(fs::path const& root) {
+  json arr = json::array();
+  for (auto const& f : list_cache(root)) arr.push_back(info_json(f));
+  return arr.dump(2);
+}
+
+std::string show_cache_json(cache_file_info const& file) {
+  auto parsed = parse(file.file);
+  json j = info_json(file);
+  j["records"] = std::move(parsed.records);
+  return j.dump(2);
+}
+
+std::string export_cache(fs::path const& root) {
+  json files = json::array();
+  for (auto const& f : list_cache(root)) {
+    files.push_back({{"cubert_version", f.cubert_version},
+                     {"device_hash", f.device_hash},
+                     {"device", f.device},
+                     {"tuner", f.tuner},
+                     {"records", parse(f.file).records}});
+  }
+  return json{{"format", "cubert-tune-cache"}, {"format_version", 1}, {"files", files}}.dump();
+}
+
+std::size_t import_cache(fs::path const& root, std::string_view bundle) {
+  auto j = json::parse(bundle, nullptr, false);
+  if (j.is_discarded() || !j.is_object() || j.value("format", "") != "cubert-tune-cache" ||
+      !j.contains("files") || !j["files"].is_array()) {
+    throw invalid_argument("not a cubert tune cache bundle (expected format cubert-tune-cache)");
+  }
+  // Validate everything before writing anything.
+  for (auto const& f : j["files"]) {
+    for (char const* k : {"cubert_version", "device_hash", "tuner"}) {
+      if (!f.contains(k) || !f[k].is_string() || f[k].get<std::string>().empty()) {
+        throw invalid_argument(fmt::format("bundle entry without '{}'", k));
+      }
+    }
+    if (!f.contains("records") || !f["records"].is_array()) {
+      throw invalid_argument("bundle entry without 'records'");
+    }
+  }
+  std::size_t added = 0;
+  for (auto const& f : j["files"]) {
+    auto const dir = root / "autotune" / detail::sanitise(f["cubert_version"].get<std::string>()) /
+                     detail::sanitise(f["device_hash"].get<std::string>());
+    auto const file = dir / (detail::sanitise(f["tuner"].get<std::string>()) + ".jsonl");
+    detail::file_lock lock(file, detail::file_lock::mode::exclusive);
+    std::set<std::string> present;
+    std::error_code ec;
+    if (fs::exists(file, ec)) {
+      for (auto const& r : parse_locked(file).records) present.insert(r.dump());
+    }
+    std::string data;
+    for (auto const& r : f["records"]) {
+      if (!r.is_object() || !r.contains("type") || !present.insert(r.dump()).second) continue;
+      data += detail::encode_line(r);
+      ++added;
+    }
+    auto const device = f.value("device", std::string{});
+    if (!device.empty() && !fs::exists(dir / "device.txt", ec)) {
+      detail::replace_file(dir / "device.txt", device);
+    }
+    if (!data.empty()) detail::append_lines(file, data);
+  }
+  return added;
+}
+
+std::size_t prune_cache(fs::path const& root, bool other_versions) {
+  std::size_t removed = 0;
+  std::error_code ec;
+  if (other_versions) {
+    auto const current = detail::sanitise(CUBERT_VERSION_STRING);
+    for (auto const& version : fs::directory_iterator(root / "autotune", ec)) {
+      if (version.path().filename() == current) continue;
+      for (auto const& f : fs::recursive_directory_iterator(version.path(), ec)) {
+        if (f.path().extension() == ".jsonl") removed += parse(f.path()).records.size();
+      }
+      fs::remove_all(version.path(), ec);
+    }
+  }
+  for (auto const& f : list_cache(root)) {
+    detail::file_lock lock(f.file, detail::file_lock::mode::exclusive);
+    std::string text = detail::read_from(f.file, 0);
+    std::vector<json> records;
+    std::size_t lines = 0;
+    std::size_t consumed = 0;
+    detail::for_each_line(text, consumed, [&](std::string_view line, bool) {
+      if (line.empty()) return;
+      ++lines;
+      if (auto r = detail::decode_line(line)) records.push_back(std::move(*r));
+    });
+    std::map<std::string, std::size_t> latest;
+    for (std::size_t i = 0; i < records.size(); ++i) latest[identity(records[i])] = i;
+    std::string out;
+    std::size_t kept = 0;
+    for (std::size_t i = 0; i < records.size(); ++i) {
+      if (latest[identity(records[i])] != i) continue;
+      out += detail::encode_line(records[i]);
+      ++kept;
+    }
+    detail::replace_file(f.file, out);
+    removed += lines - kept;
+  }
+  return removed;
+}
+
+std::size_t clear_cache(fs::path const& root) {
+  auto const n = list_cache(root).size();
+  std::error_code ec;
+  fs::remove_all(root / "autotune", ec);
+  if (ec)
+    throw io_error(
+        fmt::format("cannot remove '{}': {}", (root / "autotune").string(), ec.message()));
+  return n;
+}
+
+}  // namespace cubert::tune
