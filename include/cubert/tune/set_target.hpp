@@ -42,13 +42,16 @@ class set_target final : public benchmark_target {
   void warm_up(std::size_t i) override {
     if constexpr (std::is_void_v<output>) {
       call(i);
+      client_.sync();  // Asynchronous failures surface here, charged to this candidate.
     } else {
       if (!checks_) {
         (void)call(i);
+        client_.sync();
         return;
       }
       if (i != 0) ensure_reference();
       auto out = call(i);
+      client_.sync();
       if (i == 0) {
         if (!reference_) reference_.emplace(std::move(out));
         return;
@@ -84,6 +87,7 @@ class set_target final : public benchmark_target {
     if (reference_ || reference_failed_) return;
     try {
       reference_.emplace(call(0));
+      client_.sync();
     } catch (std::exception const& e) {
       reference_failed_ = true;
       log::warn(log::category::autotune, "correctness checks skipped: candidate 0 failed: {}",

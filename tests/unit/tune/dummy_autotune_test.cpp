@@ -1,0 +1,97 @@
+// SPDX-License-Identifier: Apache-2.0
+// cubecl's autotune integration tests (cubecl-behaviour.md §5.2) on the dummy server: the slow,
+// wrong candidate must lose, whether the correct one is at index 0 or 1. Unlike cubecl, the
+// benchmark inputs are fresh buffers, so tuning never writes into the caller's output.
+#include "byte_helpers.hpp"
+#include "dummy_server.hpp"
+#include "tune_fixture.hpp"
+
+#include <cubert/client.hpp>
+#include <cubert/tune/local_tuner.hpp>
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using cubert::handle;
+using cubert::test::bytes_of;
+using cubert::test::values_of;
+namespace kernels = cubert::test::dummy_kernels;
+using set_t = cubert::tune::tunable_set<std::string, void, handle, handle, handle>;
+
+class DummyAutotuneTest : public cubert::test::tune_fixture {};
+
+// cubecl's log_shape_input_key: the next power of two of each dimension.
+std::string shape_key(std::string const& prefix, handle const& lhs) {
+  std::uint64_t p = 1;
+  while (p < lhs.size()) p *= 2;
+  return prefix + "-" + std::to_string(p) + ",";
+}
+
+set_t make_set(cubert::client client, std::string prefix, cubert::kernel first,
+               cubert::kernel second) {
+  auto launch = [client](cubert::kernel k) {
+    return [client, k](handle l, handle r, handle o) {
+      client.execute(k, cubert::cube_count{1},
+                     cubert::bindings{}.with_buffers({l.binding(), r.binding(), o.binding()}));
+    };
+  };
+  return set_t([prefix](handle const& l, handle const&,
+                        handle const&) { return shape_key(prefix, l); },
+               [client](std::string const&, handle const& l, handle const& r, handle const& o) {
+                 return std::tuple<handle, handle, handle>{
+                     client.empty(l.size()), client.empty(r.size()), client.empty(o.size())};
+               })
+      .with(first.name(), launch(first))
+      .with(second.name(), launch(second));
+}
+
+TEST_F(DummyAutotuneTest, BasicAdditionExecution) {
+  auto client = cubert::test::make_dummy_client();
+  cubert::tune::local_tuner<std::string> tuner("autotune_basic_addition_execution", options());
+  auto set = tuner.init(
+      [&] { return make_set(client, "add", kernels::addition(), kernels::addition_slow_wrong()); });
+  std::vector<std::uint8_t> const lhs{0, 1, 2};
+  std::vector<std::uint8_t> const rhs{4, 4, 4};
+  auto out = client.empty(3);
+  tuner.execute("test", client, set, client.create(bytes_of(lhs)), client.create(bytes_of(rhs)),
+                out);
+  EXPECT_EQ(values_of<std::uint8_t>(client.read_one(out.binding())),
+            (std::vector<std::uint8_t>{4, 5, 6}));
+  EXPECT_EQ(tuner.tuner_for("test", client).fastest("add-4,"), 0U);
+}
+
+TEST_F(DummyAutotuneTest, BasicMultiplicationExecution) {
+  auto client = cubert::test::make_dummy_client();
+  cubert::tune::local_tuner<std::string> tuner("autotune_basic_multiplication_execution",
+                                               options());
+  auto set = tuner.init([&] {
+    return make_set(client, "mul", kernels::multiplication_slow_wrong(), kernels::multiplication());
+  });
+  std::vector<std::uint8_t> const lhs{0, 1, 2};
+  std::vector<std::uint8_t> const rhs{4, 4, 4};
+  auto out = client.empty(3);
+  tuner.execute("test", client, set, client.create(bytes_of(lhs)), client.create(bytes_of(rhs)),
+                out);
+  EXPECT_EQ(values_of<std::uint8_t>(client.read_one(out.binding())),
+            (std::vector<std::uint8_t>{0, 4, 8}));
+  EXPECT_EQ(tuner.tuner_for("test", client).fastest("mul-4,"), 1U);
+}
+
+TEST_F(DummyAutotuneTest, FailingKernelIsSkipped) {
+  auto client = cubert::test::make_dummy_client();
+  cubert::tune::local_tuner<std::string> tuner("dummy_failing", options(false));
+  auto set =
+      tuner.init([&] { return make_set(client, "add", kernels::failing(), kernels::addition()); });
+  std::vector<std::uint8_t> const lhs{1, 2};
+  auto out = client.empty(2);
+  tuner.execute("test", client, set, client.create(bytes_of(lhs)), client.create(bytes_of(lhs)),
+                out);
+  EXPECT_EQ(values_of<std::uint8_t>(client.read_one(out.binding())),
+            (std::vector<std::uint8_t>{2, 4}));
+  auto const results = tuner.tuner_for("test", client).results("add-2,");
+  ASSERT_EQ(results.size(), 2U);
+  EXPECT_EQ(results[0].status, cubert::tune::candidate_status::failed);
+}
+
+}  // namespace
