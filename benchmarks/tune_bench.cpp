@@ -4,6 +4,7 @@
 #include <cubert/tune/local_tuner.hpp>
 
 #include <benchmark/benchmark.h>
+#include <fmt/format.h>
 
 #include <atomic>
 #include <chrono>
@@ -95,7 +96,7 @@ void BM_tune_8_candidates(benchmark::State& state) {
     for (int c = 0; c < 8; ++c) {
       auto const cost =
           std::chrono::nanoseconds(static_cast<std::int64_t>(200'000 * (1 + 0.15 * c)));
-      s.with("c" + std::to_string(c), [cost, &all_runs_ns](int x) {
+      s.with(fmt::format("c{}", c), [cost, &all_runs_ns](int x) {
         auto const t0 = std::chrono::steady_clock::now();
         spin_for(cost);
         all_runs_ns += (std::chrono::steady_clock::now() - t0).count();

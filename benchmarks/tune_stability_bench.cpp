@@ -5,6 +5,8 @@
 #include <cubert/client.hpp>
 #include <cubert/tune/local_tuner.hpp>
 
+#include <fmt/format.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -27,7 +29,7 @@ int child() {
   set_t set([](int const&) { return std::string("stability"); },
             [](std::string const&, int const& x) { return std::tuple<int>(x); });
   for (int i = 0; i < 4; ++i) {
-    auto k = cubert::kernel::builder("spin" + std::to_string(i))
+    auto k = cubert::kernel::builder(fmt::format("spin{}", i))
                  .cpu([us = cost_us[i]](cubert::cpu::kernel_context const&) {
                    spin_for(std::chrono::microseconds(us));
                  })
@@ -55,7 +57,7 @@ int main(int argc, char** argv) {
   std::map<int, int> winners;
   auto const t0 = std::chrono::steady_clock::now();
   for (int p = 0; p < n; ++p) {
-    std::FILE* f = ::popen((std::string(argv[0]) + " --child").c_str(), "r");
+    std::FILE* f = ::popen(fmt::format("{} --child", argv[0]).c_str(), "r");
     int w = -1;
     if (f == nullptr || std::fscanf(f, "%d", &w) != 1) w = -1;
     if (f != nullptr) ::pclose(f);
