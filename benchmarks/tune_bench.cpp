@@ -117,9 +117,8 @@ void BM_tune_8_candidates(benchmark::State& state) {
     wall_ns += static_cast<double>((std::chrono::steady_clock::now() - t0).count());
     for (auto const& r : tuner.results(static_cast<std::uint64_t>(key))) {
       if (!r.stats) continue;
-      sample_ns +=
-          static_cast<double>(r.stats->mean.count()) * static_cast<double>(r.stats->samples);
-      samples += static_cast<double>(r.stats->samples);
+      sample_ns += static_cast<double>(r.stats->total_sampled.count());
+      samples += static_cast<double>(r.stats->samples_taken);
     }
   }
   state.counters["ratio_vs_samples"] = wall_ns / sample_ns;

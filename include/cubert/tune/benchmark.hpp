@@ -22,7 +22,10 @@ struct candidate_stats {
   std::chrono::nanoseconds max{0};
   std::chrono::nanoseconds mean{0};
   double stddev_ns = 0.0;
-  std::size_t samples = 0;
+  std::size_t samples = 0;  ///< Samples the statistics use.
+  /// Every timed run, the discarded cold first sample included: what tuning this candidate cost.
+  std::chrono::nanoseconds total_sampled{0};
+  std::size_t samples_taken = 0;
 };
 
 /// What became of a candidate.
@@ -71,8 +74,10 @@ class check_failure : public std::runtime_error {
 class benchmark_target {
  public:
   virtual ~benchmark_target() = default;
-  /// Runs candidate `i` once, unmeasured. Throws on failure; `check_failure` on a mismatch.
-  virtual void warm_up(std::size_t i) = 0;
+  /// Runs candidate `i` once and waits for it. Throws on failure; `check_failure` on a mismatch.
+  /// Returns the run's duration when it was timed, so the warm-up doubles as the first
+  /// (cold, later discarded) sample instead of costing a run of its own.
+  virtual std::optional<profile_duration> warm_up(std::size_t i) = 0;
   /// Runs candidate `i` once, measured; the duration may resolve later (device timing).
   virtual profile_duration sample(std::size_t i) = 0;
 };

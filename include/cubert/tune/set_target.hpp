@@ -39,26 +39,24 @@ class set_target final : public benchmark_target {
              bool checks)
       : client_(client), set_(set), generate_(std::move(generate)), checks_(checks) {}
 
-  void warm_up(std::size_t i) override {
-    if constexpr (std::is_void_v<output>) {
-      call(i);
+  std::optional<profile_duration> warm_up(std::size_t i) override {
+    if (std::is_void_v<output> || !checks_) {
+      auto d = sample(i);
       client_.sync();  // Asynchronous failures surface here, charged to this candidate.
-    } else {
-      if (!checks_) {
-        (void)call(i);
-        client_.sync();
-        return;
-      }
+      return d;
+    }
+    if constexpr (!std::is_void_v<output>) {
       if (i != 0) ensure_reference();
       auto out = call(i);
       client_.sync();
       if (i == 0) {
         if (!reference_) reference_.emplace(std::move(out));
-        return;
+        return std::nullopt;
       }
-      if (!reference_) return;  // Candidate 0 failed: nothing to compare with.
+      if (!reference_) return std::nullopt;  // Candidate 0 failed: nothing to compare with.
       if (auto why = compare(*reference_, out)) throw check_failure(*why);
     }
+    return std::nullopt;
   }
 
   profile_duration sample(std::size_t i) override {

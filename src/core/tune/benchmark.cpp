@@ -76,9 +76,15 @@ std::vector<candidate_result> run_benchmarks(benchmark_target& target,
   for (std::size_t s = 0; s < indices.size(); ++s) {
     results[s].index = indices[s];
     try {
-      for (int w = 0; w < std::max(options.warmup, 1); ++w) target.warm_up(indices[s]);
+      std::optional<profile_duration> timed;
+      for (int w = 0; w < std::max(options.warmup, 1); ++w) timed = target.warm_up(indices[s]);
       results[s].status = candidate_status::ok;
-      cands.emplace_back().slot = s;
+      auto& c = cands.emplace_back();
+      c.slot = s;
+      if (timed) {
+        c.samples.push_back(timed->resolve());
+        c.best = c.samples.back();
+      }
     } catch (check_failure const& e) {
       results[s].status = candidate_status::quarantined;
       results[s].error = e.what();
@@ -133,6 +139,8 @@ std::vector<candidate_result> run_benchmarks(benchmark_target& target,
     std::span<ns const> s(c.samples);
     if (s.size() >= 4) s = s.subspan(1);
     r.stats = compute_stats(s);
+    for (auto t : c.samples) r.stats->total_sampled += t;
+    r.stats->samples_taken = c.samples.size();
   }
   return results;
 }

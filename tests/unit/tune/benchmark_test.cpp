@@ -19,9 +19,15 @@ using ns = std::chrono::nanoseconds;
 class scripted_target final : public cubert::tune::benchmark_target {
  public:
   explicit scripted_target(std::vector<ns> times) : times_(std::move(times)) {}
-  void warm_up(std::size_t i) override {
+  std::optional<cubert::profile_duration> warm_up(std::size_t i) override {
     if (times_[i] == ns::zero()) throw std::runtime_error("does not compile");
+    if (!timed_warmup_) return std::nullopt;
+    ++warmups_[i];
+    auto const t = times_[i] * 3;  // A cold first run.
+    return cubert::profile_duration::from_device([t] { return t; });
   }
+  bool timed_warmup_ = false;
+  std::map<std::size_t, int> warmups_;
   cubert::profile_duration sample(std::size_t i) override {
     ++samples_[i];
     auto const t = times_[i];
@@ -37,8 +43,27 @@ candidate_result measured(std::size_t index, ns median, ns min) {
   candidate_result r;
   r.index = index;
   r.status = candidate_status::ok;
-  r.stats = candidate_stats{min, median, median, median, 0.0, 5};
+  r.stats = candidate_stats{min, median, median, median, 0.0, 5, median * 5, 5};
   return r;
+}
+
+TEST(Benchmark, TimedWarmUpIsTheDiscardedFirstSample) {
+  scripted_target target({100us, 120us});
+  target.timed_warmup_ = true;
+  std::vector<std::size_t> idx{0, 1};
+  auto results = cubert::tune::run_benchmarks(target, idx, {});
+  for (std::size_t i = 0; i < 2; ++i) {
+    ASSERT_TRUE(results[i].measured());
+    auto const& st = *results[i].stats;
+    EXPECT_EQ(target.warmups_[i], 1);
+    // Every run was timed: the warm-up plus the scheduled samples.
+    EXPECT_EQ(st.samples_taken, static_cast<std::size_t>(target.samples_[i]) + 1);
+    // The cold warm-up (3× slower) is dropped from the statistics but counted as tuning cost.
+    EXPECT_EQ(st.samples + 1, st.samples_taken);
+    EXPECT_EQ(st.max, i == 0 ? ns(100us) : ns(120us));
+    auto const per = i == 0 ? ns(100us) : ns(120us);
+    EXPECT_EQ(st.total_sampled, per * 3 + per * static_cast<std::int64_t>(target.samples_[i]));
+  }
 }
 
 TEST(Benchmark, StatisticsAreCubeclsUpperMedian) {
