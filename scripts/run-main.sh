@@ -1,11 +1,19 @@
 #!/usr/bin/env bash
-# The README's main job: build the release CLI and run it on the CPU device.
+# The README's main job: install what is missing, build the release CLI, and on the CPU device
+# list the devices, run the checked elementwise/reduction workload, and replay the bundled
+# allocation traces through every memory configuration.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh >/dev/null
 cmake -S . -B build/main -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBERT_BUILD_TESTS=OFF >/dev/null
 cmake --build build/main --target cubert_cli
-trace_dir="$(pwd)/../shared/data/traces"
-for t in "$trace_dir"/*.trace.gz; do
-  ./build/main/tools/cubert/cubert replay "$t"
-done
+cli=./build/main/tools/cubert/cubert
+echo "== cubert devices"
+$cli devices
+echo "== cubert run --device cpu"
+$cli run --device cpu
+traces=(../shared/data/traces/*.trace.gz)
+if [ -e "${traces[0]}" ]; then
+  echo "== cubert replay (bundled allocation traces)"
+  $cli replay "${traces[@]}"
+fi
