@@ -6,6 +6,7 @@
 #include <cubert/bindings.hpp>
 #include <cubert/device.hpp>
 #include <cubert/handle.hpp>
+#include <cubert/host_buffer.hpp>
 #include <cubert/kernel.hpp>
 #include <cubert/memory/memory_usage.hpp>
 #include <cubert/profiling.hpp>
@@ -64,6 +65,21 @@ class client {
   [[nodiscard]] std::vector<std::vector<std::byte>> read(std::vector<binding> bindings) const;
   /// Reads one binding.
   [[nodiscard]] std::vector<std::byte> read_one(binding b) const;
+  /// Starts copying the bytes of `b` (offsets honoured) into `dst`, after all earlier work.
+  /// `dst` must stay valid and untouched until the future is ready. On CUDA a page-locked
+  /// `dst` (a host_buffer from `alloc_host`, or other pinned memory) is written by DMA
+  /// directly; pageable memory goes through pinned staging, copied by several threads.
+  /// @throws invalid_argument at once when `dst.size()` differs from `b.size()`; an unknown
+  /// binding throws here or from the future (per channel), as do deferred errors.
+  [[nodiscard]] std::future<void> read_into_async(binding const& b, std::span<std::byte> dst) const;
+  /// Copies the bytes of `b` into `dst` and waits. @throws invalid_argument when `dst.size()`
+  /// differs from `b.size()` or for an unknown binding; rethrows a deferred error.
+  void read_into(binding const& b, std::span<std::byte> dst) const;
+  /// `size` bytes of uninitialised host memory for transfers: page-locked on CUDA (so `create`
+  /// from it and `read_into` it run at DMA speed), plain aligned memory elsewhere. Pinning is
+  /// slow (milliseconds per hundred MiB): allocate once, reuse. The buffer may outlive the
+  /// client. @throws out_of_memory when the host cannot provide it.
+  [[nodiscard]] host_buffer alloc_host(std::uint64_t size) const;
   /// Reads strided tensors as dense row-major bytes.
   [[nodiscard]] std::vector<std::vector<std::byte>> read_tensor(
       std::vector<binding_with_meta> tensors) const;

@@ -33,7 +33,10 @@ struct options {
   /// disables the disk cache.
   std::optional<std::filesystem::path> kernel_cache_dir;
   std::size_t staging_block_size = std::size_t{4} << 20;  ///< Bytes per pinned staging block.
-  std::size_t staging_blocks = 8;                         ///< Most pinned blocks held at once.
+  std::size_t staging_blocks = 16;                        ///< Most pinned blocks held at once.
+  /// Threads sharing the host-side copies of large pageable transfers, the caller included;
+  /// 0 = min(8, hardware threads / 2).
+  unsigned copy_threads = 0;
   backend::channel_kind channel = backend::channel_kind::mutex;
 };
 

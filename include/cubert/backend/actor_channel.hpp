@@ -68,6 +68,16 @@ class actor_channel final : public channel {
       return s.read_tensor(std::move(t)).get();
     });
   }
+  std::future<void> read_into(cubert::binding const& b, std::span<std::byte> dst) override {
+    // The caller keeps `dst` alive until the future is ready (the contract), so no copy.
+    return call_async([this, b, dst](Server& s) {
+      deferred_.rethrow_if_any();
+      s.read_into(b, dst).get();
+    });
+  }
+  host_buffer alloc_host(std::uint64_t size) override {
+    return call([size](Server& s) { return s.alloc_host(size); });
+  }
   void execute(kernel const& k, cube_count const& count, bindings args,
                execution_mode mode) override {
     post([this, k, count, a = std::move(args), mode](Server& s) mutable {

@@ -42,6 +42,10 @@ class channel {
       std::vector<cubert::binding> bindings) = 0;
   [[nodiscard]] virtual std::future<std::vector<std::vector<std::byte>>> read_tensor(
       std::vector<binding_with_meta> tensors) = 0;
+  /// `dst` must stay valid until the returned future is ready.
+  [[nodiscard]] virtual std::future<void> read_into(cubert::binding const& b,
+                                                    std::span<std::byte> dst) = 0;
+  [[nodiscard]] virtual host_buffer alloc_host(std::uint64_t size) = 0;
   virtual void execute(kernel const& k, cube_count const& count, bindings args,
                        execution_mode mode) = 0;
   virtual void flush() = 0;

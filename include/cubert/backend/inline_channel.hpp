@@ -35,6 +35,10 @@ class inline_channel final : public channel {
       std::vector<binding_with_meta> tensors) override {
     return server_->read_tensor(std::move(tensors));
   }
+  std::future<void> read_into(cubert::binding const& b, std::span<std::byte> dst) override {
+    return server_->read_into(b, dst);
+  }
+  host_buffer alloc_host(std::uint64_t size) override { return server_->alloc_host(size); }
   void execute(kernel const& k, cube_count const& count, bindings args,
                execution_mode mode) override {
     server_->execute(k, count, std::move(args), mode);

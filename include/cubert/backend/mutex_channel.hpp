@@ -46,6 +46,14 @@ class mutex_channel final : public channel {
     std::lock_guard lock(mutex_);
     return server_->read_tensor(std::move(tensors));
   }
+  std::future<void> read_into(cubert::binding const& b, std::span<std::byte> dst) override {
+    std::lock_guard lock(mutex_);
+    return server_->read_into(b, dst);
+  }
+  host_buffer alloc_host(std::uint64_t size) override {
+    std::lock_guard lock(mutex_);
+    return server_->alloc_host(size);
+  }
   void execute(kernel const& k, cube_count const& count, bindings args,
                execution_mode mode) override {
     std::lock_guard lock(mutex_);

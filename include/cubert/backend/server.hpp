@@ -6,6 +6,7 @@
 #include <cubert/bindings.hpp>
 #include <cubert/device.hpp>
 #include <cubert/handle.hpp>
+#include <cubert/host_buffer.hpp>
 #include <cubert/kernel.hpp>
 #include <cubert/memory/memory_usage.hpp>
 #include <cubert/profiling.hpp>
@@ -91,6 +92,18 @@ class server {
   /// Dense row-major bytes of strided tensors. The default reads each binding, then gathers.
   [[nodiscard]] virtual std::future<std::vector<std::vector<std::byte>>> read_tensor(
       std::vector<binding_with_meta> tensors);
+  /// Optional. Copies the bytes of `b` (offsets honoured) into `dst`, after all earlier work.
+  /// `dst` must stay valid and untouched until the future is ready. The default reads the
+  /// binding with `read`, then copies (so it waits before returning).
+  /// @throws invalid_argument at once for an unknown binding or when `dst.size()` differs from
+  /// the binding's size; a deferred or device error comes through the future.
+  [[nodiscard]] virtual std::future<void> read_into(cubert::binding const& b,
+                                                    std::span<std::byte> dst);
+  /// Optional. `size` bytes of uninitialised host memory meant for transfers; a backend that
+  /// can page-lock memory returns pinned memory, which its `create`/`read_into` move by DMA.
+  /// The default returns plain aligned heap memory (host_buffer::make_aligned).
+  /// @throws out_of_memory when the host cannot provide it.
+  [[nodiscard]] virtual host_buffer alloc_host(std::uint64_t size);
 
   /// Enqueues `k` over `count` cubes. Bad arguments (unknown binding, no payload for this
   /// backend) throw at once; failures while running are deferred to the next sync/read/flush.

@@ -57,6 +57,19 @@ std::future<std::vector<std::vector<std::byte>>> cpu_server::read(
   return ready(std::move(out));
 }
 
+std::future<void> cpu_server::read_into(cubert::binding const& b, std::span<std::byte> dst) {
+  auto res = memory_.get_resource(b);
+  if (dst.size() != res.size) {
+    throw invalid_argument(fmt::format(
+        "read_into: the destination holds {} bytes but the binding {}", dst.size(), res.size));
+  }
+  errors_.rethrow_if_any();
+  if (!dst.empty()) std::memcpy(dst.data(), res.host_ptr<std::byte const>(), dst.size());
+  std::promise<void> done;
+  done.set_value();
+  return done.get_future();
+}
+
 std::array<std::uint32_t, 3> cpu_server::resolve_count(cube_count const& count) const {
   if (!count.is_dynamic()) return count.counts();
   // Launches run in order on this thread, so the buffer already holds what earlier kernels

@@ -24,6 +24,10 @@ class cpu_server final : public backend::server {
   [[nodiscard]] cubert::handle empty(std::uint64_t size) override;
   [[nodiscard]] std::future<std::vector<std::vector<std::byte>>> read(
       std::vector<cubert::binding> bindings) override;
+  /// Copies straight out of host memory; the default `alloc_host` (aligned memory) is kept,
+  /// since nothing on this device benefits from pinning.
+  [[nodiscard]] std::future<void> read_into(cubert::binding const& b,
+                                            std::span<std::byte> dst) override;
   void execute(kernel const& k, cube_count const& count, bindings args,
                execution_mode mode) override;
   void flush() override;

@@ -30,6 +30,8 @@ namespace cubert::cuda::detail {
   X(cuDevicePrimaryCtxRelease)          \
   X(cuCtxSetCurrent)                    \
   X(cuCtxGetCurrent)                    \
+  X(cuCtxPushCurrent)                   \
+  X(cuCtxPopCurrent)                    \
   X(cuStreamCreate)                     \
   X(cuStreamDestroy)                    \
   X(cuStreamSynchronize)                \
@@ -46,6 +48,8 @@ namespace cubert::cuda::detail {
   X(cuMemAllocHost)                     \
   X(cuMemFreeHost)                      \
   X(cuMemHostGetFlags)                  \
+  X(cuMemHostAlloc)                     \
+  X(cuPointerGetAttribute)              \
   X(cuMemGetInfo)                       \
   X(cuMemcpyHtoDAsync)                  \
   X(cuMemcpyDtoHAsync)                  \

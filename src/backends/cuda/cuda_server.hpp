@@ -37,6 +37,11 @@ class cuda_server final : public backend::server {
       std::vector<cubert::binding> bindings) override;
   [[nodiscard]] std::future<std::vector<std::vector<std::byte>>> read_tensor(
       std::vector<binding_with_meta> tensors) override;
+  /// Pinned `dst`: one DMA. Pageable: through the staging ring, copied out by the copy threads.
+  [[nodiscard]] std::future<void> read_into(cubert::binding const& b,
+                                            std::span<std::byte> dst) override;
+  /// Page-locked memory (cuMemHostAlloc), recognised by `create` and `read_into`.
+  [[nodiscard]] host_buffer alloc_host(std::uint64_t size) override;
   void execute(kernel const& k, cube_count const& count, bindings args,
                execution_mode mode) override;
   void flush() override;
@@ -49,6 +54,8 @@ class cuda_server final : public backend::server {
   [[nodiscard]] profile_duration end_profile(profiling_token token) override;
   [[nodiscard]] device_properties const& properties() const noexcept override { return props_; }
 
+  /// Threads sharing the host side of large transfers (tests and benchmarks).
+  [[nodiscard]] unsigned copy_threads() const noexcept { return staging_->copy_threads(); }
   /// Compilation counters of the kernel cache (tests and benchmarks).
   [[nodiscard]] cuda_module_cache::counters const& kernel_stats() const noexcept {
     return modules_->stats();

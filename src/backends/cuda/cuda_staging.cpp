@@ -2,11 +2,39 @@
 #include "cuda_staging.hpp"
 
 #include "cuda_driver.hpp"
+#include "cuda_host_buffer.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <cstring>
+#include <sys/mman.h>
 
 namespace cubert::cuda::detail {
+namespace {
+
+constexpr std::size_t kib = 1024;
+// Below this a chunk's DMA is dominated by its fixed cost (a few µs per copy call).
+constexpr std::size_t min_chunk = 256 * kib;
+constexpr std::size_t huge_page = std::size_t{2} << 20;
+
+std::size_t round_up(std::size_t n, std::size_t to) noexcept {
+  return (n + to - 1) / to * to;
+}
+
+std::uintptr_t address_of(void const* p) noexcept {
+  return reinterpret_cast<std::uintptr_t>(p);
+}
+
+}  // namespace
+
+cuda_staging::cuda_staging(CUcontext context, CUstream stream, std::size_t block_size,
+                           std::size_t max_blocks, unsigned copy_threads) noexcept
+    : context_(context),
+      stream_(stream),
+      block_size_(std::max(block_size, 4 * kib)),
+      max_blocks_(std::max(max_blocks, std::size_t{1})),
+      pool_(copy_threads) {}
 
 cuda_staging::~cuda_staging() {
   auto const& api = driver_state();
@@ -18,16 +46,39 @@ cuda_staging::~cuda_staging() {
   }
 }
 
-bool cuda_staging::is_pinned(void const* p) noexcept {
-  unsigned int flags = 0;
-  // Succeeds only for page-locked memory the driver knows (cuMemAllocHost, cudaHostAlloc,
-  // cuMemHostRegister), which the DMA engine can read without a bounce.
-  return driver_state().cuMemHostGetFlags(&flags, const_cast<void*>(p)) == CUDA_SUCCESS;
+void cuda_staging::add_block() {
+  block b;
+  CUBERT_CU_CALL(cuMemAllocHost, reinterpret_cast<void**>(&b.host), block_size_);
+  if (CUresult r = driver().cuEventCreate(&b.done, CU_EVENT_DISABLE_TIMING); r != CUDA_SUCCESS) {
+    driver().cuMemFreeHost(b.host);
+    check(r, "cuEventCreate");
+  }
+  try {
+    blocks_.push_back(b);
+  } catch (...) {
+    driver().cuEventDestroy(b.done);
+    driver().cuMemFreeHost(b.host);
+    throw;
+  }
 }
 
 void cuda_staging::retire(block& b) {
   CUBERT_CU_CALL(cuEventRecord, b.done, stream_);
   b.in_flight = true;
+}
+
+void cuda_staging::wait_idle(block& b) {
+  if (!b.in_flight) return;
+  CUBERT_CU_CALL(cuEventSynchronize, b.done);
+  b.in_flight = false;
+}
+
+void cuda_staging::bind_context() const {
+  // Copy threads serve this server only, so after the first transfer this is one compare.
+  CUcontext current = nullptr;
+  if (driver().cuCtxGetCurrent(&current) != CUDA_SUCCESS || current != context_) {
+    CUBERT_CU_CALL(cuCtxSetCurrent, context_);
+  }
 }
 
 cuda_staging::block& cuda_staging::advance() {
@@ -36,33 +87,62 @@ cuda_staging::block& cuda_staging::advance() {
   cursor_ = 0;
   if (blocks_.empty() ||
       (blocks_.size() < max_blocks_ && blocks_[(current_ + 1) % blocks_.size()].in_flight)) {
-    // Grow while the ring is busy: a block costs a pinned allocation once, a wait costs every time.
-    block b;
-    CUBERT_CU_CALL(cuMemAllocHost, reinterpret_cast<void**>(&b.host), block_size_);
-    if (CUresult r = driver().cuEventCreate(&b.done, CU_EVENT_DISABLE_TIMING); r != CUDA_SUCCESS) {
-      driver().cuMemFreeHost(b.host);
-      check(r, "cuEventCreate");
+    // Grow while the ring is busy: a block costs a pinned allocation once, a wait every time.
+    add_block();
+    if (blocks_.size() > 1) {
+      std::rotate(blocks_.begin() + static_cast<std::ptrdiff_t>(current_ + 1), blocks_.end() - 1,
+                  blocks_.end());
+      ++current_;
     }
-    blocks_.insert(
-        blocks_.begin() + static_cast<std::ptrdiff_t>(blocks_.empty() ? 0 : current_ + 1), b);
-    current_ = blocks_.size() == 1 ? 0 : current_ + 1;
   } else {
     current_ = (current_ + 1) % blocks_.size();
   }
   block& b = blocks_[current_];
-  if (b.in_flight) {
-    CUBERT_CU_CALL(cuEventSynchronize, b.done);
-    b.in_flight = false;
-  }
+  wait_idle(b);
   return b;
+}
+
+cuda_staging::plan cuda_staging::make_plan(std::size_t bytes) {
+  // The packed block's DMAs are tracked by its event from here on, and the next packed upload
+  // starts a fresh block: the transfer below may hand any block to any thread.
+  if (current_dirty_) retire(blocks_[current_]);
+  current_dirty_ = false;
+  cursor_ = block_size_;
+  std::size_t const threads = pool_.threads();
+  plan p;
+  // Whole blocks for large transfers; for mid sizes about two chunks per thread, so all work.
+  std::size_t const share = round_up((bytes + 2 * threads - 1) / (2 * threads), 64 * kib);
+  p.chunk = std::min(block_size_, std::max(min_chunk, share));
+  p.chunks = (bytes + p.chunk - 1) / p.chunk;
+  while (blocks_.size() < std::min(max_blocks_, p.chunks)) add_block();
+  p.workers = static_cast<unsigned>(std::min({threads, p.chunks, blocks_.size()}));
+  p.per_worker = blocks_.size() / p.workers;
+  return p;
+}
+
+void cuda_staging::recover() noexcept {
+  // A failed transfer leaves blocks whose DMA may or may not be queued: let the stream drain,
+  // then every block is idle again.
+  driver_state().cuStreamSynchronize(stream_);
+  for (auto& b : blocks_) b.in_flight = false;
 }
 
 void cuda_staging::upload(CUdeviceptr dst, std::span<std::byte const> src) {
   if (src.empty()) return;
-  if (src.size() >= direct_threshold && is_pinned(src.data())) {
+  if (src.size() >= direct_threshold && is_pinned(src.data(), src.size())) {
     // Already pinned: one DMA, then wait, because the caller may reuse `src` on return.
     CUBERT_CU_CALL(cuMemcpyHtoDAsync, dst, src.data(), src.size(), stream_);
     CUBERT_CU_CALL(cuStreamSynchronize, stream_);
+    return;
+  }
+  if (src.size() >= parallel_threshold) {
+    auto const p = make_plan(src.size());
+    try {
+      upload_chunks(p, dst, src);
+    } catch (...) {
+      recover();
+      throw;
+    }
     return;
   }
   std::size_t done = 0;
@@ -82,35 +162,110 @@ void cuda_staging::upload(CUdeviceptr dst, std::span<std::byte const> src) {
   }
 }
 
+void cuda_staging::upload_chunks(plan const& p, CUdeviceptr dst, std::span<std::byte const> src) {
+  std::atomic<std::size_t> next{0};
+  pool_.run(p.workers, [&](unsigned w) {
+    try {
+      if (w != 0) bind_context();
+      block* const mine = blocks_.data() + w * p.per_worker;
+      std::size_t turn = 0;
+      for (std::size_t i = 0; (i = next.fetch_add(1, std::memory_order_relaxed)) < p.chunks;) {
+        block& b = mine[turn++ % p.per_worker];
+        wait_idle(b);
+        std::size_t const offset = i * p.chunk;
+        std::size_t const n = std::min(p.chunk, src.size() - offset);
+        std::memcpy(b.host, src.data() + offset, n);
+        CUBERT_CU_CALL(cuMemcpyHtoDAsync, dst + offset, b.host, n, stream_);
+        retire(b);
+      }
+    } catch (...) {
+      next.store(p.chunks);  // The others stop taking chunks; the transfer has failed.
+      throw;
+    }
+  });
+}
+
 void cuda_staging::download(std::span<std::byte> dst, CUdeviceptr src) {
   if (dst.empty()) return;
-  if (dst.size() >= direct_threshold && is_pinned(dst.data())) {
+  if (is_pinned(dst.data(), dst.size())) {
+    // The caller waits anyway, so a pinned destination of any size is written by DMA directly.
     CUBERT_CU_CALL(cuMemcpyDtoHAsync, dst.data(), src, dst.size(), stream_);
     CUBERT_CU_CALL(cuStreamSynchronize, stream_);
     return;
   }
-  // Pipeline: up to `depth` chunks are in flight; the host copies chunk i out of its block
-  // while the DMA engine fills the blocks of the chunks after it.
-  std::size_t const chunks = (dst.size() + block_size_ - 1) / block_size_;
-  std::size_t const depth = std::min(chunks, max_blocks_);
-  std::vector<std::size_t> slot(depth);
-  auto const enqueue = [&](std::size_t chunk) {
-    block& b = advance();
-    slot[chunk % depth] = current_;
-    std::size_t const off = chunk * block_size_;
-    std::size_t const n = std::min(block_size_, dst.size() - off);
-    CUBERT_CU_CALL(cuMemcpyDtoHAsync, b.host, src + off, n, stream_);
-    retire(b);
-    cursor_ = block_size_;  // A download owns the whole block: no upload may pack into it.
-  };
-  for (std::size_t c = 0; c < depth; ++c) enqueue(c);
-  for (std::size_t c = 0; c < chunks; ++c) {
-    block& b = blocks_[slot[c % depth]];
-    CUBERT_CU_CALL(cuEventSynchronize, b.done);
-    b.in_flight = false;
-    std::size_t const off = c * block_size_;
-    std::memcpy(dst.data() + off, b.host, std::min(block_size_, dst.size() - off));
-    if (c + depth < chunks) enqueue(c + depth);
+  auto const p = make_plan(dst.size());
+  try {
+    download_chunks(p, dst, src);
+  } catch (...) {
+    recover();
+    throw;
+  }
+}
+
+void cuda_staging::download_chunks(plan const& p, std::span<std::byte> dst, CUdeviceptr src) {
+  std::atomic<std::size_t> next{0};
+  pool_.run(p.workers, [&](unsigned w) {
+    try {
+      if (w != 0) bind_context();
+      block* const mine = blocks_.data() + w * p.per_worker;
+      std::vector<std::size_t> chunk_of(p.per_worker);  // The chunk each of `mine` receives.
+      std::size_t head = 0;
+      std::size_t queued = 0;
+      auto const length = [&](std::size_t i) {
+        return std::min(p.chunk, dst.size() - i * p.chunk);
+      };
+      // Keeps every block of this thread busy receiving a chunk.
+      auto const refill = [&] {
+        while (queued < p.per_worker) {
+          std::size_t const i = next.fetch_add(1, std::memory_order_relaxed);
+          if (i >= p.chunks) return;
+          std::size_t const slot = (head + queued) % p.per_worker;
+          block& b = mine[slot];
+          wait_idle(b);
+          CUBERT_CU_CALL(cuMemcpyDtoHAsync, b.host, src + i * p.chunk, length(i), stream_);
+          retire(b);
+          chunk_of[slot] = i;
+          ++queued;
+        }
+      };
+      refill();
+      while (queued > 0) {
+        block& b = mine[head];
+        wait_idle(b);
+        std::size_t const i = chunk_of[head];
+        std::memcpy(dst.data() + i * p.chunk, b.host, length(i));
+        head = (head + 1) % p.per_worker;
+        --queued;
+        refill();
+      }
+    } catch (...) {
+      next.store(p.chunks);
+      throw;
+    }
+  });
+}
+
+void cuda_staging::populate(std::span<std::byte> fresh) noexcept {
+  // Whole huge pages inside the range only: the partial pages at its ends fault in normally.
+  auto const begin = round_up(address_of(fresh.data()), huge_page);
+  auto const end = (address_of(fresh.data()) + fresh.size()) & ~(huge_page - 1);
+  if (end <= begin || end - begin < 2 * huge_page) return;
+  // A hint (THP may be off); 512 times fewer faults, each one zeroing 2 MiB, when it is taken.
+  ::madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+  std::size_t const pages = (end - begin) / huge_page;
+  auto const workers = static_cast<unsigned>(std::min<std::size_t>(pool_.threads(), pages));
+  try {
+    pool_.run(workers, [&](unsigned w) {
+      // Contiguous shares of whole huge pages, so that no page is split between threads. The
+      // kernel zeroes each page it populates: that is the work being shared.
+      std::size_t const first = pages * w / workers;
+      std::size_t const last = pages * (w + 1) / workers;
+      if (last > first) {
+        ::madvise(reinterpret_cast<void*>(begin + first * huge_page), (last - first) * huge_page,
+                  MADV_POPULATE_WRITE);
+      }
+    });
+  } catch (...) {  // Only a thread that could not start; the caller's writes fault instead.
   }
 }
 

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Pinned host staging for transfers between pageable host memory and the device.
+// Transfers between host memory and the device: direct DMA for pinned memory, a pinned staging
+// ring for pageable memory, its host-side copies shared by a few threads.
 #pragma once
+
+#include "cuda_copy_pool.hpp"
 
 #include <cuda.h>
 
@@ -10,32 +13,52 @@
 
 namespace cubert::cuda::detail {
 
-/// A ring of pinned blocks. Uploads copy the caller's bytes into a block and enqueue a DMA from
-/// it, so `upload` returns as soon as the bytes are copied, not when the device has them; small
-/// uploads share a block. Large transfers are cut into blocks and pipelined: the host copies
-/// block i+1 while the DMA engine moves block i. A block is reused only after the event recorded
-/// behind its last copy has completed. Not thread-safe: the server thread owns it, with the
-/// context current.
+/// A ring of pinned blocks plus the threads that fill and empty them.
+///
+/// - Pinned host memory (ours from `alloc_host`, or anyone's) is copied by DMA directly.
+/// - Small pageable uploads are copied into a block by the caller and the DMA is enqueued, so
+///   `upload` returns as soon as the bytes are copied; they share blocks.
+/// - Large pageable transfers are cut into chunks that the copy threads take in turn, each
+///   thread owning a few blocks: upload = wait for the block, memcpy in, enqueue the DMA;
+///   download = enqueue the DMA into a block, wait, memcpy out. A thread's copy overlaps the
+///   DMAs of the chunks the other threads queued, so the DMA engine is kept busy.
+/// A block is reused only after the event recorded behind its last DMA has completed. Each
+/// block is touched by one thread at a time: the server thread between transfers, its owner
+/// during one. All DMAs go to the server's one stream, so they stay ordered after earlier work.
+/// Not thread-safe: the server thread calls it, with the context current.
 class cuda_staging {
  public:
-  /// Blocks of `block_size` bytes (at most `max_blocks`, allocated on demand) for `stream`,
-  /// which is not owned; the server outlives its staging.
-  explicit cuda_staging(CUstream stream, std::size_t block_size = std::size_t{4} << 20,
-                        std::size_t max_blocks = 8) noexcept
-      : stream_(stream), block_size_(block_size), max_blocks_(max_blocks) {}
+  /// Blocks of `block_size` bytes (at most `max_blocks`, pinned on demand) for `stream` of
+  /// `context`, and `copy_threads` threads (0 = cuda_copy_pool::default_threads()). The
+  /// context and stream are not owned; the server outlives its staging.
+  cuda_staging(CUcontext context, CUstream stream, std::size_t block_size, std::size_t max_blocks,
+               unsigned copy_threads) noexcept;
   ~cuda_staging();
   cuda_staging(cuda_staging const&) = delete;
   cuda_staging& operator=(cuda_staging const&) = delete;
 
-  /// Enqueues a copy of `src` to device address `dst`; `src` may be reused on return.
-  /// Pinned sources of at least `direct_threshold` bytes are copied by DMA directly.
+  /// Enqueues a copy of `src` to device address `dst`; `src` may be reused on return. A
+  /// pinned source of at least `direct_threshold` bytes is copied by DMA and waited for.
+  /// @throws device_error (or out_of_memory pinning a block) from the driver.
   void upload(CUdeviceptr dst, std::span<std::byte const> src);
   /// Copies `dst.size()` bytes from device address `src` into `dst` after all earlier work on
   /// the stream; blocks until they are there. @throws device_error from the stream.
   void download(std::span<std::byte> dst, CUdeviceptr src);
+  /// Faults in the pages of not-yet-touched pageable memory on the copy threads, with
+  /// transparent huge pages advised, so that the caller's first writes find them resident
+  /// (a fresh 256 MiB destination otherwise costs more in page faults than the copy). Does not
+  /// read or write the bytes. Best effort: small ranges and kernels without
+  /// MADV_POPULATE_WRITE (Linux < 5.14) are left alone. Never throws.
+  void populate(std::span<std::byte> fresh) noexcept;
 
-  /// Transfers at least this large skip staging when the host side is already pinned.
+  /// Threads sharing large transfers, the caller included.
+  [[nodiscard]] unsigned copy_threads() const noexcept { return pool_.threads(); }
+
+  /// Pinned sources at least this large skip staging (smaller ones are cheaper to memcpy into a
+  /// block and not wait for).
   static constexpr std::size_t direct_threshold = std::size_t{1} << 20;
+  /// Pageable uploads at least this large are shared between the copy threads.
+  static constexpr std::size_t parallel_threshold = std::size_t{2} << 20;
 
  private:
   struct block {
@@ -43,18 +66,35 @@ class cuda_staging {
     CUevent done = nullptr;
     bool in_flight = false;
   };
-  /// The next block of the ring, idle (waits for it if needed).
+  /// How a large transfer is cut: `chunks` chunks of `chunk` bytes (the last may be shorter),
+  /// `workers` threads each owning `per_worker` consecutive blocks.
+  struct plan {
+    std::size_t chunk = 0;
+    std::size_t chunks = 0;
+    unsigned workers = 0;
+    std::size_t per_worker = 0;
+  };
+
+  /// The next block of the ring for packed uploads, idle (waits for it if needed).
   block& advance();
   void retire(block& b);
-  [[nodiscard]] static bool is_pinned(void const* p) noexcept;
+  void wait_idle(block& b);
+  void add_block();
+  [[nodiscard]] plan make_plan(std::size_t bytes);
+  void bind_context() const;
+  void upload_chunks(plan const& p, CUdeviceptr dst, std::span<std::byte const> src);
+  void download_chunks(plan const& p, std::span<std::byte> dst, CUdeviceptr src);
+  void recover() noexcept;
 
-  CUstream stream_;  // Not owned; the server outlives its staging.
+  CUcontext context_;  // Not owned; the server outlives its staging.
+  CUstream stream_;    // Not owned; likewise.
   std::size_t block_size_;
   std::size_t max_blocks_;
   std::vector<block> blocks_;
-  std::size_t current_ = 0;  ///< Index of the block uploads are packed into.
+  std::size_t current_ = 0;  ///< Index of the block packed uploads go into.
   std::size_t cursor_ = 0;   ///< Bytes used in the current block.
   bool current_dirty_ = false;
+  cuda_copy_pool pool_;  // Its threads touch blocks only inside a transfer.
 };
 
 }  // namespace cubert::cuda::detail

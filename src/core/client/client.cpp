@@ -139,6 +139,24 @@ std::vector<std::byte> client::read_one(binding b) const {
   return std::move(read(std::move(one)).front());
 }
 
+std::future<void> client::read_into_async(binding const& b, std::span<std::byte> dst) const {
+  profile_guard();
+  // Checked here so every channel reports it the same way, at once.
+  CUBERT_EXPECTS(dst.size() == b.size(),
+                 fmt::format("read_into: the destination holds {} bytes but the binding {}",
+                             dst.size(), b.size()));
+  return state_->channel->read_into(b, dst);
+}
+
+void client::read_into(binding const& b, std::span<std::byte> dst) const {
+  read_into_async(b, dst).get();
+}
+
+host_buffer client::alloc_host(std::uint64_t size) const {
+  profile_guard();
+  return state_->channel->alloc_host(size);
+}
+
 std::vector<std::vector<std::byte>> client::read_tensor(
     std::vector<binding_with_meta> tensors) const {
   profile_guard();

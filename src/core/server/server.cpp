@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdint>
 #include <cstring>
 
 namespace cubert::backend {
@@ -122,6 +123,33 @@ std::future<std::vector<std::vector<std::byte>>> server::read_tensor(
   std::promise<std::vector<std::vector<std::byte>>> done;
   done.set_value(std::move(out));
   return done.get_future();
+}
+
+std::future<void> server::read_into(cubert::binding const& b, std::span<std::byte> dst) {
+  CUBERT_EXPECTS(dst.size() == b.size(),
+                 fmt::format("read_into: the destination holds {} bytes but the binding {}",
+                             dst.size(), b.size()));
+  std::vector<cubert::binding> one{b};
+  auto pending = read(std::move(one));  // A bad binding throws here, at once.
+  std::promise<void> done;
+  try {
+    auto bytes = pending.get();
+    auto const& src = bytes.at(0);
+    if (src.size() != dst.size()) {
+      throw invalid_argument(fmt::format(
+          "read_into: the destination holds {} bytes but the binding {}", dst.size(), src.size()));
+    }
+    if (!src.empty()) std::memcpy(dst.data(), src.data(), src.size());
+    done.set_value();
+  } catch (...) {
+    done.set_exception(std::current_exception());
+  }
+  return done.get_future();
+}
+
+host_buffer server::alloc_host(std::uint64_t size) {
+  static_assert(sizeof(std::size_t) >= sizeof(std::uint64_t), "cubert needs a 64-bit host");
+  return host_buffer::make_aligned(static_cast<std::size_t>(size));
 }
 
 }  // namespace cubert::backend

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cuda_copy_pool.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace cubert::cuda::detail {
+
+cuda_copy_pool::cuda_copy_pool(unsigned threads) noexcept
+    : threads_(threads == 0 ? default_threads() : threads) {}
+
+unsigned cuda_copy_pool::default_threads() noexcept {
+  return std::clamp(std::thread::hardware_concurrency() / 2, 1u, 8u);
+}
+
+cuda_copy_pool::~cuda_copy_pool() {
+  {
+    std::lock_guard lock(mutex_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  for (auto& t : pool_) t.join();
+}
+
+void cuda_copy_pool::start() noexcept {
+  started_ = true;
+  pool_.reserve(threads_ - 1);
+  for (unsigned i = 1; i < threads_; ++i) {
+    try {
+      pool_.emplace_back([this, i] { worker_loop(i); });
+    } catch (...) {
+      // The host refused a thread: run with those we have rather than fail a transfer.
+      break;
+    }
+  }
+  threads_ = static_cast<unsigned>(pool_.size()) + 1;
+}
+
+void cuda_copy_pool::run_erased(unsigned workers, worker_fn fn, void* ctx) {
+  if (workers == 0) return;
+  if (workers > 1 && !started_) start();
+  workers = std::min(workers, threads_);
+  if (workers == 1) {
+    fn(ctx, 0);  // Nothing to share: no hand-off.
+    return;
+  }
+  {
+    std::lock_guard lock(mutex_);
+    ++generation_;
+    fn_ = fn;
+    ctx_ = ctx;
+    workers_ = workers;
+    running_ = workers - 1;
+    error_ = nullptr;
+  }
+  wake_.notify_all();
+  std::exception_ptr mine;
+  try {
+    fn(ctx, 0);
+  } catch (...) {
+    mine = std::current_exception();
+  }
+  std::exception_ptr theirs;
+  {
+    // Wait even when worker 0 failed: the others use the caller's stack (fn, ctx).
+    std::unique_lock lock(mutex_);
+    finished_.wait(lock, [this] { return running_ == 0; });
+    theirs = std::exchange(error_, nullptr);
+  }
+  if (mine) std::rethrow_exception(mine);
+  if (theirs) std::rethrow_exception(theirs);
+}
+
+void cuda_copy_pool::worker_loop(unsigned index) noexcept {
+  std::uint64_t seen = 0;
+  for (;;) {
+    worker_fn fn = nullptr;
+    void* ctx = nullptr;
+    {
+      std::unique_lock lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      if (stopping_) return;
+      seen = generation_;
+      // A job that needs fewer workers leaves this one asleep; run() does not count it.
+      if (index >= workers_) continue;
+      fn = fn_;
+      ctx = ctx_;
+    }
+    std::exception_ptr failure;
+    try {
+      fn(ctx, index);
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    bool last = false;
+    {
+      std::lock_guard lock(mutex_);
+      if (failure && !error_) error_ = failure;
+      last = --running_ == 0;
+    }
+    if (last) finished_.notify_one();
+  }
+}
+
+}  // namespace cubert::cuda::detail
