@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `cubert replay <trace>...`: replays allocation traces through the memory manager and prints
-// peak reserved ÷ peak live and host time per event for each pool configuration.
+// peak reserved ÷ peak live, host time per event and storage calls for each pool configuration.
 #include "command.hpp"
 
 #include <cubert/error.hpp>
@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cctype>
+#include <cmath>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -48,43 +49,91 @@ std::uint64_t parse_size(std::string const& text) {
 
 struct replay_args {
   std::vector<std::string> traces;
+  std::vector<std::string> synthetic;
   std::vector<std::string> configs;
   std::string page_limit = "2GiB";
   std::uint64_t alignment = 256;
+  std::uint64_t seed = 1;
   int repeat = 3;
+  double call_cost_us = 0.0;
   bool json = false;
   bool host_memory = false;
   bool pools = true;
 };
 
+std::vector<memory::allocation_trace> load_all(replay_args const& args) {
+  std::vector<memory::allocation_trace> out;
+  for (auto const& path : args.traces) out.push_back(memory::load_trace(path));
+  for (auto const& shape : args.synthetic) {
+    memory::synthetic_options o;
+    o.shape = shape == "training" ? memory::synthetic_shape::training
+                                  : memory::synthetic_shape::random_mix;
+    o.seed = args.seed;
+    out.push_back(memory::synthetic_trace(o));
+  }
+  if (out.empty()) throw invalid_argument("cubert replay: give trace files or --synthetic");
+  return out;
+}
+
+nlohmann::json pools_json(memory::usage_report const& report) {
+  nlohmann::json pools = nlohmann::json::array();
+  for (auto const& p : report.pools) {
+    if (p.peak_pages == 0) continue;
+    pools.push_back({{"kind", memory::to_string(p.kind)},
+                     {"pool", p.description},
+                     {"max_alloc_size", p.max_alloc_size},
+                     {"pages", p.pages},
+                     {"peak_pages", p.peak_pages},
+                     {"bytes_in_use", p.usage.bytes_in_use},
+                     {"bytes_reserved", p.usage.bytes_reserved},
+                     {"peak_bytes_reserved", p.peak_bytes_reserved},
+                     {"peak_bytes_in_use", p.peak_bytes_in_use},
+                     {"spills", p.spills}});
+  }
+  return pools;
+}
+
+void print_table(replay_args const& args, memory::replay_options const& options,
+                 std::vector<std::pair<std::string, memory::replay_result>> const& results) {
+  bool const modelled = options.storage_call_cost_ns > 0;
+  std::cout << fmt::format(
+      "max page size {} B, alignment {} B, best of {} passes, {} storage{}\n\n",
+      options.properties.max_page_size, options.properties.alignment, options.repetitions,
+      args.host_memory ? "host" : "counting",
+      modelled ? fmt::format(", {} us modelled per storage call", args.call_cost_us) : "");
+  std::cout << fmt::format("{:<14} {:<16} {:>7} {:>10} {:>13} {:>6} {:>8} {:>7} {:>6} {:>9}",
+                           "trace", "config", "events", "peak live", "peak reserved", "ratio",
+                           "ns/event", "allocs", "frees", "calls/1k");
+  std::cout << (modelled ? fmt::format(" {:>13}\n", "modelled ns/ev") : std::string("\n"));
+  for (auto const& [trace, r] : results) {
+    std::cout << fmt::format(
+        "{:<14} {:<16} {:>7} {:>10} {:>13} {:>6.3f} {:>8.1f} {:>7} {:>6} {:>9.2f}", trace,
+        r.configuration, r.events, memory::format_bytes(r.peak_live_bytes),
+        memory::format_bytes(r.peak_reserved_bytes), r.ratio, r.ns_per_event, r.storage.allocs,
+        r.storage.frees, r.storage_calls_per_1000_events);
+    std::cout << (modelled ? fmt::format(" {:>13.0f}\n", r.modelled_ns_per_event)
+                           : std::string("\n"));
+  }
+}
+
 void run(replay_args const& args) {
   std::vector<std::string> configs = args.configs;
-  if (configs.empty()) configs = {"sub_slices", "exclusive_pages", "compact"};
+  if (configs.empty()) {
+    for (auto name : memory::memory_configuration::preset_names()) configs.emplace_back(name);
+  }
+  CUBERT_EXPECTS(std::isfinite(args.call_cost_us) && args.call_cost_us >= 0,
+                 "--storage-call-cost-us must be a non-negative number");
   memory::replay_options options;
   options.properties = {parse_size(args.page_limit), args.alignment};
   options.repetitions = std::max(args.repeat, 1);
   options.host_memory = args.host_memory;
+  options.storage_call_cost_ns = args.call_cost_us * 1000.0;
   nlohmann::json out = nlohmann::json::array();
   std::vector<std::pair<std::string, memory::replay_result>> results;
-  for (auto const& path : args.traces) {
-    auto const trace = memory::load_trace(path);
+  for (auto const& trace : load_all(args)) {
     for (auto const& name : configs) {
       auto r = memory::replay_trace(trace, memory::memory_configuration::from_name(name), options);
       if (args.json) {
-        nlohmann::json pools = nlohmann::json::array();
-        for (auto const& p : r.report.pools) {
-          if (p.peak_pages == 0) continue;
-          pools.push_back({{"kind", memory::to_string(p.kind)},
-                           {"pool", p.description},
-                           {"max_alloc_size", p.max_alloc_size},
-                           {"pages", p.pages},
-                           {"peak_pages", p.peak_pages},
-                           {"bytes_in_use", p.usage.bytes_in_use},
-                           {"bytes_reserved", p.usage.bytes_reserved},
-                           {"peak_bytes_reserved", p.peak_bytes_reserved},
-                           {"peak_bytes_in_use", p.peak_bytes_in_use},
-                           {"spills", p.spills}});
-        }
         out.push_back({{"trace", trace.name},
                        {"config", r.configuration},
                        {"events", r.events},
@@ -92,10 +141,17 @@ void run(replay_args const& args) {
                        {"peak_reserved_bytes", r.peak_reserved_bytes},
                        {"ratio", r.ratio},
                        {"ns_per_event", r.ns_per_event},
-                       {"storage_allocs", r.storage_allocs},
+                       {"storage_allocs", r.storage.allocs},
+                       {"storage_frees", r.storage.frees},
+                       {"storage_alloc_bytes", r.storage.alloc_bytes},
+                       {"storage_free_bytes", r.storage.free_bytes},
+                       {"storage_calls_per_1000_events", r.storage_calls_per_1000_events},
+                       {"storage_call_cost_ns", options.storage_call_cost_ns},
+                       {"modelled_ns_per_event", r.modelled_ns_per_event},
                        {"max_page_size", options.properties.max_page_size},
                        {"alignment", options.properties.alignment},
-                       {"pools", pools}});
+                       {"host_memory", args.host_memory},
+                       {"pools", pools_json(r.report)}});
       }
       results.emplace_back(trace.name, std::move(r));
     }
@@ -104,19 +160,7 @@ void run(replay_args const& args) {
     std::cout << out.dump(2) << "\n";
     return;
   }
-  std::cout << fmt::format("max page size {} B, alignment {} B, best of {} passes, {} storage\n\n",
-                           options.properties.max_page_size, options.properties.alignment,
-                           options.repetitions, args.host_memory ? "host" : "counting");
-  std::cout << fmt::format("{:<14} {:<16} {:>7} {:>12} {:>14} {:>7} {:>9} {:>11}\n", "trace",
-                           "config", "events", "peak live", "peak reserved", "ratio", "ns/event",
-                           "page allocs");
-  for (auto const& [trace, r] : results) {
-    std::cout << fmt::format(
-        "{:<14} {:<16} {:>7} {:>12} {:>14} {:>7.3f} {:>9.1f} {:>11}\n", trace, r.configuration,
-        r.events, memory::format_bytes(r.peak_live_bytes),
-        memory::format_bytes(r.peak_reserved_bytes), r.ratio, r.ns_per_event,
-        args.host_memory ? std::string("-") : std::to_string(r.storage_allocs));
-  }
+  print_table(args, options, results);
   if (!args.pools) return;
   for (auto const& [trace, r] : results) {
     std::cout << fmt::format("\n{} / {}: pools at the end of the replay\n", trace, r.configuration)
@@ -128,12 +172,18 @@ void setup(CLI::App& app) {
   auto args = std::make_shared<replay_args>();
   auto* cmd = app.add_subcommand("replay", "Replay allocation traces through the memory manager");
   cmd->add_option("traces", args->traces, "Trace files ('a ID SIZE' / 'f ID' lines; .gz ok)")
-      ->required()
       ->check(CLI::ExistingFile);
-  cmd->add_option(
-         "--config", args->configs,
-         "Pool configuration: sub_slices, exclusive_pages, compact (repeatable; default all)")
-      ->check(CLI::IsMember({"sub_slices", "exclusive_pages", "compact"}));
+  cmd->add_option("--synthetic", args->synthetic,
+                  "Also replay a generated trace: random (sizes 256 B..256 MiB, random "
+                  "lifetimes) or training (repeated forward/backward steps); repeatable")
+      ->check(CLI::IsMember({"random", "training"}));
+  cmd->add_option("--seed", args->seed, "Seed of the synthetic traces")->capture_default_str();
+  std::vector<std::string> names;
+  for (auto n : memory::memory_configuration::preset_names()) names.emplace_back(n);
+  cmd->add_option("--config", args->configs,
+                  "Pool configuration: sub_slices, exclusive_pages, compact, caching (repeatable; "
+                  "default all)")
+      ->check(CLI::IsMember(names));
   cmd->add_option("--page-limit", args->page_limit, "Device max page size (e.g. 2GiB, 512MiB)")
       ->capture_default_str();
   cmd->add_option("--alignment", args->alignment, "Device alignment in bytes")
@@ -142,6 +192,11 @@ void setup(CLI::App& app) {
   cmd->add_option("--repeat", args->repeat, "Timed passes; the fastest is reported")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--storage-call-cost-us", args->call_cost_us,
+                  "Modelled driver cost of one storage alloc/free, added to a separate "
+                  "'modelled ns/event' column (measured ns/event never includes it)")
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", args->json, "Print JSON instead of tables");
   cmd->add_flag("--host-memory", args->host_memory,
                 "Back pages with (untouched) host memory instead of counting them");

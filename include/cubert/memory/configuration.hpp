@@ -38,6 +38,11 @@ struct pool_options {
   std::optional<std::uint64_t> max_pool_size;
   /// Sliced: before growing, give back pages that are entirely free (keeps reserved near live).
   bool release_free_pages = false;
+  /// Sliced: grow and give back under the manager's `cache_policy` instead of `page_size` pages
+  /// and `release_free_pages`: pages are sized between the request and `page_size`, idle pages
+  /// stay cached for reuse, and an idle page larger than `page_size` is only split by a request
+  /// of more than half its size. Without a `cache_policy` in the configuration it has no effect.
+  bool cache_pages = false;
 
   /// A sliced pool of `page_size` pages taking requests up to `max_slice_size`.
   [[nodiscard]] static pool_options sliced(std::uint64_t page_size, std::uint64_t max_slice_size,
@@ -48,11 +53,32 @@ struct pool_options {
                                               std::optional<std::uint64_t> cap = {});
 };
 
+/// How pools with `cache_pages` grow and when they give pages back (our `caching` preset).
+///
+/// The manager keeps bytes reserved from storage within a budget of `(1 + slack)` × the highest
+/// live bytes seen so far. Idle pages stay cached and are reused without storage calls; only a
+/// growth that would exceed the budget gives idle pages back first (largest first), as do
+/// explicit cleanup, the out-of-memory retry and, if set, a long idle period.
+struct cache_policy {
+  /// Fraction by which reserved bytes may exceed the peak of live bytes before idle pages go back.
+  double slack = 0.03;
+  /// A pool growing while live bytes are at a new high allocates at least
+  /// clamp(peak live × growth_fraction, min_growth, max_growth): few storage calls during warm-up.
+  /// Below the peak it allocates what the request needs, rounded to `granule`.
+  double growth_fraction = 1.0 / 16.0;
+  std::uint64_t min_growth = std::uint64_t{32} << 20;   ///< See growth_fraction.
+  std::uint64_t max_growth = std::uint64_t{128} << 20;  ///< See growth_fraction.
+  /// Page sizes are multiples of this (CUDA rounds device allocations to 2 MiB anyway).
+  std::uint64_t granule = std::uint64_t{2} << 20;
+  /// Give back pages idle for at least this many reservations (checked every fifth of it).
+  std::optional<std::uint64_t> idle_release_after;
+};
+
 /// A named pool layout, resolved against the device's properties when a manager is built.
 class memory_configuration {
  public:
   /// Which preset built the layout.
-  enum class preset : std::uint8_t { sub_slices, exclusive_pages, compact, custom };
+  enum class preset : std::uint8_t { sub_slices, exclusive_pages, compact, caching, custom };
 
   /// cubecl's default ladder: small pages for small requests, bigger pages for bigger ones.
   [[nodiscard]] static memory_configuration sub_slices();
@@ -60,23 +86,35 @@ class memory_configuration {
   [[nodiscard]] static memory_configuration exclusive_pages();
   /// Ours: few pools, pages sized to large requests and freed when idle; lowest reserved ÷ live.
   [[nodiscard]] static memory_configuration compact();
-  /// Exactly these pools, in routing order. @throws invalid_argument if empty.
-  [[nodiscard]] static memory_configuration custom(std::vector<pool_options> pools);
-  /// The preset named "sub_slices", "exclusive_pages" or "compact". @throws invalid_argument.
+  /// Ours: a small-slice pool and one arena pool under a `cache_policy`: reserved stays within
+  /// a few percent of peak live bytes with few storage calls (docs/memory.md).
+  [[nodiscard]] static memory_configuration caching();
+  /// Exactly these pools, in routing order, optionally under a cache policy (for the pools
+  /// with `cache_pages`). @throws invalid_argument if empty or the policy is inconsistent.
+  [[nodiscard]] static memory_configuration custom(std::vector<pool_options> pools,
+                                                   std::optional<cache_policy> policy = {});
+  /// The preset named "sub_slices", "exclusive_pages", "compact" or "caching".
+  /// @throws invalid_argument for any other name.
   [[nodiscard]] static memory_configuration from_name(std::string_view name);
+  /// The names `from_name` accepts.
+  [[nodiscard]] static std::vector<std::string_view> preset_names();
 
   [[nodiscard]] preset kind() const noexcept { return kind_; }
-  /// "sub_slices", "exclusive_pages", "compact" or "custom".
+  /// "sub_slices", "exclusive_pages", "compact", "caching" or "custom".
   [[nodiscard]] std::string_view name() const noexcept;
+  /// The growth and release policy of pools with `cache_pages`, if this layout has one.
+  [[nodiscard]] std::optional<cache_policy> const& policy() const noexcept { return policy_; }
   /// The pools of this layout for a device, in routing order.
   /// @throws invalid_argument if the properties or a custom pool are inconsistent.
   [[nodiscard]] std::vector<pool_options> pools_for(device_memory_properties const& props) const;
 
  private:
-  explicit memory_configuration(preset kind, std::vector<pool_options> pools = {})
-      : kind_(kind), custom_(std::move(pools)) {}
+  explicit memory_configuration(preset kind, std::vector<pool_options> pools = {},
+                                std::optional<cache_policy> policy = {})
+      : kind_(kind), custom_(std::move(pools)), policy_(policy) {}
   preset kind_;
   std::vector<pool_options> custom_;
+  std::optional<cache_policy> policy_;
 };
 
 }  // namespace cubert::memory

@@ -73,6 +73,8 @@ class memory_manager {
 
  private:
   [[nodiscard]] std::optional<slice_handle> reserve_once(std::uint64_t size);
+  [[nodiscard]] std::optional<slice_handle> grow(memory_pool& pool, std::uint64_t size);
+  void release_idle_pages(std::uint64_t target_reserved) noexcept;
   [[nodiscard]] memory_pool const* owner_of(slice_control const* control) const noexcept;
   void schedule_periodic_cleanup() noexcept;
 

@@ -38,6 +38,39 @@ struct allocation_trace {
 /// @throws io_error if it cannot be read; invalid_argument if malformed.
 [[nodiscard]] allocation_trace load_trace(std::filesystem::path const& path);
 
+/// Shapes of generated traces (to check a policy away from the recorded ones).
+enum class synthetic_shape : std::uint8_t {
+  /// Sizes log-uniform in 256 B … 256 MiB; each step frees a random live allocation (half the
+  /// time, or always above 400 live) or allocates: no structure for a policy to exploit.
+  random_mix,
+  /// Repeated training steps over 40 layers of log-uniform sizes (256 KiB … 64 MiB): forward
+  /// keeps activations and drops temporaries, a loss tensor, backward frees in reverse and
+  /// makes gradients; optimizer state (2 × weights) appears after the first step.
+  training,
+};
+
+/// What to generate.
+struct synthetic_options {
+  synthetic_shape shape = synthetic_shape::random_mix;
+  std::uint64_t seed = 1;
+  std::uint64_t events = 20'000;  ///< random_mix: number of events.
+  int steps = 4;                  ///< training: number of steps.
+};
+
+/// A reproducible generated trace (same seed, same trace, on every platform), named e.g.
+/// "random_s1". @throws invalid_argument for zero events or steps.
+[[nodiscard]] allocation_trace synthetic_trace(synthetic_options const& options);
+
+/// Storage calls of a replay: what a device driver would have been asked to do.
+struct storage_counts {
+  std::uint64_t allocs = 0;       ///< Pages allocated (cuMemAlloc on CUDA storage).
+  std::uint64_t frees = 0;        ///< Pages given back (cuMemFree).
+  std::uint64_t alloc_bytes = 0;  ///< Bytes of the allocated pages.
+  std::uint64_t free_bytes = 0;   ///< Bytes of the pages given back.
+
+  [[nodiscard]] std::uint64_t calls() const noexcept { return allocs + frees; }
+};
+
 /// How to replay.
 struct replay_options {
   /// H200-like by default: 2 GiB max page (cubecl's CUDA value is device memory / 4; larger
@@ -47,6 +80,9 @@ struct replay_options {
   bool host_memory = false;
   /// Timed passes; the fastest is reported (each pass uses a fresh manager).
   int repetitions = 3;
+  /// Modelled host cost of one storage call (a driver allocation or free), added to the
+  /// measured time in `modelled_ns_per_event`; the measured figure never includes it.
+  double storage_call_cost_ns = 0.0;
 };
 
 /// The figures of one replay.
@@ -55,10 +91,15 @@ struct replay_result {
   std::uint64_t events = 0;
   std::uint64_t peak_live_bytes = 0;
   std::uint64_t peak_reserved_bytes = 0;
-  double ratio = 0.0;                ///< peak reserved ÷ peak live.
-  double ns_per_event = 0.0;         ///< Host time of reserve / drop per event, best pass.
-  std::uint64_t storage_allocs = 0;  ///< Page allocations made by the storage (first pass).
-  usage_report report;               ///< At the end of the first pass, before cleanup.
+  double ratio = 0.0;         ///< peak reserved ÷ peak live.
+  double ns_per_event = 0.0;  ///< Measured host time of reserve / drop per event, best pass.
+  /// Storage calls during the events of the first pass (not the final teardown).
+  storage_counts storage;
+  /// Storage calls per 1000 events.
+  double storage_calls_per_1000_events = 0.0;
+  /// `ns_per_event` plus storage calls × `storage_call_cost_ns` ÷ events.
+  double modelled_ns_per_event = 0.0;
+  usage_report report;  ///< At the end of the first pass, before cleanup.
 };
 
 /// Replays `trace` through a fresh memory_manager built with `config`.

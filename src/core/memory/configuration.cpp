@@ -71,6 +71,38 @@ std::vector<pool_options> compact_pools(device_memory_properties const& props) {
   return {pool_options::exclusive(0), small, big};
 }
 
+// Ours: small slices share 2 MiB pages; everything else shares one arena pool whose pages are
+// sized by the cache policy (up to 256 MiB; larger requests get a page of their own). Both
+// keep idle pages cached until the budget, a cleanup or an out-of-memory retry needs them back.
+std::vector<pool_options> caching_pools(device_memory_properties const& props) {
+  auto const a = props.alignment;
+  auto const top = floor_to(props.max_page_size, a);
+  auto const small_page = std::min(ceil_to(2 * mib, a), top);
+  pool_options small = pool_options::sliced(small_page, std::min(small_page / 8, top));
+  small.cache_pages = true;
+  pool_options arena = pool_options::sliced(std::min(ceil_to(256 * mib, a), top), top);
+  arena.cache_pages = true;
+  return {pool_options::exclusive(0), small, arena};
+}
+
+cache_policy default_cache_policy() {
+  return cache_policy{};
+}
+
+void check_policy(cache_policy const& p) {
+  CUBERT_EXPECTS(std::isfinite(p.slack) && p.slack >= 0.0,
+                 fmt::format("cache_policy: slack {} must be a non-negative number", p.slack));
+  CUBERT_EXPECTS(std::isfinite(p.growth_fraction) && p.growth_fraction >= 0.0,
+                 fmt::format("cache_policy: growth_fraction {} must be a non-negative number",
+                             p.growth_fraction));
+  CUBERT_EXPECTS(
+      p.min_growth <= p.max_growth,
+      fmt::format("cache_policy: min_growth {} exceeds max_growth {}", p.min_growth, p.max_growth));
+  CUBERT_EXPECTS(p.granule > 0, "cache_policy: granule must be positive");
+  CUBERT_EXPECTS(!p.idle_release_after || *p.idle_release_after > 0,
+                 "cache_policy: idle_release_after must be positive when set");
+}
+
 }  // namespace
 
 pool_options pool_options::sliced(std::uint64_t page_size, std::uint64_t max_slice_size,
@@ -106,17 +138,30 @@ memory_configuration memory_configuration::compact() {
   return memory_configuration(preset::compact);
 }
 
-memory_configuration memory_configuration::custom(std::vector<pool_options> pools) {
+memory_configuration memory_configuration::caching() {
+  return memory_configuration(preset::caching, {}, default_cache_policy());
+}
+
+memory_configuration memory_configuration::custom(std::vector<pool_options> pools,
+                                                  std::optional<cache_policy> policy) {
   CUBERT_EXPECTS(!pools.empty(), "memory_configuration::custom needs at least one pool");
-  return memory_configuration(preset::custom, std::move(pools));
+  if (policy) check_policy(*policy);
+  return memory_configuration(preset::custom, std::move(pools), policy);
 }
 
 memory_configuration memory_configuration::from_name(std::string_view name) {
   if (name == "sub_slices") return sub_slices();
   if (name == "exclusive_pages") return exclusive_pages();
   if (name == "compact") return compact();
-  throw invalid_argument(fmt::format(
-      "unknown memory configuration '{}' (expected sub_slices, exclusive_pages or compact)", name));
+  if (name == "caching") return caching();
+  throw invalid_argument(
+      fmt::format("unknown memory configuration '{}' (expected sub_slices, exclusive_pages, "
+                  "compact or caching)",
+                  name));
+}
+
+std::vector<std::string_view> memory_configuration::preset_names() {
+  return {"sub_slices", "exclusive_pages", "compact", "caching"};
 }
 
 std::string_view memory_configuration::name() const noexcept {
@@ -127,6 +172,8 @@ std::string_view memory_configuration::name() const noexcept {
       return "exclusive_pages";
     case preset::compact:
       return "compact";
+    case preset::caching:
+      return "caching";
     case preset::custom:
       return "custom";
   }
@@ -147,6 +194,8 @@ std::vector<pool_options> memory_configuration::pools_for(
       return exclusive_pages_pools(props);
     case preset::compact:
       return compact_pools(props);
+    case preset::caching:
+      return caching_pools(props);
     case preset::custom:
       break;
   }

@@ -132,6 +132,28 @@ void exclusive_pool::free_page(page* p) noexcept {
   spare_.push_back(p);
 }
 
+exclusive_pool::page* exclusive_pool::largest_free() noexcept {
+  drain();
+  page* best = nullptr;
+  for (page* p : free_) {
+    if (!best || p->storage.size > best->storage.size) best = p;
+  }
+  return best;
+}
+
+std::uint64_t exclusive_pool::largest_idle_page() noexcept {
+  page const* p = largest_free();
+  return p ? p->storage.size : 0;
+}
+
+std::uint64_t exclusive_pool::free_largest_idle_page() noexcept {
+  page* p = largest_free();
+  if (!p) return 0;
+  auto const bytes = p->storage.size;
+  free_page(p);
+  return bytes;
+}
+
 std::optional<backend::storage_handle> exclusive_pool::get(slice_control const& control) const {
   if (control.owner() != this || control.slot_index >= slots_.size()) return std::nullopt;
   page const* p = slots_[control.slot_index].get();

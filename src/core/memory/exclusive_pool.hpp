@@ -28,6 +28,8 @@ class exclusive_pool final : public memory_pool {
   void cleanup(std::uint64_t alloc_nr, bool explicit_cleanup) override;
   [[nodiscard]] std::optional<std::uint64_t> check_period() const noexcept override;
   [[nodiscard]] pool_usage usage() override;
+  [[nodiscard]] std::uint64_t largest_idle_page() noexcept override;
+  std::uint64_t free_largest_idle_page() noexcept override;
 
  private:
   static constexpr double size_avg_decay = 0.01;
@@ -46,6 +48,7 @@ class exclusive_pool final : public memory_pool {
   void mark_free(page* p) noexcept;
   void unmark_free(page* p) noexcept;
   void free_page(page* p) noexcept;
+  [[nodiscard]] page* largest_free() noexcept;
   [[nodiscard]] slice_handle hand_out(page* p, std::uint64_t size) noexcept;
 
   std::optional<std::uint64_t> cap_;

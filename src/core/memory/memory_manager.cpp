@@ -20,11 +20,13 @@ memory_manager::memory_manager(std::unique_ptr<backend::storage> storage,
       stats_(std::make_unique<reservation_stats>()) {
   CUBERT_EXPECTS(storage_ != nullptr, "memory_manager: storage must not be null");
   auto const options = config_.pools_for(props_);
+  cache_policy const* policy = config_.policy() ? &*config_.policy() : nullptr;
   for (auto const& o : options) {
     if (o.kind == pool_kind::exclusive) {
       pools_.push_back(std::make_unique<exclusive_pool>(*storage_, *stats_, o, props_.alignment));
     } else if (o.kind == pool_kind::sliced) {
-      pools_.push_back(std::make_unique<sliced_pool>(*storage_, *stats_, o, props_.alignment));
+      pools_.push_back(
+          std::make_unique<sliced_pool>(*storage_, *stats_, o, props_.alignment, policy));
     } else {
       throw invalid_argument(
           "memory_manager: a persistent pool cannot be configured; every manager has one");
@@ -52,7 +54,7 @@ void memory_manager::schedule_periodic_cleanup() noexcept {
 }
 
 slice_handle memory_manager::reserve(std::uint64_t size) {
-  ++alloc_reserve_count_;
+  stats_->reservations = ++alloc_reserve_count_;
   // cubecl v0.6 never ran periodic cleanup from reserve (⚠); here it runs on schedule.
   if (next_periodic_check_ != 0 && alloc_reserve_count_ >= next_periodic_check_) {
     for (auto& p : pools_) p->cleanup(alloc_reserve_count_, false);
@@ -95,9 +97,57 @@ std::optional<slice_handle> memory_manager::reserve_once(std::uint64_t size) {
   for (auto& p : pools_) {
     if (!p->accepts(size)) continue;
     if (auto h = p->try_reserve(size)) return h;
-    if (auto h = p->alloc(size)) return h;  // nullopt: capped, spill to the next pool
+    if (auto h = grow(*p, size)) return h;  // nullopt: capped, spill to the next pool
   }
   return std::nullopt;
+}
+
+std::optional<slice_handle> memory_manager::grow(memory_pool& pool, std::uint64_t size) {
+  if (!config_.policy() || !pool.caches_pages()) return pool.alloc(size);
+  auto const& policy = *config_.policy();
+  auto const live = stats_->in_use + size;
+  auto const peak = std::max(stats_->peak_in_use, live);
+  auto const limit = peak + static_cast<std::uint64_t>(static_cast<double>(peak) * policy.slack);
+  // Growing to a new high of live bytes is warm-up: a large page saves the next storage calls.
+  // Below the peak the workload has needed more before, so a miss means fragmentation and the
+  // pool grows by what this request needs only.
+  std::uint64_t chunk = 0;
+  if (live >= stats_->peak_in_use) {
+    auto const scaled =
+        static_cast<std::uint64_t>(static_cast<double>(peak) * policy.growth_fraction);
+    chunk = std::clamp(scaled, policy.min_growth, policy.max_growth);
+  }
+  auto const room = [&] { return limit > stats_->reserved ? limit - stats_->reserved : 0; };
+  auto bytes = pool.growth_bytes(size, chunk, room());
+  if (stats_->reserved + bytes > limit) {
+    // Over budget: idle cached pages go back first, largest first (fewest storage calls).
+    release_idle_pages(limit - std::min(limit, bytes));
+    bytes = std::min(bytes, pool.growth_bytes(size, chunk, room()));
+  }
+  auto const need = pool.growth_bytes(size, 0, 0);
+  if (bytes > need) {
+    try {
+      return pool.alloc_page(size, bytes);
+    } catch (out_of_memory const&) {
+      // The storage may still hold what the request itself needs.
+    }
+  }
+  return pool.alloc_page(size, need);
+}
+
+void memory_manager::release_idle_pages(std::uint64_t target_reserved) noexcept {
+  while (stats_->reserved > target_reserved) {
+    memory_pool* best = nullptr;
+    std::uint64_t best_bytes = 0;
+    for (auto& p : pools_) {
+      if (auto const bytes = p->largest_idle_page(); bytes > best_bytes) {
+        best = p.get();
+        best_bytes = bytes;
+      }
+    }
+    if (!best) return;
+    best->free_largest_idle_page();
+  }
 }
 
 memory_pool const* memory_manager::owner_of(slice_control const* control) const noexcept {

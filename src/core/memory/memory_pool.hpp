@@ -39,6 +39,7 @@ namespace cubert::memory {
 /// Manager-wide byte counters that every pool updates, so the manager's peaks are peaks of
 /// the sum and not sums of per-pool peaks. Server thread only.
 struct reservation_stats {
+  std::uint64_t reservations = 0;  ///< Calls of memory_manager::reserve so far (the pools' clock).
   std::uint64_t reserved = 0;
   std::uint64_t peak_reserved = 0;
   std::uint64_t in_use = 0;
@@ -130,6 +131,28 @@ class memory_pool {
   [[nodiscard]] virtual std::optional<std::uint64_t> check_period() const noexcept { return {}; }
   /// This pool's report row (drains pending releases first).
   [[nodiscard]] virtual pool_usage usage() = 0;
+
+  // The cache policy's hooks (memory_manager::grow). Pools without cached pages keep defaults.
+
+  /// Whether the manager's cache policy sizes this pool's pages (pool_options::cache_pages).
+  [[nodiscard]] virtual bool caches_pages() const noexcept { return false; }
+  /// Bytes of the page this pool would allocate for a request of `size`: at least what the
+  /// request needs; with a nonzero `chunk` (growth at a new high of live bytes) up to
+  /// max(chunk, `room`), `room` being what the budget still allows. 0 for other pools.
+  [[nodiscard]] virtual std::uint64_t growth_bytes(std::uint64_t /*size*/, std::uint64_t /*chunk*/,
+                                                   std::uint64_t /*room*/) const noexcept {
+    return 0;
+  }
+  /// Grows by one page of `page_bytes` (a `growth_bytes` result) and reserves `size` from it;
+  /// as `alloc` otherwise. Pools that ignore the size fall back to `alloc`.
+  [[nodiscard]] virtual std::optional<slice_handle> alloc_page(std::uint64_t size,
+                                                               std::uint64_t /*page_bytes*/) {
+    return alloc(size);
+  }
+  /// Size of the largest page with nothing live on it, 0 if none (drains releases first).
+  [[nodiscard]] virtual std::uint64_t largest_idle_page() noexcept { return 0; }
+  /// Gives that page back to the storage; returns its size (0 if there was none).
+  virtual std::uint64_t free_largest_idle_page() noexcept { return 0; }
 
  protected:
   backend::storage* storage_;  // Not owned; the manager owns storage and pools, pools die first.

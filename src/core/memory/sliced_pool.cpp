@@ -10,16 +10,23 @@
 namespace cubert::memory {
 
 sliced_pool::sliced_pool(backend::storage& storage, reservation_stats& stats,
-                         pool_options const& options, std::uint64_t alignment)
+                         pool_options const& options, std::uint64_t alignment,
+                         cache_policy const* policy)
     : memory_pool(storage, stats, options.max_alloc_size, alignment),
       page_size_(ceil_to(options.page_size, alignment)),
       cap_(options.max_pool_size),
       dealloc_period_(options.dealloc_period),
-      release_free_pages_(options.release_free_pages) {
+      release_free_pages_(options.release_free_pages),
+      cached_(options.cache_pages && policy != nullptr) {
   CUBERT_EXPECTS(options.page_size > 0, "sliced pool: page_size must be positive");
   CUBERT_EXPECTS(options.max_alloc_size > 0, "sliced pool: max_alloc_size must be positive");
   // A cap below one page shrinks the page (cubecl HEAD) instead of making the pool useless.
   if (cap_ && *cap_ < page_size_) page_size_ = std::max(floor_to(*cap_, alignment), alignment);
+  if (cached_) {
+    // A granule above the page size would turn every page into an oversize one.
+    granule_ = ceil_to(std::min(policy->granule, page_size_), alignment);
+    idle_release_after_ = policy->idle_release_after;
+  }
 }
 
 sliced_pool::~sliced_pool() {
@@ -33,21 +40,53 @@ sliced_pool::~sliced_pool() {
 
 std::optional<slice_handle> sliced_pool::try_reserve(std::uint64_t size) {
   drain();
-  auto const extent = std::max(ceil_to(size, align_), align_);
+  auto const extent = extent_of(size);
   block* b = bins_[0].find(extent);
-  if (!b && extent > page_size_) b = bins_[1].find(extent);
+  if (!b && extent > page_size_) {
+    b = bins_[1].find(extent);
+    // A cached idle page made for a much larger tensor waits for one: splitting it would leave
+    // its rest to small slices that pin it, and the next large request would grow the pool.
+    if (b && cached_ && b->size / 2 >= extent) b = nullptr;
+  }
   if (!b) return std::nullopt;
   return take(b, size, extent);
 }
 
 std::optional<slice_handle> sliced_pool::alloc(std::uint64_t size) {
   drain();
-  auto const extent = std::max(ceil_to(size, align_), align_);
   // A request larger than a page gets a page of its own size rather than being refused.
-  auto const bytes = std::max(page_size_, extent);
-  if (release_free_pages_ || (cap_ && live_.bytes_reserved + bytes > *cap_)) {
+  return grow(size, std::max(page_size_, extent_of(size)));
+}
+
+std::uint64_t sliced_pool::growth_bytes(std::uint64_t size, std::uint64_t chunk,
+                                        std::uint64_t room) const noexcept {
+  if (!cached_) return 0;
+  auto const extent = extent_of(size);
+  auto const need = ceil_to(extent, granule_);
+  if (extent > page_size_) return need;  // a page of its own, rounded to the granule
+  auto const grow_to = std::max(chunk, chunk == 0 ? 0 : floor_to(room, granule_));
+  return std::max(std::min(need, page_size_), std::min(grow_to, page_size_));
+}
+
+std::optional<slice_handle> sliced_pool::alloc_page(std::uint64_t size, std::uint64_t page_bytes) {
+  drain();
+  if (!cached_) return alloc(size);
+  return grow(size, std::max(page_bytes, extent_of(size)));
+}
+
+std::optional<slice_handle> sliced_pool::grow(std::uint64_t size, std::uint64_t bytes) {
+  auto const extent = extent_of(size);
+  if (!cached_ && release_free_pages_) {
     // An idle page here cannot hold the request (try_reserve failed), so it is dead weight.
     free_idle_pages();
+  }
+  if (cap_ && live_.bytes_reserved + bytes > *cap_) {
+    free_idle_pages();
+    // A cached pool's page may be larger than the request needs; the cap comes first.
+    if (cached_ && live_.bytes_reserved + bytes > *cap_) {
+      auto const left = floor_to(*cap_ - std::min(*cap_, live_.bytes_reserved), align_);
+      bytes = std::max(extent, std::min(bytes, left));
+    }
   }
   if (cap_ && live_.bytes_reserved + bytes > *cap_) {
     ++spills_;
@@ -57,6 +96,7 @@ std::optional<slice_handle> sliced_pool::alloc(std::uint64_t size) {
   auto p = std::make_unique<page>();
   p->storage = storage;
   p->oversize = bytes > page_size_;
+  p->idle_since = stats_->reservations;
   p->serial = next_serial_++;
   p->index = pages_.size();
   block* b = nullptr;
@@ -143,7 +183,7 @@ void sliced_pool::release(block* b) noexcept {
     if (right->next_phys) right->next_phys->prev_phys = b;
     recycle(right);
   }
-  --b->owner->used_blocks;
+  if (--b->owner->used_blocks == 0) b->owner->idle_since = stats_->reservations;
   insert_free(b);
 }
 
@@ -199,6 +239,28 @@ void sliced_pool::free_idle_pages() noexcept {
   }
 }
 
+sliced_pool::page* sliced_pool::largest_idle() noexcept {
+  drain();
+  page* best = nullptr;
+  for (auto const& p : pages_) {
+    if (p->used_blocks == 0 && (!best || p->storage.size > best->storage.size)) best = p.get();
+  }
+  return best;
+}
+
+std::uint64_t sliced_pool::largest_idle_page() noexcept {
+  page const* p = largest_idle();
+  return p ? p->storage.size : 0;
+}
+
+std::uint64_t sliced_pool::free_largest_idle_page() noexcept {
+  page* p = largest_idle();
+  if (!p) return 0;
+  auto const bytes = p->storage.size;
+  free_page(p);
+  return bytes;
+}
+
 std::optional<backend::storage_handle> sliced_pool::get(slice_control const& control) const {
   if (control.owner() != this || control.slot_index >= blocks_.size()) return std::nullopt;
   block const* b = blocks_[control.slot_index].get();
@@ -212,6 +274,15 @@ void sliced_pool::cleanup(std::uint64_t alloc_nr, bool explicit_cleanup) {
     free_idle_pages();
     return;
   }
+  if (cached_) {
+    // Only pages idle for the whole period go: the others are what the workload reuses.
+    if (!idle_release_after_) return;
+    for (std::size_t i = pages_.size(); i-- > 0;) {
+      page* p = pages_[i].get();
+      if (p->used_blocks == 0 && alloc_nr - p->idle_since >= *idle_release_after_) free_page(p);
+    }
+    return;
+  }
   if (dealloc_period_ && alloc_nr - last_check_ >= *check_period()) {
     last_check_ = alloc_nr;
     free_idle_pages();
@@ -219,6 +290,10 @@ void sliced_pool::cleanup(std::uint64_t alloc_nr, bool explicit_cleanup) {
 }
 
 std::optional<std::uint64_t> sliced_pool::check_period() const noexcept {
+  if (cached_) {
+    if (!idle_release_after_) return std::nullopt;
+    return std::max<std::uint64_t>(*idle_release_after_ / 5, 1);
+  }
   if (!dealloc_period_) return std::nullopt;
   return std::max<std::uint64_t>(*dealloc_period_ / 5, 1);
 }

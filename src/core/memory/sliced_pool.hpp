@@ -19,11 +19,17 @@ namespace cubert::memory {
 /// of any page in O(1) and splits off the rest. A dropped slice is queued by the dropping
 /// thread and merged with its free neighbours when the server thread next touches the pool,
 /// so free space never stays cut into adjacent pieces and an idle page is one block.
+///
+/// With `pool_options::cache_pages` and a `cache_policy`, the manager sizes new pages
+/// (`growth_bytes`, `alloc_page`) and decides when idle pages go back; the pool keeps idle
+/// pages otherwise, and an idle page larger than `page_size` only serves requests of more
+/// than half its size.
 class sliced_pool final : public memory_pool {
  public:
+  /// `policy` is used only with `options.cache_pages`; not owned, the manager outlives the pool.
   /// @throws invalid_argument if page_size or max_alloc_size is 0.
   sliced_pool(backend::storage& storage, reservation_stats& stats, pool_options const& options,
-              std::uint64_t alignment);
+              std::uint64_t alignment, cache_policy const* policy = nullptr);
   ~sliced_pool() override;
 
   [[nodiscard]] std::optional<slice_handle> try_reserve(std::uint64_t size) override;
@@ -33,6 +39,14 @@ class sliced_pool final : public memory_pool {
   void cleanup(std::uint64_t alloc_nr, bool explicit_cleanup) override;
   [[nodiscard]] std::optional<std::uint64_t> check_period() const noexcept override;
   [[nodiscard]] pool_usage usage() override;
+
+  [[nodiscard]] bool caches_pages() const noexcept override { return cached_; }
+  [[nodiscard]] std::uint64_t growth_bytes(std::uint64_t size, std::uint64_t chunk,
+                                           std::uint64_t room) const noexcept override;
+  [[nodiscard]] std::optional<slice_handle> alloc_page(std::uint64_t size,
+                                                       std::uint64_t page_bytes) override;
+  [[nodiscard]] std::uint64_t largest_idle_page() noexcept override;
+  std::uint64_t free_largest_idle_page() noexcept override;
 
   /// One block of a page as tests and debugging see it.
   struct block_view {
@@ -65,9 +79,15 @@ class sliced_pool final : public memory_pool {
     std::uint64_t serial = 0;  // creation order, for layout()
     std::size_t index = 0;     // position in pages_
     std::uint32_t used_blocks = 0;
+    std::uint64_t idle_since = 0;  // reservation count when used_blocks last dropped to 0
     block* first = nullptr;
   };
 
+  [[nodiscard]] std::uint64_t extent_of(std::uint64_t size) const noexcept {
+    return std::max(ceil_to(size, align_), align_);
+  }
+  [[nodiscard]] std::optional<slice_handle> grow(std::uint64_t size, std::uint64_t bytes);
+  [[nodiscard]] page* largest_idle() noexcept;
   void drain() noexcept;
   void release(block* b) noexcept;
   [[nodiscard]] slice_handle take(block* b, std::uint64_t size, std::uint64_t extent) noexcept;
@@ -82,6 +102,9 @@ class sliced_pool final : public memory_pool {
   std::optional<std::uint64_t> cap_;
   std::optional<std::uint64_t> dealloc_period_;
   bool release_free_pages_;
+  bool cached_;                // cache_pages under a policy
+  std::uint64_t granule_ = 0;  // page sizes are multiples of this when cached_
+  std::optional<std::uint64_t> idle_release_after_;
   release_queue released_;
   // bins_[1] holds the single free block of each idle oversize page: only requests larger than
   // a page may take it, so small slices never pin a page made for one huge tensor (and an

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <charconv>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <istream>
@@ -141,22 +142,19 @@ namespace {
 struct pass_result {
   double ns_per_event;
   std::uint64_t peak_reserved;
-  std::uint64_t storage_allocs;
+  storage_counts storage;
   usage_report report;
 };
 
 pass_result run_pass(allocation_trace const& trace, memory_configuration const& config,
                      replay_options const& options) {
   auto const& props = options.properties;
-  std::unique_ptr<backend::storage> storage;
-  counting_storage* counter = nullptr;
+  std::unique_ptr<backend::storage> inner;
   if (options.host_memory) {
-    storage = std::make_unique<host_storage>(std::max<std::uint64_t>(props.alignment, 64));
-  } else {
-    auto c = std::make_unique<counting_storage>(props.alignment);
-    counter = c.get();
-    storage = std::move(c);
+    inner = std::make_unique<host_storage>(std::max<std::uint64_t>(props.alignment, 64));
   }
+  auto storage = std::make_unique<counting_storage>(props.alignment, std::move(inner));
+  auto const& counter = *storage;
   memory_manager manager(std::move(storage), props, config);
   std::vector<slice_handle> live(trace.allocations);
   auto const start = std::chrono::steady_clock::now();
@@ -170,7 +168,7 @@ pass_result run_pass(allocation_trace const& trace, memory_configuration const& 
   auto const stop = std::chrono::steady_clock::now();
   auto const ns = std::chrono::duration<double, std::nano>(stop - start).count();
   pass_result r{trace.events.empty() ? 0.0 : ns / static_cast<double>(trace.events.size()),
-                manager.peak_bytes_reserved(), counter ? counter->allocs() : 0, manager.report()};
+                manager.peak_bytes_reserved(), counter.counts(), manager.report()};
   live.clear();
   return r;
 }
@@ -179,13 +177,15 @@ pass_result run_pass(allocation_trace const& trace, memory_configuration const& 
 
 replay_result replay_trace(allocation_trace const& trace, memory_configuration const& config,
                            replay_options const& options) {
+  CUBERT_EXPECTS(std::isfinite(options.storage_call_cost_ns) && options.storage_call_cost_ns >= 0,
+                 "replay_options: storage_call_cost_ns must be a non-negative number");
   replay_result out;
   out.configuration = std::string(config.name());
   out.events = trace.events.size();
   out.peak_live_bytes = trace.peak_live_bytes;
   auto first = run_pass(trace, config, options);
   out.peak_reserved_bytes = first.peak_reserved;
-  out.storage_allocs = first.storage_allocs;
+  out.storage = first.storage;
   out.report = std::move(first.report);
   out.ns_per_event = first.ns_per_event;
   for (int i = 1; i < options.repetitions; ++i) {
@@ -194,6 +194,10 @@ replay_result replay_trace(allocation_trace const& trace, memory_configuration c
   out.ratio = trace.peak_live_bytes == 0 ? 1.0
                                          : static_cast<double>(out.peak_reserved_bytes) /
                                                static_cast<double>(trace.peak_live_bytes);
+  auto const events = static_cast<double>(std::max<std::uint64_t>(out.events, 1));
+  auto const calls = static_cast<double>(out.storage.calls());
+  out.storage_calls_per_1000_events = calls * 1000.0 / events;
+  out.modelled_ns_per_event = out.ns_per_event + calls * options.storage_call_cost_ns / events;
   return out;
 }
 
