@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // CUDA benchmarks against raw-driver baselines measured in the same run, printed as a table.
-//   cuda_bench [--traces DIR] [--torch FILE]   (FILE: "key value" lines from cuda_torch_bench)
+//   cuda_bench [--traces DIR] [--torch FILE] [--rows GROUPS]
+// FILE: "key value" lines from cuda_torch_bench. GROUPS: a comma-separated subset of
+// launch,memory,first-launch,add,transfer (default: all). A group that fails is reported and
+// the others still run; the exit status is then 1.
 #include "cuda_bench.hpp"
 
 #include "cuda_driver.hpp"
@@ -80,56 +83,6 @@ double best_of(int reps, auto&& fn) {
   return best;
 }
 
-// Host cost of launching a cached empty kernel: cubert's execute vs cuLaunchKernel.
-void launch_rows(std::vector<row>& rows) {
-  auto server = make({});
-  auto const k =
-      kernel::builder("empty_kernel").cuda_source(kernels_source, "empty_kernel").build();
-  auto const run_cubert = [&](int n) {
-    server->sync().get();
-    double const t0 = now_s();
-    for (int i = 0; i < n; ++i)
-      server->execute(k, cube_count{1}, bindings{}, execution_mode::unchecked);
-    double const t1 = now_s();
-    server->sync().get();
-    return (t1 - t0) / n * 1e6;
-  };
-  run_cubert(2000);
-  // The raw loop launches the same cubin on its own non-blocking stream.
-  auto const code = cuda::detail::cuda_compiler(cuda::detail::kernel_disk_cache({}))
-                        .compile({kernels_source,
-                                  "raw.cu",
-                                  {},
-                                  std::stoi(server->properties().architecture.substr(3))});
-  auto const& api = driver();
-  CUmodule module = nullptr;
-  CUfunction fn = nullptr;
-  CUstream stream = nullptr;
-  check(api.cuModuleLoadData(&module, code.image.data()), "cuModuleLoadData");
-  check(api.cuModuleGetFunction(&fn, module, "empty_kernel"), "cuModuleGetFunction");
-  check(api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-  auto const run_raw = [&](int n) {
-    api.cuStreamSynchronize(stream);
-    double const t0 = now_s();
-    for (int i = 0; i < n; ++i)
-      api.cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, stream, nullptr, nullptr);
-    double const t1 = now_s();
-    api.cuStreamSynchronize(stream);
-    return (t1 - t0) / n * 1e6;
-  };
-  run_raw(2000);
-  int const n = 100000;
-  double raw = 1e300, ours = 1e300;
-  for (int r = 0; r < 5; ++r) {  // Interleaved, so clock and queue state affect both alike.
-    raw = std::min(raw, run_raw(n));
-    ours = std::min(ours, run_cubert(n));
-  }
-  rows.push_back(time_row("execute, cached empty kernel (host)", ours, raw, "us",
-                          "raw cuLaunchKernel", 1.0 / 1.1));
-  api.cuStreamDestroy(stream);
-  api.cuModuleUnload(module);
-}
-
 // Elementwise add through cubert against a device-to-device copy of the same bytes.
 void add_rows(std::vector<row>& rows) {
   auto server = make({});
@@ -174,66 +127,6 @@ void add_rows(std::vector<row>& rows) {
   api.cuStreamDestroy(stream);
   rows.push_back(rate_row("elementwise add 256 MiB (3 x bytes)", 3.0 * bytes / add_s / 1e9,
                           2.0 * bytes / copy_s / 1e9, "GB/s", "cuMemcpyDtoD (2 x bytes)", 0.9));
-}
-
-// create/read of 256 MiB against pinned copies.
-void transfer_rows(std::vector<row>& rows) {
-  auto server = make({});
-  std::size_t const bytes = std::size_t{256} << 20;
-  std::vector<std::byte> pageable(bytes, std::byte{1});
-  auto const& api = driver();
-  void* pinned = nullptr;
-  check(api.cuMemAllocHost(&pinned, bytes), "cuMemAllocHost");
-  std::memset(pinned, 2, bytes);
-  auto dev = server->empty(bytes);
-  auto const dptr = server->get_resource(dev.binding()).resource.address();
-  CUstream stream = nullptr;
-  check(api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-  double const h2d = best_of(3, [&] {
-    double const t0 = now_s();
-    api.cuMemcpyHtoDAsync(dptr, pinned, bytes, stream);
-    api.cuStreamSynchronize(stream);
-    return now_s() - t0;
-  });
-  double const d2h = best_of(3, [&] {
-    double const t0 = now_s();
-    api.cuMemcpyDtoHAsync(pinned, dptr, bytes, stream);
-    api.cuStreamSynchronize(stream);
-    return now_s() - t0;
-  });
-  auto const timed_create = [&](std::span<std::byte const> data) {
-    return best_of(3, [&] {
-      server->sync().get();
-      double const t0 = now_s();
-      auto h = server->create(data);
-      server->sync().get();
-      return now_s() - t0;
-    });
-  };
-  double const create_pageable = timed_create(pageable);
-  double const create_pinned = timed_create({static_cast<std::byte const*>(pinned), bytes});
-  double const read = best_of(3, [&] {
-    double const t0 = now_s();
-    auto v = server->read({dev.binding()}).get();
-    return now_s() - t0;
-  });
-  double const fresh = best_of(3, [&] {
-    double const t0 = now_s();
-    std::vector<std::byte> v(bytes);
-    double const t = now_s() - t0;
-    return v.empty() ? 0.0 : t;
-  });
-  double const gb = static_cast<double>(bytes) / 1e9;
-  rows.push_back(rate_row("host alone: new zeroed 256 MiB vector", gb / fresh, 0, "GB/s",
-                          "(explains read)", 0));
-  rows.push_back(rate_row("create 256 MiB from pinned host", gb / create_pinned, gb / h2d, "GB/s",
-                          "pinned cuMemcpyHtoD", 0.8));
-  rows.push_back(rate_row("create 256 MiB from pageable host", gb / create_pageable, gb / h2d,
-                          "GB/s", "pinned cuMemcpyHtoD", 0.8));
-  rows.push_back(rate_row("read 256 MiB into a new vector", gb / read, gb / d2h, "GB/s",
-                          "pinned cuMemcpyDtoH", 0.8));
-  api.cuStreamDestroy(stream);
-  api.cuMemFreeHost(pinned);
 }
 
 // Child mode: time the first launch of a kernel in this fresh process.
@@ -292,11 +185,13 @@ int main(int argc, char** argv) {
   using namespace cubert::bench;
   std::string traces;
   std::string torch;
+  std::string groups = "launch,memory,first-launch,add,transfer";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string_view const flag = argv[i];
     if (flag == "--first-launch") return first_launch(argv[i + 1]);
     if (flag == "--traces") traces = argv[i + 1];
     if (flag == "--torch") torch = argv[i + 1];
+    if (flag == "--rows") groups = argv[i + 1];
   }
   if (cubert::cuda::device_count() == 0) {
     std::printf("cuda_bench: no CUDA device (%s); nothing measured\n",
@@ -304,18 +199,23 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::vector<row> rows;
-  try {
-    std::printf("device: %s\n", cubert::cuda::make_properties(0).fingerprint().c_str());
-    launch_rows(rows);
-    memory_rows(rows, traces, torch);
-    first_launch_rows(rows, argv[0]);
-    add_rows(rows);
-    transfer_rows(rows);
-  } catch (std::exception const& e) {
-    std::fprintf(stderr, "cuda_bench: %s\n", e.what());
-    print(rows);
-    return 1;
-  }
+  int status = 0;
+  auto const run = [&](std::string_view name, auto&& fn) {
+    if (("," + groups + ",").find(fmt::format(",{},", name)) == std::string::npos) return;
+    try {
+      fn();
+    } catch (std::exception const& e) {
+      std::fprintf(stderr, "cuda_bench: %.*s rows failed: %s\n", static_cast<int>(name.size()),
+                   name.data(), e.what());
+      status = 1;
+    }
+  };
+  std::printf("device: %s\n", cubert::cuda::make_properties(0).fingerprint().c_str());
+  run("launch", [&] { launch_rows(rows); });
+  run("memory", [&] { memory_rows(rows, traces, torch); });
+  run("first-launch", [&] { first_launch_rows(rows, argv[0]); });
+  run("add", [&] { add_rows(rows); });
+  run("transfer", [&] { transfer_rows(rows); });
   print(rows);
-  return 0;
+  return status;
 }

@@ -32,6 +32,13 @@ inline double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+/// Launch rows: client.execute on mutex and actor channels vs raw cuLaunchKernel
+/// (cuda_bench_launch.cpp).
+void launch_rows(std::vector<row>& rows);
+/// Transfer rows: create / read_into / read of 256 MiB vs pinned cuMemcpy
+/// (cuda_bench_transfer.cpp).
+void transfer_rows(std::vector<row>& rows);
+
 /// Reserve/release and trace-replay rows (cuda_bench_memory.cpp).
 void memory_rows(std::vector<row>& rows, std::string const& trace_dir,
                  std::string const& torch_results);

@@ -28,6 +28,8 @@ conformance_backend cuda_with(channel_kind kind) {
   // covered by tests/unit/cuda/cuda_fault_test.cpp in a child process (device_error at sync).
   b.excluded["FailingKernelSurfacesAtSyncAndClientRecovers"] =
       "a CUDA kernel fault poisons the context for the process (tested in cuda_fault_test)";
+  b.excluded["FailingKernelSurfacesAtReadIntoAndClientRecovers"] =
+      "a CUDA kernel fault poisons the context for the process (tested in cuda_fault_test)";
   return b;
 }
 

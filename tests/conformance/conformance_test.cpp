@@ -3,6 +3,7 @@
 // backend. Results are checked against host references computed here.
 #include "byte_helpers.hpp"
 #include "conformance_backend.hpp"
+#include "conformance_fixture.hpp"
 #include "conformance_kernels.hpp"
 
 #include <cubert/client.hpp>
@@ -20,23 +21,7 @@ namespace {
 using test::bytes_of;
 using test::values_of;
 
-class Conformance : public ::testing::TestWithParam<conformance_backend> {
- protected:
-  void SetUp() override {
-    auto const& b = GetParam();
-    if (auto why = b.unavailable()) GTEST_SKIP() << b.name << " is not available: " << *why;
-    std::string test = ::testing::UnitTest::GetInstance()->current_test_info()->name();
-    test = test.substr(0, test.find('/'));
-    if (auto it = b.excluded.find(test); it != b.excluded.end()) {
-      GTEST_SKIP() << b.name << " excludes " << test << ": " << it->second;
-    }
-    client_.emplace(b.make_client());
-  }
-  client& c() { return *client_; }
-
- private:
-  std::optional<client> client_;
-};
+class Conformance : public conformance_fixture {};
 
 std::vector<float> random_floats(std::size_t n, unsigned seed) {
   std::mt19937 gen(seed);

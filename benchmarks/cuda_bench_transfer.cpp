@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: Apache-2.0
+// Transfer rows of cuda_bench: create / read_into / read of 256 MiB through a client (mutex
+// channel), each path against a pinned cuMemcpyHtoD or cuMemcpyDtoH of the same bytes measured
+// in the same run. Rounds are interleaved and the best of each figure is kept.
+#include "cuda_bench.hpp"
+#include "cuda_copy_pool.hpp"
+#include "cuda_driver.hpp"
+
+#include <cubert/backend/channel.hpp>
+#include <cubert/client.hpp>
+#include <cubert/cuda.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cubert::bench {
+namespace {
+
+using cuda::detail::check;
+using cuda::detail::driver;
+
+constexpr std::size_t bytes = std::size_t{256} << 20;
+
+struct figure {
+  std::function<double()> seconds;  // One timed run.
+  double best = 1e300;
+};
+
+}  // namespace
+
+void transfer_rows(std::vector<row>& rows) {
+  cuda::options opts;
+  opts.kernel_cache_dir = std::filesystem::path{};
+  std::printf(
+      "transfers: %u copy threads, staging %zu x %zu MiB\n",
+      opts.copy_threads ? opts.copy_threads : cuda::detail::cuda_copy_pool::default_threads(),
+      opts.staging_blocks, opts.staging_block_size >> 20);
+  client const c(backend::make_channel(cuda::make_server(0, opts), backend::channel_kind::mutex));
+  auto const& api = driver();
+
+  auto const dev = c.empty(bytes);  // Also makes the context current on this thread.
+  auto const dptr = c.get_resource(dev.binding()).resource.address();
+  std::vector<std::byte> pageable_src(bytes, std::byte{1});  // Touched: resident, like real data.
+  std::vector<std::byte> pageable_dst(bytes, std::byte{0});
+  auto pinned_src = c.alloc_host(bytes);
+  auto pinned_dst = c.alloc_host(bytes);
+  std::memset(pinned_src.data(), 2, bytes);
+  std::memset(pinned_dst.data(), 0, bytes);
+  CUstream stream = nullptr;
+  check(api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+
+  auto const timed = [](auto&& fn) {
+    double const t0 = now_s();
+    fn();
+    return now_s() - t0;
+  };
+  figure h2d{[&] {
+    return timed([&] {
+      check(api.cuMemcpyHtoDAsync(dptr, pinned_src.data(), bytes, stream), "cuMemcpyHtoDAsync");
+      check(api.cuStreamSynchronize(stream), "cuStreamSynchronize");
+    });
+  }};
+  figure d2h{[&] {
+    return timed([&] {
+      check(api.cuMemcpyDtoHAsync(pinned_dst.data(), dptr, bytes, stream), "cuMemcpyDtoHAsync");
+      check(api.cuStreamSynchronize(stream), "cuStreamSynchronize");
+    });
+  }};
+  // A create is done when its bytes are on the device: sync included.
+  figure create_pinned{[&] {
+    return timed([&] {
+      auto h = c.create(pinned_src.span());
+      c.sync();
+    });
+  }};
+  figure create_pageable{[&] {
+    return timed([&] {
+      auto h = c.create(pageable_src);
+      c.sync();
+    });
+  }};
+  figure into_pinned{[&] { return timed([&] { c.read_into(dev.binding(), pinned_dst.span()); }); }};
+  figure into_pageable{[&] { return timed([&] { c.read_into(dev.binding(), pageable_dst); }); }};
+  // Fresh, never-touched pages: new[] of std::byte does not initialise them.
+  figure into_fresh{[&] {
+    std::unique_ptr<std::byte[]> fresh(new std::byte[bytes]);
+    return timed([&] { c.read_into(dev.binding(), {fresh.get(), bytes}); });
+  }};
+  figure into_vector{[&] {
+    double const t0 = now_s();
+    auto v = c.read_one(dev.binding());
+    double const t = now_s() - t0;  // The vector's release is not part of the read.
+    return v.size() == bytes ? t : 1e300;
+  }};
+  figure zeroed_vector{[&] {
+    double const t0 = now_s();
+    std::vector<std::byte> v(bytes);
+    double const t = now_s() - t0;
+    return v.empty() ? 1e300 : t;
+  }};
+  figure* const all[] = {&h2d,          &d2h,           &create_pinned, &create_pageable,
+                         &into_pinned,  &into_pageable, &into_fresh,    &into_vector,
+                         &zeroed_vector};
+  for (auto* f : all) (void)f->seconds();  // Warm-up: pins the staging ring, starts the threads.
+  for (int round = 0; round < 5; ++round) {
+    for (auto* f : all) f->best = std::min(f->best, f->seconds());
+  }
+  check(api.cuStreamDestroy(stream), "cuStreamDestroy");
+
+  double const gb = static_cast<double>(bytes) / 1e9;
+  double const up = gb / h2d.best;
+  double const down = gb / d2h.best;
+  rows.push_back(rate_row("host alone: new zeroed 256 MiB vector", gb / zeroed_vector.best, 0,
+                          "GB/s", "(bounds read -> vector)", 0));
+  rows.push_back(rate_row("create 256 MiB from pinned host_buffer", gb / create_pinned.best, up,
+                          "GB/s", "pinned cuMemcpyHtoD", 0.8));
+  rows.push_back(rate_row("create 256 MiB from pageable host", gb / create_pageable.best, up,
+                          "GB/s", "pinned cuMemcpyHtoD", 0.8));
+  rows.push_back(rate_row("read_into 256 MiB pinned host_buffer", gb / into_pinned.best, down,
+                          "GB/s", "pinned cuMemcpyDtoH", 0.8));
+  rows.push_back(rate_row("read_into 256 MiB pageable (resident)", gb / into_pageable.best, down,
+                          "GB/s", "pinned cuMemcpyDtoH", 0.8));
+  rows.push_back(rate_row("read_into 256 MiB pageable (fresh pages)", gb / into_fresh.best, down,
+                          "GB/s", "pinned cuMemcpyDtoH", 0));
+  rows.push_back(rate_row("read 256 MiB into a new vector", gb / into_vector.best, down, "GB/s",
+                          "pinned cuMemcpyDtoH", 0.8));
+}
+
+}  // namespace cubert::bench

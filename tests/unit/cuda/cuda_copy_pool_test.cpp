@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: Apache-2.0
+// The copy threads of the CUDA backend's transfers: plain host code, tested without a device.
+#include "cuda_copy_pool.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using cubert::cuda::detail::cuda_copy_pool;
+
+TEST(CudaCopyPoolTest, DefaultSizeIsBetweenOneAndEight) {
+  auto const n = cuda_copy_pool::default_threads();
+  EXPECT_GE(n, 1u);
+  EXPECT_LE(n, 8u);
+  EXPECT_EQ(cuda_copy_pool(0).threads(), n);
+}
+
+TEST(CudaCopyPoolTest, EveryWorkerRunsOnceAndTheCallerIsWorkerZero) {
+  cuda_copy_pool pool(4);
+  for (unsigned workers : {1u, 2u, 4u, 3u, 9u}) {
+    std::mutex m;
+    std::multiset<unsigned> seen;
+    std::thread::id zero;
+    pool.run(workers, [&](unsigned w) {
+      std::lock_guard lock(m);
+      seen.insert(w);
+      if (w == 0) zero = std::this_thread::get_id();
+    });
+    unsigned const expected = std::min(workers, 4u);
+    ASSERT_EQ(seen.size(), expected) << workers;
+    for (unsigned w = 0; w < expected; ++w) EXPECT_EQ(seen.count(w), 1u) << w;
+    EXPECT_EQ(zero, std::this_thread::get_id());
+  }
+}
+
+TEST(CudaCopyPoolTest, WorkersRunConcurrently) {
+  cuda_copy_pool pool(3);
+  // Each worker waits until all three have arrived: only possible if they run at once.
+  std::atomic<unsigned> arrived{0};
+  pool.run(3, [&](unsigned) {
+    arrived.fetch_add(1);
+    while (arrived.load() < 3) std::this_thread::yield();
+  });
+  EXPECT_EQ(arrived.load(), 3u);
+}
+
+TEST(CudaCopyPoolTest, FirstFailureIsRethrownAfterEveryWorkerReturned) {
+  cuda_copy_pool pool(4);
+  std::atomic<unsigned> finished{0};
+  EXPECT_THROW(pool.run(4,
+                        [&](unsigned w) {
+                          if (w == 2) throw std::runtime_error("worker 2");
+                          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+                          finished.fetch_add(1);
+                        }),
+               std::runtime_error);
+  EXPECT_EQ(finished.load(), 3u);
+  // The pool keeps working, and a failure on the caller's share is reported too.
+  EXPECT_THROW(pool.run(2,
+                        [](unsigned w) {
+                          if (w == 0) throw std::logic_error("caller");
+                        }),
+               std::logic_error);
+  std::atomic<unsigned> ran{0};
+  pool.run(4, [&](unsigned) { ran.fetch_add(1); });
+  EXPECT_EQ(ran.load(), 4u);
+}
+
+TEST(CudaCopyPoolTest, ManySmallJobsInARow) {
+  cuda_copy_pool pool(4);
+  std::vector<unsigned> sums(4, 0);
+  for (int i = 0; i < 2000; ++i) pool.run(1 + i % 4, [&](unsigned w) { ++sums[w]; });
+  EXPECT_EQ(sums[0], 2000u);
+  EXPECT_EQ(sums[1], 1500u);
+  EXPECT_EQ(sums[2], 1000u);
+  EXPECT_EQ(sums[3], 500u);
+}
+
+}  // namespace

@@ -1,0 +1,238 @@
+// SPDX-License-Identifier: Apache-2.0
+// Transfers of the CUDA backend: pinned and pageable memory, odd sizes and offsets, every byte
+// checked. Runs on a device; without one it skips, and CTest also runs it on the fake driver
+// (fake_libcuda.cpp), whose late, in-order streams make ordering mistakes show as wrong bytes.
+#include "cuda_driver.hpp"
+#include "cuda_host_buffer.hpp"
+#include "cuda_server.hpp"
+
+#include <cubert/client.hpp>
+#include <cubert/cuda.hpp>
+#include <cubert/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using cubert::binding;
+using cubert::host_buffer;
+using cubert::cuda::detail::cuda_server;
+using cubert::cuda::detail::is_pinned;
+
+constexpr std::size_t mib = std::size_t{1} << 20;
+
+std::vector<std::byte> pattern(std::size_t n, std::uint32_t seed) {
+  std::vector<std::byte> out(n);
+  std::uint32_t x = seed * 2654435761u + 12345u;
+  for (auto& b : out) {
+    x = x * 1664525u + 1013904223u;
+    b = static_cast<std::byte>(x >> 24);
+  }
+  return out;
+}
+
+::testing::AssertionResult same_bytes(std::span<std::byte const> got,
+                                      std::span<std::byte const> want) {
+  if (got.size() != want.size()) {
+    return ::testing::AssertionFailure() << "size " << got.size() << ", expected " << want.size();
+  }
+  auto const [g, w] = std::mismatch(got.begin(), got.end(), want.begin());
+  if (g == got.end()) return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << "first difference at byte " << (g - got.begin()) << " of " << got.size();
+}
+
+/// Staging configurations: the default ring, and one so small that blocks wrap many times.
+struct ring {
+  char const* name;
+  std::size_t block_size;
+  std::size_t blocks;
+  unsigned threads;
+};
+
+void PrintTo(ring const& r, std::ostream* os) {
+  *os << r.name;
+}
+
+cubert::cuda::options options_for(ring const& r) {
+  cubert::cuda::options opts;
+  opts.kernel_cache_dir = std::filesystem::path{};
+  if (r.block_size) opts.staging_block_size = r.block_size;
+  if (r.blocks) opts.staging_blocks = r.blocks;
+  opts.copy_threads = r.threads;
+  return opts;
+}
+
+class CudaTransferTest : public ::testing::TestWithParam<ring> {
+ protected:
+  void SetUp() override {
+    if (cubert::cuda::device_count() == 0) {
+      GTEST_SKIP() << "no CUDA device: " << cubert::cuda::unavailable_reason();
+    }
+    server_ = std::make_unique<cuda_server>(0, options_for(GetParam()));
+  }
+  std::vector<std::byte> read(binding const& b) {
+    return std::move(server_->read({b}).get().at(0));
+  }
+  void read_into(binding const& b, std::span<std::byte> dst) { server_->read_into(b, dst).get(); }
+
+  std::unique_ptr<cuda_server> server_;
+};
+
+TEST_P(CudaTransferTest, UsesTheConfiguredCopyThreads) {
+  EXPECT_EQ(server_->copy_threads(), GetParam().threads);
+}
+
+TEST_P(CudaTransferTest, RoundTripsFromPinnedAndPageableAtOddSizes) {
+  for (std::size_t n : {std::size_t{1}, std::size_t{4097}, mib, 3 * mib + 5, 64 * mib + 3}) {
+    SCOPED_TRACE(n);
+    auto const data = pattern(n, static_cast<std::uint32_t>(n));
+    auto pinned_src = server_->alloc_host(n);
+    ASSERT_TRUE(pinned_src.pinned());
+    std::memcpy(pinned_src.data(), data.data(), n);
+    auto const from_pageable = server_->create(data);
+    auto const from_pinned = server_->create(pinned_src.span());
+    pinned_src.reset();  // create returned: the source may go at once.
+    for (auto const* h : {&from_pageable, &from_pinned}) {
+      EXPECT_TRUE(same_bytes(read(h->binding()), data)) << "read into a new vector";
+      std::vector<std::byte> pageable(n);
+      read_into(h->binding(), pageable);
+      EXPECT_TRUE(same_bytes(pageable, data)) << "read_into pageable memory";
+      auto pinned_dst = server_->alloc_host(n);
+      read_into(h->binding(), pinned_dst.span());
+      EXPECT_TRUE(same_bytes(pinned_dst.span(), data)) << "read_into a pinned buffer";
+    }
+  }
+}
+
+TEST_P(CudaTransferTest, OffsetsIntoPinnedInteriorAndMisalignedPageable) {
+  auto const data = pattern(mib + 77, 9);
+  auto const h = server_->create(data);
+  auto const view = h.offset_start(5).offset_end(9);
+  std::size_t const n = view.size();
+  std::span<std::byte const> const want(data.data() + 5, n);
+  auto pinned = server_->alloc_host(n + 3);
+  std::span<std::byte> const interior(pinned.data() + 3, n);
+  EXPECT_TRUE(is_pinned(interior.data(), interior.size()));
+  read_into(view.binding(), interior);
+  EXPECT_TRUE(same_bytes(interior, want));
+  std::vector<std::byte> pageable(n + 1);
+  read_into(view.binding(), {pageable.data() + 1, n});
+  EXPECT_TRUE(same_bytes({pageable.data() + 1, n}, want));
+  // Upload from an odd offset of pinned memory too.
+  std::memcpy(interior.data(), want.data(), n);
+  auto const again = server_->create(interior);
+  EXPECT_TRUE(same_bytes(read(again.binding()), want));
+}
+
+TEST_P(CudaTransferTest, PinnedBuffersAreRecognised) {
+  auto hb = server_->alloc_host(4097);
+  EXPECT_TRUE(hb.pinned());
+  EXPECT_EQ(hb.size(), 4097u);
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(hb.data()) % host_buffer::min_alignment, 0u);
+  EXPECT_TRUE(is_pinned(hb.data(), hb.size()));
+  EXPECT_TRUE(is_pinned(hb.data() + 4096, 1));
+  std::vector<std::byte> pageable(4097);
+  EXPECT_FALSE(is_pinned(pageable.data(), pageable.size()));
+  EXPECT_FALSE(is_pinned(hb.data(), 0));
+  EXPECT_FALSE(is_pinned(nullptr, 8));
+  host_buffer moved = std::move(hb);
+  EXPECT_TRUE(hb.empty());  // NOLINT(bugprone-use-after-move): the moved-from state is specified.
+  EXPECT_FALSE(hb.pinned());
+  EXPECT_TRUE(moved.pinned());
+  // Memory pinned by someone else is found through the driver.
+  void* foreign = nullptr;
+  ASSERT_EQ(cubert::cuda::detail::driver().cuMemAllocHost(&foreign, 2 * mib), CUDA_SUCCESS);
+  EXPECT_TRUE(is_pinned(foreign, 2 * mib));
+  auto const data = pattern(2 * mib, 4);
+  auto const h = server_->create(data);
+  read_into(h.binding(), {static_cast<std::byte*>(foreign), 2 * mib});
+  EXPECT_TRUE(same_bytes({static_cast<std::byte*>(foreign), 2 * mib}, data));
+  cubert::cuda::detail::driver().cuMemFreeHost(foreign);
+}
+
+TEST_P(CudaTransferTest, SizeMismatchAndUnknownBindingAreInvalidArgument) {
+  auto const data = pattern(4097, 1);
+  auto const h = server_->create(data);
+  std::vector<std::byte> small(4096), large(4098);
+  EXPECT_THROW((void)server_->read_into(h.binding(), small), cubert::invalid_argument);
+  EXPECT_THROW((void)server_->read_into(h.binding(), large), cubert::invalid_argument);
+  auto other = std::make_unique<cuda_server>(0, options_for(GetParam()));
+  auto const foreign = other->create(data);
+  std::vector<std::byte> exact(4097);
+  EXPECT_THROW((void)server_->read_into(foreign.binding(), exact), cubert::invalid_argument);
+  read_into(h.binding(), exact);  // Still works.
+  EXPECT_TRUE(same_bytes(exact, data));
+}
+
+TEST_P(CudaTransferTest, ZeroBytes) {
+  auto empty = server_->alloc_host(0);
+  EXPECT_TRUE(empty.empty());
+  EXPECT_EQ(empty.data(), nullptr);
+  auto const h = server_->create({});
+  read_into(h.binding(), empty.span());
+  read_into(h.binding(), {});
+  EXPECT_TRUE(read(h.binding()).empty());
+}
+
+TEST_P(CudaTransferTest, PinnedBufferOutlivesItsServer) {
+  auto hb = server_->alloc_host(mib);
+  auto const data = pattern(mib, 2);
+  auto const h = server_->create(data);
+  read_into(h.binding(), hb.span());
+  server_.reset();  // The buffer keeps the context, so its memory stays valid.
+  EXPECT_TRUE(same_bytes(hb.span(), data));
+  std::memset(hb.data(), 0, hb.size());
+  hb.reset();
+}
+
+TEST_P(CudaTransferTest, SmallAndLargeUploadsInterleavedKeepTheirBytes) {
+  // Small uploads share packed blocks; large ones hand every block to the copy threads. Each
+  // must wait for the other's DMAs before reusing a block.
+  std::vector<std::vector<std::byte>> sent;
+  std::vector<cubert::handle> handles;
+  std::size_t const sizes[] = {100, 5 * mib + 1, 3000, 70 * 1024, 2 * mib, 17};
+  for (std::uint32_t i = 0; i < 24; ++i) {
+    sent.push_back(pattern(sizes[i % 6], i));
+    handles.push_back(server_->create(sent.back()));
+  }
+  for (std::size_t i = 0; i < sent.size(); ++i) {
+    EXPECT_TRUE(same_bytes(read(handles[i].binding()), sent[i])) << "upload " << i;
+  }
+}
+
+TEST_P(CudaTransferTest, ClientsOnBothChannelsReadIntoFromManyThreads) {
+  for (auto kind : {cubert::backend::channel_kind::mutex, cubert::backend::channel_kind::actor}) {
+    cubert::client const c(
+        cubert::backend::make_channel(cubert::cuda::make_server(0, options_for(GetParam())), kind));
+    std::vector<std::thread> threads;
+    std::atomic<int> failures{0};
+    for (std::uint32_t t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        auto const data = pattern(3 * mib + t, 100 + t);
+        auto const h = c.create(data);
+        auto pinned = c.alloc_host(data.size());
+        std::vector<std::byte> pageable(data.size());
+        auto pending = c.read_into_async(h.binding(), pinned.span());
+        c.read_into(h.binding(), pageable);
+        pending.get();
+        if (!same_bytes(pinned.span(), data) || !same_bytes(pageable, data)) ++failures;
+      });
+    }
+    for (auto& t : threads) t.join();
+    EXPECT_EQ(failures.load(), 0) << cubert::backend::to_string(kind);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Rings, CudaTransferTest,
+                         ::testing::Values(ring{"default_ring", 0, 0, 4},
+                                           ring{"tight_ring", 256 * 1024, 3, 3},
+                                           ring{"one_thread", 0, 0, 1}),
+                         [](auto const& param_info) { return std::string(param_info.param.name); });
+
+}  // namespace
