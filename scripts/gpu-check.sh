@@ -58,7 +58,8 @@ if ! cmake --build "$BUILD" -j "$JOBS" >"$LOGS/build.log" 2>&1; then
   grep -E 'error|FAILED' "$LOGS/build.log" | head -20
   note "full build FAILED (see $LOGS/build.log); building the CUDA targets alone"
   cmake --build "$BUILD" -j "$JOBS" --target cuda_unit_test cuda_gpu_test cuda_cache_probe \
-    cuda_bench >>"$LOGS/build.log" 2>&1 || note "CUDA targets FAILED to build"
+    cuda_transfer_test cubert_fake_cuda cuda_bench >>"$LOGS/build.log" 2>&1 ||
+    note "CUDA targets FAILED to build"
 fi
 
 # 3. Tests: unit + gpu labels, then the conformance suite.
@@ -119,5 +120,8 @@ echo "==================== gpu-check summary ===================="
 printf '%s\n' "${SUMMARY[@]}"
 echo "logs: $LOGS"
 if [ -f "$LOGS/bench.log" ]; then
-  grep -A100 '^figure' "$LOGS/bench.log"
+  grep -E '^(device|transfers):|rows failed' "$LOGS/bench.log"
+  grep -A200 '^figure' "$LOGS/bench.log"
+  MISSED=$(grep -A200 '^figure' "$LOGS/bench.log" | grep -c ' NO$')
+  echo "targets not met: $MISSED"
 fi

@@ -18,9 +18,9 @@ namespace cubert::cuda::detail {
 [[nodiscard]] host_buffer make_pinned_buffer(CUdevice device, std::size_t size);
 
 /// True when all of [p, p + n) is page-locked host memory the DMA engines can address directly:
-/// inside one of our pinned buffers, or memory the driver reports as page-locked host memory at
-/// both ends (pinned or registered by someone else; that check needs a current context).
-/// False for n == 0. Never throws.
-[[nodiscard]] bool is_pinned(void const* p, std::size_t n) noexcept;
+/// inside one of our pinned buffers (a map lookup), or, when `ask_driver`, memory the driver
+/// reports as page-locked host memory at both ends (pinned or registered by someone else; two
+/// driver calls, and a current context). False for n == 0. Never throws.
+[[nodiscard]] bool is_pinned(void const* p, std::size_t n, bool ask_driver = true) noexcept;
 
 }  // namespace cubert::cuda::detail

@@ -187,8 +187,9 @@ void cuda_staging::upload_chunks(plan const& p, CUdeviceptr dst, std::span<std::
 
 void cuda_staging::download(std::span<std::byte> dst, CUdeviceptr src) {
   if (dst.empty()) return;
-  if (is_pinned(dst.data(), dst.size())) {
-    // The caller waits anyway, so a pinned destination of any size is written by DMA directly.
+  // The caller waits anyway, so any pinned destination is written by DMA directly; only the
+  // driver's opinion of foreign memory costs two calls, not worth it for small reads.
+  if (is_pinned(dst.data(), dst.size(), dst.size() >= direct_threshold)) {
     CUBERT_CU_CALL(cuMemcpyDtoHAsync, dst.data(), src, dst.size(), stream_);
     CUBERT_CU_CALL(cuStreamSynchronize, stream_);
     return;
