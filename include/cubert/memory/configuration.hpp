@@ -63,15 +63,19 @@ struct cache_policy {
   /// Fraction by which reserved bytes may exceed the peak of live bytes before idle pages go back.
   double slack = 0.03;
   /// A pool growing while live bytes are at a new high allocates at least
-  /// clamp(peak live × growth_fraction, min_growth, max_growth): few storage calls during warm-up.
-  /// Below the peak it allocates what the request needs, rounded to `granule`.
-  double growth_fraction = 1.0 / 16.0;
+  /// clamp(min(peak live × growth_fraction, climb × growth_per_climb), min_growth, max_growth),
+  /// climb being the live bytes gained since its previous growth: few storage calls during
+  /// warm-up, a small page when a workload only edges past its old peak. Below the peak it
+  /// allocates what the request needs, rounded to `granule`.
+  double growth_fraction = 1.0 / 8.0;
+  double growth_per_climb = 4.0;                        ///< See growth_fraction.
   std::uint64_t min_growth = std::uint64_t{32} << 20;   ///< See growth_fraction.
   std::uint64_t max_growth = std::uint64_t{128} << 20;  ///< See growth_fraction.
   /// Page sizes are multiples of this (CUDA rounds device allocations to 2 MiB anyway).
   std::uint64_t granule = std::uint64_t{2} << 20;
-  /// Give back pages idle for at least this many reservations (checked every fifth of it).
-  std::optional<std::uint64_t> idle_release_after;
+  /// Give back pages idle for at least this many reservations (checked every fifth of it), so
+  /// that memory a workload stopped using returns to other users of the device; none = never.
+  std::optional<std::uint64_t> idle_release_after = 20'000;
 };
 
 /// A named pool layout, resolved against the device's properties when a manager is built.

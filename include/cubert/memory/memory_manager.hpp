@@ -89,6 +89,7 @@ class memory_manager {
   std::uint64_t next_periodic_check_ = 0;  ///< 0: no pool has a period.
   std::uint64_t periodic_step_ = 0;
   std::uint64_t max_accepted_ = 0;
+  std::uint64_t live_at_growth_ = 0;  ///< Live bytes at the last cache-policy growth.
 };
 
 }  // namespace cubert::memory

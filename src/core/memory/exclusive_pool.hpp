@@ -28,6 +28,7 @@ class exclusive_pool final : public memory_pool {
   void cleanup(std::uint64_t alloc_nr, bool explicit_cleanup) override;
   [[nodiscard]] std::optional<std::uint64_t> check_period() const noexcept override;
   [[nodiscard]] pool_usage usage() override;
+  void drain() noexcept override;
   [[nodiscard]] std::uint64_t largest_idle_page() noexcept override;
   std::uint64_t free_largest_idle_page() noexcept override;
 
@@ -44,7 +45,6 @@ class exclusive_pool final : public memory_pool {
     bool live = false;         // holds storage (false: recycled slot)
   };
 
-  void drain() noexcept;
   void mark_free(page* p) noexcept;
   void unmark_free(page* p) noexcept;
   void free_page(page* p) noexcept;

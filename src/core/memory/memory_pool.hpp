@@ -131,16 +131,19 @@ class memory_pool {
   [[nodiscard]] virtual std::optional<std::uint64_t> check_period() const noexcept { return {}; }
   /// This pool's report row (drains pending releases first).
   [[nodiscard]] virtual pool_usage usage() = 0;
+  /// Takes in the slices other threads dropped since the last call, so that the manager's
+  /// live-byte figures are exact before it decides anything. Server thread only.
+  virtual void drain() noexcept = 0;
 
   // The cache policy's hooks (memory_manager::grow). Pools without cached pages keep defaults.
 
   /// Whether the manager's cache policy sizes this pool's pages (pool_options::cache_pages).
   [[nodiscard]] virtual bool caches_pages() const noexcept { return false; }
-  /// Bytes of the page this pool would allocate for a request of `size`: at least what the
-  /// request needs; with a nonzero `chunk` (growth at a new high of live bytes) up to
-  /// max(chunk, `room`), `room` being what the budget still allows. 0 for other pools.
-  [[nodiscard]] virtual std::uint64_t growth_bytes(std::uint64_t /*size*/, std::uint64_t /*chunk*/,
-                                                   std::uint64_t /*room*/) const noexcept {
+  /// Bytes of the page this pool would allocate for a request of `size` when the manager
+  /// would like `target` bytes: `target` within [what the request needs, page size], or what
+  /// the request needs for a request above the page size. 0 for pools without cached pages.
+  [[nodiscard]] virtual std::uint64_t growth_bytes(std::uint64_t /*size*/,
+                                                   std::uint64_t /*target*/) const noexcept {
     return 0;
   }
   /// Grows by one page of `page_bytes` (a `growth_bytes` result) and reserves `size` from it;

@@ -25,6 +25,7 @@ class persistent_pool final : public memory_pool {
   /// Explicit: frees every free slice and flushes the storage; periodic: nothing.
   void cleanup(std::uint64_t alloc_nr, bool explicit_cleanup) override;
   [[nodiscard]] pool_usage usage() override;
+  void drain() noexcept override;
 
   /// Whether any slice exists (the manager skips this pool entirely otherwise).
   [[nodiscard]] bool empty() const noexcept { return buckets_.empty(); }
@@ -43,7 +44,6 @@ class persistent_pool final : public memory_pool {
     std::uint64_t count = 0;
   };
 
-  void drain() noexcept;
   [[nodiscard]] std::uint64_t effective(std::uint64_t size) const noexcept;
   [[nodiscard]] slice_handle hand_out(entry* e, std::uint64_t size) noexcept;
 

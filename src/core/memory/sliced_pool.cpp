@@ -58,14 +58,12 @@ std::optional<slice_handle> sliced_pool::alloc(std::uint64_t size) {
   return grow(size, std::max(page_size_, extent_of(size)));
 }
 
-std::uint64_t sliced_pool::growth_bytes(std::uint64_t size, std::uint64_t chunk,
-                                        std::uint64_t room) const noexcept {
+std::uint64_t sliced_pool::growth_bytes(std::uint64_t size, std::uint64_t target) const noexcept {
   if (!cached_) return 0;
   auto const extent = extent_of(size);
   auto const need = ceil_to(extent, granule_);
   if (extent > page_size_) return need;  // a page of its own, rounded to the granule
-  auto const grow_to = std::max(chunk, chunk == 0 ? 0 : floor_to(room, granule_));
-  return std::max(std::min(need, page_size_), std::min(grow_to, page_size_));
+  return std::clamp(floor_to(target, granule_), std::min(need, page_size_), page_size_);
 }
 
 std::optional<slice_handle> sliced_pool::alloc_page(std::uint64_t size, std::uint64_t page_bytes) {

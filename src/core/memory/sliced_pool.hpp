@@ -39,10 +39,11 @@ class sliced_pool final : public memory_pool {
   void cleanup(std::uint64_t alloc_nr, bool explicit_cleanup) override;
   [[nodiscard]] std::optional<std::uint64_t> check_period() const noexcept override;
   [[nodiscard]] pool_usage usage() override;
+  void drain() noexcept override;
 
   [[nodiscard]] bool caches_pages() const noexcept override { return cached_; }
-  [[nodiscard]] std::uint64_t growth_bytes(std::uint64_t size, std::uint64_t chunk,
-                                           std::uint64_t room) const noexcept override;
+  [[nodiscard]] std::uint64_t growth_bytes(std::uint64_t size,
+                                           std::uint64_t target) const noexcept override;
   [[nodiscard]] std::optional<slice_handle> alloc_page(std::uint64_t size,
                                                        std::uint64_t page_bytes) override;
   [[nodiscard]] std::uint64_t largest_idle_page() noexcept override;
@@ -88,7 +89,6 @@ class sliced_pool final : public memory_pool {
   }
   [[nodiscard]] std::optional<slice_handle> grow(std::uint64_t size, std::uint64_t bytes);
   [[nodiscard]] page* largest_idle() noexcept;
-  void drain() noexcept;
   void release(block* b) noexcept;
   [[nodiscard]] slice_handle take(block* b, std::uint64_t size, std::uint64_t extent) noexcept;
   [[nodiscard]] block* new_block();
