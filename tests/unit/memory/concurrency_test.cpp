@@ -39,8 +39,10 @@ TEST(Concurrency, ManyThreadsCloneAndDropOneSlice) {
   EXPECT_EQ(m->usage().bytes_reserved, 8 * mib);
 }
 
-TEST(Concurrency, ServerReservesWhileWorkersDrop) {
-  auto m = make_manager(dummy_props, memory_configuration::sub_slices());
+// The server thread reserves (growing, reusing, and for the caching policy releasing idle
+// pages under its budget) while three workers drop the handles it hands them.
+void reserve_while_workers_drop(memory_configuration const& config) {
+  auto m = make_manager(dummy_props, config);
   std::mutex mutex;
   std::condition_variable ready;
   std::deque<cubert::handle> queue;
@@ -91,6 +93,14 @@ TEST(Concurrency, ServerReservesWhileWorkersDrop) {
   EXPECT_EQ(u.bytes_in_use, 0u);
   m->cleanup(true);
   EXPECT_EQ(m->usage().bytes_reserved, 0u);
+}
+
+TEST(Concurrency, ServerReservesWhileWorkersDrop) {
+  reserve_while_workers_drop(memory_configuration::sub_slices());
+}
+
+TEST(Concurrency, CachingPolicyReservesWhileWorkersDrop) {
+  reserve_while_workers_drop(memory_configuration::caching());
 }
 
 }  // namespace

@@ -19,7 +19,7 @@ constexpr std::uint64_t kib = 1024;
 
 TEST(ManagerPolicy, ZeroSizeRequestsWorkInEveryPreset) {
   for (auto config : {memory_configuration::sub_slices(), memory_configuration::exclusive_pages(),
-                      memory_configuration::compact()}) {
+                      memory_configuration::compact(), memory_configuration::caching()}) {
     auto m = make_manager(dummy_props, config);
     auto a = m->reserve(0);
     auto b = m->reserve(0);

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
 
 namespace {
 
@@ -88,7 +89,7 @@ TEST(TraceReplay, ReplayReportsPeaksForEveryPreset) {
   o.properties = {256ull << 20, 256};
   o.repetitions = 1;
   for (auto const& c : {memory_configuration::sub_slices(), memory_configuration::exclusive_pages(),
-                        memory_configuration::compact()}) {
+                        memory_configuration::compact(), memory_configuration::caching()}) {
     auto const r = replay_trace(t, c, o);
     EXPECT_EQ(r.configuration, c.name());
     EXPECT_EQ(r.events, 120u);
@@ -104,6 +105,82 @@ TEST(TraceReplay, ReplayReportsPeaksForEveryPreset) {
   EXPECT_EQ(host.peak_reserved_bytes,
             replay_trace(t, memory_configuration::compact(), {o.properties, false, 1})
                 .peak_reserved_bytes);
+}
+
+// `steps` repetitions of 20 growing allocations freed in reverse.
+allocation_trace stepped(int steps) {
+  std::string text;
+  std::uint64_t id = 0;
+  for (int step = 0; step < steps; ++step) {
+    for (int i = 0; i < 20; ++i)
+      text += "a " + std::to_string(++id) + " " + std::to_string((i + 1) * 1'000'000) + "\n";
+    for (int i = 0; i < 20; ++i)
+      text += "f " + std::to_string(id - static_cast<std::uint64_t>(i)) + "\n";
+  }
+  return parse(text);
+}
+
+TEST(TraceReplay, CountsStorageCallsAndModelsTheirCost) {
+  replay_options o;
+  o.properties = {256ull << 20, 256};
+  o.repetitions = 1;
+  o.storage_call_cost_ns = 20'000;
+  for (bool host : {false, true}) {
+    o.host_memory = host;
+    for (auto const& c : {memory_configuration::sub_slices(), memory_configuration::compact(),
+                          memory_configuration::caching()}) {
+      auto const r = replay_trace(stepped(3), c, o);
+      EXPECT_GE(r.storage.allocs, 1u) << c.name();
+      EXPECT_GE(r.storage.alloc_bytes, r.peak_reserved_bytes) << c.name();
+      EXPECT_LE(r.storage.frees, r.storage.allocs) << c.name();
+      EXPECT_LE(r.storage.free_bytes, r.storage.alloc_bytes) << c.name();
+      auto const calls = static_cast<double>(r.storage.calls());
+      EXPECT_DOUBLE_EQ(r.storage_calls_per_1000_events, calls * 1000.0 / 120.0);
+      EXPECT_DOUBLE_EQ(r.modelled_ns_per_event, r.ns_per_event + calls * 20'000 / 120.0);
+    }
+  }
+  // Caching: the second and third steps reuse the first step's pages.
+  o.host_memory = false;
+  auto const one = replay_trace(stepped(1), memory_configuration::caching(), o);
+  auto const three = replay_trace(stepped(3), memory_configuration::caching(), o);
+  EXPECT_EQ(three.storage.allocs, one.storage.allocs);
+  EXPECT_EQ(three.storage.frees, 0u);
+  EXPECT_EQ(three.peak_reserved_bytes, one.peak_reserved_bytes);
+  o.storage_call_cost_ns = -1;
+  EXPECT_THROW((void)replay_trace(stepped(1), memory_configuration::caching(), o),
+               cubert::invalid_argument);
+}
+
+TEST(TraceReplay, SyntheticTracesAreReproducible) {
+  synthetic_options o;
+  o.events = 2000;
+  auto const a = synthetic_trace(o);
+  auto const b = synthetic_trace(o);
+  EXPECT_EQ(a.name, "random_s1");
+  ASSERT_EQ(a.events.size(), 2000u);
+  EXPECT_EQ(a.peak_live_bytes, b.peak_live_bytes);
+  for (std::size_t i = 0; i < a.events.size(); ++i) {
+    ASSERT_EQ(a.events[i].alloc, b.events[i].alloc);
+    ASSERT_EQ(a.events[i].size, b.events[i].size);
+  }
+  for (auto const& e : a.events) {
+    if (!e.alloc) continue;
+    EXPECT_GE(e.size, 256u);
+    EXPECT_LT(e.size, 256ull << 20);
+  }
+  o.seed = 2;
+  EXPECT_NE(synthetic_trace(o).peak_live_bytes, a.peak_live_bytes);
+  synthetic_options t;
+  t.shape = synthetic_shape::training;
+  t.steps = 3;
+  auto const train = synthetic_trace(t);
+  EXPECT_EQ(train.name, "training_s1");
+  EXPECT_EQ(train.never_freed, 40u * 3u);  // weights and two optimizer states per layer
+  EXPECT_GT(train.peak_live_bytes, 0u);
+  o.events = 0;
+  EXPECT_THROW((void)synthetic_trace(o), cubert::invalid_argument);
+  t.steps = 0;
+  EXPECT_THROW((void)synthetic_trace(t), cubert::invalid_argument);
 }
 
 TEST(TraceReplay, RequestAbovePageLimitIsOutOfMemory) {
