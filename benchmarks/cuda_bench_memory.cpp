@@ -92,11 +92,40 @@ double async_pair_ns(CUstream stream, std::uint64_t size, int n) {
 struct replay_figures {
   double ratio = 0;
   double ns_per_event = 0;
+  double calls_per_1000_events = 0;  ///< cuMemAlloc + cuMemFree through the storage.
+};
+
+// Counts the storage calls of a replay: each is a cuMemAlloc or cuMemFree of cuda_storage.
+class counted_storage final : public backend::storage {
+ public:
+  explicit counted_storage(std::unique_ptr<backend::storage> inner) : inner_(std::move(inner)) {}
+  [[nodiscard]] std::uint64_t alignment() const noexcept override { return inner_->alignment(); }
+  [[nodiscard]] backend::storage_handle alloc(std::uint64_t size) override {
+    auto h = inner_->alloc(size);
+    ++calls;
+    return h;
+  }
+  void dealloc(backend::storage_id id) noexcept override {
+    ++calls;
+    inner_->dealloc(id);
+  }
+  [[nodiscard]] backend::resource get(backend::storage_handle const& h) const override {
+    return inner_->get(h);
+  }
+  void flush() override { inner_->flush(); }
+  std::uint64_t calls = 0;
+
+ private:
+  std::unique_ptr<backend::storage> inner_;
 };
 
 replay_figures replay_cubert(context const& c, memory::allocation_trace const& trace,
                              memory::memory_configuration const& config) {
-  auto mm = make_manager(c, config);
+  auto props = cuda::make_properties(0).memory;
+  auto storage = std::make_unique<counted_storage>(
+      std::make_unique<cuda::detail::cuda_storage>(c.stream, props.alignment));
+  auto const& counter = *storage;
+  auto mm = std::make_unique<memory::memory_manager>(std::move(storage), props, config);
   std::vector<memory::slice_handle> live(trace.allocations);
   double const t0 = now_s();
   for (auto const& e : trace.events) {
@@ -111,6 +140,8 @@ replay_figures replay_cubert(context const& c, memory::allocation_trace const& t
   f.ratio =
       static_cast<double>(mm->peak_bytes_reserved()) / static_cast<double>(trace.peak_live_bytes);
   f.ns_per_event = t / static_cast<double>(trace.events.size()) * 1e9;
+  f.calls_per_1000_events =
+      static_cast<double>(counter.calls) * 1000.0 / static_cast<double>(trace.events.size());
   live.clear();
   mm->cleanup(true);
   return f;
@@ -174,7 +205,8 @@ void memory_rows(std::vector<row>& rows, std::string const& trace_dir,
     auto const trace = memory::load_trace(entry.path());
     auto const stem = name.substr(0, name.find(".trace"));
     for (auto const& config :
-         {memory::memory_configuration::sub_slices(), memory::memory_configuration::compact()}) {
+         {memory::memory_configuration::sub_slices(), memory::memory_configuration::compact(),
+          memory::memory_configuration::caching()}) {
       auto const ours = replay_cubert(c, trace, config);
       auto const label = fmt::format("{} {}", stem, config.name());
       row r = time_row(fmt::format("replay {}: peak reserved/live", label), ours.ratio,
@@ -185,6 +217,9 @@ void memory_rows(std::vector<row>& rows, std::string const& trace_dir,
       rows.push_back(time_row(fmt::format("replay {}: host per event", label), ours.ns_per_event,
                               get(torch, "replay_ns_" + stem), "ns", "PyTorch caching allocator",
                               4.0));
+      rows.push_back(time_row(fmt::format("replay {}: storage calls per 1000 events", label),
+                              ours.calls_per_1000_events, 0, "calls", "(cuMemAlloc + cuMemFree)",
+                              0));
     }
     auto const async = replay_async(c, trace);
     row r = time_row(fmt::format("replay {} cuMemAllocAsync: reserved/live", stem), async.ratio, 0,

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Memory manager: the cost of a pool hit, cubecl's own scenario, and trace replays.
+// Memory manager: the cost of a pool hit, cubecl's own scenario, and trace replays (recorded
+// and generated) with their storage calls.
 #include <cubert/memory/host_storage.hpp>
 #include <cubert/memory/memory_manager.hpp>
 #include <cubert/memory/trace_replay.hpp>
@@ -24,8 +25,10 @@ memory_configuration config_of(std::int64_t index) {
       return memory_configuration::sub_slices();
     case 1:
       return memory_configuration::exclusive_pages();
-    default:
+    case 2:
       return memory_configuration::compact();
+    default:
+      return memory_configuration::caching();
   }
 }
 
@@ -41,11 +44,11 @@ void pool_hit_pair(benchmark::State& state) {
   }
   state.SetLabel(std::string(config.name()));
   state.counters["reserved_over_size"] = static_cast<double>(m.report().total.bytes_reserved) /
-                            static_cast<double>(std::max<std::uint64_t>(size, 1));
+                                         static_cast<double>(std::max<std::uint64_t>(size, 1));
 }
 BENCHMARK(pool_hit_pair)
     ->ArgNames({"bytes", "config"})
-    ->ArgsProduct({{256, 64 << 10, 1 << 20, 64 << 20}, {0, 1, 2}});
+    ->ArgsProduct({{256, 64 << 10, 1 << 20, 64 << 20}, {0, 1, 2, 3}});
 
 // The same pair while other live slices share the page (the split/merge path of a real pool).
 void pool_hit_pair_busy_page(benchmark::State& state) {
@@ -78,21 +81,15 @@ void cubecl_dynamic_fifo(benchmark::State& state) {
   state.SetLabel(std::string(config.name()));
   state.SetItemsProcessed(state.iterations() * 204'800);
 }
-BENCHMARK(cubecl_dynamic_fifo)->ArgName("config")->DenseRange(0, 2)->Unit(benchmark::kMillisecond);
+BENCHMARK(cubecl_dynamic_fifo)->ArgName("config")->DenseRange(0, 3)->Unit(benchmark::kMillisecond);
 
 std::filesystem::path trace_dir() {
   if (char const* env = std::getenv("CUBERT_TRACE_DIR")) return env;
   return CUBERT_DEFAULT_TRACE_DIR;
 }
 
-// Replays a recorded trace; counters carry the fragmentation figure and the host time.
-void trace_replay(benchmark::State& state, char const* file) {
-  auto const path = trace_dir() / file;
-  if (!std::filesystem::exists(path)) {
-    state.SkipWithError(("trace not found: " + path.string()).c_str());
-    return;
-  }
-  auto const trace = load_trace(path);
+// Replays a trace; counters carry the fragmentation figure, the host time and storage calls.
+void replay(benchmark::State& state, allocation_trace const& trace) {
   auto const config = config_of(state.range(0));
   replay_options options;
   options.properties = {2048 * mib, 256};
@@ -102,16 +99,41 @@ void trace_replay(benchmark::State& state, char const* file) {
   state.SetLabel(std::string(config.name()));
   state.counters["ratio"] = r.ratio;
   state.counters["ns_per_event"] = r.ns_per_event;
+  state.counters["storage_calls_per_1k_events"] = r.storage_calls_per_1000_events;
   state.counters["peak_reserved_GB"] = static_cast<double>(r.peak_reserved_bytes) / 1e9;
   state.counters["peak_live_GB"] = static_cast<double>(r.peak_live_bytes) / 1e9;
 }
+
+void trace_replay(benchmark::State& state, char const* file) {
+  auto const path = trace_dir() / file;
+  if (!std::filesystem::exists(path)) {
+    state.SkipWithError(("trace not found: " + path.string()).c_str());
+    return;
+  }
+  replay(state, load_trace(path));
+}
 BENCHMARK_CAPTURE(trace_replay, gpt_train, "gpt_train.trace.gz")
     ->ArgName("config")
-    ->DenseRange(0, 2)
+    ->DenseRange(0, 3)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(trace_replay, cnn_train, "cnn_train.trace.gz")
     ->ArgName("config")
-    ->DenseRange(0, 2)
+    ->DenseRange(0, 3)
+    ->Unit(benchmark::kMillisecond);
+
+// Generated traces (seed 1), to check the presets away from the two recorded workloads.
+void synthetic_replay(benchmark::State& state, synthetic_shape shape) {
+  synthetic_options o;
+  o.shape = shape;
+  replay(state, synthetic_trace(o));
+}
+BENCHMARK_CAPTURE(synthetic_replay, random, synthetic_shape::random_mix)
+    ->ArgName("config")
+    ->DenseRange(0, 3)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(synthetic_replay, training, synthetic_shape::training)
+    ->ArgName("config")
+    ->DenseRange(0, 3)
     ->Unit(benchmark::kMillisecond);
 
 }  // namespace
