@@ -11,70 +11,17 @@
 // - device and pinned ranges are bounds-checked (CUDA_ERROR_INVALID_VALUE);
 // - the last release of the primary context while pinned memory is alive aborts.
 // Kernels are not run: cuModuleLoadData returns CUDA_ERROR_NOT_SUPPORTED (NVRTC still compiles).
+#include "fake_cuda_stream.hpp"
+
 #include <cuda.h>
 
-#include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <deque>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <vector>
-
-struct CUctx_st {
-  int refs = 0;
-};
-
-struct CUstream_st {
-  CUstream_st() : worker([this] { run(); }) {}
-  ~CUstream_st() {
-    {
-      std::lock_guard lock(m);
-      stop = true;
-    }
-    cv.notify_all();
-    worker.join();
-  }
-  std::uint64_t push(std::function<void()> op) {
-    std::lock_guard lock(m);
-    ops.push_back(std::move(op));
-    cv.notify_all();
-    return ++enqueued;
-  }
-  void wait(std::uint64_t seq) {
-    std::unique_lock lock(m);
-    cv.wait(lock, [&] { return completed >= seq; });
-  }
-  bool reached(std::uint64_t seq) {
-    std::lock_guard lock(m);
-    return completed >= seq;
-  }
-  std::uint64_t last() {
-    std::lock_guard lock(m);
-    return enqueued;
-  }
-  void run();
-
-  std::mutex m;
-  std::condition_variable cv;
-  std::deque<std::function<void()>> ops;
-  std::uint64_t enqueued = 0;
-  std::uint64_t completed = 0;
-  bool stop = false;
-  std::thread worker;  // Last: starts after the rest is ready.
-};
-
-struct CUevent_st {
-  std::mutex m;
-  CUstream_st* stream = nullptr;
-  std::uint64_t seq = 0;
-  std::chrono::steady_clock::time_point when{};
-};
 
 namespace {
 
@@ -137,30 +84,6 @@ CUstream_st& stream_of(CUstream s) {
 
 }  // namespace
 
-void CUstream_st::run() {
-  static long const delay_us = [] {
-    char const* v = std::getenv("CUBERT_FAKE_CUDA_DELAY_US");
-    return v ? std::atol(v) : 20L;
-  }();
-  for (;;) {
-    std::function<void()> op;
-    {
-      std::unique_lock lock(m);
-      cv.wait(lock, [&] { return stop || !ops.empty(); });
-      if (ops.empty()) return;
-      op = std::move(ops.front());
-      ops.pop_front();
-    }
-    if (delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
-    op();
-    {
-      std::lock_guard lock(m);
-      ++completed;
-    }
-    cv.notify_all();
-  }
-}
-
 #define FAKE_NEED_CONTEXT() \
   if (current() == nullptr) return CUDA_ERROR_INVALID_CONTEXT
 
@@ -179,29 +102,15 @@ CUresult CUDAAPI cuDriverGetVersion(int* v) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuGetErrorName(CUresult e, char const** s) {
-  switch (e) {
-    case CUDA_SUCCESS:
-      *s = "CUDA_SUCCESS";
-      break;
-    case CUDA_ERROR_INVALID_VALUE:
-      *s = "CUDA_ERROR_INVALID_VALUE";
-      break;
-    case CUDA_ERROR_OUT_OF_MEMORY:
-      *s = "CUDA_ERROR_OUT_OF_MEMORY";
-      break;
-    case CUDA_ERROR_INVALID_CONTEXT:
-      *s = "CUDA_ERROR_INVALID_CONTEXT";
-      break;
-    case CUDA_ERROR_NOT_READY:
-      *s = "CUDA_ERROR_NOT_READY";
-      break;
-    case CUDA_ERROR_NOT_SUPPORTED:
-      *s = "CUDA_ERROR_NOT_SUPPORTED";
-      break;
-    default:
-      *s = "CUDA_ERROR_UNKNOWN";
-      break;
-  }
+  static std::map<CUresult, char const*> const names{
+      {CUDA_SUCCESS, "CUDA_SUCCESS"},
+      {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE"},
+      {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY"},
+      {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT"},
+      {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY"},
+      {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED"}};
+  auto it = names.find(e);
+  *s = it == names.end() ? "CUDA_ERROR_UNKNOWN" : it->second;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuGetErrorString(CUresult, char const** s) {
@@ -222,39 +131,20 @@ CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
-  switch (a) {
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR:
-      *v = 9;
-      break;
-    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR:
-      *v = 0;
-      break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT:
-      *v = 4;
-      break;
-    case CU_DEVICE_ATTRIBUTE_WARP_SIZE:
-      *v = 32;
-      break;
-    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK:
-      *v = 1024;
-      break;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z:
-      *v = 64;
-      break;
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X:
-    case CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y:
-      *v = 1024;
-      break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK:
-      *v = 48 * 1024;
-      break;
-    case CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN:
-      *v = 227 * 1024;
-      break;
-    default:
-      *v = 65535;
-      break;
-  }
+  // An sm_90 part with 4 SMs; every other limit 65535.
+  static std::map<CUdevice_attribute, int> const values{
+      {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 9},
+      {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, 0},
+      {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, 4},
+      {CU_DEVICE_ATTRIBUTE_WARP_SIZE, 32},
+      {CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1024},
+      {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, 1024},
+      {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, 1024},
+      {CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, 64},
+      {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, 48 * 1024},
+      {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, 227 * 1024}};
+  auto it = values.find(a);
+  *v = it == values.end() ? 65535 : it->second;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuDeviceTotalMem(size_t* bytes, CUdevice) {
