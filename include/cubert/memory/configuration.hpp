@@ -57,8 +57,9 @@ struct pool_options {
 ///
 /// The manager keeps bytes reserved from storage within a budget of `(1 + slack)` × the highest
 /// live bytes seen so far. Idle pages stay cached and are reused without storage calls; only a
-/// growth that would exceed the budget gives idle pages back first (largest first), as do
-/// explicit cleanup, the out-of-memory retry and, if set, a long idle period.
+/// growth that would exceed the budget gives idle pages back first (each time the smallest that
+/// covers the excess, else the largest), as do explicit cleanup, the out-of-memory retry and a
+/// long idle period.
 struct cache_policy {
   /// Fraction by which reserved bytes may exceed the peak of live bytes before idle pages go back.
   double slack = 0.03;

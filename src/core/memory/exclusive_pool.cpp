@@ -132,22 +132,25 @@ void exclusive_pool::free_page(page* p) noexcept {
   spare_.push_back(p);
 }
 
-exclusive_pool::page* exclusive_pool::largest_free() noexcept {
+exclusive_pool::page* exclusive_pool::idle_for(std::uint64_t deficit) noexcept {
   drain();
-  page* best = nullptr;
+  page* fit = nullptr;
+  page* largest = nullptr;
   for (page* p : free_) {
-    if (!best || p->storage.size > best->storage.size) best = p;
+    auto const size = p->storage.size;
+    if (size >= deficit && (!fit || size < fit->storage.size)) fit = p;
+    if (!largest || size > largest->storage.size) largest = p;
   }
-  return best;
+  return fit ? fit : largest;
 }
 
-std::uint64_t exclusive_pool::largest_idle_page() noexcept {
-  page const* p = largest_free();
+std::uint64_t exclusive_pool::idle_page_for(std::uint64_t deficit) noexcept {
+  page const* p = idle_for(deficit);
   return p ? p->storage.size : 0;
 }
 
-std::uint64_t exclusive_pool::free_largest_idle_page() noexcept {
-  page* p = largest_free();
+std::uint64_t exclusive_pool::free_idle_page_for(std::uint64_t deficit) noexcept {
+  page* p = idle_for(deficit);
   if (!p) return 0;
   auto const bytes = p->storage.size;
   free_page(p);

@@ -29,8 +29,8 @@ class exclusive_pool final : public memory_pool {
   [[nodiscard]] std::optional<std::uint64_t> check_period() const noexcept override;
   [[nodiscard]] pool_usage usage() override;
   void drain() noexcept override;
-  [[nodiscard]] std::uint64_t largest_idle_page() noexcept override;
-  std::uint64_t free_largest_idle_page() noexcept override;
+  [[nodiscard]] std::uint64_t idle_page_for(std::uint64_t deficit) noexcept override;
+  std::uint64_t free_idle_page_for(std::uint64_t deficit) noexcept override;
 
  private:
   static constexpr double size_avg_decay = 0.01;
@@ -48,7 +48,7 @@ class exclusive_pool final : public memory_pool {
   void mark_free(page* p) noexcept;
   void unmark_free(page* p) noexcept;
   void free_page(page* p) noexcept;
-  [[nodiscard]] page* largest_free() noexcept;
+  [[nodiscard]] page* idle_for(std::uint64_t deficit) noexcept;
   [[nodiscard]] slice_handle hand_out(page* p, std::uint64_t size) noexcept;
 
   std::optional<std::uint64_t> cap_;

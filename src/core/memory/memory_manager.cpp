@@ -133,7 +133,7 @@ std::optional<slice_handle> memory_manager::grow(memory_pool& pool, std::uint64_
   auto const target = [&] { return chunk == 0 ? std::uint64_t{0} : std::max(chunk, room()); };
   auto bytes = pool.growth_bytes(size, target());
   if (stats_->reserved + bytes > limit) {
-    // Over budget: idle cached pages go back first, largest first (fewest storage calls).
+    // Over budget: idle cached pages go back first (see release_idle_pages for which).
     release_idle_pages(limit - std::min(limit, bytes));
     bytes = std::min(bytes, pool.growth_bytes(size, target()));
   }
@@ -149,17 +149,25 @@ std::optional<slice_handle> memory_manager::grow(memory_pool& pool, std::uint64_
 }
 
 void memory_manager::release_idle_pages(std::uint64_t target_reserved) noexcept {
+  // Each step gives back the smallest idle page that covers the rest of the deficit alone, else
+  // the largest: few storage calls, and a large cached page is not traded for a small growth.
   while (stats_->reserved > target_reserved) {
+    auto const deficit = stats_->reserved - target_reserved;
     memory_pool* best = nullptr;
     std::uint64_t best_bytes = 0;
     for (auto& p : pools_) {
-      if (auto const bytes = p->largest_idle_page(); bytes > best_bytes) {
+      auto const bytes = p->idle_page_for(deficit);
+      if (bytes == 0) continue;
+      bool const covers = bytes >= deficit;
+      bool const best_covers = best_bytes >= deficit;
+      if (!best || (covers && (!best_covers || bytes < best_bytes)) ||
+          (!covers && !best_covers && bytes > best_bytes)) {
         best = p.get();
         best_bytes = bytes;
       }
     }
     if (!best) return;
-    best->free_largest_idle_page();
+    best->free_idle_page_for(deficit);
   }
 }
 

@@ -152,10 +152,13 @@ class memory_pool {
                                                                std::uint64_t /*page_bytes*/) {
     return alloc(size);
   }
-  /// Size of the largest page with nothing live on it, 0 if none (drains releases first).
-  [[nodiscard]] virtual std::uint64_t largest_idle_page() noexcept { return 0; }
+  /// The idle page (nothing live on it) this pool would give back towards `deficit` bytes:
+  /// the smallest that covers it alone, else the largest. Its size; 0 if there is none.
+  [[nodiscard]] virtual std::uint64_t idle_page_for(std::uint64_t /*deficit*/) noexcept {
+    return 0;
+  }
   /// Gives that page back to the storage; returns its size (0 if there was none).
-  virtual std::uint64_t free_largest_idle_page() noexcept { return 0; }
+  virtual std::uint64_t free_idle_page_for(std::uint64_t /*deficit*/) noexcept { return 0; }
 
  protected:
   backend::storage* storage_;  // Not owned; the manager owns storage and pools, pools die first.

@@ -237,22 +237,26 @@ void sliced_pool::free_idle_pages() noexcept {
   }
 }
 
-sliced_pool::page* sliced_pool::largest_idle() noexcept {
+sliced_pool::page* sliced_pool::idle_for(std::uint64_t deficit) noexcept {
   drain();
-  page* best = nullptr;
+  page* fit = nullptr;
+  page* largest = nullptr;
   for (auto const& p : pages_) {
-    if (p->used_blocks == 0 && (!best || p->storage.size > best->storage.size)) best = p.get();
+    if (p->used_blocks != 0) continue;
+    auto const size = p->storage.size;
+    if (size >= deficit && (!fit || size < fit->storage.size)) fit = p.get();
+    if (!largest || size > largest->storage.size) largest = p.get();
   }
-  return best;
+  return fit ? fit : largest;
 }
 
-std::uint64_t sliced_pool::largest_idle_page() noexcept {
-  page const* p = largest_idle();
+std::uint64_t sliced_pool::idle_page_for(std::uint64_t deficit) noexcept {
+  page const* p = idle_for(deficit);
   return p ? p->storage.size : 0;
 }
 
-std::uint64_t sliced_pool::free_largest_idle_page() noexcept {
-  page* p = largest_idle();
+std::uint64_t sliced_pool::free_idle_page_for(std::uint64_t deficit) noexcept {
+  page* p = idle_for(deficit);
   if (!p) return 0;
   auto const bytes = p->storage.size;
   free_page(p);

@@ -46,8 +46,8 @@ class sliced_pool final : public memory_pool {
                                            std::uint64_t target) const noexcept override;
   [[nodiscard]] std::optional<slice_handle> alloc_page(std::uint64_t size,
                                                        std::uint64_t page_bytes) override;
-  [[nodiscard]] std::uint64_t largest_idle_page() noexcept override;
-  std::uint64_t free_largest_idle_page() noexcept override;
+  [[nodiscard]] std::uint64_t idle_page_for(std::uint64_t deficit) noexcept override;
+  std::uint64_t free_idle_page_for(std::uint64_t deficit) noexcept override;
 
   /// One block of a page as tests and debugging see it.
   struct block_view {
@@ -88,7 +88,7 @@ class sliced_pool final : public memory_pool {
     return std::max(ceil_to(size, align_), align_);
   }
   [[nodiscard]] std::optional<slice_handle> grow(std::uint64_t size, std::uint64_t bytes);
-  [[nodiscard]] page* largest_idle() noexcept;
+  [[nodiscard]] page* idle_for(std::uint64_t deficit) noexcept;
   void release(block* b) noexcept;
   [[nodiscard]] slice_handle take(block* b, std::uint64_t size, std::uint64_t extent) noexcept;
   [[nodiscard]] block* new_block();

@@ -98,7 +98,7 @@ TEST(CachingPolicy, BelowThePeakThePoolGrowsByWhatTheRequestNeeds) {
   EXPECT_EQ(c.calls().frees, 0u);              // the first page is not idle
 }
 
-TEST(CachingPolicy, OverBudgetIdlePagesGoBackLargestFirst) {
+TEST(CachingPolicy, OverBudgetIdlePagesGoBackInFewCalls) {
   counted c(arena(fixed_growth(8 * mib)));
   {
     std::vector<slice_handle> live;
@@ -109,7 +109,8 @@ TEST(CachingPolicy, OverBudgetIdlePagesGoBackLargestFirst) {
   EXPECT_EQ(c.calls().allocs, 5u);
   EXPECT_EQ(c.manager->peak_bytes_in_use(), 44 * mib);
   // 20 MiB fits no idle page. The budget (slack 0: the peak of 44 MiB) needs 20 MiB back:
-  // the 12 MiB page, then one 8 MiB page; smallest first would have taken three calls.
+  // no idle page covers it alone, so the largest (12 MiB) goes, then the smallest that covers
+  // the remaining 8 MiB; smallest first would have taken three calls.
   auto big = c.manager->reserve(20 * mib);
   EXPECT_EQ(c.calls().frees, 2u);
   EXPECT_EQ(c.calls().free_bytes, 20 * mib);
