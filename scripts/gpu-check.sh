@@ -114,11 +114,35 @@ if [ "$HAVE_GPU" = 1 ]; then
   fi
 fi
 
+# 4b. CPU-side benchmarks on this (otherwise idle, many-core) host: launch overhead per channel
+# against an OpenMP region, memory pool hits, autotune costs and winner stability.
+CPU_BENCH=$LOGS/cpu-bench.log
+: >"$CPU_BENCH"
+GB_ARGS=(--benchmark_min_time=0.2 --benchmark_repetitions=5 --benchmark_report_aggregates_only=true)
+for b in cubert_launch_bench memory_bench tune_bench; do
+  exe=$BUILD/benchmarks/$b
+  [ -x "$exe" ] || { note "$b was not built"; continue; }
+  filter=()
+  [ "$b" = memory_bench ] && filter=(--benchmark_filter='pool_hit|cubecl_dynamic')
+  echo "### $b" >>"$CPU_BENCH"
+  "$exe" "${GB_ARGS[@]}" "${filter[@]}" >>"$CPU_BENCH" 2>&1 || note "$b FAILED (see $CPU_BENCH)"
+done
+if [ -x "$BUILD/benchmarks/tune_stability_bench" ]; then
+  echo "### tune_stability_bench 20" >>"$CPU_BENCH"
+  "$BUILD/benchmarks/tune_stability_bench" 20 >>"$CPU_BENCH" 2>&1 ||
+    note "tune_stability_bench FAILED (see $CPU_BENCH)"
+fi
+note "CPU benchmarks on this host ($(nproc) cores): see cpu-bench.log"
+
 # 5. Summary, table last.
 echo
 echo "==================== gpu-check summary ===================="
 printf '%s\n' "${SUMMARY[@]}"
 echo "logs: $LOGS"
+if [ -s "$CPU_BENCH" ]; then
+  echo "-- CPU benchmarks (medians)"
+  grep -E '^###|_median|winner|chose|stable' "$CPU_BENCH" | sed -E 's/ +/ /g' | cut -c1-150
+fi
 if [ -f "$LOGS/bench.log" ]; then
   grep -E '^(device|transfers):|rows failed' "$LOGS/bench.log"
   grep -A200 '^figure' "$LOGS/bench.log"

@@ -14,6 +14,11 @@
 #include <chrono>
 #include <thread>
 
+namespace cubert::backend {
+// Readable parameter names in test listings ("mutex", not "4-byte object <00-00 00-00>").
+inline void PrintTo(channel_kind kind, std::ostream* os) { *os << to_string(kind); }
+}  // namespace cubert::backend
+
 namespace {
 
 using namespace cubert;
