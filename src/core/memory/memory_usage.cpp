@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 
 namespace cubert::memory {
@@ -58,9 +59,17 @@ std::string_view to_string(pool_kind kind) noexcept {
 }
 
 std::string usage_report::to_string() const {
+  // The pool column is as wide as its longest description (custom pools can be long).
+  auto describe = [](pool_usage const& p) {
+    auto desc = p.description;
+    if (p.cap) desc += fmt::format(", cap {}", format_bytes(*p.cap));
+    return desc;
+  };
+  std::size_t width = 28;
+  for (auto const& p : pools) width = std::max(width, describe(p).size());
   std::string out =
-      fmt::format("{:<3} {:<10} {:<28} {:>6} {:>11} {:>11} {:>11} {:>11} {:>11}\n", "#", "kind",
-                  "pool", "pages", "in use", "padding", "reserved", "peak resv", "peak use");
+      fmt::format("{:<3} {:<10} {:<{}} {:>6} {:>11} {:>11} {:>11} {:>11} {:>11}\n", "#", "kind",
+                  "pool", width, "pages", "in use", "padding", "reserved", "peak resv", "peak use");
   std::size_t unused = 0;
   for (std::size_t i = 0; i < pools.size(); ++i) {
     auto const& p = pools[i];
@@ -68,17 +77,16 @@ std::string usage_report::to_string() const {
       ++unused;
       continue;
     }
-    auto desc = p.description;
-    if (p.cap) desc += fmt::format(", cap {}", format_bytes(*p.cap));
-    out += fmt::format("{:<3} {:<10} {:<28} {:>6} {:>11} {:>11} {:>11} {:>11} {:>11}", i,
-                       memory::to_string(p.kind), desc, p.pages, format_bytes(p.usage.bytes_in_use),
-                       format_bytes(p.usage.bytes_padding), format_bytes(p.usage.bytes_reserved),
-                       format_bytes(p.peak_bytes_reserved), format_bytes(p.peak_bytes_in_use));
+    out += fmt::format("{:<3} {:<10} {:<{}} {:>6} {:>11} {:>11} {:>11} {:>11} {:>11}", i,
+                       memory::to_string(p.kind), describe(p), width, p.pages,
+                       format_bytes(p.usage.bytes_in_use), format_bytes(p.usage.bytes_padding),
+                       format_bytes(p.usage.bytes_reserved), format_bytes(p.peak_bytes_reserved),
+                       format_bytes(p.peak_bytes_in_use));
     if (p.spills) out += fmt::format("  ({} spilled)", p.spills);
     out += '\n';
   }
-  out += fmt::format("{:<3} {:<10} {:<28} {:>6} {:>11} {:>11} {:>11} {:>11} {:>11}\n", "", "total",
-                     fmt::format("{} live allocations", total.number_allocs), "",
+  out += fmt::format("{:<3} {:<10} {:<{}} {:>6} {:>11} {:>11} {:>11} {:>11} {:>11}\n", "", "total",
+                     fmt::format("{} live allocations", total.number_allocs), width, "",
                      format_bytes(total.bytes_in_use), format_bytes(total.bytes_padding),
                      format_bytes(total.bytes_reserved), format_bytes(peak_bytes_reserved),
                      format_bytes(peak_bytes_in_use));

@@ -304,8 +304,8 @@ pool_usage sliced_pool::usage() {
   drain();
   pool_usage u;
   u.kind = pool_kind::sliced;
-  u.description =
-      fmt::format("page {}, max {}", binary_bytes(page_size_), binary_bytes(max_alloc_size_));
+  u.description = fmt::format("page {}, max {}{}", binary_bytes(page_size_),
+                              binary_bytes(max_alloc_size_), cached_ ? ", cached" : "");
   u.max_alloc_size = max_alloc_size_;
   u.cap = cap_;
   u.pages = pages_.size();
