@@ -51,6 +51,7 @@ struct replay_args {
   std::vector<std::string> traces;
   std::vector<std::string> synthetic;
   std::vector<std::string> configs;
+  std::vector<double> scales;
   std::string page_limit = "2GiB";
   std::uint64_t alignment = 256;
   std::uint64_t seed = 1;
@@ -72,7 +73,12 @@ std::vector<memory::allocation_trace> load_all(replay_args const& args) {
     out.push_back(memory::synthetic_trace(o));
   }
   if (out.empty()) throw invalid_argument("cubert replay: give trace files or --synthetic");
-  return out;
+  if (args.scales.empty()) return out;
+  std::vector<memory::allocation_trace> scaled;
+  for (auto const& t : out) {
+    for (double f : args.scales) scaled.push_back(memory::scale_trace(t, f));
+  }
+  return scaled;
 }
 
 nlohmann::json pools_json(memory::usage_report const& report) {
@@ -101,13 +107,13 @@ void print_table(replay_args const& args, memory::replay_options const& options,
       options.properties.max_page_size, options.properties.alignment, options.repetitions,
       args.host_memory ? "host" : "counting",
       modelled ? fmt::format(", {} us modelled per storage call", args.call_cost_us) : "");
-  std::cout << fmt::format("{:<14} {:<16} {:>7} {:>10} {:>13} {:>6} {:>8} {:>7} {:>6} {:>9}",
+  std::cout << fmt::format("{:<18} {:<16} {:>7} {:>10} {:>13} {:>6} {:>8} {:>7} {:>6} {:>9}",
                            "trace", "config", "events", "peak live", "peak reserved", "ratio",
                            "ns/event", "allocs", "frees", "calls/1k");
   std::cout << (modelled ? fmt::format(" {:>13}\n", "modelled ns/ev") : std::string("\n"));
   for (auto const& [trace, r] : results) {
     std::cout << fmt::format(
-        "{:<14} {:<16} {:>7} {:>10} {:>13} {:>6.3f} {:>8.1f} {:>7} {:>6} {:>9.2f}", trace,
+        "{:<18} {:<16} {:>7} {:>10} {:>13} {:>6.3f} {:>8.1f} {:>7} {:>6} {:>9.2f}", trace,
         r.configuration, r.events, memory::format_bytes(r.peak_live_bytes),
         memory::format_bytes(r.peak_reserved_bytes), r.ratio, r.ns_per_event, r.storage.allocs,
         r.storage.frees, r.storage_calls_per_1000_events);
@@ -178,6 +184,10 @@ void setup(CLI::App& app) {
                   "lifetimes) or training (repeated forward/backward steps); repeatable")
       ->check(CLI::IsMember({"random", "training"}));
   cmd->add_option("--seed", args->seed, "Seed of the synthetic traces")->capture_default_str();
+  cmd->add_option("--scale", args->scales,
+                  "Replay every trace with its request sizes multiplied by this factor instead "
+                  "(repeatable: one replay per factor)")
+      ->check(CLI::PositiveNumber);
   std::vector<std::string> names;
   for (auto n : memory::memory_configuration::preset_names()) names.emplace_back(n);
   cmd->add_option("--config", args->configs,

@@ -38,6 +38,11 @@ struct allocation_trace {
 /// @throws io_error if it cannot be read; invalid_argument if malformed.
 [[nodiscard]] allocation_trace load_trace(std::filesystem::path const& path);
 
+/// The same trace with every request size multiplied by `factor` (rounded down, at least 1 byte
+/// for nonzero requests), named e.g. "gpt_trainx0.8": checks that a policy's figures do not hinge
+/// on the exact sizes of a recorded workload. @throws invalid_argument unless factor > 0.
+[[nodiscard]] allocation_trace scale_trace(allocation_trace const& trace, double factor);
+
 /// Shapes of generated traces (to check a policy away from the recorded ones).
 enum class synthetic_shape : std::uint8_t {
   /// Sizes log-uniform in 256 B … 256 MiB; each step frees a random live allocation (half the

@@ -17,6 +17,7 @@
 #include <istream>
 #include <iterator>
 #include <unordered_map>
+#include <vector>
 
 namespace cubert::memory {
 
@@ -135,6 +136,35 @@ allocation_trace load_trace(std::filesystem::path const& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw io_error(fmt::format("cannot open trace file {}", path.string()));
   return parse_trace(in, name);
+}
+
+allocation_trace scale_trace(allocation_trace const& trace, double factor) {
+  CUBERT_EXPECTS(std::isfinite(factor) && factor > 0,
+                 fmt::format("scale_trace: factor {} must be a positive number", factor));
+  allocation_trace out;
+  out.name = fmt::format("{}x{}", trace.name, factor);
+  out.events = trace.events;
+  out.allocations = trace.allocations;
+  std::vector<std::uint64_t> sizes(trace.allocations);
+  std::uint64_t live = 0;
+  std::uint64_t live_count = 0;
+  for (auto& e : out.events) {
+    if (e.alloc) {
+      auto const scaled = static_cast<double>(e.size) * factor;
+      e.size = e.size == 0 ? 0 : std::max<std::uint64_t>(1, static_cast<std::uint64_t>(scaled));
+      sizes[e.slot] = e.size;
+      live += e.size;
+      ++live_count;
+      out.peak_live_bytes = std::max(out.peak_live_bytes, live);
+      out.largest_request = std::max(out.largest_request, e.size);
+    } else {
+      e.size = sizes[e.slot];
+      live -= e.size;
+      --live_count;
+    }
+  }
+  out.never_freed = live_count;
+  return out;
 }
 
 namespace {

@@ -183,6 +183,23 @@ TEST(TraceReplay, SyntheticTracesAreReproducible) {
   EXPECT_THROW((void)synthetic_trace(t), cubert::invalid_argument);
 }
 
+TEST(TraceReplay, ScaledTraceMultipliesEverySize) {
+  auto const t = parse("a 1 100\na 2 0\na 3 3\nf 1\na 4 50\n");
+  auto const half = scale_trace(t, 0.5);
+  EXPECT_EQ(half.name, "testx0.5");
+  ASSERT_EQ(half.events.size(), 5u);
+  EXPECT_EQ(half.events[0].size, 50u);
+  EXPECT_EQ(half.events[1].size, 0u);   // zero stays zero
+  EXPECT_EQ(half.events[2].size, 1u);   // 1.5 rounds down, never to zero
+  EXPECT_EQ(half.events[3].size, 50u);  // the free carries the scaled size
+  EXPECT_EQ(half.peak_live_bytes, 51u);
+  EXPECT_EQ(half.largest_request, 50u);
+  EXPECT_EQ(half.never_freed, 3u);
+  EXPECT_EQ(scale_trace(t, 2.0).peak_live_bytes, 206u);
+  EXPECT_THROW((void)scale_trace(t, 0.0), cubert::invalid_argument);
+  EXPECT_THROW((void)scale_trace(t, -1.0), cubert::invalid_argument);
+}
+
 TEST(TraceReplay, RequestAbovePageLimitIsOutOfMemory) {
   auto const t = parse("a 1 5000\n");
   replay_options o;
