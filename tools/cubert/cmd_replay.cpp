@@ -107,16 +107,16 @@ void print_table(replay_args const& args, memory::replay_options const& options,
       options.properties.max_page_size, options.properties.alignment, options.repetitions,
       args.host_memory ? "host" : "counting",
       modelled ? fmt::format(", {} us modelled per storage call", args.call_cost_us) : "");
-  std::cout << fmt::format("{:<18} {:<16} {:>7} {:>10} {:>13} {:>6} {:>8} {:>7} {:>6} {:>9}",
+  std::cout << fmt::format("{:<18} {:<16} {:>7} {:>10} {:>13} {:>6} {:>8} {:>7} {:>6} {:>9} {:>11}",
                            "trace", "config", "events", "peak live", "peak reserved", "ratio",
-                           "ns/event", "allocs", "frees", "calls/1k");
+                           "ns/event", "allocs", "frees", "calls/1k", "2nd half/1k");
   std::cout << (modelled ? fmt::format(" {:>13}\n", "modelled ns/ev") : std::string("\n"));
   for (auto const& [trace, r] : results) {
     std::cout << fmt::format(
-        "{:<18} {:<16} {:>7} {:>10} {:>13} {:>6.3f} {:>8.1f} {:>7} {:>6} {:>9.2f}", trace,
+        "{:<18} {:<16} {:>7} {:>10} {:>13} {:>6.3f} {:>8.1f} {:>7} {:>6} {:>9.2f} {:>11.2f}", trace,
         r.configuration, r.events, memory::format_bytes(r.peak_live_bytes),
         memory::format_bytes(r.peak_reserved_bytes), r.ratio, r.ns_per_event, r.storage.allocs,
-        r.storage.frees, r.storage_calls_per_1000_events);
+        r.storage.frees, r.storage_calls_per_1000_events, r.late_calls_per_1000_events);
     std::cout << (modelled ? fmt::format(" {:>13.0f}\n", r.modelled_ns_per_event)
                            : std::string("\n"));
   }
@@ -152,6 +152,8 @@ void run(replay_args const& args) {
                        {"storage_alloc_bytes", r.storage.alloc_bytes},
                        {"storage_free_bytes", r.storage.free_bytes},
                        {"storage_calls_per_1000_events", r.storage_calls_per_1000_events},
+                       {"late_storage_calls", r.late_storage_calls},
+                       {"late_calls_per_1000_events", r.late_calls_per_1000_events},
                        {"storage_call_cost_ns", options.storage_call_cost_ns},
                        {"modelled_ns_per_event", r.modelled_ns_per_event},
                        {"max_page_size", options.properties.max_page_size},

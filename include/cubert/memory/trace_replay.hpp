@@ -102,6 +102,10 @@ struct replay_result {
   storage_counts storage;
   /// Storage calls per 1000 events.
   double storage_calls_per_1000_events = 0.0;
+  /// Storage calls during the second half of the events, and per 1000 of them: for a trace of
+  /// repeated steps, what the policy costs once warm-up is over.
+  std::uint64_t late_storage_calls = 0;
+  double late_calls_per_1000_events = 0.0;
   /// `ns_per_event` plus storage calls × `storage_call_cost_ns` ÷ events.
   double modelled_ns_per_event = 0.0;
   usage_report report;  ///< At the end of the first pass, before cleanup.

@@ -145,6 +145,9 @@ TEST(TraceReplay, CountsStorageCallsAndModelsTheirCost) {
   auto const three = replay_trace(stepped(3), memory_configuration::caching(), o);
   EXPECT_EQ(three.storage.allocs, one.storage.allocs);
   EXPECT_EQ(three.storage.frees, 0u);
+  EXPECT_EQ(three.late_storage_calls, 0u);  // steps 2 and 3 make no storage call
+  EXPECT_DOUBLE_EQ(three.late_calls_per_1000_events, 0.0);
+  EXPECT_GT(one.late_storage_calls + one.storage.calls(), 0u);
   EXPECT_EQ(three.peak_reserved_bytes, one.peak_reserved_bytes);
   o.storage_call_cost_ns = -1;
   EXPECT_THROW((void)replay_trace(stepped(1), memory_configuration::caching(), o),
