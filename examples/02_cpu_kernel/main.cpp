@@ -38,8 +38,8 @@ int main() {
                      .with_buffers({a.binding(), b.binding(), out.binding()})
                      .with_scalar(static_cast<std::uint32_t>(n)));
 
-  std::vector<std::byte> bytes = client.read_one(out.binding());  // waits for the launch
-  auto const* result = reinterpret_cast<float const*>(bytes.data());
+  cubert::bytes got = client.read_one(out.binding());  // waits for the launch
+  auto const* result = reinterpret_cast<float const*>(got.data());
   for (std::size_t i = 0; i < n; ++i) {
     if (result[i] != 3.0f * static_cast<float>(i)) {
       std::printf("mismatch at %zu\n", i);

@@ -59,8 +59,8 @@ int main() {
   auto out = client.empty(xs.size() * sizeof(float));
   tuner.execute("cpu", client, set, in, out);
 
-  auto bytes = client.read_one(out.binding());
-  auto const* ys = reinterpret_cast<float const*>(bytes.data());
+  cubert::bytes got = client.read_one(out.binding());  // pooled pinned memory on CUDA
+  auto const* ys = reinterpret_cast<float const*>(got.data());
   for (std::size_t i = 0; i < xs.size(); ++i) {
     if (ys[i] != 3.0f) {
       std::printf("wrong result at %zu\n", i);

@@ -4,6 +4,7 @@
 
 #include <cubert/backend/channel.hpp>
 #include <cubert/bindings.hpp>
+#include <cubert/bytes.hpp>
 #include <cubert/device.hpp>
 #include <cubert/handle.hpp>
 #include <cubert/host_buffer.hpp>
@@ -58,13 +59,15 @@ class client {
       std::vector<backend::tensor_descriptor> const& descriptors) const;
 
   /// Starts reading the bytes of each binding (offsets honoured); the future waits.
-  [[nodiscard]] std::future<std::vector<std::vector<std::byte>>> read_async(
-      std::vector<binding> bindings) const;
-  /// Reads the bytes of each binding. @throws invalid_argument for an unknown or out-of-range
-  /// binding; rethrows a deferred error.
-  [[nodiscard]] std::vector<std::vector<std::byte>> read(std::vector<binding> bindings) const;
-  /// Reads one binding.
-  [[nodiscard]] std::vector<std::byte> read_one(binding b) const;
+  [[nodiscard]] std::future<std::vector<bytes>> read_async(std::vector<binding> bindings) const;
+  /// Reads the bytes of each binding. On CUDA each result lives in a per-device pool of pinned
+  /// host memory, filled by DMA and returned to the pool when the `bytes` is destroyed (from any
+  /// thread, even after the client is gone); elsewhere it is plain heap memory. No result is
+  /// zero-filled first. @throws invalid_argument for an unknown or out-of-range binding;
+  /// rethrows a deferred error.
+  [[nodiscard]] std::vector<bytes> read(std::vector<binding> bindings) const;
+  /// Reads one binding (see `read`); converts implicitly to `std::vector<std::byte>` by copy.
+  [[nodiscard]] bytes read_one(binding b) const;
   /// Starts copying the bytes of `b` (offsets honoured) into `dst`, after all earlier work.
   /// `dst` must stay valid and untouched until the future is ready. On CUDA a page-locked
   /// `dst` (a host_buffer from `alloc_host`, or other pinned memory) is written by DMA
@@ -81,10 +84,9 @@ class client {
   /// client. @throws out_of_memory when the host cannot provide it.
   [[nodiscard]] host_buffer alloc_host(std::uint64_t size) const;
   /// Reads strided tensors as dense row-major bytes.
-  [[nodiscard]] std::vector<std::vector<std::byte>> read_tensor(
-      std::vector<binding_with_meta> tensors) const;
+  [[nodiscard]] std::vector<bytes> read_tensor(std::vector<binding_with_meta> tensors) const;
   /// Reads one strided tensor as dense row-major bytes.
-  [[nodiscard]] std::vector<std::byte> read_one_tensor(binding_with_meta tensor) const;
+  [[nodiscard]] bytes read_one_tensor(binding_with_meta tensor) const;
 
   /// Launches `k` over `count` cubes in checked mode. Bad arguments may throw here or at the
   /// next sync (actor channel); a failure while running surfaces at the next sync/read/flush.

@@ -37,6 +37,11 @@ struct options {
   /// Threads sharing the host-side copies of large pageable transfers, the caller included;
   /// 0 = min(8, hardware threads / 2).
   unsigned copy_threads = 0;
+  /// Most bytes of idle pinned host memory the read pool keeps for `read` results (blocks go
+  /// back to it when their `bytes` die; least recently returned are unpinned first). A read
+  /// whose size class (at most a quarter above its size) exceeds this lands in heap memory
+  /// instead; 0 disables the pool.
+  std::size_t read_pool_bytes = std::size_t{1} << 30;
   backend::channel_kind channel = backend::channel_kind::mutex;
 };
 

@@ -15,9 +15,10 @@ std::span<std::byte const> bytes_of(std::vector<T> const& values) {
   return std::as_bytes(std::span{values});
 }
 
-/// Reinterprets bytes as elements of T (the size must be a multiple of sizeof(T)).
+/// Reinterprets bytes (a vector, a cubert::bytes, a span) as elements of T (the size must be a
+/// multiple of sizeof(T)).
 template <typename T>
-std::vector<T> values_of(std::vector<std::byte> const& bytes) {
+std::vector<T> values_of(std::span<std::byte const> bytes) {
   std::vector<T> out(bytes.size() / sizeof(T));
   if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
   return out;

@@ -49,14 +49,14 @@ class dummy_server final : public backend::server {
     return h;
   }
   handle empty(std::uint64_t size) override { return handle(memory_.reserve(size), size); }
-  std::future<std::vector<std::vector<std::byte>>> read(std::vector<binding> bs) override {
+  std::future<std::vector<bytes>> read(std::vector<binding> bs) override {
     errors_.rethrow_if_any();
-    std::vector<std::vector<std::byte>> out;
+    std::vector<bytes> out;
     for (auto const& b : bs) {
       auto r = memory_.get_resource(b);
-      out.emplace_back(r.host_ptr<std::byte>(), r.host_ptr<std::byte>() + r.size);
+      out.push_back(bytes::copy_of({r.host_ptr<std::byte const>(), r.size}));
     }
-    std::promise<std::vector<std::vector<std::byte>>> p;
+    std::promise<std::vector<bytes>> p;
     p.set_value(std::move(out));
     return p.get_future();
   }

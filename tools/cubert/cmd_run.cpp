@@ -38,9 +38,9 @@ struct check {
 
 template <typename T>
 std::vector<T> read_values(client const& c, handle const& h) {
-  auto bytes = c.read_one(h.binding());
-  std::vector<T> out(bytes.size() / sizeof(T));
-  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(T));
+  auto const got = c.read_one(h.binding());
+  std::vector<T> out(got.size() / sizeof(T));
+  std::memcpy(out.data(), got.data(), out.size() * sizeof(T));
   return out;
 }
 

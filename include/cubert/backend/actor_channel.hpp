@@ -54,15 +54,13 @@ class actor_channel final : public channel {
       std::vector<tensor_descriptor> const& descriptors) override {
     return call([&](Server& s) { return s.empty_tensors(descriptors); });
   }
-  std::future<std::vector<std::vector<std::byte>>> read(
-      std::vector<cubert::binding> bindings) override {
+  std::future<std::vector<bytes>> read(std::vector<cubert::binding> bindings) override {
     return call_async([this, b = std::move(bindings)](Server& s) mutable {
       deferred_.rethrow_if_any();
       return s.read(std::move(b)).get();
     });
   }
-  std::future<std::vector<std::vector<std::byte>>> read_tensor(
-      std::vector<binding_with_meta> tensors) override {
+  std::future<std::vector<bytes>> read_tensor(std::vector<binding_with_meta> tensors) override {
     return call_async([this, t = std::move(tensors)](Server& s) mutable {
       deferred_.rethrow_if_any();
       return s.read_tensor(std::move(t)).get();

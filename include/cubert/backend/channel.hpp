@@ -38,9 +38,9 @@ class channel {
   [[nodiscard]] virtual cubert::handle empty(std::uint64_t size) = 0;
   [[nodiscard]] virtual std::vector<tensor_allocation> empty_tensors(
       std::vector<tensor_descriptor> const& descriptors) = 0;
-  [[nodiscard]] virtual std::future<std::vector<std::vector<std::byte>>> read(
+  [[nodiscard]] virtual std::future<std::vector<bytes>> read(
       std::vector<cubert::binding> bindings) = 0;
-  [[nodiscard]] virtual std::future<std::vector<std::vector<std::byte>>> read_tensor(
+  [[nodiscard]] virtual std::future<std::vector<bytes>> read_tensor(
       std::vector<binding_with_meta> tensors) = 0;
   /// `dst` must stay valid until the returned future is ready.
   [[nodiscard]] virtual std::future<void> read_into(cubert::binding const& b,

@@ -27,12 +27,10 @@ class inline_channel final : public channel {
       std::vector<tensor_descriptor> const& descriptors) override {
     return server_->empty_tensors(descriptors);
   }
-  std::future<std::vector<std::vector<std::byte>>> read(
-      std::vector<cubert::binding> bindings) override {
+  std::future<std::vector<bytes>> read(std::vector<cubert::binding> bindings) override {
     return server_->read(std::move(bindings));
   }
-  std::future<std::vector<std::vector<std::byte>>> read_tensor(
-      std::vector<binding_with_meta> tensors) override {
+  std::future<std::vector<bytes>> read_tensor(std::vector<binding_with_meta> tensors) override {
     return server_->read_tensor(std::move(tensors));
   }
   std::future<void> read_into(cubert::binding const& b, std::span<std::byte> dst) override {

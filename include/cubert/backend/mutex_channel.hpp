@@ -36,13 +36,11 @@ class mutex_channel final : public channel {
     std::lock_guard lock(mutex_);
     return server_->empty_tensors(descriptors);
   }
-  std::future<std::vector<std::vector<std::byte>>> read(
-      std::vector<cubert::binding> bindings) override {
+  std::future<std::vector<bytes>> read(std::vector<cubert::binding> bindings) override {
     std::lock_guard lock(mutex_);
     return server_->read(std::move(bindings));
   }
-  std::future<std::vector<std::vector<std::byte>>> read_tensor(
-      std::vector<binding_with_meta> tensors) override {
+  std::future<std::vector<bytes>> read_tensor(std::vector<binding_with_meta> tensors) override {
     std::lock_guard lock(mutex_);
     return server_->read_tensor(std::move(tensors));
   }

@@ -4,6 +4,7 @@
 
 #include <cubert/backend/storage.hpp>
 #include <cubert/bindings.hpp>
+#include <cubert/bytes.hpp>
 #include <cubert/device.hpp>
 #include <cubert/handle.hpp>
 #include <cubert/host_buffer.hpp>
@@ -61,8 +62,7 @@ class async_error {
 
 /// Gathers a strided tensor out of `src` (the binding's bytes) into dense row-major bytes.
 /// @throws invalid_argument if shape, strides and elem_size address bytes outside `src`.
-[[nodiscard]] std::vector<std::byte> gather_dense(std::span<std::byte const> src,
-                                                  binding_with_meta const& meta);
+[[nodiscard]] bytes gather_dense(std::span<std::byte const> src, binding_with_meta const& meta);
 
 /// One device's server. Not thread-safe: a channel serialises every call. Methods that return a
 /// future enqueue work and do not wait; the future does. Errors of asynchronous work (a kernel
@@ -85,12 +85,14 @@ class server {
   [[nodiscard]] virtual std::vector<tensor_allocation> empty_tensors(
       std::vector<tensor_descriptor> const& descriptors);
 
-  /// The bytes of each binding, offsets honoured, after all earlier work.
+  /// The bytes of each binding, offsets honoured, after all earlier work. Each result may be
+  /// backend memory (pooled pinned memory on CUDA) that the backend takes back when the bytes
+  /// are destroyed, on any thread, possibly after the server is gone.
   /// @throws invalid_argument for an unknown binding or offsets out of range.
-  [[nodiscard]] virtual std::future<std::vector<std::vector<std::byte>>> read(
+  [[nodiscard]] virtual std::future<std::vector<bytes>> read(
       std::vector<cubert::binding> bindings) = 0;
   /// Dense row-major bytes of strided tensors. The default reads each binding, then gathers.
-  [[nodiscard]] virtual std::future<std::vector<std::vector<std::byte>>> read_tensor(
+  [[nodiscard]] virtual std::future<std::vector<bytes>> read_tensor(
       std::vector<binding_with_meta> tensors);
   /// Optional. Copies the bytes of `b` (offsets honoured) into `dst`, after all earlier work.
   /// `dst` must stay valid and untouched until the future is ready. The default reads the

@@ -44,15 +44,14 @@ cubert::handle cpu_server::empty(std::uint64_t size) {
   return cubert::handle(memory_.reserve(size), size);
 }
 
-std::future<std::vector<std::vector<std::byte>>> cpu_server::read(
-    std::vector<cubert::binding> bindings) {
+std::future<std::vector<bytes>> cpu_server::read(std::vector<cubert::binding> bindings) {
   errors_.rethrow_if_any();
-  std::vector<std::vector<std::byte>> out;
+  std::vector<bytes> out;
   out.reserve(bindings.size());
   for (auto const& b : bindings) {
     auto res = memory_.get_resource(b);
-    auto const* p = res.host_ptr<std::byte const>();
-    out.emplace_back(p, p + res.size);
+    // Uninitialised heap memory: the copy writes every byte, so no zero-fill first.
+    out.push_back(bytes::copy_of({res.host_ptr<std::byte const>(), res.size}));
   }
   return ready(std::move(out));
 }

@@ -22,7 +22,7 @@ class cpu_server final : public backend::server {
 
   [[nodiscard]] cubert::handle create(std::span<std::byte const> data) override;
   [[nodiscard]] cubert::handle empty(std::uint64_t size) override;
-  [[nodiscard]] std::future<std::vector<std::vector<std::byte>>> read(
+  [[nodiscard]] std::future<std::vector<bytes>> read(
       std::vector<cubert::binding> bindings) override;
   /// Copies straight out of host memory; the default `alloc_host` (aligned memory) is kept,
   /// since nothing on this device benefits from pinning.

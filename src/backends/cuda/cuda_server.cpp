@@ -58,6 +58,7 @@ cuda_server::cuda_server(int ordinal, options const& opts)
     modules_ =
         std::make_unique<cuda_module_cache>(cuda_compiler(disk_cache_for(opts)), info_.arch());
     profiler_ = std::make_unique<cuda_event_profiler>(stream_);
+    read_pool_ = cuda_pinned_pool::make(info_.device, opts.read_pool_bytes);
   } catch (...) {
     memory_.reset();
     if (stream_) driver().cuStreamDestroy(stream_);
@@ -70,6 +71,7 @@ cuda_server::~cuda_server() {
   auto const& api = driver_state();
   api.cuCtxSetCurrent(context_);
   api.cuStreamSynchronize(stream_);  // A fault here was reported (or is lost with the server).
+  read_pool_.reset();  // Leased blocks keep the pool alive; each retains the context it needs.
   profiler_.reset();
   modules_.reset();
   staging_.reset();
@@ -103,17 +105,29 @@ cubert::handle cuda_server::create(std::span<std::byte const> data) {
   return h;
 }
 
-std::vector<std::byte> cuda_server::read_one(cubert::binding const& b) {
+bytes cuda_server::read_destination(std::size_t size) {
+  if (read_pool_->pools(size)) {
+    try {
+      return bytes(read_pool_->acquire(size), size);
+    } catch (out_of_memory const&) {
+      // The host will not pin more: give back what is cached and read into pageable memory.
+      read_pool_->release_idle();
+    }
+  }
+  // Fresh pages would otherwise take every page fault on the copy threads' first writes, one
+  // chunk at a time; fault them in up front, all threads at once.
+  auto out = bytes::uninitialized(size);
+  staging_->populate(out.span());
+  return out;
+}
+
+bytes cuda_server::read_one(cubert::binding const& b) {
   auto const res = memory_->get_resource(b);
-  std::vector<std::byte> out;
-  // A large vector gets fresh pages from the kernel, and its zero-fill (std::vector cannot
-  // skip it) would take every page fault on this one thread: 2.3 GB/s for 256 MiB on an H200
-  // host. Fault them in on the copy threads first; then the zero-fill and the copies run at
-  // memory speed.
-  out.reserve(res.size);
-  staging_->populate({out.data(), static_cast<std::size_t>(res.size)});
-  out.resize(res.size);
-  staging_->download(out, res.address());
+  auto const size = static_cast<std::size_t>(res.size);
+  if (size == 0) return {};
+  // A pooled block is pinned, so the download is one DMA into resident pages.
+  auto out = read_destination(size);
+  staging_->download(out.span(), res.address());
   return out;
 }
 
@@ -140,45 +154,43 @@ host_buffer cuda_server::alloc_host(std::uint64_t size) {
   return make_pinned_buffer(info_.device, static_cast<std::size_t>(size));
 }
 
-std::future<std::vector<std::vector<std::byte>>> cuda_server::read(
-    std::vector<cubert::binding> bindings) {
+std::future<std::vector<bytes>> cuda_server::read(std::vector<cubert::binding> bindings) {
   make_current();
   // Resolve every binding first: a bad one is the caller's error, thrown now.
   for (auto const& b : bindings) (void)memory_->get_resource(b);
   try {
     errors_.rethrow_if_any();
-    std::vector<std::vector<std::byte>> out;
+    std::vector<bytes> out;
     out.reserve(bindings.size());
     for (auto const& b : bindings) out.push_back(read_one(b));
     return ready(std::move(out));
   } catch (...) {
-    return failed<std::vector<std::vector<std::byte>>>(std::current_exception());
+    return failed<std::vector<bytes>>(std::current_exception());
   }
 }
 
-std::future<std::vector<std::vector<std::byte>>> cuda_server::read_tensor(
-    std::vector<binding_with_meta> tensors) {
+std::future<std::vector<bytes>> cuda_server::read_tensor(std::vector<binding_with_meta> tensors) {
   make_current();
   try {
     errors_.rethrow_if_any();
-    std::vector<std::vector<std::byte>> out;
+    std::vector<bytes> out;
     out.reserve(tensors.size());
     for (auto const& t : tensors) {
       auto const dense = backend::contiguous_strides(t.shape);
       std::uint64_t elems = 1;
       for (auto d : t.shape) elems *= d;
-      auto bytes = read_one(t.binding);
-      if (t.strides == dense && bytes.size() == elems * t.elem_size) {
-        out.push_back(std::move(bytes));  // Already dense: no gather.
+      auto raw = read_one(t.binding);
+      if (t.strides == dense && raw.size() == elems * t.elem_size) {
+        out.push_back(std::move(raw));  // Already dense: no gather.
       } else {
-        out.push_back(backend::gather_dense(bytes, t));
+        out.push_back(backend::gather_dense(raw, t));
       }
     }
     return ready(std::move(out));
   } catch (invalid_argument const&) {
     throw;
   } catch (...) {
-    return failed<std::vector<std::vector<std::byte>>>(std::current_exception());
+    return failed<std::vector<bytes>>(std::current_exception());
   }
 }
 
@@ -186,13 +198,13 @@ std::array<std::uint32_t, 3> cuda_server::resolve_count(cube_count const& count)
   if (!count.is_dynamic()) return count.counts();
   // The count lives on the device and the driver takes it from the host: wait for the work
   // that writes it. (Indirect launch would need a device-side launch; not worth it yet.)
-  auto const bytes = read_one(count.dynamic_binding());
-  if (bytes.size() < 3 * sizeof(std::uint32_t)) {
+  auto const raw = read_one(count.dynamic_binding());
+  if (raw.size() < 3 * sizeof(std::uint32_t)) {
     throw invalid_argument(
-        fmt::format("cuda: a dynamic cube count needs 12 bytes, got {}", bytes.size()));
+        fmt::format("cuda: a dynamic cube count needs 12 bytes, got {}", raw.size()));
   }
   std::array<std::uint32_t, 3> c{};
-  std::memcpy(c.data(), bytes.data(), sizeof c);
+  std::memcpy(c.data(), raw.data(), sizeof c);
   return c;
 }
 
@@ -290,6 +302,7 @@ void cuda_server::memory_cleanup() {
   make_current();
   memory_->cleanup(true);
   memory_->storage().flush();
+  read_pool_->release_idle();
 }
 
 profiling_token cuda_server::start_profile() {

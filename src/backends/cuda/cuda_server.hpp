@@ -5,6 +5,7 @@
 #include "cuda_device.hpp"
 #include "cuda_event_profiler.hpp"
 #include "cuda_module_cache.hpp"
+#include "cuda_pinned_pool.hpp"
 #include "cuda_staging.hpp"
 
 #include <cubert/backend/server.hpp>
@@ -33,9 +34,11 @@ class cuda_server final : public backend::server {
 
   [[nodiscard]] cubert::handle create(std::span<std::byte const> data) override;
   [[nodiscard]] cubert::handle empty(std::uint64_t size) override;
-  [[nodiscard]] std::future<std::vector<std::vector<std::byte>>> read(
+  /// Each result is a block of the pinned read pool, written by one DMA (heap memory, through
+  /// the staging ring, when the pool is off or the size is beyond its cap).
+  [[nodiscard]] std::future<std::vector<bytes>> read(
       std::vector<cubert::binding> bindings) override;
-  [[nodiscard]] std::future<std::vector<std::vector<std::byte>>> read_tensor(
+  [[nodiscard]] std::future<std::vector<bytes>> read_tensor(
       std::vector<binding_with_meta> tensors) override;
   /// Pinned `dst`: one DMA. Pageable: through the staging ring, copied out by the copy threads.
   [[nodiscard]] std::future<void> read_into(cubert::binding const& b,
@@ -60,12 +63,15 @@ class cuda_server final : public backend::server {
   [[nodiscard]] cuda_module_cache::counters const& kernel_stats() const noexcept {
     return modules_->stats();
   }
+  /// The pool `read` results come from (tests and benchmarks).
+  [[nodiscard]] cuda_pinned_pool const& read_pool() const noexcept { return *read_pool_; }
 
  private:
   void make_current();
   [[nodiscard]] std::array<std::uint32_t, 3> resolve_count(cube_count const& count);
   void marshal(bindings const& args);
-  [[nodiscard]] std::vector<std::byte> read_one(cubert::binding const& b);
+  [[nodiscard]] bytes read_one(cubert::binding const& b);
+  [[nodiscard]] bytes read_destination(std::size_t size);
 
   device_info info_;
   device_properties props_;
@@ -76,6 +82,8 @@ class cuda_server final : public backend::server {
   std::unique_ptr<cuda_staging> staging_;
   std::unique_ptr<cuda_module_cache> modules_;
   std::unique_ptr<cuda_event_profiler> profiler_;
+  // Shared with every leased block, so results may outlive the server.
+  std::shared_ptr<cuda_pinned_pool> read_pool_;
   backend::async_error errors_;
   // Launch scratch, reused so a launch allocates nothing once warm.
   std::vector<CUdeviceptr> pointers_;

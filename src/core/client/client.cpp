@@ -123,17 +123,16 @@ std::vector<backend::tensor_allocation> client::empty_tensors(
   return state_->channel->empty_tensors(descriptors);
 }
 
-std::future<std::vector<std::vector<std::byte>>> client::read_async(
-    std::vector<binding> bindings) const {
+std::future<std::vector<bytes>> client::read_async(std::vector<binding> bindings) const {
   profile_guard();
   return state_->channel->read(std::move(bindings));
 }
 
-std::vector<std::vector<std::byte>> client::read(std::vector<binding> bindings) const {
+std::vector<bytes> client::read(std::vector<binding> bindings) const {
   return read_async(std::move(bindings)).get();
 }
 
-std::vector<std::byte> client::read_one(binding b) const {
+bytes client::read_one(binding b) const {
   std::vector<binding> one;
   one.push_back(std::move(b));
   return std::move(read(std::move(one)).front());
@@ -157,13 +156,12 @@ host_buffer client::alloc_host(std::uint64_t size) const {
   return state_->channel->alloc_host(size);
 }
 
-std::vector<std::vector<std::byte>> client::read_tensor(
-    std::vector<binding_with_meta> tensors) const {
+std::vector<bytes> client::read_tensor(std::vector<binding_with_meta> tensors) const {
   profile_guard();
   return state_->channel->read_tensor(std::move(tensors)).get();
 }
 
-std::vector<std::byte> client::read_one_tensor(binding_with_meta tensor) const {
+bytes client::read_one_tensor(binding_with_meta tensor) const {
   std::vector<binding_with_meta> one;
   one.push_back(std::move(tensor));
   return std::move(read_tensor(std::move(one)).front());

@@ -49,14 +49,13 @@ std::uint64_t element_count(std::vector<std::uint64_t> const& shape) {
 
 }  // namespace
 
-std::vector<std::byte> gather_dense(std::span<std::byte const> src, binding_with_meta const& meta) {
+bytes gather_dense(std::span<std::byte const> src, binding_with_meta const& meta) {
   CUBERT_EXPECTS(meta.shape.size() == meta.strides.size(),
                  fmt::format("read_tensor: shape has rank {} but strides have rank {}",
                              meta.shape.size(), meta.strides.size()));
   CUBERT_EXPECTS(meta.elem_size > 0, "read_tensor: elem_size must be positive");
   std::uint64_t const count = element_count(meta.shape);
-  std::vector<std::byte> out(count * meta.elem_size);
-  if (count == 0) return out;
+  if (count == 0) return {};
   std::uint64_t last = 0;  // Offset, in elements, of the farthest element addressed.
   for (std::size_t d = 0; d < meta.shape.size(); ++d) last += (meta.shape[d] - 1) * meta.strides[d];
   if ((last + 1) * meta.elem_size > src.size()) {
@@ -64,6 +63,8 @@ std::vector<std::byte> gather_dense(std::span<std::byte const> src, binding_with
         fmt::format("read_tensor: the layout addresses {} bytes but the binding holds {}",
                     (last + 1) * meta.elem_size, src.size()));
   }
+  // Every byte is written below, so the destination need not be zero-filled.
+  auto out = bytes::uninitialized(count * meta.elem_size);
   std::size_t const rank = meta.shape.size();
   std::vector<std::uint64_t> index(rank, 0);
   for (std::uint64_t i = 0; i < count; ++i) {
@@ -111,16 +112,15 @@ std::vector<tensor_allocation> server::empty_tensors(
   return out;
 }
 
-std::future<std::vector<std::vector<std::byte>>> server::read_tensor(
-    std::vector<binding_with_meta> tensors) {
+std::future<std::vector<bytes>> server::read_tensor(std::vector<binding_with_meta> tensors) {
   std::vector<cubert::binding> plain;
   plain.reserve(tensors.size());
   for (auto const& t : tensors) plain.push_back(t.binding);
   auto raw = read(std::move(plain)).get();
-  std::vector<std::vector<std::byte>> out;
+  std::vector<bytes> out;
   out.reserve(raw.size());
   for (std::size_t i = 0; i < raw.size(); ++i) out.push_back(gather_dense(raw[i], tensors[i]));
-  std::promise<std::vector<std::vector<std::byte>>> done;
+  std::promise<std::vector<bytes>> done;
   done.set_value(std::move(out));
   return done.get_future();
 }
@@ -133,8 +133,8 @@ std::future<void> server::read_into(cubert::binding const& b, std::span<std::byt
   auto pending = read(std::move(one));  // A bad binding throws here, at once.
   std::promise<void> done;
   try {
-    auto bytes = pending.get();
-    auto const& src = bytes.at(0);
+    auto got = pending.get();
+    auto const& src = got.at(0);
     if (src.size() != dst.size()) {
       throw invalid_argument(fmt::format(
           "read_into: the destination holds {} bytes but the binding {}", dst.size(), src.size()));

@@ -36,7 +36,7 @@ std::span<std::byte const> bytes_of(std::vector<T> const& v) {
 }
 
 template <typename T>
-std::vector<T> as(std::vector<std::byte> const& b) {
+std::vector<T> as(std::span<std::byte const> b) {
   std::vector<T> out(b.size() / sizeof(T));
   std::memcpy(out.data(), b.data(), out.size() * sizeof(T));
   return out;
@@ -52,9 +52,7 @@ class CudaServerTest : public ::testing::Test {
     opts.kernel_cache_dir = std::filesystem::path{};  // Tests compile for real.
     server_ = std::make_unique<cubert::cuda::detail::cuda_server>(0, opts);
   }
-  std::vector<std::byte> read(binding const& b) {
-    return std::move(server_->read({b}).get().at(0));
-  }
+  cubert::bytes read(binding const& b) { return std::move(server_->read({b}).get().at(0)); }
   std::unique_ptr<cubert::cuda::detail::cuda_server> server_;
 };
 

@@ -76,9 +76,7 @@ class CudaTransferTest : public ::testing::TestWithParam<ring> {
     }
     server_ = std::make_unique<cuda_server>(0, options_for(GetParam()));
   }
-  std::vector<std::byte> read(binding const& b) {
-    return std::move(server_->read({b}).get().at(0));
-  }
+  cubert::bytes read(binding const& b) { return std::move(server_->read({b}).get().at(0)); }
   void read_into(binding const& b, std::span<std::byte> dst) { server_->read_into(b, dst).get(); }
 
   std::unique_ptr<cuda_server> server_;
@@ -99,7 +97,7 @@ TEST_P(CudaTransferTest, RoundTripsFromPinnedAndPageableAtOddSizes) {
     auto const from_pinned = server_->create(pinned_src.span());
     pinned_src.reset();  // create returned: the source may go at once.
     for (auto const* h : {&from_pageable, &from_pinned}) {
-      EXPECT_TRUE(same_bytes(read(h->binding()), data)) << "read into a new vector";
+      EXPECT_TRUE(same_bytes(read(h->binding()), data)) << "read into pooled bytes";
       std::vector<std::byte> pageable(n);
       read_into(h->binding(), pageable);
       EXPECT_TRUE(same_bytes(pageable, data)) << "read_into pageable memory";

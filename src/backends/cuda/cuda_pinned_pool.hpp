@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+// The pool of page-locked host blocks that `read` results live in (cubecl's pinned `Bytes`).
+#pragma once
+
+#include <cubert/host_buffer.hpp>
+
+#include <cuda.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+
+namespace cubert::cuda::detail {
+
+/// Caches pinned host blocks by size class so that a repeated read lands, by DMA, in pages that
+/// are already locked and resident: pinning 256 MiB costs tens of milliseconds, and a fresh
+/// pageable destination costs more in page faults than the copy itself.
+///
+/// A leased block comes back when its host_buffer is destroyed, on any thread; each lease holds
+/// the pool by shared_ptr, so the pool lives until its server and every lease are gone. Idle
+/// blocks are kept up to `max_idle_bytes` (least recently returned go first) and all freed by
+/// `release_idle`. Leased bytes are not bounded: they belong to the caller. Thread-safe.
+class cuda_pinned_pool : public std::enable_shared_from_this<cuda_pinned_pool> {
+ public:
+  /// What the pool did so far (tests, benchmarks, reports).
+  struct counters {
+    std::uint64_t pinned = 0;      ///< Blocks pinned (cuMemHostAlloc calls).
+    std::uint64_t reused = 0;      ///< Leases served from an idle block.
+    std::uint64_t released = 0;    ///< Blocks unpinned (evicted or cleaned up).
+    std::size_t idle_bytes = 0;    ///< Bytes of idle blocks now.
+    std::size_t idle_blocks = 0;   ///< Idle blocks now.
+    std::size_t leased_bytes = 0;  ///< Bytes of blocks held by callers now.
+  };
+
+  /// A pool of blocks pinned for `device` (retained per block), keeping at most
+  /// `max_idle_bytes` idle. Pinning happens on demand; making a pool costs nothing.
+  [[nodiscard]] static std::shared_ptr<cuda_pinned_pool> make(CUdevice device,
+                                                              std::size_t max_idle_bytes);
+  ~cuda_pinned_pool() = default;
+  cuda_pinned_pool(cuda_pinned_pool const&) = delete;
+  cuda_pinned_pool& operator=(cuda_pinned_pool const&) = delete;
+
+  /// The block size a request of `size` bytes gets: a multiple of 4 KiB, at most a quarter
+  /// above `size` (four classes per power of two), so that nearby sizes share blocks.
+  [[nodiscard]] static std::size_t size_class(std::size_t size) noexcept;
+  /// True when a block for `size` bytes could be cached (its class fits `max_idle_bytes`);
+  /// larger reads would pin and unpin every time, so the caller should not ask for them.
+  [[nodiscard]] bool pools(std::size_t size) const noexcept;
+  /// A pinned block of `size_class(size)` bytes, an idle one if any; it returns to this pool
+  /// when destroyed. Size 0 gives an empty buffer.
+  /// @throws out_of_memory when the driver cannot pin that much; device_error otherwise.
+  [[nodiscard]] host_buffer acquire(std::size_t size);
+  /// Unpins every idle block now (memory_cleanup). Leased blocks are unaffected.
+  void release_idle() noexcept;
+  /// A snapshot of the counters.
+  [[nodiscard]] counters stats() const;
+
+ private:
+  struct lease;
+  struct idle_block {
+    host_buffer block;
+    std::uint64_t returned = 0;  ///< Clock value when it came back (LRU order).
+  };
+
+  cuda_pinned_pool(CUdevice device, std::size_t max_idle_bytes) noexcept
+      : device_(device), max_idle_bytes_(max_idle_bytes) {}
+  static void give_back(std::byte* data, std::size_t size, void* context) noexcept;
+  void take_back(host_buffer block) noexcept;
+
+  CUdevice device_;
+  std::size_t max_idle_bytes_;
+  mutable std::mutex mutex_;
+  std::multimap<std::size_t, idle_block> idle_;  // Size class -> idle blocks of that class.
+  std::uint64_t clock_ = 0;
+  counters counters_;
+};
+
+}  // namespace cubert::cuda::detail
