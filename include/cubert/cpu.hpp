@@ -83,7 +83,10 @@ struct kernel_context {
 /// Options of a CPU device.
 struct options {
   unsigned threads = 0;  ///< Threads running cubes, the caller included; 0 = hardware threads.
-  memory::memory_configuration memory = memory::memory_configuration::sub_slices();
+  /// `caching` by default: reserved bytes stay within a few percent of the peak live bytes with
+  /// few storage calls (trace replays in docs/performance.md); cubecl's `sub_slices` ladder is
+  /// one option away.
+  memory::memory_configuration memory = memory::memory_configuration::caching();
   std::optional<std::uint64_t> capacity_limit;  ///< Make the host look like a device this big.
   backend::channel_kind channel = backend::channel_kind::mutex;
 };

@@ -27,7 +27,10 @@ namespace cubert::cuda {
 
 /// Options of a CUDA device's server.
 struct options {
-  memory::memory_configuration memory = memory::memory_configuration::sub_slices();
+  /// `caching` by default: reserved bytes stay within a few percent of the peak live bytes with
+  /// few storage calls (trace replays in docs/performance.md); cubecl's `sub_slices` ladder is
+  /// one option away.
+  memory::memory_configuration memory = memory::memory_configuration::caching();
   /// Where compiled kernels are cached on disk; nullopt = `config::get().compilation` (itself
   /// defaulting to $CUBERT_CACHE_DIR/kernels or ~/.cache/cubert/kernels); an empty path
   /// disables the disk cache.
