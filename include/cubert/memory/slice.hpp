@@ -43,10 +43,10 @@ class slice_control {
   /// The pool that created the slice; lets a pool reject another pool's slices in O(1).
   [[nodiscard]] void const* owner() const noexcept { return owner_; }
   [[nodiscard]] std::uint32_t handle_count() const noexcept {
-    return handles_.load(std::memory_order_acquire);
+    return static_cast<std::uint32_t>(counts_.load(std::memory_order_acquire) >> 32);
   }
   [[nodiscard]] std::uint32_t all_count() const noexcept {
-    return all_.load(std::memory_order_acquire);
+    return static_cast<std::uint32_t>(counts_.load(std::memory_order_acquire));
   }
   [[nodiscard]] bool can_mut() const noexcept { return handle_count() <= 2; }
   [[nodiscard]] bool is_free() const noexcept { return all_count() <= 1; }
@@ -61,24 +61,27 @@ class slice_control {
     listener_.store(nullptr, std::memory_order_release);
   }
 
-  void add_handle() noexcept {
-    handles_.fetch_add(1, std::memory_order_relaxed);
-    all_.fetch_add(1, std::memory_order_relaxed);
-  }
-  void add_binding() noexcept { all_.fetch_add(1, std::memory_order_relaxed); }
-  void handle_to_binding() noexcept { handles_.fetch_sub(1, std::memory_order_acq_rel); }
+  void add_handle() noexcept { counts_.fetch_add(one_handle | one_ref, std::memory_order_relaxed); }
+  void add_binding() noexcept { counts_.fetch_add(one_ref, std::memory_order_relaxed); }
+  void handle_to_binding() noexcept { counts_.fetch_sub(one_handle, std::memory_order_acq_rel); }
   void drop_handle() noexcept {
-    handles_.fetch_sub(1, std::memory_order_acq_rel);
-    drop_all();
+    after_drop(counts_.fetch_sub(one_handle | one_ref, std::memory_order_acq_rel));
   }
-  void drop_binding() noexcept { drop_all(); }
+  void drop_binding() noexcept {
+    after_drop(counts_.fetch_sub(one_ref, std::memory_order_acq_rel));
+  }
 
  private:
-  void drop_all() noexcept {
-    auto const before = all_.fetch_sub(1, std::memory_order_acq_rel);
-    if (before == 2) {
+  // Both counters share one word (handles above, all below) so that copying or dropping a
+  // handle is a single atomic operation: the pool-hit reserve/release pair does several.
+  static constexpr std::uint64_t one_ref = 1;
+  static constexpr std::uint64_t one_handle = std::uint64_t{1} << 32;
+
+  void after_drop(std::uint64_t before) noexcept {
+    auto const all_before = static_cast<std::uint32_t>(before);
+    if (all_before == 2) {
       if (auto* l = listener_.load(std::memory_order_acquire)) l->slice_released(*this);
-    } else if (before == 1) {
+    } else if (all_before == 1) {
       delete this;
     }
   }
@@ -86,8 +89,7 @@ class slice_control {
   slice_id id_;
   void const* owner_;
   std::atomic<release_listener*> listener_;
-  std::atomic<std::uint32_t> handles_{0};
-  std::atomic<std::uint32_t> all_{0};
+  std::atomic<std::uint64_t> counts_{0};
 };
 
 class slice_binding;

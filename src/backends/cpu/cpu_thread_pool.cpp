@@ -26,8 +26,8 @@ cpu_thread_pool::cpu_thread_pool(unsigned threads) : threads_(std::max(1u, threa
 cpu_thread_pool::~cpu_thread_pool() {
   {
     std::lock_guard lock(mutex_);
-    stopping_ = true;
-    generation_.fetch_add(1, std::memory_order_release);
+    stopping_.store(true);
+    generation_.fetch_add(1);
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
@@ -57,23 +57,22 @@ void cpu_thread_pool::run_erased(std::uint64_t count, task_fn fn, void* ctx) {
     for (std::uint64_t i = 0; i < count; ++i) fn(ctx, i);
     return;
   }
-  // A fresh job per launch: a worker that wakes late still holds the old one, whose counter is
-  // exhausted, so it can never run a task of the new launch with the old callable.
-  auto j = std::make_shared<job>();
-  j->fn = fn;
-  j->ctx = ctx;
-  j->count = count;
-  bool wake = false;
-  {
-    std::lock_guard lock(mutex_);
-    current_ = j;
-    generation_.fetch_add(1, std::memory_order_release);
-    wake = sleeping_ > 0;
+  job j;
+  j.fn = fn;
+  j.ctx = ctx;
+  j.count = count;
+  current_.store(&j);
+  generation_.fetch_add(1);
+  if (sleeping_.load() > 0) {
+    // Taking the mutex orders this wake after a sleeper's last look at generation_.
+    { std::lock_guard lock(mutex_); }
+    wake_.notify_all();
   }
-  if (wake) wake_.notify_all();
-  work_on(*j);
-  while (j->done.load(std::memory_order_acquire) < count) CUBERT_CPU_RELAX();
-  if (j->error) std::rethrow_exception(j->error);
+  work_on(j);
+  while (j.done.load(std::memory_order_acquire) < count) CUBERT_CPU_RELAX();
+  current_.store(nullptr);
+  while (busy_.load() != 0) CUBERT_CPU_RELAX();
+  if (j.error) std::rethrow_exception(j.error);
 }
 
 void cpu_thread_pool::worker_loop() {
@@ -83,20 +82,17 @@ void cpu_thread_pool::worker_loop() {
       if (generation_.load(std::memory_order_acquire) != seen) break;
       CUBERT_CPU_RELAX();
     }
-    std::shared_ptr<job> j;
-    {
+    if (generation_.load() == seen) {
       std::unique_lock lock(mutex_);
-      if (generation_.load(std::memory_order_acquire) == seen && !stopping_) {
-        ++sleeping_;
-        wake_.wait(
-            lock, [&] { return generation_.load(std::memory_order_acquire) != seen || stopping_; });
-        --sleeping_;
-      }
-      if (stopping_) return;
-      seen = generation_.load(std::memory_order_acquire);
-      j = current_;
+      sleeping_.fetch_add(1);
+      wake_.wait(lock, [&] { return generation_.load() != seen || stopping_.load(); });
+      sleeping_.fetch_sub(1);
     }
-    if (j) work_on(*j);
+    if (stopping_.load()) return;
+    seen = generation_.load();
+    busy_.fetch_add(1);
+    if (job* j = current_.load()) work_on(*j);
+    busy_.fetch_sub(1);
   }
 }
 

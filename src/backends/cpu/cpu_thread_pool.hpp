@@ -57,12 +57,17 @@ class cpu_thread_pool {
   void worker_loop();
 
   unsigned threads_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  std::shared_ptr<job> current_;              // Guarded by mutex_.
+  // The launch in progress lives on the launcher's stack. Workers announce themselves in busy_
+  // before reading current_, and the launcher clears current_ then waits for busy_ to drain
+  // (both sequentially consistent), so no worker can touch a job after its launch returned and
+  // no lock is taken on the launch path.
+  std::atomic<job*> current_{nullptr};
+  std::atomic<unsigned> busy_{0};
   std::atomic<std::uint64_t> generation_{0};  // Bumped per launch; workers spin on it.
-  unsigned sleeping_ = 0;                     // Guarded by mutex_.
-  bool stopping_ = false;                     // Guarded by mutex_.
+  std::atomic<unsigned> sleeping_{0};         // Workers blocked on wake_.
+  std::mutex mutex_;                          // Only for sleeping and waking.
+  std::condition_variable wake_;
+  std::atomic<bool> stopping_{false};
   std::vector<std::thread> workers_;
 };
 
