@@ -41,12 +41,12 @@ class error : public std::runtime_error {
   std::source_location where_;
 };
 
-#define CUBERT_DEFINE_ERROR(name)                                                   \
-  class name : public error {                                                       \
-   public:                                                                          \
-    explicit name(std::string const& what,                                          \
-                  std::source_location where = std::source_location::current())     \
-        : error(errc::name, what, where) {}                                         \
+#define CUBERT_DEFINE_ERROR(name)                                               \
+  class name : public error {                                                   \
+   public:                                                                      \
+    explicit name(std::string const& what,                                      \
+                  std::source_location where = std::source_location::current()) \
+        : error(errc::name, what, where) {}                                     \
   }
 
 CUBERT_DEFINE_ERROR(invalid_argument);
@@ -97,7 +97,8 @@ class config_error : public error {
 }  // namespace cubert
 
 /// Throws `cubert::invalid_argument` with `msg` unless `cond` holds.
-#define CUBERT_EXPECTS(cond, msg)                                  \
-  do {                                                             \
-    if (!(cond)) [[unlikely]] throw ::cubert::invalid_argument(msg); \
+#define CUBERT_EXPECTS(cond, msg)            \
+  do {                                       \
+    if (!(cond)) [[unlikely]]                \
+      throw ::cubert::invalid_argument(msg); \
   } while (false)

@@ -76,7 +76,7 @@ struct benchmark_computations {
   std::chrono::nanoseconds max{0};
   std::chrono::nanoseconds median{0};  ///< Upper median: sorted[n / 2].
   std::chrono::nanoseconds mean{0};
-  double variance_ns2 = 0.0;           ///< Population variance, in ns².
+  double variance_ns2 = 0.0;  ///< Population variance, in ns².
 
   /// @throws invalid_argument on an empty sample set.
   [[nodiscard]] static benchmark_computations from(std::span<std::chrono::nanoseconds const> d);

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The cubert command-line tool: devices, run, replay, cache, ... (one file per subcommand).
+#include "command.hpp"
+
 #include <cubert/build_config.hpp>
 #include <cubert/error.hpp>
-
-#include "command.hpp"
 
 #include <algorithm>
 #include <iostream>

@@ -7,17 +7,28 @@ namespace cubert {
 
 std::string_view to_string(errc code) noexcept {
   switch (code) {
-    case errc::invalid_argument: return "invalid_argument";
-    case errc::out_of_memory: return "out_of_memory";
-    case errc::unsupported: return "unsupported";
-    case errc::compilation_error: return "compilation_error";
-    case errc::launch_error: return "launch_error";
-    case errc::device_error: return "device_error";
-    case errc::io_error: return "io_error";
-    case errc::config_error: return "config_error";
-    case errc::profile_error: return "profile_error";
-    case errc::autotune_error: return "autotune_error";
-    case errc::internal: return "internal";
+    case errc::invalid_argument:
+      return "invalid_argument";
+    case errc::out_of_memory:
+      return "out_of_memory";
+    case errc::unsupported:
+      return "unsupported";
+    case errc::compilation_error:
+      return "compilation_error";
+    case errc::launch_error:
+      return "launch_error";
+    case errc::device_error:
+      return "device_error";
+    case errc::io_error:
+      return "io_error";
+    case errc::config_error:
+      return "config_error";
+    case errc::profile_error:
+      return "profile_error";
+    case errc::autotune_error:
+      return "autotune_error";
+    case errc::internal:
+      return "internal";
   }
   return "unknown";
 }

@@ -26,7 +26,9 @@ handle handle::offset_end(std::uint64_t n) const {
   return out;
 }
 
-binding handle::binding() const& { return handle(*this).binding(); }
+binding handle::binding() const& {
+  return handle(*this).binding();
+}
 
 binding handle::binding() && {
   return cubert::binding(std::move(memory_).binding(), start_, end_, size_);

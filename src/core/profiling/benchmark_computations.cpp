@@ -28,6 +28,8 @@ benchmark_computations benchmark_computations::from(std::span<std::chrono::nanos
   return out;
 }
 
-double benchmark_computations::stddev_ns() const noexcept { return std::sqrt(variance_ns2); }
+double benchmark_computations::stddev_ns() const noexcept {
+  return std::sqrt(variance_ns2);
+}
 
 }  // namespace cubert

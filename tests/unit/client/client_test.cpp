@@ -16,7 +16,9 @@
 
 namespace cubert::backend {
 // Readable parameter names in test listings ("mutex", not "4-byte object <00-00 00-00>").
-inline void PrintTo(channel_kind kind, std::ostream* os) { *os << to_string(kind); }
+inline void PrintTo(channel_kind kind, std::ostream* os) {
+  *os << to_string(kind);
+}
 }  // namespace cubert::backend
 
 namespace {

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// cubecl-common benchmark.rs statistics and the timestamp profiler (cubecl-behaviour.md §4.4, §5.3).
+// cubecl-common benchmark.rs statistics and the timestamp profiler (cubecl-behaviour.md §4.4,
+// §5.3).
 #include <cubert/error.hpp>
 #include <cubert/profiling.hpp>
 
