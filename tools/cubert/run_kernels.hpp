@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
 namespace cubert::run_kernels {
 
@@ -59,11 +60,13 @@ inline kernel axpy_f32() {
       .build();
 }
 
-/// partial[c] = Σ in[c·chunk .. min(n, (c+1)·chunk)) in f64. Scalars: u32 n, u32 chunk.
-inline kernel sum_f32_to_f64() {
-  return kernel::builder("run::sum_f32_to_f64")
+/// partial[c] = Σ in[c·chunk .. min(n, (c+1)·chunk)) accumulated in f64; `In` is the input
+/// element type (`cuda_in` its CUDA spelling). Scalars: u32 n, u32 chunk.
+template <typename In>
+kernel chunked_sum_to_f64(std::string const& name, std::string const& cuda_in) {
+  return kernel::builder("run::" + name)
       .cpu([](cpu::kernel_context const& ctx) {
-        auto in = ctx.buffer<float const>(0);
+        auto in = ctx.buffer<In const>(0);
         auto partial = ctx.buffer<double>(1);
         auto const n = ctx.scalar<std::uint32_t>(0);
         auto const chunk = ctx.scalar<std::uint32_t>(1);
@@ -73,42 +76,26 @@ inline kernel sum_f32_to_f64() {
         for (auto i = begin; i < end; ++i) acc += in[i];
         partial[ctx.cube_index()] = acc;
       })
-      .cuda_source(R"(extern "C" __global__ void sum_f32_to_f64(const float* in, double* partial,
-                                                      unsigned int n, unsigned int chunk) {
+      .cuda_source("extern \"C\" __global__ void " + name + "(const " + cuda_in +
+                       R"(* in, double* partial, unsigned int n, unsigned int chunk) {
   unsigned long long begin = (unsigned long long)blockIdx.x * chunk;
   unsigned long long end = begin + chunk < n ? begin + chunk : n;
   double acc = 0;
   for (unsigned long long i = begin; i < end; ++i) acc += in[i];
   partial[blockIdx.x] = acc;
 })",
-                   "sum_f32_to_f64")
+                   name)
       .build();
 }
 
-/// Same over f64 input.
+/// First pass of the sum: f32 input, f64 partials.
+inline kernel sum_f32_to_f64() {
+  return chunked_sum_to_f64<float>("sum_f32_to_f64", "float");
+}
+
+/// Second pass: the f64 partials summed again.
 inline kernel sum_f64() {
-  return kernel::builder("run::sum_f64")
-      .cpu([](cpu::kernel_context const& ctx) {
-        auto in = ctx.buffer<double const>(0);
-        auto partial = ctx.buffer<double>(1);
-        auto const n = ctx.scalar<std::uint32_t>(0);
-        auto const chunk = ctx.scalar<std::uint32_t>(1);
-        std::uint64_t const begin = ctx.cube_index() * chunk;
-        std::uint64_t const end = std::min<std::uint64_t>(n, begin + chunk);
-        double acc = 0;
-        for (auto i = begin; i < end; ++i) acc += in[i];
-        partial[ctx.cube_index()] = acc;
-      })
-      .cuda_source(R"(extern "C" __global__ void sum_f64(const double* in, double* partial,
-                                               unsigned int n, unsigned int chunk) {
-  unsigned long long begin = (unsigned long long)blockIdx.x * chunk;
-  unsigned long long end = begin + chunk < n ? begin + chunk : n;
-  double acc = 0;
-  for (unsigned long long i = begin; i < end; ++i) acc += in[i];
-  partial[blockIdx.x] = acc;
-})",
-                   "sum_f64")
-      .build();
+  return chunked_sum_to_f64<double>("sum_f64", "double");
 }
 
 /// partial[c] = max |in[i]| over the cube's chunk. Scalars: u32 n, u32 chunk.
