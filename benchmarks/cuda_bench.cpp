@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
   using namespace cubert::bench;
   std::string traces;
   std::string torch;
-  std::string groups = "launch,memory,first-launch,add,transfer";
+  std::string groups = "launch,memory,driver,first-launch,add,transfer";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string_view const flag = argv[i];
     if (flag == "--first-launch") return first_launch(argv[i + 1]);
@@ -213,6 +213,7 @@ int main(int argc, char** argv) {
   std::printf("device: %s\n", cubert::cuda::make_properties(0).fingerprint().c_str());
   run("launch", [&] { launch_rows(rows); });
   run("memory", [&] { memory_rows(rows, traces, torch); });
+  run("driver", [&] { driver_cost_rows(rows); });
   run("first-launch", [&] { first_launch_rows(rows, argv[0]); });
   run("add", [&] { add_rows(rows); });
   run("transfer", [&] { transfer_rows(rows); });

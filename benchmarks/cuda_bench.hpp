@@ -39,6 +39,10 @@ void launch_rows(std::vector<row>& rows);
 /// (cuda_bench_transfer.cpp).
 void transfer_rows(std::vector<row>& rows);
 
+/// Host cost of one driver allocation, free and virtual-memory operation by size
+/// (cuda_bench_driver.cpp): what bounds a cold trace replay on CUDA storage.
+void driver_cost_rows(std::vector<row>& rows);
+
 /// Reserve/release and trace-replay rows (cuda_bench_memory.cpp).
 void memory_rows(std::vector<row>& rows, std::string const& trace_dir,
                  std::string const& torch_results);

@@ -93,6 +93,8 @@ struct replay_figures {
   double ratio = 0;
   double ns_per_event = 0;
   double calls_per_1000_events = 0;  ///< cuMemAlloc + cuMemFree through the storage.
+  double alloc_ns_per_event = 0;     ///< Time inside the storage's allocations, per event.
+  double free_ns_per_event = 0;      ///< Time inside the storage's frees, per event.
 };
 
 // Counts the storage calls of a replay: each is a cuMemAlloc or cuMemFree of cuda_storage.
@@ -101,19 +103,25 @@ class counted_storage final : public backend::storage {
   explicit counted_storage(std::unique_ptr<backend::storage> inner) : inner_(std::move(inner)) {}
   [[nodiscard]] std::uint64_t alignment() const noexcept override { return inner_->alignment(); }
   [[nodiscard]] backend::storage_handle alloc(std::uint64_t size) override {
+    double const t0 = now_s();
     auto h = inner_->alloc(size);
+    alloc_s += now_s() - t0;
     ++calls;
     return h;
   }
   void dealloc(backend::storage_id id) noexcept override {
     ++calls;
+    double const t0 = now_s();
     inner_->dealloc(id);
+    free_s += now_s() - t0;
   }
   [[nodiscard]] backend::resource get(backend::storage_handle const& h) const override {
     return inner_->get(h);
   }
   void flush() override { inner_->flush(); }
   std::uint64_t calls = 0;
+  double alloc_s = 0;  // time inside the inner storage's alloc
+  double free_s = 0;   // and dealloc
 
  private:
   std::unique_ptr<backend::storage> inner_;
@@ -140,8 +148,10 @@ replay_figures replay_cubert(context const& c, memory::allocation_trace const& t
   f.ratio =
       static_cast<double>(mm->peak_bytes_reserved()) / static_cast<double>(trace.peak_live_bytes);
   f.ns_per_event = t / static_cast<double>(trace.events.size()) * 1e9;
-  f.calls_per_1000_events =
-      static_cast<double>(counter.calls) * 1000.0 / static_cast<double>(trace.events.size());
+  auto const events = static_cast<double>(trace.events.size());
+  f.calls_per_1000_events = static_cast<double>(counter.calls) * 1000.0 / events;
+  f.alloc_ns_per_event = counter.alloc_s / events * 1e9;
+  f.free_ns_per_event = counter.free_s / events * 1e9;
   live.clear();
   mm->cleanup(true);
   return f;
@@ -220,6 +230,10 @@ void memory_rows(std::vector<row>& rows, std::string const& trace_dir,
       rows.push_back(time_row(fmt::format("replay {}: storage calls per 1000 events", label),
                               ours.calls_per_1000_events, 0, "calls", "(cuMemAlloc + cuMemFree)",
                               0));
+      rows.push_back(time_row(fmt::format("replay {}: of which in cuMemAlloc", label),
+                              ours.alloc_ns_per_event, 0, "ns", "(per event)", 0));
+      rows.push_back(time_row(fmt::format("replay {}: of which in cuMemFree", label),
+                              ours.free_ns_per_event, 0, "ns", "(per event)", 0));
     }
     auto const async = replay_async(c, trace);
     row r = time_row(fmt::format("replay {} cuMemAllocAsync: reserved/live", stem), async.ratio, 0,

@@ -57,6 +57,9 @@ struct replay_args {
   std::uint64_t seed = 1;
   int repeat = 3;
   double call_cost_us = 0.0;
+  // Size-aware driver costs (µs per call, µs per MiB), for allocations and frees.
+  std::vector<double> alloc_cost_us;
+  std::vector<double> free_cost_us;
   bool json = false;
   bool host_memory = false;
   bool pools = true;
@@ -101,12 +104,17 @@ nlohmann::json pools_json(memory::usage_report const& report) {
 
 void print_table(replay_args const& args, memory::replay_options const& options,
                  std::vector<std::pair<std::string, memory::replay_result>> const& results) {
-  bool const modelled = options.storage_call_cost_ns > 0;
+  bool const modelled = !options.storage_cost.empty();
+  auto const& m = options.storage_cost;
   std::cout << fmt::format(
       "max page size {} B, alignment {} B, best of {} passes, {} storage{}\n\n",
       options.properties.max_page_size, options.properties.alignment, options.repetitions,
       args.host_memory ? "host" : "counting",
-      modelled ? fmt::format(", {} us modelled per storage call", args.call_cost_us) : "");
+      modelled
+          ? fmt::format(", modelled driver cost: alloc {} us + {} us/MiB, free {} us + {} us/MiB",
+                        m.alloc_ns / 1000, m.alloc_ns_per_mib / 1000, m.free_ns / 1000,
+                        m.free_ns_per_mib / 1000)
+          : "");
   std::cout << fmt::format("{:<18} {:<16} {:>7} {:>10} {:>13} {:>6} {:>8} {:>7} {:>6} {:>9} {:>11}",
                            "trace", "config", "events", "peak live", "peak reserved", "ratio",
                            "ns/event", "allocs", "frees", "calls/1k", "2nd half/1k");
@@ -129,11 +137,17 @@ void run(replay_args const& args) {
   }
   CUBERT_EXPECTS(std::isfinite(args.call_cost_us) && args.call_cost_us >= 0,
                  "--storage-call-cost-us must be a non-negative number");
+  // "US" or "US,US_PER_MIB" for one kind of call.
+  auto const linear = [](std::vector<double> const& v, double fallback_us) {
+    return std::pair{(v.empty() ? fallback_us : v[0]) * 1000.0, v.size() > 1 ? v[1] * 1000.0 : 0.0};
+  };
   memory::replay_options options;
   options.properties = {parse_size(args.page_limit), args.alignment};
   options.repetitions = std::max(args.repeat, 1);
   options.host_memory = args.host_memory;
-  options.storage_call_cost_ns = args.call_cost_us * 1000.0;
+  auto const [alloc_ns, alloc_per_mib] = linear(args.alloc_cost_us, args.call_cost_us);
+  auto const [free_ns, free_per_mib] = linear(args.free_cost_us, args.call_cost_us);
+  options.storage_cost = {alloc_ns, alloc_per_mib, free_ns, free_per_mib};
   nlohmann::json out = nlohmann::json::array();
   std::vector<std::pair<std::string, memory::replay_result>> results;
   for (auto const& trace : load_all(args)) {
@@ -154,7 +168,11 @@ void run(replay_args const& args) {
                        {"storage_calls_per_1000_events", r.storage_calls_per_1000_events},
                        {"late_storage_calls", r.late_storage_calls},
                        {"late_calls_per_1000_events", r.late_calls_per_1000_events},
-                       {"storage_call_cost_ns", options.storage_call_cost_ns},
+                       {"storage_cost",
+                        {{"alloc_ns", options.storage_cost.alloc_ns},
+                         {"alloc_ns_per_mib", options.storage_cost.alloc_ns_per_mib},
+                         {"free_ns", options.storage_cost.free_ns},
+                         {"free_ns_per_mib", options.storage_cost.free_ns_per_mib}}},
                        {"modelled_ns_per_event", r.modelled_ns_per_event},
                        {"max_page_size", options.properties.max_page_size},
                        {"alignment", options.properties.alignment},
@@ -208,6 +226,17 @@ void setup(CLI::App& app) {
                   "Modelled driver cost of one storage alloc/free, added to a separate "
                   "'modelled ns/event' column (measured ns/event never includes it)")
       ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--alloc-cost-us", args->alloc_cost_us,
+                  "Modelled cost of one storage allocation as US[,US_PER_MIB] (overrides "
+                  "--storage-call-cost-us for allocations; e.g. 33,0.01 on an H200)")
+      ->delimiter(',')
+      ->expected(1, 2)
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--free-cost-us", args->free_cost_us,
+                  "Modelled cost of one storage free as US[,US_PER_MIB] (e.g. 30,0.7 on an H200)")
+      ->delimiter(',')
+      ->expected(1, 2)
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", args->json, "Print JSON instead of tables");
   cmd->add_flag("--host-memory", args->host_memory,

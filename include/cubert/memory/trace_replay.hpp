@@ -76,6 +76,28 @@ struct storage_counts {
   [[nodiscard]] std::uint64_t calls() const noexcept { return allocs + frees; }
 };
 
+/// A linear model of what storage calls cost the host: a fixed part per call plus a part per
+/// MiB of the page, for allocations and frees separately. On CUDA a cuMemFree takes time in
+/// proportion to the page while a cuMemAlloc barely does (docs/performance-cuda.md), so a flat
+/// cost per call misranks layouts that free large pages.
+struct storage_cost_model {
+  double alloc_ns = 0.0;          ///< Per page allocated.
+  double alloc_ns_per_mib = 0.0;  ///< Per MiB allocated.
+  double free_ns = 0.0;           ///< Per page given back.
+  double free_ns_per_mib = 0.0;   ///< Per MiB given back.
+
+  /// The same fixed cost for every call, allocation or free.
+  [[nodiscard]] static storage_cost_model per_call(double ns) noexcept {
+    return {ns, 0.0, ns, 0.0};
+  }
+  /// Modelled host time of these calls, in ns.
+  [[nodiscard]] double cost_ns(storage_counts const& calls) const noexcept;
+  /// True when every term is zero (nothing to model).
+  [[nodiscard]] bool empty() const noexcept {
+    return alloc_ns == 0 && alloc_ns_per_mib == 0 && free_ns == 0 && free_ns_per_mib == 0;
+  }
+};
+
 /// How to replay.
 struct replay_options {
   /// H200-like by default: 2 GiB max page (cubecl's CUDA value is device memory / 4; larger
@@ -85,9 +107,9 @@ struct replay_options {
   bool host_memory = false;
   /// Timed passes; the fastest is reported (each pass uses a fresh manager).
   int repetitions = 3;
-  /// Modelled host cost of one storage call (a driver allocation or free), added to the
-  /// measured time in `modelled_ns_per_event`; the measured figure never includes it.
-  double storage_call_cost_ns = 0.0;
+  /// Modelled host cost of the storage calls, added to the measured time in
+  /// `modelled_ns_per_event`; the measured figure never includes it.
+  storage_cost_model storage_cost;
 };
 
 /// The figures of one replay.
@@ -106,7 +128,7 @@ struct replay_result {
   /// repeated steps, what the policy costs once warm-up is over.
   std::uint64_t late_storage_calls = 0;
   double late_calls_per_1000_events = 0.0;
-  /// `ns_per_event` plus storage calls × `storage_call_cost_ns` ÷ events.
+  /// `ns_per_event` plus the `storage_cost` of the first pass's storage calls ÷ events.
   double modelled_ns_per_event = 0.0;
   usage_report report;  ///< At the end of the first pass, before cleanup.
 };

@@ -45,6 +45,14 @@ namespace cubert::cuda::detail {
   X(cuMemPoolGetAttribute)              \
   X(cuMemPoolSetAttribute)              \
   X(cuMemPoolTrimTo)                    \
+  X(cuMemGetAllocationGranularity)      \
+  X(cuMemAddressReserve)                \
+  X(cuMemAddressFree)                   \
+  X(cuMemCreate)                        \
+  X(cuMemRelease)                       \
+  X(cuMemMap)                           \
+  X(cuMemUnmap)                         \
+  X(cuMemSetAccess)                     \
   X(cuMemAllocHost)                     \
   X(cuMemFreeHost)                      \
   X(cuMemHostGetFlags)                  \

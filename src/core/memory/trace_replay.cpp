@@ -212,10 +212,22 @@ pass_result run_pass(allocation_trace const& trace, memory_configuration const& 
 
 }  // namespace
 
+double storage_cost_model::cost_ns(storage_counts const& calls) const noexcept {
+  constexpr double mib = 1024.0 * 1024.0;
+  return static_cast<double>(calls.allocs) * alloc_ns +
+         static_cast<double>(calls.alloc_bytes) / mib * alloc_ns_per_mib +
+         static_cast<double>(calls.frees) * free_ns +
+         static_cast<double>(calls.free_bytes) / mib * free_ns_per_mib;
+}
+
 replay_result replay_trace(allocation_trace const& trace, memory_configuration const& config,
                            replay_options const& options) {
-  CUBERT_EXPECTS(std::isfinite(options.storage_call_cost_ns) && options.storage_call_cost_ns >= 0,
-                 "replay_options: storage_call_cost_ns must be a non-negative number");
+  auto const& m = options.storage_cost;
+  for (double term : {m.alloc_ns, m.alloc_ns_per_mib, m.free_ns, m.free_ns_per_mib}) {
+    CUBERT_EXPECTS(
+        std::isfinite(term) && term >= 0,
+        fmt::format("replay_options: storage cost term {} must be a non-negative number", term));
+  }
   replay_result out;
   out.configuration = std::string(config.name());
   out.events = trace.events.size();
@@ -239,7 +251,7 @@ replay_result replay_trace(allocation_trace const& trace, memory_configuration c
       static_cast<double>(std::max<std::uint64_t>(out.events - out.events / 2, 1));
   out.late_calls_per_1000_events =
       static_cast<double>(out.late_storage_calls) * 1000.0 / late_events;
-  out.modelled_ns_per_event = out.ns_per_event + calls * options.storage_call_cost_ns / events;
+  out.modelled_ns_per_event = out.ns_per_event + m.cost_ns(out.storage) / events;
   return out;
 }
 

@@ -256,6 +256,36 @@ CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool, size_t) {
   return CUDA_SUCCESS;
 }
 
+// Virtual memory management: not modelled (only the driver-cost benchmark calls it).
+CUresult CUDAAPI cuMemGetAllocationGranularity(size_t*, CUmemAllocationProp const*,
+                                               CUmemAllocationGranularity_flags) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr*, size_t, size_t, CUdeviceptr,
+                                     unsigned long long) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult CUDAAPI cuMemAddressFree(CUdeviceptr, size_t) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle*, size_t, CUmemAllocationProp const*,
+                             unsigned long long) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult CUDAAPI cuMemMap(CUdeviceptr, size_t, size_t, CUmemGenericAllocationHandle,
+                          unsigned long long) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult CUDAAPI cuMemUnmap(CUdeviceptr, size_t) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult CUDAAPI cuMemSetAccess(CUdeviceptr, size_t, CUmemAccessDesc const*, size_t) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+
 CUresult CUDAAPI cuMemHostAlloc(void** p, size_t n, unsigned int) {
   FAKE_NEED_CONTEXT();
   void* m = std::aligned_alloc(4096, (n + 4095) / 4096 * 4096);

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <string>
 
@@ -102,9 +103,10 @@ TEST(TraceReplay, ReplayReportsPeaksForEveryPreset) {
   }
   o.host_memory = true;
   auto const host = replay_trace(t, memory_configuration::compact(), o);
+  replay_options counting = o;
+  counting.host_memory = false;
   EXPECT_EQ(host.peak_reserved_bytes,
-            replay_trace(t, memory_configuration::compact(), {o.properties, false, 1})
-                .peak_reserved_bytes);
+            replay_trace(t, memory_configuration::compact(), counting).peak_reserved_bytes);
 }
 
 // `steps` repetitions of 20 growing allocations freed in reverse.
@@ -124,7 +126,7 @@ TEST(TraceReplay, CountsStorageCallsAndModelsTheirCost) {
   replay_options o;
   o.properties = {256ull << 20, 256};
   o.repetitions = 1;
-  o.storage_call_cost_ns = 20'000;
+  o.storage_cost = storage_cost_model::per_call(20'000);
   for (bool host : {false, true}) {
     o.host_memory = host;
     for (auto const& c : {memory_configuration::sub_slices(), memory_configuration::compact(),
@@ -149,9 +151,39 @@ TEST(TraceReplay, CountsStorageCallsAndModelsTheirCost) {
   EXPECT_DOUBLE_EQ(three.late_calls_per_1000_events, 0.0);
   EXPECT_GT(one.late_storage_calls + one.storage.calls(), 0u);
   EXPECT_EQ(three.peak_reserved_bytes, one.peak_reserved_bytes);
-  o.storage_call_cost_ns = -1;
+  o.storage_cost.free_ns_per_mib = -1;
   EXPECT_THROW((void)replay_trace(stepped(1), memory_configuration::caching(), o),
                cubert::invalid_argument);
+}
+
+TEST(TraceReplay, SizeAwareCostModelChargesBytesAndCallsSeparately) {
+  storage_counts calls;
+  calls.allocs = 3;
+  calls.alloc_bytes = 6ull << 20;
+  calls.frees = 2;
+  calls.free_bytes = 512ull << 20;
+  storage_cost_model const m{1000, 10, 2000, 700};
+  EXPECT_DOUBLE_EQ(m.cost_ns(calls), 3 * 1000 + 6 * 10 + 2 * 2000 + 512 * 700);
+  EXPECT_TRUE(storage_cost_model{}.empty());
+  EXPECT_FALSE(m.empty());
+  EXPECT_DOUBLE_EQ(storage_cost_model::per_call(5).cost_ns(calls), 5 * 5);
+
+  replay_options o;
+  o.properties = {256ull << 20, 256};
+  o.repetitions = 1;
+  o.storage_cost = {30'000, 10, 30'000, 700};
+  synthetic_options random;
+  random.events = 4000;
+  auto const r = replay_trace(synthetic_trace(random), memory_configuration::compact(), o);
+  ASSERT_GT(r.storage.frees, 0u);  // compact gives pages back: the per-MiB free term counts
+  auto const events = static_cast<double>(r.events);
+  EXPECT_DOUBLE_EQ(r.modelled_ns_per_event,
+                   r.ns_per_event + o.storage_cost.cost_ns(r.storage) / events);
+  for (double bad : {-1.0, std::numeric_limits<double>::quiet_NaN()}) {
+    o.storage_cost = {0, 0, 0, bad};
+    EXPECT_THROW((void)replay_trace(stepped(1), memory_configuration::compact(), o),
+                 cubert::invalid_argument);
+  }
 }
 
 TEST(TraceReplay, SyntheticTracesAreReproducible) {

@@ -1,0 +1,128 @@
+// SPDX-License-Identifier: Apache-2.0
+// Driver-cost rows of cuda_bench: what one device allocation, free or virtual-memory operation
+// costs the host, by size. These bound what any allocator on CUDA can do in a cold trace
+// replay (docs/performance-cuda.md, "What the replay target asks of the driver").
+#include "cuda_bench.hpp"
+#include "cuda_driver.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <vector>
+
+namespace cubert::bench {
+namespace {
+
+using cuda::detail::check;
+using cuda::detail::driver;
+
+constexpr std::uint64_t mib = std::uint64_t{1} << 20;
+constexpr int samples = 5;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+std::string size_label(std::uint64_t bytes) {
+  return bytes >= 1024 * mib ? fmt::format("{} GiB", bytes / (1024 * mib))
+                             : fmt::format("{} MiB", bytes / mib);
+}
+
+row info(std::string what, double us) {
+  return time_row(std::move(what), us, 0, "us", "(driver cost, median of 5)", 0);
+}
+
+// cuMemAlloc / cuMemFree of one page, the page touched in between so that the free is of
+// memory the device has really used.
+void alloc_free_rows(std::vector<row>& rows, CUstream stream) {
+  auto const& api = driver();
+  for (std::uint64_t size : {2 * mib, 128 * mib, 512 * mib, 2048 * mib}) {
+    std::vector<double> alloc_us;
+    std::vector<double> free_us;
+    for (int i = 0; i < samples; ++i) {
+      CUdeviceptr p = 0;
+      double t0 = now_s();
+      check(api.cuMemAlloc(&p, size), "cuMemAlloc");
+      alloc_us.push_back((now_s() - t0) * 1e6);
+      check(api.cuMemsetD8Async(p, 0, size, stream), "cuMemsetD8Async");
+      check(api.cuStreamSynchronize(stream), "cuStreamSynchronize");
+      t0 = now_s();
+      check(api.cuMemFree(p), "cuMemFree");
+      free_us.push_back((now_s() - t0) * 1e6);
+    }
+    rows.push_back(info(fmt::format("driver: cuMemAlloc {}", size_label(size)), median(alloc_us)));
+    rows.push_back(info(fmt::format("driver: cuMemFree {}", size_label(size)), median(free_us)));
+  }
+}
+
+// The virtual-memory path an expandable pool would take: physical memory (cuMemCreate), a
+// mapping into reserved addresses (cuMemMap + cuMemSetAccess), and back.
+void vmm_rows(std::vector<row>& rows, CUdevice dev, CUstream stream) {
+  auto const& api = driver();
+  CUmemAllocationProp prop{};
+  prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+  prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+  prop.location.id = static_cast<int>(dev);
+  CUmemAccessDesc access{};
+  access.location = prop.location;
+  access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+  std::uint64_t const span = 4096 * mib;
+  CUdeviceptr va = 0;
+  check(api.cuMemAddressReserve(&va, span, 0, 0, 0), "cuMemAddressReserve");
+  for (std::uint64_t size : {2 * mib, 1024 * mib}) {
+    std::vector<double> create_us;
+    std::vector<double> map_us;
+    std::vector<double> unmap_us;
+    std::vector<double> release_us;
+    for (int i = 0; i < samples; ++i) {
+      CUmemGenericAllocationHandle h = 0;
+      double t0 = now_s();
+      check(api.cuMemCreate(&h, size, &prop, 0), "cuMemCreate");
+      create_us.push_back((now_s() - t0) * 1e6);
+      t0 = now_s();
+      check(api.cuMemMap(va, size, 0, h, 0), "cuMemMap");
+      check(api.cuMemSetAccess(va, size, &access, 1), "cuMemSetAccess");
+      map_us.push_back((now_s() - t0) * 1e6);
+      check(api.cuMemsetD8Async(va, 0, size, stream), "cuMemsetD8Async");
+      check(api.cuStreamSynchronize(stream), "cuStreamSynchronize");
+      t0 = now_s();
+      check(api.cuMemUnmap(va, size), "cuMemUnmap");
+      unmap_us.push_back((now_s() - t0) * 1e6);
+      t0 = now_s();
+      check(api.cuMemRelease(h), "cuMemRelease");
+      release_us.push_back((now_s() - t0) * 1e6);
+    }
+    auto const label = size_label(size);
+    rows.push_back(info(fmt::format("driver: cuMemCreate {}", label), median(create_us)));
+    rows.push_back(info(fmt::format("driver: cuMemMap+SetAccess {}", label), median(map_us)));
+    rows.push_back(info(fmt::format("driver: cuMemUnmap {}", label), median(unmap_us)));
+    rows.push_back(info(fmt::format("driver: cuMemRelease {}", label), median(release_us)));
+  }
+  api.cuMemAddressFree(va, span);
+}
+
+}  // namespace
+
+void driver_cost_rows(std::vector<row>& rows) {
+  auto const& api = driver();
+  CUdevice dev = 0;
+  CUcontext ctx = nullptr;
+  CUstream stream = nullptr;
+  check(api.cuDeviceGet(&dev, 0), "cuDeviceGet");
+  check(api.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
+  check(api.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  check(api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
+  try {
+    alloc_free_rows(rows, stream);
+    vmm_rows(rows, dev, stream);
+  } catch (...) {
+    api.cuStreamDestroy(stream);
+    api.cuDevicePrimaryCtxRelease(dev);
+    throw;
+  }
+  api.cuStreamDestroy(stream);
+  api.cuDevicePrimaryCtxRelease(dev);
+}
+
+}  // namespace cubert::bench
