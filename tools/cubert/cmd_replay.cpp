@@ -2,6 +2,7 @@
 // `cubert replay <trace>...`: replays allocation traces through the memory manager and prints
 // peak reserved ÷ peak live, host time per event and storage calls for each pool configuration.
 #include "command.hpp"
+#include "replay_sweep.hpp"
 
 #include <cubert/error.hpp>
 #include <cubert/memory/memory_usage.hpp>
@@ -63,6 +64,7 @@ struct replay_args {
   bool json = false;
   bool host_memory = false;
   bool pools = true;
+  bool sweep = false;
 };
 
 std::vector<memory::allocation_trace> load_all(replay_args const& args) {
@@ -148,6 +150,10 @@ void run(replay_args const& args) {
   auto const [alloc_ns, alloc_per_mib] = linear(args.alloc_cost_us, args.call_cost_us);
   auto const [free_ns, free_per_mib] = linear(args.free_cost_us, args.call_cost_us);
   options.storage_cost = {alloc_ns, alloc_per_mib, free_ns, free_per_mib};
+  if (args.sweep) {
+    run_policy_sweep(load_all(args), options);
+    return;
+  }
   nlohmann::json out = nlohmann::json::array();
   std::vector<std::pair<std::string, memory::replay_result>> results;
   for (auto const& trace : load_all(args)) {
@@ -238,7 +244,11 @@ void setup(CLI::App& app) {
       ->delimiter(',')
       ->expected(1, 2)
       ->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--json", args->json, "Print JSON instead of tables");
+  auto* json = cmd->add_flag("--json", args->json, "Print JSON instead of tables");
+  cmd->add_flag("--sweep", args->sweep,
+                "Search the caching layout's policy space (slack, growth, page size) over the "
+                "traces and print the Pareto front of worst ratio against modelled driver cost")
+      ->excludes(json);
   cmd->add_flag("--host-memory", args->host_memory,
                 "Back pages with (untouched) host memory instead of counting them");
   cmd->add_flag("!--no-pools", args->pools, "Omit the per-pool report");
