@@ -3,6 +3,7 @@
 // costs the host, by size. These bound what any allocator on CUDA can do in a cold trace
 // replay (docs/performance-cuda.md, "What the replay target asks of the driver").
 #include "cuda_bench.hpp"
+#include "cuda_bench_context.hpp"
 #include "cuda_driver.hpp"
 
 #include <fmt/format.h>
@@ -105,24 +106,9 @@ void vmm_rows(std::vector<row>& rows, CUdevice dev, CUstream stream) {
 }  // namespace
 
 void driver_cost_rows(std::vector<row>& rows) {
-  auto const& api = driver();
-  CUdevice dev = 0;
-  CUcontext ctx = nullptr;
-  CUstream stream = nullptr;
-  check(api.cuDeviceGet(&dev, 0), "cuDeviceGet");
-  check(api.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-  check(api.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
-  check(api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-  try {
-    alloc_free_rows(rows, stream);
-    vmm_rows(rows, dev, stream);
-  } catch (...) {
-    api.cuStreamDestroy(stream);
-    api.cuDevicePrimaryCtxRelease(dev);
-    throw;
-  }
-  api.cuStreamDestroy(stream);
-  api.cuDevicePrimaryCtxRelease(dev);
+  context const c;
+  alloc_free_rows(rows, c.stream);
+  vmm_rows(rows, c.dev, c.stream);
 }
 
 }  // namespace cubert::bench

@@ -2,6 +2,7 @@
 // Memory rows of cuda_bench: reserve+release on a pool hit, and allocation-trace replay on
 // CUDA storage, against cuMemAllocAsync and (when given) PyTorch's caching allocator.
 #include "cuda_bench.hpp"
+#include "cuda_bench_context.hpp"
 #include "cuda_driver.hpp"
 #include "cuda_storage.hpp"
 
@@ -37,25 +38,6 @@ double get(std::map<std::string, double> const& m, std::string const& key) {
   auto it = m.find(key);
   return it == m.end() ? 0.0 : it->second;
 }
-
-struct context {
-  CUcontext ctx = nullptr;
-  CUdevice dev = 0;
-  CUstream stream = nullptr;
-  context() {
-    auto const& api = driver();
-    check(api.cuDeviceGet(&dev, 0), "cuDeviceGet");
-    check(api.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain");
-    check(api.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
-    check(api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
-  }
-  ~context() {
-    driver().cuStreamDestroy(stream);
-    driver().cuDevicePrimaryCtxRelease(dev);
-  }
-  context(context const&) = delete;
-  context& operator=(context const&) = delete;
-};
 
 std::unique_ptr<memory::memory_manager> make_manager(context const& c,
                                                      memory::memory_configuration config) {

@@ -30,15 +30,11 @@ struct candidate {
 // The `caching` preset's pools with another arena page size and policy.
 memory::memory_configuration layout(memory::device_memory_properties const& props,
                                     std::uint64_t page, memory::cache_policy const& policy) {
+  auto pools = memory::memory_configuration::caching().pools_for(props);
+  // The preset's last pool is the arena that every request above the small-slice pool shares.
   auto const top = memory::floor_to(props.max_page_size, props.alignment);
-  auto const small_page = std::min(memory::ceil_to(2 * mib, props.alignment), top);
-  auto small = memory::pool_options::sliced(small_page, std::min(small_page / 8, top));
-  small.cache_pages = true;
-  auto arena =
-      memory::pool_options::sliced(std::min(memory::ceil_to(page, props.alignment), top), top);
-  arena.cache_pages = true;
-  return memory::memory_configuration::custom({memory::pool_options::exclusive(0), small, arena},
-                                              policy);
+  pools.back().page_size = std::min(memory::ceil_to(page, props.alignment), top);
+  return memory::memory_configuration::custom(std::move(pools), policy);
 }
 
 void evaluate(candidate& c, std::vector<memory::allocation_trace> const& traces,
