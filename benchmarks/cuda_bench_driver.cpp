@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <thread>
 #include <vector>
 
 namespace cubert::bench {
@@ -103,12 +105,77 @@ void vmm_rows(std::vector<row>& rows, CUdevice dev, CUstream stream) {
   api.cuMemAddressFree(va, span);
 }
 
+// Wall time of `calls` run by `threads` threads at once (each binds the context first), the
+// threads released together so the figure is the driver's, not thread start-up.
+template <typename Call>
+double concurrent_us(CUcontext ctx, int threads, int calls, Call call) {
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      check(driver().cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+      ++ready;
+      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+      for (int i = t; i < calls; i += threads) call(i);
+    });
+  }
+  while (ready.load() < threads) std::this_thread::yield();
+  double const t0 = now_s();
+  go.store(true, std::memory_order_release);
+  for (auto& th : pool) th.join();
+  return (now_s() - t0) * 1e6;
+}
+
+// Whether an allocator could hide driver time behind threads: 16 pages allocated and freed
+// from 1 or 4 threads, and allocations made while another thread frees.
+void concurrency_rows(std::vector<row>& rows, CUcontext ctx) {
+  auto const& api = driver();
+  constexpr int pages = 16;
+  std::uint64_t const size = 256 * mib;
+  std::vector<CUdeviceptr> p(pages);
+  auto alloc = [&](int i) { check(api.cuMemAlloc(&p[i], size), "cuMemAlloc"); };
+  auto release = [&](int i) { check(api.cuMemFree(p[i]), "cuMemFree"); };
+  for (int threads : {1, 4}) {
+    std::vector<double> alloc_us;
+    std::vector<double> free_us;
+    for (int s = 0; s < samples; ++s) {
+      alloc_us.push_back(concurrent_us(ctx, threads, pages, alloc));
+      free_us.push_back(concurrent_us(ctx, threads, pages, release));
+    }
+    rows.push_back(info(fmt::format("driver: 16 x cuMemAlloc 256 MiB, {} thread(s)", threads),
+                        median(alloc_us)));
+    rows.push_back(info(fmt::format("driver: 16 x cuMemFree 256 MiB, {} thread(s)", threads),
+                        median(free_us)));
+  }
+  std::vector<double> overlapped;
+  std::vector<CUdeviceptr> old(pages);
+  for (int s = 0; s < samples; ++s) {
+    for (auto& o : old) check(api.cuMemAlloc(&o, size), "cuMemAlloc");
+    std::atomic<bool> go{false};
+    std::thread freer([&] {
+      check(api.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+      while (!go.load(std::memory_order_acquire)) std::this_thread::yield();
+      for (auto o : old) check(api.cuMemFree(o), "cuMemFree");
+    });
+    double const t0 = now_s();
+    go.store(true, std::memory_order_release);
+    for (int i = 0; i < pages; ++i) alloc(i);
+    overlapped.push_back((now_s() - t0) * 1e6);
+    freer.join();
+    for (int i = 0; i < pages; ++i) release(i);
+  }
+  rows.push_back(
+      info("driver: 16 x cuMemAlloc 256 MiB while a thread frees 16", median(overlapped)));
+}
+
 }  // namespace
 
 void driver_cost_rows(std::vector<row>& rows) {
   context const c;
   alloc_free_rows(rows, c.stream);
   vmm_rows(rows, c.dev, c.stream);
+  concurrency_rows(rows, c.ctx);
 }
 
 }  // namespace cubert::bench

@@ -123,18 +123,19 @@ enum class tensor_map_swizzle { none, b32, b64, b128 };
 enum class tensor_map_prefetch { none, b64, b128, b256 };
 enum class tensor_map_oob_fill { zero, nan };
 
-/// Tiled tensor map: boxes of `tile_size` elements.
+/// Tiled tensor map: boxes of `tile_size` elements, outer dimension first like the shape.
 struct tensor_map_tiled {
   std::vector<std::uint32_t> tile_size;
 };
-/// Im2col tensor map.
+/// Im2col tensor map over an (N, spatial..., C) tensor; the pixel-box corners hold one offset
+/// per spatial dimension, outer first (D, H, W).
 struct tensor_map_im2col {
   std::vector<std::int32_t> pixel_box_lower_corner;
   std::vector<std::int32_t> pixel_box_upper_corner;
   std::uint32_t channels_per_pixel = 0;
   std::uint32_t pixels_per_column = 0;
 };
-/// Wide im2col tensor map.
+/// Wide im2col tensor map (compute capability 10.0 and newer).
 struct tensor_map_im2col_wide {
   std::int32_t pixel_box_lower_corner_width = 0;
   std::int32_t pixel_box_upper_corner_width = 0;
@@ -144,13 +145,18 @@ struct tensor_map_im2col_wide {
 /// One of the tensor-map formats.
 using tensor_map_format = std::variant<tensor_map_tiled, tensor_map_im2col, tensor_map_im2col_wide>;
 
-/// Everything a backend needs to build a tensor-map descriptor besides the buffer.
+/// Everything a backend needs to build a tensor-map descriptor besides the buffer. Every list
+/// is outer dimension first, as tensor shapes are elsewhere in cubert; strides count elements.
+/// The hardware's rules (checked at launch, `invalid_argument` naming the one broken): rank
+/// 1..5, the innermost dimension contiguous, every other stride a multiple of 16 bytes, the
+/// bound address 16-byte aligned, tiles of 1..256 elements whose innermost row is a multiple
+/// of 16 bytes, and the whole tensor inside the bound buffer.
 struct tensor_map_meta {
   tensor_map_format format = tensor_map_tiled{};
   std::uint32_t rank = 0;
   std::vector<std::uint64_t> shape;
   std::vector<std::uint64_t> strides;
-  std::vector<std::uint32_t> elem_stride;
+  std::vector<std::uint32_t> elem_stride;  ///< Traversal step per dimension, 1..8; empty: all 1.
   tensor_map_interleave interleave = tensor_map_interleave::none;
   tensor_map_swizzle swizzle = tensor_map_swizzle::none;
   tensor_map_prefetch prefetch = tensor_map_prefetch::none;
@@ -158,7 +164,8 @@ struct tensor_map_meta {
   elem type = elem::f32;
 };
 
-/// A buffer with its tensor-map description.
+/// A buffer with its tensor-map description. Backends without tensor maps
+/// (`hardware_properties::tensor_maps` false) refuse a launch that binds one with `unsupported`.
 struct tensor_map_binding {
   cubert::binding binding;
   tensor_map_meta map;

@@ -5,7 +5,9 @@
 // machine without a GPU: `device_count()` is then 0, `unavailable_reason()` says why, and
 // `make_server` throws `unsupported`.
 //
-// Kernel parameters, in order: one device pointer per buffer binding; then the scalars, group by
+// Kernel parameters, in order: one `const __grid_constant__ CUtensorMap` per tensor-map binding
+// (sm_90 and newer; a 128-byte struct aligned to 64 where <cuda.h> is not included); then one
+// device pointer per buffer binding; then the scalars, group by
 // group in `elem` order, each scalar its own parameter of its natural type; then, if the
 // launch has metadata, one by-value parameter holding all its u32 words (declare it as a struct
 // `{ unsigned int words[N]; }`). Sources are compiled with -DCUBERT_CHECKED=1 in checked mode and

@@ -25,6 +25,8 @@ struct hardware_properties {
   std::uint32_t num_compute_units = 0;  ///< SMs on CUDA, worker threads on the CPU.
   std::optional<std::uint32_t> num_tensor_cores;
   std::optional<std::uint32_t> min_tensor_cores_dim;
+  /// Whether launches may bind tensor maps (`bindings::tensor_maps`): CUDA on sm_90 and newer.
+  bool tensor_maps = false;
 };
 
 /// Everything a client can tell about its device.

@@ -243,6 +243,50 @@ TEST_P(Conformance, BadBindingIsInvalidArgumentAndClientRecovers) {
   EXPECT_EQ(c().read_one(out.binding()).size(), 64u);
 }
 
+// A 20 x 37 f32 matrix in rows padded to 40 elements (TMA needs 16-byte row strides), read in
+// 8 x 16 tiles by a 3 x 3 grid: the tiles past the matrix come back as zeros.
+TEST_P(Conformance, TensorMapTilesFillOutOfBoundsWithZerosOrAreUnsupported) {
+  std::uint64_t const rows = 20, cols = 37, pitch = 40;
+  std::vector<float> m(rows * pitch, -1.f);
+  for (std::uint64_t r = 0; r < rows; ++r)
+    for (std::uint64_t col = 0; col < cols; ++col) m[r * pitch + col] = float(r * 100 + col);
+  auto in = c().create(bytes_of(m));
+  auto out = c().empty(24 * 48 * sizeof(float));
+  tensor_map_meta meta;
+  meta.format = tensor_map_tiled{{8, 16}};
+  meta.rank = 2;
+  meta.shape = {rows, cols};
+  meta.strides = {pitch, 1};
+  auto launch = [&](tensor_map_meta const& mm) {
+    c().execute(kernels::tma_tile_f32(), cube_count{3, 3},
+                bindings{}
+                    .with_tensor_maps({tensor_map_binding{in.binding(), mm}})
+                    .with_buffer(out.binding()));
+    c().sync();
+  };
+  if (!c().properties().hardware.tensor_maps) {
+    EXPECT_THROW(launch(meta), unsupported);
+  } else {
+    launch(meta);
+    auto got = values_of<float>(c().read_one(out.binding()));
+    ASSERT_EQ(got.size(), 24u * 48u);
+    for (std::uint64_t r = 0; r < 24; ++r) {
+      for (std::uint64_t col = 0; col < 48; ++col) {
+        float const want = r < rows && col < cols ? float(r * 100 + col) : 0.f;
+        ASSERT_EQ(got[r * 48 + col], want) << r << ", " << col;
+      }
+    }
+    auto unpadded = meta;
+    unpadded.strides = {cols, 1};  // 148-byte rows: refused before the driver sees them.
+    EXPECT_THROW(launch(unpadded), invalid_argument);
+    auto too_long = meta;
+    too_long.shape = {rows + 1, cols};  // Past the end of the bound buffer.
+    EXPECT_THROW(launch(too_long), invalid_argument);
+  }
+  EXPECT_NO_THROW(c().sync());
+  EXPECT_EQ(values_of<float>(c().read_one(in.binding())), m);
+}
+
 TEST_P(Conformance, FailingKernelSurfacesAtSyncAndClientRecovers) {
   c().execute(kernels::failing(), cube_count{4}, bindings{});
   EXPECT_THROW(c().sync(), error);

@@ -95,6 +95,11 @@ void cpu_server::execute(kernel const& k, cube_count const& count, bindings args
     throw launch_error(fmt::format("kernel '{}': {} units per cube exceed the limit of {}",
                                    k.name(), k.cube_dim().units(), hw.max_units_per_cube));
   }
+  if (!args.tensor_maps.empty()) {
+    throw unsupported(fmt::format(
+        "kernel '{}' binds tensor maps, which the CPU device does not have (bind buffers)",
+        k.name()));
+  }
   if (args.buffers.size() > hw.max_bindings) {
     throw invalid_argument(fmt::format("kernel '{}': {} buffers exceed the limit of {}", k.name(),
                                        args.buffers.size(), hw.max_bindings));

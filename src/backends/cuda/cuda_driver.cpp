@@ -36,6 +36,10 @@ driver_api load() noexcept {
   }
   CUBERT_CUDA_DRIVER_FUNCTIONS(CUBERT_CUDA_RESOLVE)
 #undef CUBERT_CUDA_RESOLVE
+#define CUBERT_CUDA_RESOLVE_OPTIONAL(name) \
+  api.name = reinterpret_cast<decltype(api.name)>(::dlsym(lib, CUBERT_CUDA_STR(name)));
+  CUBERT_CUDA_OPTIONAL_DRIVER_FUNCTIONS(CUBERT_CUDA_RESOLVE_OPTIONAL)
+#undef CUBERT_CUDA_RESOLVE_OPTIONAL
   if (CUresult r = api.cuInit(0); r != CUDA_SUCCESS) {
     char const* name = nullptr;
     api.cuGetErrorName(r, &name);

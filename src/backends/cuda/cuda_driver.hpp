@@ -69,6 +69,8 @@ namespace cubert::cuda::detail {
   X(cuModuleGetFunction)                \
   X(cuFuncSetAttribute)                 \
   X(cuLaunchKernel)                     \
+  X(cuTensorMapEncodeTiled)             \
+  X(cuTensorMapEncodeIm2col)            \
   X(cuEventCreate)                      \
   X(cuEventDestroy)                     \
   X(cuEventRecord)                      \
@@ -76,10 +78,14 @@ namespace cubert::cuda::detail {
   X(cuEventSynchronize)                 \
   X(cuEventElapsedTime)
 
-/// Function pointers into libcuda.so.1. All are set when `loaded` is true.
+/// Entry points newer than the oldest driver cubert runs on: null where the driver lacks them.
+#define CUBERT_CUDA_OPTIONAL_DRIVER_FUNCTIONS(X) X(cuTensorMapEncodeIm2colWide)
+
+/// Function pointers into libcuda.so.1. All but the optional ones are set when `loaded` is true.
 struct driver_api {
 #define CUBERT_CUDA_DECLARE(name) decltype(&::name) name = nullptr;
   CUBERT_CUDA_DRIVER_FUNCTIONS(CUBERT_CUDA_DECLARE)
+  CUBERT_CUDA_OPTIONAL_DRIVER_FUNCTIONS(CUBERT_CUDA_DECLARE)
 #undef CUBERT_CUDA_DECLARE
   bool loaded = false;
   std::string failure;  ///< Why the driver is unusable, when it is.

@@ -37,6 +37,7 @@ device_properties make_device_properties(device_info const& info) {
     hw.num_tensor_cores = 4 * static_cast<std::uint32_t>(info.sm_count);  // 4 per SM since Volta.
     hw.min_tensor_cores_dim = 16;
   }
+  hw.tensor_maps = info.arch() >= 90;  // TMA arrived with Hopper.
   p.timing = timing_method::device;
   p.architecture = fmt::format("sm_{}", info.arch());
   p.driver_version =

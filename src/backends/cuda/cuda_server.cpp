@@ -4,6 +4,7 @@
 #include "cuda_driver.hpp"
 #include "cuda_host_buffer.hpp"
 #include "cuda_storage.hpp"
+#include "cuda_tensor_map.hpp"
 
 #include <cubert/config.hpp>
 
@@ -208,9 +209,26 @@ std::array<std::uint32_t, 3> cuda_server::resolve_count(cube_count const& count)
   return c;
 }
 
-void cuda_server::marshal(bindings const& args) {
-  pointers_.resize(args.buffers.size());
+void cuda_server::marshal(kernel const& k, bindings const& args) {
   params_.clear();
+  // Tensor maps come first, as __grid_constant__ CUtensorMap parameters; the driver copies the
+  // 128 bytes of each when cuLaunchKernel returns.
+  maps_.clear();
+  maps_.reserve(args.tensor_maps.size());
+  for (std::size_t i = 0; i < args.tensor_maps.size(); ++i) {
+    auto const& tm = args.tensor_maps[i];
+    try {
+      auto const res = memory_->get_resource(tm.binding);
+      maps_.push_back(
+          encode_tensor_map(make_tensor_map_args(tm.map, res.address(), res.size, info_.arch())));
+    } catch (invalid_argument const& e) {
+      throw invalid_argument(fmt::format("kernel '{}', tensor map {}: {}", k.name(), i, e.what()));
+    } catch (unsupported const& e) {
+      throw unsupported(fmt::format("kernel '{}', tensor map {}: {}", k.name(), i, e.what()));
+    }
+  }
+  for (auto& m : maps_) params_.push_back(&m);
+  pointers_.resize(args.buffers.size());
   for (std::size_t i = 0; i < args.buffers.size(); ++i) {
     pointers_[i] = memory_->get_resource(args.buffers[i]).address();
     params_.push_back(&pointers_[i]);
@@ -232,14 +250,8 @@ void cuda_server::marshal(bindings const& args) {
 void cuda_server::execute(kernel const& k, cube_count const& count, bindings args,
                           execution_mode mode) {
   make_current();
-  if (!args.tensor_maps.empty()) {
-    throw unsupported(
-        fmt::format("cuda: kernel '{}' binds tensor maps, which this backend "
-                    "does not support yet",
-                    k.name()));
-  }
+  marshal(k, args);  // Bad bindings are refused before anything is compiled.
   loaded_kernel& fn = modules_->get(k, mode);
-  marshal(args);
   auto const grid = resolve_count(count);
   if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return;  // Nothing to run.
   auto const dim = k.cube_dim();

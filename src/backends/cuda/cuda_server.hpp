@@ -69,7 +69,7 @@ class cuda_server final : public backend::server {
  private:
   void make_current();
   [[nodiscard]] std::array<std::uint32_t, 3> resolve_count(cube_count const& count);
-  void marshal(bindings const& args);
+  void marshal(kernel const& k, bindings const& args);
   [[nodiscard]] bytes read_one(cubert::binding const& b);
   [[nodiscard]] bytes read_destination(std::size_t size);
 
@@ -86,6 +86,7 @@ class cuda_server final : public backend::server {
   std::shared_ptr<cuda_pinned_pool> read_pool_;
   backend::async_error errors_;
   // Launch scratch, reused so a launch allocates nothing once warm.
+  std::vector<CUtensorMap> maps_;  // CUtensorMap is 128-byte aligned; vector honours it.
   std::vector<CUdeviceptr> pointers_;
   std::vector<void*> params_;
 };

@@ -4,6 +4,7 @@
 
 #include "cuda_driver.hpp"
 #include "cuda_storage.hpp"
+#include "cuda_tensor_map.hpp"
 
 #include <cubert/cuda.hpp>
 #include <cubert/error.hpp>
@@ -14,6 +15,7 @@
 #include <filesystem>
 #include <numeric>
 #include <random>
+#include <string>
 #include <vector>
 
 namespace {
@@ -291,6 +293,46 @@ TEST_F(CudaServerTest, OutOfMemoryCarriesTheUsageReport) {
 
 TEST_F(CudaServerTest, UnknownBindingIsInvalidArgument) {
   EXPECT_THROW((void)server_->read({binding{}}), cubert::invalid_argument);
+}
+
+}  // namespace
+
+namespace {
+
+// The real driver's verdict on descriptors cubert's own checks let through.
+TEST_F(CudaServerTest, TensorMapDescriptorsAreEncodedOrRefusedByTheDriver) {
+  namespace d = cubert::cuda::detail;
+  if (!server_->properties().hardware.tensor_maps) GTEST_SKIP() << "needs sm_90 or newer";
+  auto h = server_->empty(std::uint64_t{1} << 20);
+  auto const res = server_->get_resource(h.binding()).resource;
+  int const arch = std::stoi(server_->properties().architecture.substr(3));
+  cubert::tensor_map_meta tiled;
+  tiled.format = cubert::tensor_map_tiled{{1, 2, 3, 4, 64}};
+  tiled.rank = 5;
+  tiled.shape = {2, 3, 4, 5, 64};
+  tiled.strides = {3 * 4 * 5 * 64, 4 * 5 * 64, 5 * 64, 64, 1};
+  tiled.type = cubert::elem::bf16;
+  tiled.swizzle = cubert::tensor_map_swizzle::b128;
+  tiled.prefetch = cubert::tensor_map_prefetch::b256;
+  EXPECT_NO_THROW((void)d::encode_tensor_map(
+      d::make_tensor_map_args(tiled, res.address(), res.size, arch)));
+  cubert::tensor_map_meta im2col;
+  im2col.rank = 4;  // N, H, W, C
+  im2col.shape = {2, 9, 9, 32};
+  im2col.strides = {9 * 9 * 32, 9 * 32, 32, 1};
+  im2col.type = cubert::elem::f16;
+  im2col.format = cubert::tensor_map_im2col{{-1, -1}, {-1, -1}, 32, 64};
+  EXPECT_NO_THROW((void)d::encode_tensor_map(
+      d::make_tensor_map_args(im2col, res.address(), res.size, arch)));
+  // Rank-4 corner offsets are 8-bit: the driver refuses, cubert names the call.
+  im2col.format = cubert::tensor_map_im2col{{-300, 0}, {0, 0}, 32, 64};
+  try {
+    (void)d::encode_tensor_map(d::make_tensor_map_args(im2col, res.address(), res.size, arch));
+    ADD_FAILURE() << "expected invalid_argument";
+  } catch (cubert::invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find("cuTensorMapEncodeIm2col"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

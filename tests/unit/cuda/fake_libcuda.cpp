@@ -388,6 +388,21 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction, unsigned int, unsigned int, unsigned
                                 void**) {
   return CUDA_ERROR_NOT_SUPPORTED;
 }
+// Tensor maps are only ever passed to kernels, which this driver does not run.
+CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                        cuuint64_t const*, cuuint64_t const*, cuuint32_t const*,
+                                        cuuint32_t const*, CUtensorMapInterleave,
+                                        CUtensorMapSwizzle, CUtensorMapL2promotion,
+                                        CUtensorMapFloatOOBfill) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
+CUresult CUDAAPI cuTensorMapEncodeIm2col(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
+                                         cuuint64_t const*, cuuint64_t const*, int const*,
+                                         int const*, cuuint32_t, cuuint32_t, cuuint32_t const*,
+                                         CUtensorMapInterleave, CUtensorMapSwizzle,
+                                         CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
+  return CUDA_ERROR_NOT_SUPPORTED;
+}
 
 CUresult CUDAAPI cuEventCreate(CUevent* e, unsigned int) {
   FAKE_NEED_CONTEXT();
