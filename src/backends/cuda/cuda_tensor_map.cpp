@@ -74,8 +74,7 @@ std::uint32_t swizzle_span(tensor_map_swizzle s) {
 }
 
 // The global layout: dimensions, strides, alignment and the extent inside the binding.
-void layout(tensor_map_meta const& m, CUdeviceptr address, std::uint64_t size,
-            tensor_map_args& a) {
+void layout(tensor_map_meta const& m, CUdeviceptr address, std::uint64_t size, tensor_map_args& a) {
   auto const rank = m.rank;
   if (rank < 1 || rank > 5) bad(fmt::format("rank {} is outside 1..5", rank));
   if (m.shape.size() != rank || m.strides.size() != rank) {
@@ -103,21 +102,23 @@ void layout(tensor_map_meta const& m, CUdeviceptr address, std::uint64_t size,
     }
     a.dims[d] = m.shape[i];
     auto const es = m.elem_stride.empty() ? 1U : m.elem_stride[i];
-    if (es < 1 || es > 8) bad(fmt::format("element stride {} of dimension {} is outside 1..8", es, i));
+    if (es < 1 || es > 8)
+      bad(fmt::format("element stride {} of dimension {} is outside 1..8", es, i));
     a.elem_strides[d] = es;
     last_elem += (m.shape[i] - 1) * m.strides[i];
     if (d == 0) continue;
     auto const bytes = m.strides[i] * elem_bytes;
     if (bytes % align != 0 || bytes >= max_byte_stride) {
-      bad(fmt::format("stride of dimension {} is {} bytes; it must be a multiple of {} below 2^40 "
+      bad(
+          fmt::format("stride of dimension {} is {} bytes; it must be a multiple of {} below 2^40 "
                       "(pad the rows)",
                       i, bytes, align));
     }
     a.byte_strides[d - 1] = bytes;
   }
   if ((last_elem + 1) * elem_bytes > size) {
-    bad(fmt::format("shape {} with strides {} reaches {} bytes, past the {} bytes bound",
-                    m.shape, m.strides, (last_elem + 1) * elem_bytes, size));
+    bad(fmt::format("shape {} with strides {} reaches {} bytes, past the {} bytes bound", m.shape,
+                    m.strides, (last_elem + 1) * elem_bytes, size));
   }
   a.rank = rank;
   a.address = address;
@@ -251,11 +252,10 @@ CUtensorMap encode_tensor_map(tensor_map_args const& a) {
       break;
     case tensor_map_args::kind::im2col:
       call = "cuTensorMapEncodeIm2col";
-      r = api.cuTensorMapEncodeIm2col(&map, a.type, a.rank, address, a.dims.data(),
-                                      a.byte_strides.data(), a.lower_corner.data(),
-                                      a.upper_corner.data(), a.channels_per_pixel,
-                                      a.pixels_per_column, a.elem_strides.data(), a.interleave,
-                                      a.swizzle, a.l2_promotion, a.oob_fill);
+      r = api.cuTensorMapEncodeIm2col(
+          &map, a.type, a.rank, address, a.dims.data(), a.byte_strides.data(),
+          a.lower_corner.data(), a.upper_corner.data(), a.channels_per_pixel, a.pixels_per_column,
+          a.elem_strides.data(), a.interleave, a.swizzle, a.l2_promotion, a.oob_fill);
       break;
     case tensor_map_args::kind::im2col_wide:
       call = "cuTensorMapEncodeIm2colWide";

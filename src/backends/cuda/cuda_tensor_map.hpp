@@ -38,9 +38,8 @@ struct tensor_map_args {
 /// reorders it for the driver. `arch` is major * 10 + minor.
 /// @throws unsupported below sm_90 (im2col_wide: below sm_100); invalid_argument naming the
 ///         first rule `meta` breaks.
-[[nodiscard]] tensor_map_args make_tensor_map_args(tensor_map_meta const& meta,
-                                                   CUdeviceptr address, std::uint64_t size,
-                                                   int arch);
+[[nodiscard]] tensor_map_args make_tensor_map_args(tensor_map_meta const& meta, CUdeviceptr address,
+                                                   std::uint64_t size, int arch);
 
 /// The descriptor from the driver. @throws invalid_argument with the driver's error when it
 /// refuses the arguments; unsupported when the driver lacks the entry point.

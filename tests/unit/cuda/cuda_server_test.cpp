@@ -314,24 +314,23 @@ TEST_F(CudaServerTest, TensorMapDescriptorsAreEncodedOrRefusedByTheDriver) {
   tiled.type = cubert::elem::bf16;
   tiled.swizzle = cubert::tensor_map_swizzle::b128;
   tiled.prefetch = cubert::tensor_map_prefetch::b256;
-  EXPECT_NO_THROW((void)d::encode_tensor_map(
-      d::make_tensor_map_args(tiled, res.address(), res.size, arch)));
+  EXPECT_NO_THROW(
+      (void)d::encode_tensor_map(d::make_tensor_map_args(tiled, res.address(), res.size, arch)));
   cubert::tensor_map_meta im2col;
   im2col.rank = 4;  // N, H, W, C
   im2col.shape = {2, 9, 9, 32};
   im2col.strides = {9 * 9 * 32, 9 * 32, 32, 1};
   im2col.type = cubert::elem::f16;
   im2col.format = cubert::tensor_map_im2col{{-1, -1}, {-1, -1}, 32, 64};
-  EXPECT_NO_THROW((void)d::encode_tensor_map(
-      d::make_tensor_map_args(im2col, res.address(), res.size, arch)));
+  EXPECT_NO_THROW(
+      (void)d::encode_tensor_map(d::make_tensor_map_args(im2col, res.address(), res.size, arch)));
   // Rank-4 corner offsets are 8-bit: the driver refuses, cubert names the call.
   im2col.format = cubert::tensor_map_im2col{{-300, 0}, {0, 0}, 32, 64};
   try {
     (void)d::encode_tensor_map(d::make_tensor_map_args(im2col, res.address(), res.size, arch));
     ADD_FAILURE() << "expected invalid_argument";
   } catch (cubert::invalid_argument const& e) {
-    EXPECT_NE(std::string(e.what()).find("cuTensorMapEncodeIm2col"), std::string::npos)
-        << e.what();
+    EXPECT_NE(std::string(e.what()).find("cuTensorMapEncodeIm2col"), std::string::npos) << e.what();
   }
 }
 

@@ -163,8 +163,7 @@ TEST(CudaTensorMap, EachBrokenRuleIsNamed) {
 }
 
 TEST(CudaTensorMap, OlderDevicesAreUnsupported) {
-  EXPECT_THROW((void)make_tensor_map_args(padded_matrix(), base, 1 << 20, 89),
-               cubert::unsupported);
+  EXPECT_THROW((void)make_tensor_map_args(padded_matrix(), base, 1 << 20, 89), cubert::unsupported);
   auto m = padded_matrix();
   m.rank = 3;
   m.shape = {2, 5, 4};
