@@ -12,6 +12,10 @@
 // launch has metadata, one by-value parameter holding all its u32 words (declare it as a struct
 // `{ unsigned int words[N]; }`). Sources are compiled with -DCUBERT_CHECKED=1 in checked mode and
 // -DCUBERT_CHECKED=0 in unchecked mode.
+//
+// Tensors from `create_tensor(s)` / `empty_tensor(s)` have their rows (the innermost dimension)
+// padded to a multiple of 16 bytes when that costs at most an eighth of a row, so they can be
+// bound as tensor maps and read with 16-byte loads; use the strides they come back with.
 #pragma once
 
 #include <cubert/backend/channel.hpp>

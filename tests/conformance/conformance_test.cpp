@@ -84,6 +84,43 @@ TEST_P(Conformance, TensorsAndStridedReads) {
                invalid_argument);
 }
 
+// Backends choose tensor strides (CUDA pads rows to 16 bytes where that is cheap): whatever
+// they choose, rows are contiguous, in order, and the data is where the strides say.
+TEST_P(Conformance, CreatedTensorsLieWhereTheirStridesSay) {
+  std::vector<float> m(20 * 37);
+  for (std::size_t i = 0; i < m.size(); ++i) m[i] = static_cast<float>(i) * 0.5f;
+  std::vector<std::uint16_t> small(3 * 5 * 2);
+  for (std::size_t i = 0; i < small.size(); ++i) small[i] = static_cast<std::uint16_t>(i * 7);
+  auto pinned = c().alloc_host(m.size() * sizeof(float));
+  std::memcpy(pinned.data(), m.data(), pinned.size());
+  auto ts = c().create_tensors({bytes_of(m), bytes_of(small), pinned.span()},
+                               {{{20, 37}, 4}, {{3, 5, 2}, 2}, {{20, 37}, 4}});
+  std::memset(pinned.data(), 0, pinned.size());  // Reusable as soon as create returns.
+  ASSERT_EQ(ts.size(), 3u);
+  for (std::size_t k : {std::size_t{0}, std::size_t{2}}) {
+    auto const& st = ts[k].strides;
+    ASSERT_EQ(st.size(), 2u);
+    EXPECT_EQ(st[1], 1u);
+    EXPECT_GE(st[0], 37u);
+    auto raw = values_of<float>(c().read_one(ts[k].handle.binding()));
+    ASSERT_GE(raw.size(), 19 * st[0] + 37);
+    for (std::size_t r = 0; r < 20; ++r)
+      for (std::size_t col = 0; col < 37; ++col)
+        ASSERT_EQ(raw[r * st[0] + col], m[r * 37 + col]) << k << ": " << r << ", " << col;
+    EXPECT_EQ(values_of<float>(
+                  c().read_one_tensor({ts[k].handle.binding(), {20, 37}, st, sizeof(float)})),
+              m);
+  }
+  EXPECT_EQ(values_of<std::uint16_t>(
+                c().read_one_tensor({ts[1].handle.binding(), {3, 5, 2}, ts[1].strides, 2})),
+            small);
+  auto e = c().empty_tensor({20, 37}, 4);
+  EXPECT_EQ(e.strides, ts[0].strides);
+  EXPECT_GE(e.handle.size(), 19 * e.strides[0] * 4 + 37 * 4);
+  EXPECT_THROW((void)c().create_tensor(bytes_of(m), {20, 36}, 4), invalid_argument);
+  EXPECT_THROW((void)c().create_tensors({bytes_of(m)}, {{{20, 37}, 4}, {{1}, 4}}), error);
+}
+
 TEST_P(Conformance, ElementwiseMatchesReference) {
   std::uint32_t const n = 100003;
   auto a = random_floats(n, 1);

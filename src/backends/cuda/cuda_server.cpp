@@ -4,6 +4,7 @@
 #include "cuda_driver.hpp"
 #include "cuda_host_buffer.hpp"
 #include "cuda_storage.hpp"
+#include "cuda_tensor_layout.hpp"
 #include "cuda_tensor_map.hpp"
 
 #include <cubert/config.hpp>
@@ -104,6 +105,64 @@ cubert::handle cuda_server::create(std::span<std::byte const> data) {
     staging_->upload(res.address(), data);
   }
   return h;
+}
+
+std::vector<backend::tensor_allocation> cuda_server::create_tensors(
+    std::vector<std::span<std::byte const>> const& data,
+    std::vector<backend::tensor_descriptor> const& descriptors) {
+  if (data.size() != descriptors.size()) {
+    throw invalid_argument(fmt::format("create_tensors: {} buffers for {} descriptors", data.size(),
+                                       descriptors.size()));
+  }
+  std::vector<tensor_layout> layouts;
+  layouts.reserve(data.size());
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    layouts.push_back(pitched_layout(descriptors[i].shape, descriptors[i].elem_size));
+    auto const want = layouts.back().rows * layouts.back().row_bytes;
+    if (data[i].size() != want) {
+      throw invalid_argument(
+          fmt::format("create_tensors: tensor {} has {} bytes but its shape needs {}", i,
+                      data[i].size(), want));
+    }
+  }
+  make_current();
+  std::vector<backend::tensor_allocation> out;
+  out.reserve(data.size());
+  for (std::size_t i = 0; i < data.size(); ++i) {
+    auto const& l = layouts[i];
+    if (!l.padded()) {
+      out.push_back({create(data[i]), l.strides});
+      continue;
+    }
+    cubert::handle h(memory_->reserve(l.bytes), l.bytes);
+    CUDA_MEMCPY2D copy{};
+    copy.srcMemoryType = CU_MEMORYTYPE_HOST;
+    copy.srcHost = data[i].data();
+    copy.srcPitch = l.row_bytes;
+    copy.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    copy.dstDevice = memory_->get_resource(h.binding()).address();
+    copy.dstPitch = l.pitch;
+    copy.WidthInBytes = l.row_bytes;
+    copy.Height = l.rows;
+    // The driver stages a pageable source before returning; a pinned one is read by DMA later,
+    // so wait for it: the caller may reuse `data` as soon as this returns.
+    CUBERT_CU_CALL(cuMemcpy2DAsync, &copy, stream_);
+    if (is_pinned(data[i].data(), data[i].size())) CUBERT_CU_CALL(cuStreamSynchronize, stream_);
+    out.push_back({std::move(h), l.strides});
+  }
+  return out;
+}
+
+std::vector<backend::tensor_allocation> cuda_server::empty_tensors(
+    std::vector<backend::tensor_descriptor> const& descriptors) {
+  make_current();
+  std::vector<backend::tensor_allocation> out;
+  out.reserve(descriptors.size());
+  for (auto const& d : descriptors) {
+    auto l = pitched_layout(d.shape, d.elem_size);
+    out.push_back({cubert::handle(memory_->reserve(l.bytes), l.bytes), std::move(l.strides)});
+  }
+  return out;
 }
 
 bytes cuda_server::read_destination(std::size_t size) {

@@ -34,6 +34,12 @@ class cuda_server final : public backend::server {
 
   [[nodiscard]] cubert::handle create(std::span<std::byte const> data) override;
   [[nodiscard]] cubert::handle empty(std::uint64_t size) override;
+  /// Rows padded as `pitched_layout` says; padded ones are uploaded by one 2D copy.
+  [[nodiscard]] std::vector<backend::tensor_allocation> create_tensors(
+      std::vector<std::span<std::byte const>> const& data,
+      std::vector<backend::tensor_descriptor> const& descriptors) override;
+  [[nodiscard]] std::vector<backend::tensor_allocation> empty_tensors(
+      std::vector<backend::tensor_descriptor> const& descriptors) override;
   /// Each result is a block of the pinned read pool, written by one DMA (heap memory, through
   /// the staging ring, when the pool is off or the size is beyond its cap).
   [[nodiscard]] std::future<std::vector<bytes>> read(

@@ -361,8 +361,39 @@ CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, C
   stream_of(s).push([=] { std::memmove(as_host(dst), as_host(src), n); });
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuMemcpy2DAsync(CUDA_MEMCPY2D const*, CUstream) {
-  return CUDA_ERROR_NOT_SUPPORTED;
+// Host to device only (what cubert uses), rows gathered as cuMemcpyHtoDAsync would copy them.
+CUresult CUDAAPI cuMemcpy2DAsync(CUDA_MEMCPY2D const* c, CUstream s) {
+  FAKE_NEED_CONTEXT();
+  if (c->srcMemoryType != CU_MEMORYTYPE_HOST || c->dstMemoryType != CU_MEMORYTYPE_DEVICE ||
+      c->srcXInBytes != 0 || c->srcY != 0 || c->dstXInBytes != 0 || c->dstY != 0) {
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  if (c->WidthInBytes > c->srcPitch || c->WidthInBytes > c->dstPitch) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (c->Height == 0 || c->WidthInBytes == 0) return CUDA_SUCCESS;
+  auto const span = (c->Height - 1) * c->dstPitch + c->WidthInBytes;
+  if (!device_range(c->dstDevice, span)) return CUDA_ERROR_INVALID_VALUE;
+  size_t const width = c->WidthInBytes, height = c->Height;
+  size_t const src_pitch = c->srcPitch, dst_pitch = c->dstPitch;
+  CUdeviceptr const dst = c->dstDevice;
+  auto const* src = static_cast<unsigned char const*>(c->srcHost);
+  auto rows = std::make_shared<std::vector<unsigned char>>(height * width);
+  auto gather = [=] {
+    for (size_t r = 0; r < height; ++r) {
+      std::memcpy(rows->data() + r * width, src + r * src_pitch, width);
+    }
+  };
+  bool const pinned = pinned_range(src, (height - 1) * src_pitch + width);
+  if (!pinned) gather();  // Pageable: staged before returning.
+  stream_of(s).push([=] {
+    if (pinned) gather();  // DMA reads pinned memory when the stream gets there.
+    for (size_t r = 0; r < height; ++r) {
+      std::memcpy(static_cast<unsigned char*>(as_host(dst + r * dst_pitch)),
+                  rows->data() + r * width, width);
+    }
+  });
+  return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s) {
   FAKE_NEED_CONTEXT();
