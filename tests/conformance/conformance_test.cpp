@@ -114,6 +114,13 @@ TEST_P(Conformance, CreatedTensorsLieWhereTheirStridesSay) {
   EXPECT_EQ(values_of<std::uint16_t>(
                 c().read_one_tensor({ts[1].handle.binding(), {3, 5, 2}, ts[1].strides, 2})),
             small);
+  // Large enough to be cut between copy threads on the way up.
+  std::vector<std::uint32_t> big(1000 * 1037);
+  for (std::size_t i = 0; i < big.size(); ++i) big[i] = static_cast<std::uint32_t>(i * 2654435761u);
+  auto tb = c().create_tensor(bytes_of(big), {1000, 1037}, 4);
+  EXPECT_EQ(values_of<std::uint32_t>(
+                c().read_one_tensor({tb.handle.binding(), {1000, 1037}, tb.strides, 4})),
+            big);
   auto e = c().empty_tensor({20, 37}, 4);
   EXPECT_EQ(e.strides, ts[0].strides);
   EXPECT_GE(e.handle.size(), 19 * e.strides[0] * 4 + 37 * 4);

@@ -7,6 +7,7 @@
 #include "cuda_module_cache.hpp"
 #include "cuda_pinned_pool.hpp"
 #include "cuda_staging.hpp"
+#include "cuda_tensor_layout.hpp"
 
 #include <cubert/backend/server.hpp>
 #include <cubert/cuda.hpp>
@@ -77,6 +78,7 @@ class cuda_server final : public backend::server {
   [[nodiscard]] std::array<std::uint32_t, 3> resolve_count(cube_count const& count);
   void marshal(kernel const& k, bindings const& args);
   [[nodiscard]] bytes read_one(cubert::binding const& b);
+  void upload_padded(CUdeviceptr dst, std::span<std::byte const> src, tensor_layout const& l);
   [[nodiscard]] bytes read_destination(std::size_t size);
 
   device_info info_;

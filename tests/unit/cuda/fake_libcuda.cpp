@@ -361,33 +361,39 @@ CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, C
   stream_of(s).push([=] { std::memmove(as_host(dst), as_host(src), n); });
   return CUDA_SUCCESS;
 }
-// Host to device only (what cubert uses), rows gathered as cuMemcpyHtoDAsync would copy them.
+// Host or device to device (what cubert uses), rows gathered as the 1D copies would.
 CUresult CUDAAPI cuMemcpy2DAsync(CUDA_MEMCPY2D const* c, CUstream s) {
   FAKE_NEED_CONTEXT();
-  if (c->srcMemoryType != CU_MEMORYTYPE_HOST || c->dstMemoryType != CU_MEMORYTYPE_DEVICE ||
-      c->srcXInBytes != 0 || c->srcY != 0 || c->dstXInBytes != 0 || c->dstY != 0) {
+  bool const from_device = c->srcMemoryType == CU_MEMORYTYPE_DEVICE;
+  if ((c->srcMemoryType != CU_MEMORYTYPE_HOST && !from_device) ||
+      c->dstMemoryType != CU_MEMORYTYPE_DEVICE || c->srcXInBytes != 0 || c->srcY != 0 ||
+      c->dstXInBytes != 0 || c->dstY != 0) {
     return CUDA_ERROR_NOT_SUPPORTED;
   }
   if (c->WidthInBytes > c->srcPitch || c->WidthInBytes > c->dstPitch) {
     return CUDA_ERROR_INVALID_VALUE;
   }
   if (c->Height == 0 || c->WidthInBytes == 0) return CUDA_SUCCESS;
-  auto const span = (c->Height - 1) * c->dstPitch + c->WidthInBytes;
-  if (!device_range(c->dstDevice, span)) return CUDA_ERROR_INVALID_VALUE;
   size_t const width = c->WidthInBytes, height = c->Height;
   size_t const src_pitch = c->srcPitch, dst_pitch = c->dstPitch;
   CUdeviceptr const dst = c->dstDevice;
-  auto const* src = static_cast<unsigned char const*>(c->srcHost);
+  if (!device_range(dst, (height - 1) * dst_pitch + width)) return CUDA_ERROR_INVALID_VALUE;
+  size_t const src_span = (height - 1) * src_pitch + width;
+  if (from_device && !device_range(c->srcDevice, src_span)) return CUDA_ERROR_INVALID_VALUE;
+  auto const* src = from_device ? static_cast<unsigned char const*>(as_host(c->srcDevice))
+                                : static_cast<unsigned char const*>(c->srcHost);
   auto rows = std::make_shared<std::vector<unsigned char>>(height * width);
   auto gather = [=] {
     for (size_t r = 0; r < height; ++r) {
       std::memcpy(rows->data() + r * width, src + r * src_pitch, width);
     }
   };
-  bool const pinned = pinned_range(src, (height - 1) * src_pitch + width);
-  if (!pinned) gather();  // Pageable: staged before returning.
+  // Device memory and pinned memory are read when the stream gets there; pageable memory is
+  // staged before returning.
+  bool const deferred = from_device || pinned_range(src, src_span);
+  if (!deferred) gather();
   stream_of(s).push([=] {
-    if (pinned) gather();  // DMA reads pinned memory when the stream gets there.
+    if (deferred) gather();
     for (size_t r = 0; r < height; ++r) {
       std::memcpy(static_cast<unsigned char*>(as_host(dst + r * dst_pitch)),
                   rows->data() + r * width, width);
