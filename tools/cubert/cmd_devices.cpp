@@ -29,18 +29,23 @@ void run_devices(devices_options const& opts) {
                      {"architecture", p.architecture},
                      {"compute_units", p.hardware.num_compute_units},
                      {"total_memory", p.total_memory},
+                     {"max_shared_memory", p.hardware.max_shared_memory_size},
+                     {"plane_size", p.hardware.plane_size_max},
+                     {"tensor_maps", p.hardware.tensor_maps},
+                     {"driver", p.driver_version},
                      {"timing", std::string(cubert::to_string(p.timing))},
                      {"fingerprint", p.fingerprint()}});
     }
     std::cout << out.dump(2) << "\n";
     return;
   }
-  fmt::print("{:<8} {:<8} {:<6} {:<12} {:<8} {}\n", "ID", "BACKEND", "UNITS", "MEMORY", "TIMING",
-             "NAME");
+  fmt::print("{:<8} {:<8} {:<6} {:<12} {:<8} {:<4} {}\n", "ID", "BACKEND", "UNITS", "MEMORY",
+             "TIMING", "TMA", "NAME");
   for (auto const& d : list) {
     auto const& p = cubert::make_client(d.id).properties();
-    fmt::print("{:<8} {:<8} {:<6} {:<12} {:<8} {}\n", d.id, d.backend, p.hardware.num_compute_units,
-               cubert::memory::format_bytes(p.total_memory), cubert::to_string(p.timing), d.name);
+    fmt::print("{:<8} {:<8} {:<6} {:<12} {:<8} {:<4} {}\n", d.id, d.backend,
+               p.hardware.num_compute_units, cubert::memory::format_bytes(p.total_memory),
+               cubert::to_string(p.timing), p.hardware.tensor_maps ? "yes" : "no", d.name);
   }
 }
 
