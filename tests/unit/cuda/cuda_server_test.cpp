@@ -335,3 +335,84 @@ TEST_F(CudaServerTest, TensorMapDescriptorsAreEncodedOrRefusedByTheDriver) {
 }
 
 }  // namespace
+
+namespace {
+
+// One im2col load per cube of 16 pixels x 8 f32 channels; cube 0 at kernel offset (0, 0),
+// cube 1 at (h 1, w 2). Coordinates and offsets go to the hardware innermost first.
+constexpr char const* im2col_source = R"(
+struct __align__(64) tensor_map { unsigned long long opaque[16]; };
+extern "C" __global__ void im2col_load(const __grid_constant__ tensor_map map, float* out) {
+  __shared__ __align__(128) float tile[16 * 8];
+  __shared__ __align__(8) unsigned long long bar;
+  unsigned const bar_at = static_cast<unsigned>(__cvta_generic_to_shared(&bar));
+  unsigned const tile_at = static_cast<unsigned>(__cvta_generic_to_shared(tile));
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar_at));
+    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
+  }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned long long state;
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 %0, [%1], %2;"
+                 : "=l"(state) : "r"(bar_at), "r"(16 * 8 * 4) : "memory");
+    unsigned short const off_w = blockIdx.x ? 2 : 0, off_h = blockIdx.x ? 1 : 0;
+    asm volatile(
+        "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
+        " [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};"
+        :: "r"(tile_at), "l"(reinterpret_cast<unsigned long long>(&map)), "r"(0), "r"(0), "r"(0),
+           "r"(0), "r"(bar_at), "h"(off_w), "h"(off_h) : "memory");
+  }
+  unsigned done = 0;
+  while (!done) {
+    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;"
+                 " selp.u32 %0, 1, 0, p; }" : "=r"(done) : "r"(bar_at) : "memory");
+  }
+  out[blockIdx.x * 128 + threadIdx.x] = tile[threadIdx.x];
+})";
+
+// An N=2, H=4, W=8, C=8 image; the pixel box keeps rows 0..2 and columns 0..4 (upper corners
+// -1 and -3, outer first), so the 16 pixels are rows 0-2 x columns 0-4 of image 0, then the
+// first pixel of image 1. Asymmetric corners and offsets catch any order mix-up.
+TEST_F(CudaServerTest, Im2colTensorMapLoadsPixelColumnsAtKernelOffsets) {
+  if (!server_->properties().hardware.tensor_maps) GTEST_SKIP() << "needs sm_90 or newer";
+  auto value = [](std::uint64_t n, std::uint64_t h, std::uint64_t w, std::uint64_t c) {
+    return static_cast<float>(n * 1000 + h * 100 + w * 10 + c);
+  };
+  std::vector<float> image(2 * 4 * 8 * 8);
+  for (std::uint64_t n = 0; n < 2; ++n)
+    for (std::uint64_t h = 0; h < 4; ++h)
+      for (std::uint64_t w = 0; w < 8; ++w)
+        for (std::uint64_t c = 0; c < 8; ++c)
+          image[((n * 4 + h) * 8 + w) * 8 + c] = value(n, h, w, c);
+  auto in = server_->create(bytes_of(image));
+  auto out = server_->empty(2 * 16 * 8 * sizeof(float));
+  cubert::tensor_map_meta meta;
+  meta.rank = 4;
+  meta.shape = {2, 4, 8, 8};
+  meta.strides = {4 * 8 * 8, 8 * 8, 8, 1};
+  meta.format = cubert::tensor_map_im2col{{0, 0}, {-1, -3}, 8, 16};
+  auto const k = kernel::builder("im2col_load")
+                     .cube_dim(128)
+                     .cuda_source(im2col_source, "im2col_load")
+                     .build();
+  server_->execute(k, cube_count{2},
+                   bindings{}
+                       .with_tensor_maps({cubert::tensor_map_binding{in.binding(), meta}})
+                       .with_buffer(out.binding()),
+                   execution_mode::checked);
+  auto const got = as<float>(read(out.binding()));
+  ASSERT_EQ(got.size(), 256u);
+  for (std::uint64_t cube = 0; cube < 2; ++cube) {
+    std::uint64_t const off_h = cube, off_w = 2 * cube;
+    for (std::uint64_t p = 0; p < 16; ++p) {
+      std::uint64_t const n = p / 15, h = p % 15 / 5, w = p % 5;
+      for (std::uint64_t c = 0; c < 8; ++c) {
+        ASSERT_EQ(got[cube * 128 + p * 8 + c], value(n, h + off_h, w + off_w, c))
+            << "cube " << cube << ", pixel " << p << ", channel " << c;
+      }
+    }
+  }
+}
+
+}  // namespace
