@@ -77,6 +77,13 @@ struct cache_policy {
   /// Give back pages idle for at least this many reservations (checked every fifth of it), so
   /// that memory a workload stopped using returns to other users of the device; none = never.
   std::optional<std::uint64_t> idle_release_after = 20'000;
+  /// An idle page larger than its pool's page size (made for one large tensor) is taken by a
+  /// smaller request only when the request is more than this fraction of it. Lower values
+  /// reuse such pages more and call the storage less in a training loop's steady state, at
+  /// some reserved memory: on the gpt_train trace 1/3 instead of 1/2 cut the storage calls of
+  /// each later pass from 31 to 0–2 but raised peak reserved ÷ live from 1.028 to 1.069
+  /// (docs/performance-cuda.md, *Warm replay*). In (0, 1].
+  double large_split_fraction = 0.5;
 };
 
 /// A named pool layout, resolved against the device's properties when a manager is built.

@@ -26,6 +26,7 @@ sliced_pool::sliced_pool(backend::storage& storage, reservation_stats& stats,
     // A granule above the page size would turn every page into an oversize one.
     granule_ = ceil_to(std::min(policy->granule, page_size_), alignment);
     idle_release_after_ = policy->idle_release_after;
+    large_split_fraction_ = policy->large_split_fraction;
   }
 }
 
@@ -46,7 +47,10 @@ std::optional<slice_handle> sliced_pool::try_reserve(std::uint64_t size) {
     b = bins_[1].find(extent);
     // A cached idle page made for a much larger tensor waits for one: splitting it would leave
     // its rest to small slices that pin it, and the next large request would grow the pool.
-    if (b && cached_ && b->size / 2 >= extent) b = nullptr;
+    if (b && cached_ &&
+        static_cast<double>(extent) <= large_split_fraction_ * static_cast<double>(b->size)) {
+      b = nullptr;
+    }
   }
   if (!b) return std::nullopt;
   return take(b, size, extent);

@@ -105,6 +105,7 @@ class sliced_pool final : public memory_pool {
   bool cached_;                // cache_pages under a policy
   std::uint64_t granule_ = 0;  // page sizes are multiples of this when cached_
   std::optional<std::uint64_t> idle_release_after_;
+  double large_split_fraction_ = 0.5;  // see cache_policy::large_split_fraction
   release_queue released_;
   // bins_[1] holds the single free block of each idle oversize page: only requests larger than
   // a page may take it, so small slices never pin a page made for one huge tensor (and an

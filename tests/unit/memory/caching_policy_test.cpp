@@ -141,6 +141,22 @@ TEST(CachingPolicy, IdleLargePageWaitsForALargeRequest) {
   EXPECT_EQ(c.calls().frees, 0u);
 }
 
+TEST(CachingPolicy, LargeSplitFractionLetsSmallerRequestsReuseLargeIdlePages) {
+  auto policy = fixed_growth(16 * mib, 10.0);
+  policy.large_split_fraction = 0.3;
+  counted c(arena(policy, 16 * mib));
+  { auto h = c.manager->reserve(64 * mib); }  // an idle oversize page of 64 MiB
+  auto small = c.manager->reserve(17 * mib);  // 27 % of it: a page of its own
+  EXPECT_EQ(c.calls().allocs, 2u);
+  auto mid = c.manager->reserve(20 * mib);  // 31 %: takes the idle page (the default, 1/2, not)
+  EXPECT_EQ(c.calls().allocs, 2u);
+  EXPECT_EQ(c.reserved(), 64 * mib + 17 * mib);
+  policy.large_split_fraction = 0.0;
+  EXPECT_THROW((void)arena(policy), cubert::invalid_argument);
+  policy.large_split_fraction = 1.5;
+  EXPECT_THROW((void)arena(policy), cubert::invalid_argument);
+}
+
 TEST(CachingPolicy, ExplicitCleanupGivesEveryIdlePageBack) {
   counted c(memory_configuration::caching());
   auto keep = c.manager->reserve(1000);
