@@ -14,7 +14,9 @@
 #include <cctype>
 #include <cmath>
 #include <iostream>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cubert::cli {
@@ -65,7 +67,20 @@ struct replay_args {
   bool host_memory = false;
   bool pools = true;
   bool sweep = false;
+  std::optional<double> large_split_fraction;  // for `caching`
 };
+
+// A preset by name; `caching` with its cache policy's large_split_fraction changed if asked.
+std::pair<std::string, memory::memory_configuration> configuration(
+    replay_args const& args, std::string const& name,
+    memory::device_memory_properties const& props) {
+  auto config = memory::memory_configuration::from_name(name);
+  if (name != "caching" || !args.large_split_fraction) return {name, config};
+  auto policy = *config.policy();
+  policy.large_split_fraction = *args.large_split_fraction;
+  return {fmt::format("caching/{:.3g}", policy.large_split_fraction),
+          memory::memory_configuration::custom(config.pools_for(props), policy)};
+}
 
 std::vector<memory::allocation_trace> load_all(replay_args const& args) {
   std::vector<memory::allocation_trace> out;
@@ -117,16 +132,18 @@ void print_table(replay_args const& args, memory::replay_options const& options,
                         m.alloc_ns / 1000, m.alloc_ns_per_mib / 1000, m.free_ns / 1000,
                         m.free_ns_per_mib / 1000)
           : "");
-  std::cout << fmt::format("{:<18} {:<16} {:>7} {:>10} {:>13} {:>6} {:>8} {:>7} {:>6} {:>9} {:>11}",
-                           "trace", "config", "events", "peak live", "peak reserved", "ratio",
-                           "ns/event", "allocs", "frees", "calls/1k", "2nd half/1k");
+  std::cout << fmt::format(
+      "{:<18} {:<16} {:>7} {:>10} {:>13} {:>6} {:>8} {:>7} {:>6} {:>9} {:>11} {:>10}", "trace",
+      "config", "events", "peak live", "peak reserved", "ratio", "ns/event", "allocs", "frees",
+      "calls/1k", "2nd half/1k", "warm calls");
   std::cout << (modelled ? fmt::format(" {:>13}\n", "modelled ns/ev") : std::string("\n"));
   for (auto const& [trace, r] : results) {
     std::cout << fmt::format(
-        "{:<18} {:<16} {:>7} {:>10} {:>13} {:>6.3f} {:>8.1f} {:>7} {:>6} {:>9.2f} {:>11.2f}", trace,
-        r.configuration, r.events, memory::format_bytes(r.peak_live_bytes),
+        "{:<18} {:<16} {:>7} {:>10} {:>13} {:>6.3f} {:>8.1f} {:>7} {:>6} {:>9.2f} {:>11.2f} {:>10}",
+        trace, r.configuration, r.events, memory::format_bytes(r.peak_live_bytes),
         memory::format_bytes(r.peak_reserved_bytes), r.ratio, r.ns_per_event, r.storage.allocs,
-        r.storage.frees, r.storage_calls_per_1000_events, r.late_calls_per_1000_events);
+        r.storage.frees, r.storage_calls_per_1000_events, r.late_calls_per_1000_events,
+        r.warm_storage_calls);
     std::cout << (modelled ? fmt::format(" {:>13.0f}\n", r.modelled_ns_per_event)
                            : std::string("\n"));
   }
@@ -158,7 +175,9 @@ void run(replay_args const& args) {
   std::vector<std::pair<std::string, memory::replay_result>> results;
   for (auto const& trace : load_all(args)) {
     for (auto const& name : configs) {
-      auto r = memory::replay_trace(trace, memory::memory_configuration::from_name(name), options);
+      auto [label, config] = configuration(args, name, options.properties);
+      auto r = memory::replay_trace(trace, config, options);
+      r.configuration = label;
       if (args.json) {
         out.push_back({{"trace", trace.name},
                        {"config", r.configuration},
@@ -174,6 +193,8 @@ void run(replay_args const& args) {
                        {"storage_calls_per_1000_events", r.storage_calls_per_1000_events},
                        {"late_storage_calls", r.late_storage_calls},
                        {"late_calls_per_1000_events", r.late_calls_per_1000_events},
+                       {"warm_storage_calls", r.warm_storage_calls},
+                       {"warm_ratio", r.warm_ratio},
                        {"storage_cost",
                         {{"alloc_ns", options.storage_cost.alloc_ns},
                          {"alloc_ns_per_mib", options.storage_cost.alloc_ns_per_mib},
@@ -249,6 +270,11 @@ void setup(CLI::App& app) {
                 "Search the caching layout's policy space (slack, growth, page size) over the "
                 "traces and print the Pareto front of worst ratio against modelled driver cost")
       ->excludes(json);
+  cmd->add_option("--large-split-fraction", args->large_split_fraction,
+                  "For caching: how much smaller a request may be and still take an idle page "
+                  "made for a large tensor (default 0.5; lower: fewer storage calls once warm, "
+                  "more reserved)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_flag("--host-memory", args->host_memory,
                 "Back pages with (untouched) host memory instead of counting them");
   cmd->add_flag("!--no-pools", args->pools, "Omit the per-pool report");

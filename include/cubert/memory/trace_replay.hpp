@@ -128,6 +128,11 @@ struct replay_result {
   /// repeated steps, what the policy costs once warm-up is over.
   std::uint64_t late_storage_calls = 0;
   double late_calls_per_1000_events = 0.0;
+  /// A second pass of the whole trace over the same manager, after the first pass's tensors
+  /// are dropped (a training loop's later steps): its storage calls, and peak reserved ÷ peak
+  /// live over both passes.
+  std::uint64_t warm_storage_calls = 0;
+  double warm_ratio = 0.0;
   /// `ns_per_event` plus the `storage_cost` of the first pass's storage calls ÷ events.
   double modelled_ns_per_event = 0.0;
   usage_report report;  ///< At the end of the first pass, before cleanup.

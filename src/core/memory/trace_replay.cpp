@@ -175,10 +175,14 @@ struct pass_result {
   storage_counts storage;
   storage_counts first_half;
   usage_report report;
+  std::uint64_t warm_calls = 0;          // of the second pass, when asked for
+  std::uint64_t warm_peak_reserved = 0;  // over both passes
 };
 
+// `warm`: after the timed pass, drop what it left live and play the trace again, untimed, over
+// the same manager (a training loop's later steps).
 pass_result run_pass(allocation_trace const& trace, memory_configuration const& config,
-                     replay_options const& options) {
+                     replay_options const& options, bool warm) {
   auto const& props = options.properties;
   std::unique_ptr<backend::storage> inner;
   if (options.host_memory) {
@@ -206,6 +210,13 @@ pass_result run_pass(allocation_trace const& trace, memory_configuration const& 
   auto const ns = std::chrono::duration<double, std::nano>(stop - start).count();
   pass_result r{trace.events.empty() ? 0.0 : ns / static_cast<double>(trace.events.size()),
                 manager.peak_bytes_reserved(), counter.counts(), first_half, manager.report()};
+  if (warm) {
+    for (auto& h : live) h = slice_handle{};
+    auto const before = counter.counts().calls();
+    play(trace.events.begin(), trace.events.end());
+    r.warm_calls = counter.counts().calls() - before;
+    r.warm_peak_reserved = manager.peak_bytes_reserved();
+  }
   live.clear();
   return r;
 }
@@ -232,14 +243,15 @@ replay_result replay_trace(allocation_trace const& trace, memory_configuration c
   out.configuration = std::string(config.name());
   out.events = trace.events.size();
   out.peak_live_bytes = trace.peak_live_bytes;
-  auto first = run_pass(trace, config, options);
+  auto first = run_pass(trace, config, options, true);
   out.peak_reserved_bytes = first.peak_reserved;
   out.storage = first.storage;
   out.late_storage_calls = first.storage.calls() - first.first_half.calls();
   out.report = std::move(first.report);
   out.ns_per_event = first.ns_per_event;
   for (int i = 1; i < options.repetitions; ++i) {
-    out.ns_per_event = std::min(out.ns_per_event, run_pass(trace, config, options).ns_per_event);
+    out.ns_per_event =
+        std::min(out.ns_per_event, run_pass(trace, config, options, false).ns_per_event);
   }
   out.ratio = trace.peak_live_bytes == 0 ? 1.0
                                          : static_cast<double>(out.peak_reserved_bytes) /
@@ -252,6 +264,10 @@ replay_result replay_trace(allocation_trace const& trace, memory_configuration c
   out.late_calls_per_1000_events =
       static_cast<double>(out.late_storage_calls) * 1000.0 / late_events;
   out.modelled_ns_per_event = out.ns_per_event + m.cost_ns(out.storage) / events;
+  out.warm_storage_calls = first.warm_calls;
+  out.warm_ratio = trace.peak_live_bytes == 0 ? 1.0
+                                              : static_cast<double>(first.warm_peak_reserved) /
+                                                    static_cast<double>(trace.peak_live_bytes);
   return out;
 }
 

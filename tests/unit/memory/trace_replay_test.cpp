@@ -151,6 +151,14 @@ TEST(TraceReplay, CountsStorageCallsAndModelsTheirCost) {
   EXPECT_DOUBLE_EQ(three.late_calls_per_1000_events, 0.0);
   EXPECT_GT(one.late_storage_calls + one.storage.calls(), 0u);
   EXPECT_EQ(three.peak_reserved_bytes, one.peak_reserved_bytes);
+  // The warm pass replays the trace over what the first left: no storage call, no growth.
+  EXPECT_EQ(three.warm_storage_calls, 0u);
+  EXPECT_DOUBLE_EQ(three.warm_ratio, three.ratio);
+  // Its peak covers both passes, so it is never below the first pass's.
+  for (auto const& c : {memory_configuration::sub_slices(), memory_configuration::compact()}) {
+    auto const r = replay_trace(stepped(3), c, o);
+    EXPECT_GE(r.warm_ratio, r.ratio) << c.name();
+  }
   o.storage_cost.free_ns_per_mib = -1;
   EXPECT_THROW((void)replay_trace(stepped(1), memory_configuration::caching(), o),
                cubert::invalid_argument);
