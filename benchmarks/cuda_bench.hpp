@@ -2,7 +2,9 @@
 // Shared pieces of the CUDA benchmark program: the result table and the timing helpers.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
+#include <cstddef>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,13 @@ row time_row(std::string what, double cubert, double baseline, std::string unit,
 /// A row for a rate (higher is better): ratio = cubert / baseline, met when ratio >= min_ratio.
 row rate_row(std::string what, double cubert, double baseline, std::string unit,
              std::string baseline_of, double min_ratio);
+
+/// The middle sample (the upper one of an even count); 1e300 when there is none.
+inline double median(std::vector<double> v) {
+  if (v.empty()) return 1e300;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
 
 /// Seconds since an arbitrary epoch.
 inline double now_s() {

@@ -22,11 +22,6 @@ using cuda::detail::driver;
 constexpr std::uint64_t mib = std::uint64_t{1} << 20;
 constexpr int samples = 5;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
-
 std::string size_label(std::uint64_t bytes) {
   return bytes >= 1024 * mib ? fmt::format("{} GiB", bytes / (1024 * mib))
                              : fmt::format("{} MiB", bytes / mib);

@@ -14,9 +14,9 @@
 
 #include <filesystem>
 #include <fstream>
-#include <utility>
 #include <map>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace cubert::bench {

@@ -39,10 +39,7 @@ struct figure {
     best = std::min(best, t);
     samples.push_back(t);
   }
-  [[nodiscard]] double median() {
-    std::sort(samples.begin(), samples.end());
-    return samples.empty() ? 1e300 : samples[samples.size() / 2];
-  }
+  [[nodiscard]] double median() const { return bench::median(samples); }
 };
 
 }  // namespace

@@ -4,6 +4,8 @@
 // metadata words by value).
 #pragma once
 
+#include "tma_kernel_source.hpp"
+
 #include <cubert/cpu.hpp>
 #include <cubert/kernel.hpp>
 
@@ -128,37 +130,26 @@ inline kernel tma_tile_f32() {
       .cpu([](cpu::kernel_context const&) {
         throw std::logic_error("tma_tile_f32 has no CPU body: the CPU device has no tensor maps");
       })
-      .cuda_source(R"(struct __align__(64) tensor_map { unsigned long long opaque[16]; };
+      .cuda_source(test::with_tma_helpers(R"(
 extern "C" __global__ void tma_tile_f32(const __grid_constant__ tensor_map map, float* out) {
   __shared__ __align__(128) float tile[8 * 16];
   __shared__ __align__(8) unsigned long long bar;
-  unsigned const bar_at = static_cast<unsigned>(__cvta_generic_to_shared(&bar));
-  unsigned const tile_at = static_cast<unsigned>(__cvta_generic_to_shared(tile));
+  unsigned const bar_at = shared_address(&bar);
+  tma_barrier_init(bar_at);
   if (threadIdx.x == 0) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar_at));
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned long long state;
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 %0, [%1], %2;"
-                 : "=l"(state) : "r"(bar_at), "r"(8 * 16 * 4) : "memory");
+    tma_expect_bytes(bar_at, 8 * 16 * 4);
     int const x = blockIdx.x * 16, y = blockIdx.y * 8;
     asm volatile(
         "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
         " [%0], [%1, {%2, %3}], [%4];"
-        :: "r"(tile_at), "l"(reinterpret_cast<unsigned long long>(&map)), "r"(x), "r"(y),
-           "r"(bar_at) : "memory");
+        :: "r"(shared_address(tile)), "l"(reinterpret_cast<unsigned long long>(&map)), "r"(x),
+           "r"(y), "r"(bar_at) : "memory");
   }
-  unsigned done = 0;
-  while (!done) {
-    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;"
-                 " selp.u32 %0, 1, 0, p; }" : "=r"(done) : "r"(bar_at) : "memory");
-  }
+  tma_wait(bar_at);
   unsigned const r = threadIdx.x / 16, c = threadIdx.x % 16;
   unsigned const width = gridDim.x * 16;
   out[(blockIdx.y * 8 + r) * width + blockIdx.x * 16 + c] = tile[r * 16 + c];
-})",
+})"),
                    "tma_tile_f32")
       .build();
 }

@@ -57,6 +57,11 @@ class async_error {
   std::exception_ptr error_;
 };
 
+/// Checks `create_tensors` arguments: one buffer per descriptor, each of its shape's bytes.
+/// @throws invalid_argument naming the first mismatch.
+void check_tensor_data(std::vector<std::span<std::byte const>> const& data,
+                       std::vector<tensor_descriptor> const& descriptors);
+
 /// Row-major contiguous strides (in elements) of `shape`.
 [[nodiscard]] std::vector<std::uint64_t> contiguous_strides(std::span<std::uint64_t const> shape);
 

@@ -111,26 +111,12 @@ cubert::handle cuda_server::create(std::span<std::byte const> data) {
 std::vector<backend::tensor_allocation> cuda_server::create_tensors(
     std::vector<std::span<std::byte const>> const& data,
     std::vector<backend::tensor_descriptor> const& descriptors) {
-  if (data.size() != descriptors.size()) {
-    throw invalid_argument(fmt::format("create_tensors: {} buffers for {} descriptors", data.size(),
-                                       descriptors.size()));
-  }
-  std::vector<tensor_layout> layouts;
-  layouts.reserve(data.size());
-  for (std::size_t i = 0; i < data.size(); ++i) {
-    layouts.push_back(pitched_layout(descriptors[i].shape, descriptors[i].elem_size));
-    auto const want = layouts.back().rows * layouts.back().row_bytes;
-    if (data[i].size() != want) {
-      throw invalid_argument(
-          fmt::format("create_tensors: tensor {} has {} bytes but its shape needs {}", i,
-                      data[i].size(), want));
-    }
-  }
+  backend::check_tensor_data(data, descriptors);
   make_current();
   std::vector<backend::tensor_allocation> out;
   out.reserve(data.size());
   for (std::size_t i = 0; i < data.size(); ++i) {
-    auto const& l = layouts[i];
+    auto const l = pitched_layout(descriptors[i].shape, descriptors[i].elem_size);
     if (!l.padded()) {
       out.push_back({create(data[i]), l.strides});
       continue;

@@ -80,9 +80,8 @@ bytes gather_dense(std::span<std::byte const> src, binding_with_meta const& meta
   return out;
 }
 
-std::vector<tensor_allocation> server::create_tensors(
-    std::vector<std::span<std::byte const>> const& data,
-    std::vector<tensor_descriptor> const& descriptors) {
+void check_tensor_data(std::vector<std::span<std::byte const>> const& data,
+                       std::vector<tensor_descriptor> const& descriptors) {
   CUBERT_EXPECTS(data.size() == descriptors.size(),
                  fmt::format("create_tensors: {} buffers for {} descriptors", data.size(),
                              descriptors.size()));
@@ -94,6 +93,12 @@ std::vector<tensor_allocation> server::create_tensors(
                       data[i].size(), want));
     }
   }
+}
+
+std::vector<tensor_allocation> server::create_tensors(
+    std::vector<std::span<std::byte const>> const& data,
+    std::vector<tensor_descriptor> const& descriptors) {
+  check_tensor_data(data, descriptors);
   std::vector<tensor_allocation> out;
   out.reserve(data.size());
   for (std::size_t i = 0; i < data.size(); ++i) {

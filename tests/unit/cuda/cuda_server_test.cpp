@@ -5,6 +5,7 @@
 #include "cuda_driver.hpp"
 #include "cuda_storage.hpp"
 #include "cuda_tensor_map.hpp"
+#include "tma_kernel_source.hpp"
 
 #include <cubert/cuda.hpp>
 #include <cubert/error.hpp>
@@ -340,36 +341,24 @@ namespace {
 
 // One im2col load per cube of 16 pixels x 8 f32 channels; cube 0 at kernel offset (0, 0),
 // cube 1 at (h 1, w 2). Coordinates and offsets go to the hardware innermost first.
-constexpr char const* im2col_source = R"(
-struct __align__(64) tensor_map { unsigned long long opaque[16]; };
+std::string const im2col_source = cubert::test::with_tma_helpers(R"(
 extern "C" __global__ void im2col_load(const __grid_constant__ tensor_map map, float* out) {
   __shared__ __align__(128) float tile[16 * 8];
   __shared__ __align__(8) unsigned long long bar;
-  unsigned const bar_at = static_cast<unsigned>(__cvta_generic_to_shared(&bar));
-  unsigned const tile_at = static_cast<unsigned>(__cvta_generic_to_shared(tile));
+  unsigned const bar_at = shared_address(&bar);
+  tma_barrier_init(bar_at);
   if (threadIdx.x == 0) {
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(bar_at));
-    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    unsigned long long state;
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 %0, [%1], %2;"
-                 : "=l"(state) : "r"(bar_at), "r"(16 * 8 * 4) : "memory");
+    tma_expect_bytes(bar_at, 16 * 8 * 4);
     unsigned short const off_w = blockIdx.x ? 2 : 0, off_h = blockIdx.x ? 1 : 0;
     asm volatile(
         "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes"
         " [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};"
-        :: "r"(tile_at), "l"(reinterpret_cast<unsigned long long>(&map)), "r"(0), "r"(0), "r"(0),
-           "r"(0), "r"(bar_at), "h"(off_w), "h"(off_h) : "memory");
+        :: "r"(shared_address(tile)), "l"(reinterpret_cast<unsigned long long>(&map)), "r"(0),
+           "r"(0), "r"(0), "r"(0), "r"(bar_at), "h"(off_w), "h"(off_h) : "memory");
   }
-  unsigned done = 0;
-  while (!done) {
-    asm volatile("{ .reg .pred p; mbarrier.try_wait.parity.shared::cta.b64 p, [%1], 0;"
-                 " selp.u32 %0, 1, 0, p; }" : "=r"(done) : "r"(bar_at) : "memory");
-  }
+  tma_wait(bar_at);
   out[blockIdx.x * 128 + threadIdx.x] = tile[threadIdx.x];
-})";
+})");
 
 // An N=2, H=4, W=8, C=8 image; the pixel box keeps rows 0..2 and columns 0..4 (upper corners
 // -1 and -3, outer first), so the 16 pixels are rows 0-2 x columns 0-4 of image 0, then the
