@@ -110,10 +110,10 @@ compiled_code cuda_compiler::compile(compile_request const& request) const {
   }
 
   std::string const source(request.source);
-  std::string const name(request.source_name);
   nvrtcProgram raw = nullptr;
-  nvrtc_check(nvrtcCreateProgram(&raw, source.c_str(), name.c_str(), 0, nullptr, nullptr),
-              "nvrtcCreateProgram");
+  nvrtc_check(
+      nvrtcCreateProgram(&raw, source.c_str(), request.source_name.c_str(), 0, nullptr, nullptr),
+      "nvrtcCreateProgram");
   program_ptr const program(raw);
   std::vector<char const*> argv;
   argv.reserve(options.size());
@@ -121,9 +121,10 @@ compiled_code cuda_compiler::compile(compile_request const& request) const {
   nvrtcResult const result = nvrtcCompileProgram(raw, static_cast<int>(argv.size()), argv.data());
   std::string log = program_log(raw);
   if (result != NVRTC_SUCCESS) {
-    throw compilation_error(fmt::format("NVRTC failed to compile {} for {}: {}\n{}", name,
-                                        options.front(), nvrtcGetErrorString(result), log),
-                            std::move(log), name);
+    throw compilation_error(
+        fmt::format("NVRTC failed to compile {} for {}: {}\n{}", request.source_name,
+                    options.front(), nvrtcGetErrorString(result), log),
+        std::move(log), request.source_name);
   }
   compiled_code code{program_image(raw, ptx), ptx, false, std::move(log)};
   cache_.store(key, code.image);

@@ -14,7 +14,7 @@ namespace cubert::cuda::detail {
 /// What to compile.
 struct compile_request {
   std::string_view source;
-  std::string_view source_name;      ///< Shown in diagnostics ("add.cu").
+  std::string source_name;           ///< Shown in diagnostics ("add.cu"); owned: callers build it.
   std::vector<std::string> options;  ///< Extra NVRTC options ("-DN=4", "--use_fast_math").
   int arch = 0;                      ///< Device compute capability, major * 10 + minor.
   bool ptx = false;                  ///< Emit PTX for compute_<arch> instead of a cubin.

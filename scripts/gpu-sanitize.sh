@@ -1,0 +1,100 @@
+#!/usr/bin/env bash
+# On a machine with an NVIDIA GPU: run the CUDA tests against the real driver under the checkers
+# that CI can only run against the fake libcuda.
+#   1. AddressSanitizer + UndefinedBehaviorSanitizer (host code: the server, copy threads,
+#      staging ring, pinned pool, module cache) with the GPU and conformance tests on cuda:0;
+#   2. compute-sanitizer memcheck with leak checking (device code and driver API use: every
+#      kernel the tests launch, every device allocation freed by the end of each test binary).
+# Logs go to $OUT (when set) or build/gpu-sanitize/out; a short table is printed last.
+# Usage: scripts/gpu-sanitize.sh [asan|memcheck|all] (default all).
+set -uo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+cd "$ROOT"
+MODE=${1:-all}
+LOGS=${OUT:-$ROOT/build/gpu-sanitize/out}
+mkdir -p "$LOGS"
+DEPS=$ROOT/.deps/usr
+JOBS=$(nproc 2>/dev/null || echo 4)
+export LD_LIBRARY_PATH="$DEPS/lib/x86_64-linux-gnu:$DEPS/lib:${LD_LIBRARY_PATH:-}"
+export PATH="/usr/local/cuda/bin:$PATH"
+declare -a SUMMARY=()
+note() { echo "gpu-sanitize: $*"; SUMMARY+=("$*"); }
+GEN=()
+command -v ninja >/dev/null && GEN=(-G Ninja)
+GPU_TESTS=(cuda_gpu_test cuda_transfer_test cuda_pinned_pool_test cuda_module_test)
+TARGETS=("${GPU_TESTS[@]}" cubert_conformance_tests)
+CONF_FILTER='*cuda0*'
+
+configure_build() {  # dir, extra cmake args...
+  local dir=$1
+  shift
+  cmake -S "$ROOT" -B "$dir" "${GEN[@]}" -DCUBERT_BUILD_CUDA=ON -DCUBERT_BUILD_TESTS=ON \
+    -DCUBERT_BUILD_BENCHMARKS=OFF -DCMAKE_PREFIX_PATH="$DEPS" \
+    -DCUBERT_XXHASH_INCLUDE_DIR="$DEPS/include" "$@" >"$LOGS/$(basename "$dir")-configure.log" 2>&1 &&
+    cmake --build "$dir" -j "$JOBS" --target "${TARGETS[@]}" >"$LOGS/$(basename "$dir")-build.log" 2>&1
+}
+
+# Runs one test binary; records pass/fail and the checker's findings.
+run_checked() {  # label, log, command...
+  local label=$1 log=$2
+  shift 2
+  if timeout 540 "$@" >"$log" 2>&1; then
+    note "$label: clean ($(grep -Eo '\[  PASSED  \] [0-9]+ tests?' "$log" | tail -1), $(grep -c '\[  SKIPPED \]' "$log") skipped)"
+  else
+    note "$label: FAILED (rc $?, see $(basename "$log"))"
+    grep -E 'ERROR: AddressSanitizer|runtime error|========= (Invalid|Program hit|Leaked|ERROR)|\[  FAILED  \]' \
+      "$log" | sort | uniq -c | head -12
+  fi
+}
+
+if ! nvidia-smi -L >"$LOGS/nvidia-smi.txt" 2>&1; then
+  note "no CUDA device: nothing to check here (the CI runs these tests on the fake driver)"
+  exit 0
+fi
+note "device: $(head -1 "$LOGS/nvidia-smi.txt")"
+
+if [ "$MODE" = asan ] || [ "$MODE" = all ]; then
+  ASAN_DIR=$ROOT/build/gpu-asan
+  if configure_build "$ASAN_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+      -DCUBERT_SANITIZE='address;undefined'; then
+    # The driver maps device memory over the shadow gap that ASan protects by default, and keeps
+    # allocations of its own until exit, which LeakSanitizer would report as ours.
+    export ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=0:abort_on_error=0:halt_on_error=1
+    export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+    for t in "${GPU_TESTS[@]}"; do
+      run_checked "asan+ubsan $t" "$LOGS/asan-$t.log" "$ASAN_DIR/tests/unit/cuda/$t"
+    done
+    run_checked "asan+ubsan conformance cuda:0" "$LOGS/asan-conformance.log" \
+      "$ASAN_DIR/tests/conformance/cubert_conformance_tests" "--gtest_filter=$CONF_FILTER"
+    unset ASAN_OPTIONS UBSAN_OPTIONS
+  else
+    note "asan build FAILED (see gpu-asan-build.log)"
+    grep -E 'error' "$LOGS/gpu-asan-build.log" | head -10
+  fi
+fi
+
+if [ "$MODE" = memcheck ] || [ "$MODE" = all ]; then
+  if ! command -v compute-sanitizer >/dev/null; then
+    note "compute-sanitizer not found: memcheck skipped"
+  else
+    MC_DIR=$ROOT/build/gpu-memcheck
+    if configure_build "$MC_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo; then
+      # --error-exitcode makes a finding fail the run; fault tests provoke device faults on
+      # purpose, so their expected reports are filtered out by gtest (see below) instead.
+      MC=(compute-sanitizer --tool memcheck --leak-check full --error-exitcode 86
+        --report-api-errors no)
+      for t in "${GPU_TESTS[@]}"; do
+        run_checked "memcheck $t" "$LOGS/memcheck-$t.log" "${MC[@]}" \
+          "$MC_DIR/tests/unit/cuda/$t" '--gtest_filter=-*IllegalAddress*'
+      done
+      run_checked "memcheck conformance cuda:0" "$LOGS/memcheck-conformance.log" "${MC[@]}" \
+        "$MC_DIR/tests/conformance/cubert_conformance_tests" "--gtest_filter=$CONF_FILTER"
+    else
+      note "memcheck build FAILED (see gpu-memcheck-build.log)"
+    fi
+  fi
+fi
+
+echo
+echo "==================== gpu-sanitize summary ===================="
+printf '%s\n' "${SUMMARY[@]}"
