@@ -6,7 +6,9 @@
 #   2. compute-sanitizer memcheck with leak checking (device code and driver API use: every
 #      kernel the tests launch, every device allocation freed by the end of each test binary).
 # Logs go to $OUT (when set) or build/gpu-sanitize/out; a short table is printed last.
-# Usage: scripts/gpu-sanitize.sh [asan|memcheck|all] (default all).
+#   3. ThreadSanitizer (copy threads, staging ring, actor channel, event profiler) with the
+#      transfer tests and the threaded conformance cases on cuda:0.
+# Usage: scripts/gpu-sanitize.sh [asan|memcheck|tsan|all] (default all).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -42,7 +44,7 @@ run_checked() {  # label, log, command...
     note "$label: clean ($(grep -Eo '\[  PASSED  \] [0-9]+ tests?' "$log" | tail -1), $(grep -c '\[  SKIPPED \]' "$log") skipped)"
   else
     note "$label: FAILED (rc $?, see $(basename "$log"))"
-    grep -E 'ERROR: AddressSanitizer|runtime error|========= (Invalid|Program hit|Leaked|ERROR)|\[  FAILED  \]' \
+    grep -E 'WARNING: ThreadSanitizer|ERROR: AddressSanitizer|runtime error|========= (Invalid|Program hit|Leaked|ERROR)|\[  FAILED  \]' \
       "$log" | sort | uniq -c | head -12
   fi
 }
@@ -92,6 +94,21 @@ if [ "$MODE" = memcheck ] || [ "$MODE" = all ]; then
     else
       note "memcheck build FAILED (see gpu-memcheck-build.log)"
     fi
+  fi
+fi
+
+if [ "$MODE" = tsan ] || [ "$MODE" = all ]; then
+  TSAN_DIR=$ROOT/build/gpu-tsan
+  if configure_build "$TSAN_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUBERT_SANITIZE=thread; then
+    export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$ROOT/tests/tsan.supp"
+    for t in cuda_transfer_test cuda_pinned_pool_test; do
+      run_checked "tsan $t" "$LOGS/tsan-$t.log" "$TSAN_DIR/tests/unit/cuda/$t"
+    done
+    run_checked "tsan conformance cuda:0" "$LOGS/tsan-conformance.log" \
+      "$TSAN_DIR/tests/conformance/cubert_conformance_tests" "--gtest_filter=$CONF_FILTER"
+    unset TSAN_OPTIONS
+  else
+    note "tsan build FAILED (see gpu-tsan-build.log)"
   fi
 fi
 
