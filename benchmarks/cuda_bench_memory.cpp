@@ -206,16 +206,17 @@ void memory_rows(std::vector<row>& rows, std::string const& trace_dir,
     if (name.find(".trace") == std::string::npos) continue;
     auto const trace = memory::load_trace(entry.path());
     auto const stem = name.substr(0, name.find(".trace"));
-    // `caching` once more with large idle pages shared more readily: fewer storage calls once
-    // warm, for more reserved memory (cache_policy::large_split_fraction).
+    // `caching` once more with large idle pages shared only by requests of more than half
+    // their size (the default before 2026-11-21): more storage calls once warm, a little less
+    // reserved (cache_policy::large_split_fraction).
     auto split = memory::cache_policy{};
-    split.large_split_fraction = 1.0 / 3.0;
+    split.large_split_fraction = 0.5;
     auto const props = cuda::make_properties(0).memory;
     std::pair<std::string, memory::memory_configuration> const configs[] = {
         {"sub_slices", memory::memory_configuration::sub_slices()},
         {"compact", memory::memory_configuration::compact()},
         {"caching", memory::memory_configuration::caching()},
-        {"caching split 1/3",
+        {"caching split 1/2",
          memory::memory_configuration::custom(
              memory::memory_configuration::caching().pools_for(props), split)}};
     for (auto const& [config_name, config] : configs) {

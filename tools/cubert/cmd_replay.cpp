@@ -272,8 +272,8 @@ void setup(CLI::App& app) {
       ->excludes(json);
   cmd->add_option("--large-split-fraction", args->large_split_fraction,
                   "For caching: how much smaller a request may be and still take an idle page "
-                  "made for a large tensor (default 0.5; lower: fewer storage calls once warm, "
-                  "more reserved)")
+                  "made for a large tensor (default 1/3; lower: fewer storage calls once warm, "
+                  "higher: less reserved)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_flag("--host-memory", args->host_memory,
                 "Back pages with (untouched) host memory instead of counting them");

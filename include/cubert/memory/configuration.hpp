@@ -40,8 +40,9 @@ struct pool_options {
   bool release_free_pages = false;
   /// Sliced: grow and give back under the manager's `cache_policy` instead of `page_size` pages
   /// and `release_free_pages`: pages are sized between the request and `page_size`, idle pages
-  /// stay cached for reuse, and an idle page larger than `page_size` is only split by a request
-  /// of more than half its size. Without a `cache_policy` in the configuration it has no effect.
+  /// stay cached for reuse, and an idle page larger than `page_size` is kept for requests larger
+  /// than `page_size` (see `cache_policy::large_split_fraction`). Without a `cache_policy` in
+  /// the configuration it has no effect.
   bool cache_pages = false;
 
   /// A sliced pool of `page_size` pages taking requests up to `max_slice_size`.
@@ -78,12 +79,14 @@ struct cache_policy {
   /// that memory a workload stopped using returns to other users of the device; none = never.
   std::optional<std::uint64_t> idle_release_after = 20'000;
   /// An idle page larger than its pool's page size (made for one large tensor) is taken by a
-  /// smaller request only when the request is more than this fraction of it. Lower values
-  /// reuse such pages more and call the storage less in a training loop's steady state, at
-  /// some reserved memory: on the gpt_train trace 1/3 instead of 1/2 cut the storage calls of
-  /// each later pass from 31 to 0–2 but raised peak reserved ÷ live from 1.028 to 1.069
-  /// (docs/performance-cuda.md, *Warm replay*). In (0, 1].
-  double large_split_fraction = 0.5;
+  /// smaller request only when the request is more than this fraction of it; if that leaves a
+  /// rest of more than a page, the rest is kept for requests larger than a page until the page
+  /// is idle again (small slices in it would pin the page, and the next large tensor would need
+  /// a new one). Lower values reuse such pages more and call the storage less in a training
+  /// loop's steady state; higher ones keep reserved memory closer to live. On the gpt_train
+  /// trace 1/3 makes 16 storage calls per step once warm where 1/2 makes 32, for peak reserved
+  /// ÷ live 1.029 instead of 1.028 (docs/performance-cuda.md, *Warm replay*). In (0, 1].
+  double large_split_fraction = 1.0 / 3.0;
 };
 
 /// A named pool layout, resolved against the device's properties when a manager is built.

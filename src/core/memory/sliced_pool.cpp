@@ -51,6 +51,9 @@ std::optional<slice_handle> sliced_pool::try_reserve(std::uint64_t size) {
         static_cast<double>(extent) <= large_split_fraction_ * static_cast<double>(b->size)) {
       b = nullptr;
     }
+    // A rest that could hold a large tensor is kept for one until the page is idle again, for
+    // the same reason: small slices in it would pin the page.
+    if (b && cached_ && b->size - extent > page_size_) b->owner->large_only = true;
   }
   if (!b) return std::nullopt;
   return take(b, size, extent);
@@ -185,12 +188,16 @@ void sliced_pool::release(block* b) noexcept {
     if (right->next_phys) right->next_phys->prev_phys = b;
     recycle(right);
   }
-  if (--b->owner->used_blocks == 0) b->owner->idle_since = stats_->reservations;
+  if (--b->owner->used_blocks == 0) {
+    b->owner->idle_since = stats_->reservations;
+    b->owner->large_only = false;
+  }
   insert_free(b);
 }
 
 void sliced_pool::insert_free(block* b) noexcept {
-  b->reserved_bin = b->owner->oversize && b->owner->used_blocks == 0 ? 1 : 0;
+  b->reserved_bin =
+      b->owner->oversize && (b->owner->used_blocks == 0 || b->owner->large_only) ? 1 : 0;
   bins_[b->reserved_bin].insert(b);
 }
 

@@ -22,8 +22,9 @@ namespace cubert::memory {
 ///
 /// With `pool_options::cache_pages` and a `cache_policy`, the manager sizes new pages
 /// (`growth_bytes`, `alloc_page`) and decides when idle pages go back; the pool keeps idle
-/// pages otherwise, and an idle page larger than `page_size` only serves requests of more
-/// than half its size.
+/// pages otherwise. An idle page larger than `page_size` only serves requests of more than
+/// `cache_policy::large_split_fraction` of its size, and when such a request leaves a rest of
+/// more than a page, the rest serves only requests larger than a page until the page is idle.
 class sliced_pool final : public memory_pool {
  public:
   /// `policy` is used only with `options.cache_pages`; not owned, the manager outlives the pool.
@@ -77,6 +78,7 @@ class sliced_pool final : public memory_pool {
   struct page {
     backend::storage_handle storage;
     bool oversize = false;     // sized to one request larger than page_size_
+    bool large_only = false;   // shared by large requests: its free space is kept for them
     std::uint64_t serial = 0;  // creation order, for layout()
     std::size_t index = 0;     // position in pages_
     std::uint32_t used_blocks = 0;
@@ -105,7 +107,7 @@ class sliced_pool final : public memory_pool {
   bool cached_;                // cache_pages under a policy
   std::uint64_t granule_ = 0;  // page sizes are multiples of this when cached_
   std::optional<std::uint64_t> idle_release_after_;
-  double large_split_fraction_ = 0.5;  // see cache_policy::large_split_fraction
+  double large_split_fraction_ = 1.0 / 3.0;  // see cache_policy::large_split_fraction
   release_queue released_;
   // bins_[1] holds the single free block of each idle oversize page: only requests larger than
   // a page may take it, so small slices never pin a page made for one huge tensor (and an

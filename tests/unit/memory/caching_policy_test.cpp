@@ -133,10 +133,10 @@ TEST(CachingPolicy, WithinBudgetIdlePagesStayCached) {
 TEST(CachingPolicy, IdleLargePageWaitsForALargeRequest) {
   counted c(arena(fixed_growth(16 * mib, 10.0), 16 * mib));
   { auto h = c.manager->reserve(64 * mib); }  // an idle oversize page of 64 MiB
-  auto small = c.manager->reserve(20 * mib);  // larger than a page, not more than half of 64
+  auto small = c.manager->reserve(20 * mib);  // larger than a page, not more than a third of 64
   EXPECT_EQ(c.calls().allocs, 2u);
   EXPECT_EQ(c.reserved(), 84 * mib);
-  auto large = c.manager->reserve(40 * mib);  // more than half: takes the cached page
+  auto large = c.manager->reserve(40 * mib);  // more than a third: takes the cached page
   EXPECT_EQ(c.calls().allocs, 2u);
   EXPECT_EQ(c.calls().frees, 0u);
 }
@@ -148,13 +148,34 @@ TEST(CachingPolicy, LargeSplitFractionLetsSmallerRequestsReuseLargeIdlePages) {
   { auto h = c.manager->reserve(64 * mib); }  // an idle oversize page of 64 MiB
   auto small = c.manager->reserve(17 * mib);  // 27 % of it: a page of its own
   EXPECT_EQ(c.calls().allocs, 2u);
-  auto mid = c.manager->reserve(20 * mib);  // 31 %: takes the idle page (the default, 1/2, not)
+  auto mid = c.manager->reserve(20 * mib);  // 31 %: takes the idle page (the default, 1/3, not)
   EXPECT_EQ(c.calls().allocs, 2u);
   EXPECT_EQ(c.reserved(), 64 * mib + 17 * mib);
   policy.large_split_fraction = 0.0;
   EXPECT_THROW((void)arena(policy), cubert::invalid_argument);
   policy.large_split_fraction = 1.5;
   EXPECT_THROW((void)arena(policy), cubert::invalid_argument);
+}
+
+TEST(CachingPolicy, RestOfASharedLargePageWaitsForLargeRequests) {
+  counted c(arena(fixed_growth(16 * mib, 10.0), 16 * mib));
+  { auto h = c.manager->reserve(64 * mib); }  // an idle oversize page of 64 MiB
+  auto first = c.manager->reserve(24 * mib);  // 37.5 %: shares it, leaving 40 MiB
+  auto const page = c.manager->get(first)->id;
+  EXPECT_EQ(c.calls().allocs, 1u);
+  auto small = c.manager->reserve(mib);  // within a page: not in the rest, which it would pin
+  EXPECT_NE(c.manager->get(small)->id, page);
+  EXPECT_EQ(c.calls().allocs, 2u);
+  auto second = c.manager->reserve(30 * mib);  // larger than a page: takes the rest
+  EXPECT_EQ(c.manager->get(second)->id, page);
+  EXPECT_EQ(c.calls().allocs, 2u);
+  first = {};
+  second = {};
+  // Idle again, the page is whole and waits for a large request as before.
+  auto again = c.manager->reserve(60 * mib);
+  EXPECT_EQ(c.manager->get(again)->id, page);
+  EXPECT_EQ(c.calls().allocs, 2u);
+  EXPECT_EQ(c.calls().frees, 0u);
 }
 
 TEST(CachingPolicy, ExplicitCleanupGivesEveryIdlePageBack) {
