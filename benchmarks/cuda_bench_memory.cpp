@@ -211,14 +211,11 @@ void memory_rows(std::vector<row>& rows, std::string const& trace_dir,
     // reserved (cache_policy::large_split_fraction).
     auto split = memory::cache_policy{};
     split.large_split_fraction = 0.5;
-    auto const props = cuda::make_properties(0).memory;
     std::pair<std::string, memory::memory_configuration> const configs[] = {
         {"sub_slices", memory::memory_configuration::sub_slices()},
         {"compact", memory::memory_configuration::compact()},
         {"caching", memory::memory_configuration::caching()},
-        {"caching split 1/2",
-         memory::memory_configuration::custom(
-             memory::memory_configuration::caching().pools_for(props), split)}};
+        {"caching split 1/2", memory::memory_configuration::caching(split)}};
     for (auto const& [config_name, config] : configs) {
       auto const ours = replay_cubert(c, trace, config);
       auto const label = fmt::format("{} {}", stem, config_name);

@@ -71,15 +71,15 @@ struct replay_args {
 };
 
 // A preset by name; `caching` with its cache policy's large_split_fraction changed if asked.
-std::pair<std::string, memory::memory_configuration> configuration(
-    replay_args const& args, std::string const& name,
-    memory::device_memory_properties const& props) {
-  auto config = memory::memory_configuration::from_name(name);
-  if (name != "caching" || !args.large_split_fraction) return {name, config};
-  auto policy = *config.policy();
+std::pair<std::string, memory::memory_configuration> configuration(replay_args const& args,
+                                                                   std::string const& name) {
+  if (name != "caching" || !args.large_split_fraction) {
+    return {name, memory::memory_configuration::from_name(name)};
+  }
+  memory::cache_policy policy;
   policy.large_split_fraction = *args.large_split_fraction;
   return {fmt::format("caching/{:.3g}", policy.large_split_fraction),
-          memory::memory_configuration::custom(config.pools_for(props), policy)};
+          memory::memory_configuration::caching(policy)};
 }
 
 std::vector<memory::allocation_trace> load_all(replay_args const& args) {
@@ -175,7 +175,7 @@ void run(replay_args const& args) {
   std::vector<std::pair<std::string, memory::replay_result>> results;
   for (auto const& trace : load_all(args)) {
     for (auto const& name : configs) {
-      auto [label, config] = configuration(args, name, options.properties);
+      auto [label, config] = configuration(args, name);
       auto r = memory::replay_trace(trace, config, options);
       r.configuration = label;
       if (args.json) {

@@ -104,6 +104,9 @@ class memory_configuration {
   /// Ours: a small-slice pool and one arena pool under a `cache_policy`: reserved stays within
   /// a few percent of peak live bytes with few storage calls (docs/memory.md).
   [[nodiscard]] static memory_configuration caching();
+  /// The `caching` layout under another cache policy.
+  /// @throws invalid_argument if the policy is inconsistent.
+  [[nodiscard]] static memory_configuration caching(cache_policy const& policy);
   /// Exactly these pools, in routing order, optionally under a cache policy (for the pools
   /// with `cache_pages`). @throws invalid_argument if empty or the policy is inconsistent.
   [[nodiscard]] static memory_configuration custom(std::vector<pool_options> pools,

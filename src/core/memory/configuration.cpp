@@ -146,6 +146,11 @@ memory_configuration memory_configuration::caching() {
   return memory_configuration(preset::caching, {}, default_cache_policy());
 }
 
+memory_configuration memory_configuration::caching(cache_policy const& policy) {
+  check_policy(policy);
+  return memory_configuration(preset::caching, {}, policy);
+}
+
 memory_configuration memory_configuration::custom(std::vector<pool_options> pools,
                                                   std::optional<cache_policy> policy) {
   CUBERT_EXPECTS(!pools.empty(), "memory_configuration::custom needs at least one pool");

@@ -3,9 +3,8 @@
 // kernel's own source and leave the server working. Runs on a device; without one it skips, and
 // CTest also runs it on the fake driver, where NVRTC compiles for real and so the host side of
 // the path runs under the CI sanitizers.
-#include "cuda_server.hpp"
+#include "cuda_server_fixture.hpp"
 
-#include <cubert/cuda.hpp>
 #include <cubert/error.hpp>
 #include <cubert/kernel.hpp>
 
@@ -22,18 +21,7 @@ using cubert::cube_count;
 using cubert::execution_mode;
 using cubert::kernel;
 
-class CudaModuleTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (cubert::cuda::device_count() == 0) {
-      GTEST_SKIP() << "no CUDA device: " << cubert::cuda::unavailable_reason();
-    }
-    cubert::cuda::options opts;
-    opts.kernel_cache_dir = std::filesystem::path{};
-    server_ = std::make_unique<cubert::cuda::detail::cuda_server>(0, opts);
-  }
-  std::unique_ptr<cubert::cuda::detail::cuda_server> server_;
-};
+class CudaModuleTest : public cubert::test::cuda_server_fixture {};
 
 TEST_F(CudaModuleTest, CompilationErrorNamesTheKernelsOwnSourceEveryTime) {
   // Longer than any small-string buffer, so a name that does not outlive the compile call
@@ -55,7 +43,7 @@ TEST_F(CudaModuleTest, CompilationErrorNamesTheKernelsOwnSourceEveryTime) {
   }
   std::vector<std::uint32_t> const xs{7, 8, 9};
   auto const h = server_->create(std::as_bytes(std::span{xs}));
-  auto const back = std::move(server_->read({h.binding()}).get().at(0));
+  auto const back = read(h.binding());
   ASSERT_EQ(back.size(), sizeof(std::uint32_t) * xs.size());
   EXPECT_EQ(std::memcmp(back.data(), xs.data(), back.size()), 0);
 }

@@ -3,6 +3,7 @@
 #include "cuda_server.hpp"
 
 #include "cuda_driver.hpp"
+#include "cuda_server_fixture.hpp"
 #include "cuda_storage.hpp"
 #include "cuda_tensor_map.hpp"
 #include "tma_kernel_source.hpp"
@@ -45,19 +46,7 @@ std::vector<T> as(std::span<std::byte const> b) {
   return out;
 }
 
-class CudaServerTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    if (cubert::cuda::device_count() == 0) {
-      GTEST_SKIP() << "no CUDA device: " << cubert::cuda::unavailable_reason();
-    }
-    cubert::cuda::options opts;
-    opts.kernel_cache_dir = std::filesystem::path{};  // Tests compile for real.
-    server_ = std::make_unique<cubert::cuda::detail::cuda_server>(0, opts);
-  }
-  cubert::bytes read(binding const& b) { return std::move(server_->read({b}).get().at(0)); }
-  std::unique_ptr<cubert::cuda::detail::cuda_server> server_;
-};
+class CudaServerTest : public cubert::test::cuda_server_fixture {};
 
 TEST_F(CudaServerTest, PropertiesComeFromTheDevice) {
   auto const& p = server_->properties();

@@ -278,6 +278,27 @@ TEST(CachingPolicy, CappedCachedPoolStillSpills) {
   EXPECT_EQ(r.pools[1].usage.bytes_in_use, 12 * mib);
 }
 
+TEST(CachingPolicy, PresetUnderAnotherPolicyKeepsItsLayout) {
+  cache_policy policy;
+  policy.large_split_fraction = 0.5;
+  auto const c = memory_configuration::caching(policy);
+  EXPECT_EQ(c.kind(), memory_configuration::preset::caching);
+  EXPECT_EQ(c.name(), "caching");
+  ASSERT_TRUE(c.policy().has_value());
+  EXPECT_EQ(c.policy()->large_split_fraction, 0.5);
+  device_memory_properties const props{std::uint64_t{32} << 30, 256};
+  auto const mine = c.pools_for(props);
+  auto const preset = memory_configuration::caching().pools_for(props);
+  ASSERT_EQ(mine.size(), preset.size());
+  for (std::size_t i = 0; i < mine.size(); ++i) {
+    EXPECT_EQ(mine[i].page_size, preset[i].page_size);
+    EXPECT_EQ(mine[i].max_alloc_size, preset[i].max_alloc_size);
+    EXPECT_EQ(mine[i].cache_pages, preset[i].cache_pages);
+  }
+  policy.large_split_fraction = 0.0;
+  EXPECT_THROW((void)memory_configuration::caching(policy), cubert::invalid_argument);
+}
+
 TEST(CachingPolicy, PresetLayoutAndValidation) {
   auto const c = memory_configuration::caching();
   EXPECT_EQ(c.name(), "caching");

@@ -1,0 +1,31 @@
+// SPDX-License-Identifier: Apache-2.0
+// A CUDA server on device 0 for tests that drive it directly; the test skips itself where there
+// is no device (or no driver), and compiles for real (no disk cache).
+#pragma once
+
+#include "cuda_server.hpp"
+
+#include <cubert/cuda.hpp>
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <memory>
+
+namespace cubert::test {
+
+class cuda_server_fixture : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cubert::cuda::device_count() == 0) {
+      GTEST_SKIP() << "no CUDA device: " << cubert::cuda::unavailable_reason();
+    }
+    cubert::cuda::options opts;
+    opts.kernel_cache_dir = std::filesystem::path{};
+    server_ = std::make_unique<cubert::cuda::detail::cuda_server>(0, opts);
+  }
+  cubert::bytes read(cubert::binding const& b) { return std::move(server_->read({b}).get().at(0)); }
+  std::unique_ptr<cubert::cuda::detail::cuda_server> server_;
+};
+
+}  // namespace cubert::test
