@@ -41,11 +41,21 @@ struct options {
   /// defaulting to $CUBERT_CACHE_DIR/kernels or ~/.cache/cubert/kernels); an empty path
   /// disables the disk cache.
   std::optional<std::filesystem::path> kernel_cache_dir;
-  std::size_t staging_block_size = std::size_t{4} << 20;  ///< Bytes per pinned staging block.
-  std::size_t staging_blocks = 16;                        ///< Most pinned blocks held at once.
+  /// Bytes per pinned staging block, and the chunk size of large pageable transfers: small
+  /// enough that the first DMA starts early and a copy thread's blocks stay in its core's cache
+  /// (1 MiB × 32 blocks uploaded 256 MiB ~10 % faster than 4 MiB × 16 on an H100 host;
+  /// docs/performance-cuda.md).
+  std::size_t staging_block_size = std::size_t{1} << 20;
+  std::size_t staging_blocks = 32;  ///< Most pinned blocks held at once.
   /// Threads sharing the host-side copies of large pageable transfers, the caller included;
   /// 0 = min(8, hardware threads / 2).
   unsigned copy_threads = 0;
+  /// Whether the copy threads write the caller's pageable memory in downloads (`read_into`,
+  /// `read` beyond the read pool) with streaming stores, which skip reading each destination
+  /// line before writing it. Uploads write the small, reused staging blocks with plain stores,
+  /// which stay in cache for the DMA. CPUs without streaming stores (x86-64 without AVX2, other
+  /// architectures) use memcpy either way.
+  bool streaming_downloads = true;
   /// Most bytes of idle pinned host memory the read pool keeps for `read` results (blocks go
   /// back to it when their `bytes` die; least recently returned are unpinned first). A read
   /// whose size class (at most a quarter above its size) exceeds this lands in heap memory

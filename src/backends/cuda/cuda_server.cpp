@@ -57,7 +57,8 @@ cuda_server::cuda_server(int ordinal, options const& opts)
     memory_ = std::make_unique<memory::memory_manager>(
         std::make_unique<cuda_storage>(stream_, slice_alignment), props_.memory, opts.memory);
     staging_ = std::make_unique<cuda_staging>(context_, stream_, opts.staging_block_size,
-                                              opts.staging_blocks, opts.copy_threads);
+                                              opts.staging_blocks, opts.copy_threads,
+                                              opts.streaming_downloads);
     modules_ =
         std::make_unique<cuda_module_cache>(cuda_compiler(disk_cache_for(opts)), info_.arch());
     profiler_ = std::make_unique<cuda_event_profiler>(stream_);

@@ -3,6 +3,7 @@
 
 #include "cuda_driver.hpp"
 #include "cuda_host_buffer.hpp"
+#include "host_copy.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -29,11 +30,13 @@ std::uintptr_t address_of(void const* p) noexcept {
 }  // namespace
 
 cuda_staging::cuda_staging(CUcontext context, CUstream stream, std::size_t block_size,
-                           std::size_t max_blocks, unsigned copy_threads) noexcept
+                           std::size_t max_blocks, unsigned copy_threads,
+                           bool streaming_downloads) noexcept
     : context_(context),
       stream_(stream),
       block_size_(std::max(block_size, 4 * kib)),
       max_blocks_(std::max(max_blocks, std::size_t{1})),
+      streaming_downloads_(streaming_downloads),
       pool_(copy_threads) {}
 
 cuda_staging::~cuda_staging() {
@@ -234,7 +237,11 @@ void cuda_staging::download_chunks(plan const& p, std::span<std::byte> dst, CUde
         block& b = mine[head];
         wait_idle(b);
         std::size_t const i = chunk_of[head];
-        std::memcpy(dst.data() + i * p.chunk, b.host, length(i));
+        if (streaming_downloads_) {
+          streaming_copy(dst.data() + i * p.chunk, b.host, length(i));
+        } else {
+          std::memcpy(dst.data() + i * p.chunk, b.host, length(i));
+        }
         head = (head + 1) % p.per_worker;
         --queued;
         refill();

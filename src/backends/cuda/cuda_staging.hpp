@@ -30,9 +30,10 @@ class cuda_staging {
  public:
   /// Blocks of `block_size` bytes (at most `max_blocks`, pinned on demand) for `stream` of
   /// `context`, and `copy_threads` threads (0 = cuda_copy_pool::default_threads()). The
-  /// context and stream are not owned; the server outlives its staging.
+  /// context and stream are not owned; the server outlives its staging. `streaming_downloads` picks
+  /// `streaming_copy` over memcpy for the copy threads' chunks of downloads.
   cuda_staging(CUcontext context, CUstream stream, std::size_t block_size, std::size_t max_blocks,
-               unsigned copy_threads) noexcept;
+               unsigned copy_threads, bool streaming_downloads = true) noexcept;
   ~cuda_staging();
   cuda_staging(cuda_staging const&) = delete;
   cuda_staging& operator=(cuda_staging const&) = delete;
@@ -94,6 +95,7 @@ class cuda_staging {
   std::size_t current_ = 0;  ///< Index of the block packed uploads go into.
   std::size_t cursor_ = 0;   ///< Bytes used in the current block.
   bool current_dirty_ = false;
+  bool streaming_downloads_;
   cuda_copy_pool pool_;  // Its threads touch blocks only inside a transfer.
 };
 
