@@ -2,8 +2,8 @@
 // CUDA benchmarks against raw-driver baselines measured in the same run, printed as a table.
 //   cuda_bench [--traces DIR] [--torch FILE] [--rows GROUPS]
 // FILE: "key value" lines from cuda_torch_bench. GROUPS: a comma-separated subset of
-// launch,memory,first-launch,add,transfer (default: all). A group that fails is reported and
-// the others still run; the exit status is then 1.
+// launch,memory,driver,first-launch,add,transfer,tune (default: all). A group that fails is
+// reported and the others still run; the exit status is then 1.
 #include "cuda_bench.hpp"
 
 #include "cuda_driver.hpp"
@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
   using namespace cubert::bench;
   std::string traces;
   std::string torch;
-  std::string groups = "launch,memory,driver,first-launch,add,transfer";
+  std::string groups = "launch,memory,driver,first-launch,add,transfer,tune";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string_view const flag = argv[i];
     if (flag == "--first-launch") return first_launch(argv[i + 1]);
@@ -217,6 +217,7 @@ int main(int argc, char** argv) {
   run("first-launch", [&] { first_launch_rows(rows, argv[0]); });
   run("add", [&] { add_rows(rows); });
   run("transfer", [&] { transfer_rows(rows); });
+  run("tune", [&] { tune_rows(rows); });
   print(rows);
   return status;
 }

@@ -52,6 +52,10 @@ void transfer_rows(std::vector<row>& rows);
 /// (cuda_bench_driver.cpp): what bounds a cold trace replay on CUDA storage.
 void driver_cost_rows(std::vector<row>& rows);
 
+/// Autotune rows: tuning 8 kernels with device timing, wall time against the device time it
+/// measured (cuda_bench_tune.cpp).
+void tune_rows(std::vector<row>& rows);
+
 /// Reserve/release and trace-replay rows (cuda_bench_memory.cpp).
 void memory_rows(std::vector<row>& rows, std::string const& trace_dir,
                  std::string const& torch_results);
