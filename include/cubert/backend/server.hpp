@@ -18,6 +18,7 @@
 #include <future>
 #include <mutex>
 #include <span>
+#include <string_view>
 #include <vector>
 
 namespace cubert::backend {
@@ -57,10 +58,20 @@ class async_error {
   std::exception_ptr error_;
 };
 
+/// Checks the scalar groups of a launch, whose fields callers may have filled by hand: each
+/// keyed by a valid element type equal to its own, with `length` elements inside `data`.
+/// @throws invalid_argument naming the first malformed group.
+void check_scalars(bindings const& args);
+
 /// Checks `create_tensors` arguments: one buffer per descriptor, each of its shape's bytes.
 /// @throws invalid_argument naming the first mismatch.
 void check_tensor_data(std::vector<std::span<std::byte const>> const& data,
                        std::vector<tensor_descriptor> const& descriptors);
+
+/// Bytes of a dense tensor of `shape` with `elem_size`-byte elements (0 when a dimension is 0).
+/// @throws invalid_argument, prefixed by `what`, when elem_size is 0 or the size overflows 64 bits.
+[[nodiscard]] std::uint64_t tensor_bytes(std::span<std::uint64_t const> shape,
+                                         std::uint64_t elem_size, std::string_view what);
 
 /// Row-major contiguous strides (in elements) of `shape`.
 [[nodiscard]] std::vector<std::uint64_t> contiguous_strides(std::span<std::uint64_t const> shape);

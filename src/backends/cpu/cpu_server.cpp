@@ -104,6 +104,11 @@ void cpu_server::execute(kernel const& k, cube_count const& count, bindings args
     throw invalid_argument(fmt::format("kernel '{}': {} buffers exceed the limit of {}", k.name(),
                                        args.buffers.size(), hw.max_bindings));
   }
+  try {
+    backend::check_scalars(args);
+  } catch (invalid_argument const& e) {
+    throw invalid_argument(fmt::format("kernel '{}': {}", k.name(), e.what()));
+  }
   views_.clear();
   for (std::size_t i = 0; i < args.buffers.size(); ++i) {
     try {
@@ -114,6 +119,13 @@ void cpu_server::execute(kernel const& k, cube_count const& count, bindings args
     }
   }
   auto const counts = resolve_count(count);
+  std::uint64_t cubes = 0;
+  if (__builtin_mul_overflow(std::uint64_t{counts[0]} * counts[1], std::uint64_t{counts[2]},
+                             &cubes)) {
+    // run_cubes counts cubes in 64 bits: a wrapped total would silently run a few of them.
+    throw launch_error(fmt::format("kernel '{}': cube count ({}, {}, {}) exceeds 2^64 cubes",
+                                   k.name(), counts[0], counts[1], counts[2]));
+  }
   kernel_context base;
   base.dim = k.cube_dim();
   base.cube_count = {counts[0], counts[1], counts[2]};

@@ -169,6 +169,7 @@ std::vector<backend::tensor_allocation> cuda_server::empty_tensors(
   std::vector<backend::tensor_allocation> out;
   out.reserve(descriptors.size());
   for (auto const& d : descriptors) {
+    (void)backend::tensor_bytes(d.shape, d.elem_size, "empty_tensors");  // Refuses overflow.
     auto l = pitched_layout(d.shape, d.elem_size);
     out.push_back({cubert::handle(memory_->reserve(l.bytes), l.bytes), std::move(l.strides)});
   }
@@ -247,10 +248,9 @@ std::future<std::vector<bytes>> cuda_server::read_tensor(std::vector<binding_wit
     out.reserve(tensors.size());
     for (auto const& t : tensors) {
       auto const dense = backend::contiguous_strides(t.shape);
-      std::uint64_t elems = 1;
-      for (auto d : t.shape) elems *= d;
+      auto const dense_bytes = backend::tensor_bytes(t.shape, t.elem_size, "read_tensor");
       auto raw = read_one(t.binding);
-      if (t.strides == dense && raw.size() == elems * t.elem_size) {
+      if (t.strides == dense && raw.size() == dense_bytes) {
         out.push_back(std::move(raw));  // Already dense: no gather.
       } else {
         out.push_back(backend::gather_dense(raw, t));
@@ -279,6 +279,11 @@ std::array<std::uint32_t, 3> cuda_server::resolve_count(cube_count const& count)
 }
 
 void cuda_server::marshal(kernel const& k, bindings const& args) {
+  try {
+    backend::check_scalars(args);
+  } catch (invalid_argument const& e) {
+    throw invalid_argument(fmt::format("kernel '{}': {}", k.name(), e.what()));
+  }
   params_.clear();
   // Tensor maps come first, as __grid_constant__ CUtensorMap parameters; the driver copies the
   // 128 bytes of each when cuLaunchKernel returns.

@@ -19,7 +19,11 @@ tensor_layout pitched_layout(std::span<std::uint64_t const> shape, std::uint64_t
       rank >= 2 && elem_size > 0 && row_alignment % elem_size == 0 && l.rows > 1 && l.row_bytes > 0;
   if (may_pad) {
     auto const aligned = (l.row_bytes + row_alignment - 1) / row_alignment * row_alignment;
-    if ((aligned - l.row_bytes) * 8 <= l.row_bytes && aligned <= max_pitch) l.pitch = aligned;
+    // The padded size must still fit in 64 bits (the dense one does: callers check it).
+    if ((aligned - l.row_bytes) * 8 <= l.row_bytes && aligned <= max_pitch &&
+        aligned <= UINT64_MAX / l.rows) {
+      l.pitch = aligned;
+    }
   }
   l.bytes = l.rows * l.pitch;
   l.strides.assign(rank, 1);

@@ -68,6 +68,12 @@ std::optional<std::vector<std::byte>> kernel_disk_cache::load(std::string const&
   entry_header header{};
   if (!in.read(reinterpret_cast<char*>(&header), sizeof header)) return std::nullopt;
   if (header.magic != magic || header.size > (std::uint64_t{1} << 32)) return std::nullopt;
+  // The payload is allocated before it is read: a corrupt size must not cost gigabytes of
+  // memory for a file that cannot hold them. The open file is measured, not the path, which a
+  // writer may have replaced since.
+  if (!in.seekg(0, std::ios::end)) return std::nullopt;
+  auto const end = static_cast<std::uint64_t>(std::streamoff(in.tellg()));
+  if (end != sizeof header + header.size || !in.seekg(sizeof header)) return std::nullopt;
   std::vector<std::byte> bytes(header.size);
   if (!in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()))) {
     return std::nullopt;

@@ -42,12 +42,15 @@ std::vector<handle> offset_handles(handle const& base, std::span<std::uint64_t c
   std::uint64_t const total = base.size();
   std::uint64_t offset = 0;
   for (std::uint64_t size : sizes) {
-    offset = (offset + align - 1) / align * align;
-    if (offset > total || size > total - offset) {
+    // offset <= total here; rounding up as `(offset + align - 1) / align * align` could wrap.
+    std::uint64_t const pad = offset % align == 0 ? 0 : align - offset % align;
+    if (pad > total - offset || size > total - offset - pad) {
       throw invalid_argument(fmt::format(
-          "offset_handles: a {}-byte view at offset {} does not fit in a {}-byte handle", size,
-          offset, total));
+          "offset_handles: a {}-byte view at offset {} (+{} to align to {}) does not fit in a "
+          "{}-byte handle",
+          size, offset, pad, align, total));
     }
+    offset += pad;
     out.push_back(base.offset_start(offset).offset_end(total - offset - size));
     offset += size;
   }

@@ -43,8 +43,10 @@ host_buffer host_buffer::make_aligned(std::size_t size, std::size_t alignment) {
                  fmt::format("host_buffer: alignment {} is not a power of two >= {}", alignment,
                              min_alignment));
   if (size == 0) return {};
-  CUBERT_EXPECTS(size <= SIZE_MAX - alignment,
-                 fmt::format("host_buffer: {} bytes cannot be allocated", size));
+  // Too large to round up is more than any host can give: the same error as a refusal below.
+  if (size > SIZE_MAX - alignment) {
+    throw out_of_memory(fmt::format("host_buffer: {} bytes cannot be allocated", size));
+  }
   // aligned_alloc wants a multiple of the alignment; the slack is never exposed.
   std::size_t const rounded = (size + alignment - 1) & ~(alignment - 1);
   void* p = std::aligned_alloc(alignment, rounded);

@@ -65,10 +65,24 @@ bindings& bindings::with_tensor_maps(std::vector<tensor_map_binding> maps) & {
   return *this;
 }
 
+namespace {
+
+// The width of `type`; an out-of-range value (elem is a byte) has none and is refused.
+std::size_t checked_width(elem type, std::string_view fn) {
+  std::size_t const width = elem_size(type);
+  if (width == 0) {
+    throw invalid_argument(
+        fmt::format("bindings::{}: {} is not an element type", fn, static_cast<unsigned>(type)));
+  }
+  return width;
+}
+
+}  // namespace
+
 void bindings::append_raw(elem type, std::span<std::byte const> packed) {
+  std::size_t const width = checked_width(type, "append");
   auto& group = scalars[type];
   group.type = type;
-  std::size_t const width = elem_size(type);
   std::size_t const used = group.length * width;
   std::size_t const total = used + packed.size();
   group.data.resize((total + 7) / 8, 0);
@@ -85,7 +99,7 @@ bindings& bindings::with_scalar(elem type, std::initializer_list<std::uint64_t> 
         fmt::format("bindings::with_scalar: {} is a floating-point type; pass typed values instead",
                     cubert::to_string(type)));
   }
-  std::size_t const width = elem_size(type);
+  std::size_t const width = checked_width(type, "with_scalar");
   std::vector<std::byte> packed(values.size() * width);
   std::size_t at = 0;
   for (std::uint64_t v : values) {
@@ -99,7 +113,7 @@ bindings& bindings::with_scalar(elem type, std::initializer_list<std::uint64_t> 
 }
 
 bindings& bindings::with_scalar_bytes(elem type, std::span<std::byte const> packed) & {
-  if (packed.size() % elem_size(type) != 0) {
+  if (packed.size() % checked_width(type, "with_scalar_bytes") != 0) {
     throw invalid_argument(
         fmt::format("bindings::with_scalar_bytes: {} bytes is not a whole number of {} elements",
                     packed.size(), cubert::to_string(type)));

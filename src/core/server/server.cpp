@@ -4,9 +4,12 @@
 #include <cubert/error.hpp>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 
 namespace cubert::backend {
 
@@ -41,27 +44,53 @@ std::vector<std::uint64_t> contiguous_strides(std::span<std::uint64_t const> sha
 
 namespace {
 
-std::uint64_t element_count(std::vector<std::uint64_t> const& shape) {
-  std::uint64_t n = 1;
-  for (auto d : shape) n *= d;
-  return n;
+// a * b, or nullopt when it does not fit in 64 bits.
+std::optional<std::uint64_t> checked_mul(std::uint64_t a, std::uint64_t b) noexcept {
+  std::uint64_t out = 0;
+  if (__builtin_mul_overflow(a, b, &out)) return std::nullopt;
+  return out;
 }
 
 }  // namespace
+
+std::uint64_t tensor_bytes(std::span<std::uint64_t const> shape, std::uint64_t elem_size,
+                           std::string_view what) {
+  CUBERT_EXPECTS(elem_size > 0, fmt::format("{}: elem_size must be positive", what));
+  std::optional<std::uint64_t> n = elem_size;
+  for (auto d : shape) {
+    if (n) n = checked_mul(*n, d);
+  }
+  // A zero dimension makes the tensor empty however large the others are.
+  if (std::find(shape.begin(), shape.end(), std::uint64_t{0}) != shape.end()) return 0;
+  if (!n) {
+    throw invalid_argument(fmt::format("{}: shape [{}] of {}-byte elements does not fit in 64 bits",
+                                       what, fmt::join(shape, ", "), elem_size));
+  }
+  return *n;
+}
 
 bytes gather_dense(std::span<std::byte const> src, binding_with_meta const& meta) {
   CUBERT_EXPECTS(meta.shape.size() == meta.strides.size(),
                  fmt::format("read_tensor: shape has rank {} but strides have rank {}",
                              meta.shape.size(), meta.strides.size()));
-  CUBERT_EXPECTS(meta.elem_size > 0, "read_tensor: elem_size must be positive");
-  std::uint64_t const count = element_count(meta.shape);
-  if (count == 0) return {};
-  std::uint64_t last = 0;  // Offset, in elements, of the farthest element addressed.
-  for (std::size_t d = 0; d < meta.shape.size(); ++d) last += (meta.shape[d] - 1) * meta.strides[d];
-  if ((last + 1) * meta.elem_size > src.size()) {
-    throw invalid_argument(
-        fmt::format("read_tensor: the layout addresses {} bytes but the binding holds {}",
-                    (last + 1) * meta.elem_size, src.size()));
+  std::uint64_t const dense = tensor_bytes(meta.shape, meta.elem_size, "read_tensor");
+  if (dense == 0) return {};
+  std::uint64_t const count = dense / meta.elem_size;
+  // Offset, in elements, of the farthest element addressed; every step is checked, so a layout
+  // whose extent wraps around 64 bits cannot pass for a small one.
+  std::optional<std::uint64_t> last = 0;
+  for (std::size_t d = 0; d < meta.shape.size() && last; ++d) {
+    auto const step = checked_mul(meta.shape[d] - 1, meta.strides[d]);
+    last = step && *step <= UINT64_MAX - *last ? std::optional(*last + *step) : std::nullopt;
+  }
+  auto const extent =
+      last && *last < UINT64_MAX ? checked_mul(*last + 1, meta.elem_size) : std::nullopt;
+  if (!extent || *extent > src.size()) {
+    throw invalid_argument(fmt::format(
+        "read_tensor: the layout (shape [{}], strides [{}], {}-byte elements) addresses {} bytes "
+        "but the binding holds {}",
+        fmt::join(meta.shape, ", "), fmt::join(meta.strides, ", "), meta.elem_size,
+        extent ? fmt::format("{}", *extent) : std::string("more than 2^64"), src.size()));
   }
   // Every byte is written below, so the destination need not be zero-filled.
   auto out = bytes::uninitialized(count * meta.elem_size);
@@ -80,13 +109,27 @@ bytes gather_dense(std::span<std::byte const> src, binding_with_meta const& meta
   return out;
 }
 
+void check_scalars(bindings const& args) {
+  for (auto const& [type, group] : args.scalars) {
+    auto const width = elem_size(type);
+    if (width == 0 || group.type != type ||
+        group.length > group.data.size() * sizeof(std::uint64_t) / width) {
+      throw invalid_argument(fmt::format(
+          "bindings: the scalar group of {} is malformed (type {}, {} elements in {} bytes)",
+          static_cast<unsigned>(type), static_cast<unsigned>(group.type), group.length,
+          group.data.size() * sizeof(std::uint64_t)));
+    }
+  }
+}
+
 void check_tensor_data(std::vector<std::span<std::byte const>> const& data,
                        std::vector<tensor_descriptor> const& descriptors) {
   CUBERT_EXPECTS(data.size() == descriptors.size(),
                  fmt::format("create_tensors: {} buffers for {} descriptors", data.size(),
                              descriptors.size()));
   for (std::size_t i = 0; i < data.size(); ++i) {
-    auto const want = element_count(descriptors[i].shape) * descriptors[i].elem_size;
+    auto const want =
+        tensor_bytes(descriptors[i].shape, descriptors[i].elem_size, "create_tensors");
     if (data[i].size() != want) {
       throw invalid_argument(
           fmt::format("create_tensors: tensor {} has {} bytes but its shape needs {}", i,
@@ -112,7 +155,8 @@ std::vector<tensor_allocation> server::empty_tensors(
   std::vector<tensor_allocation> out;
   out.reserve(descriptors.size());
   for (auto const& d : descriptors) {
-    out.push_back({empty(element_count(d.shape) * d.elem_size), contiguous_strides(d.shape)});
+    out.push_back(
+        {empty(tensor_bytes(d.shape, d.elem_size, "empty_tensors")), contiguous_strides(d.shape)});
   }
   return out;
 }
