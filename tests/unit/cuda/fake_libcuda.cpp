@@ -288,6 +288,8 @@ CUresult CUDAAPI cuMemSetAccess(CUdeviceptr, size_t, CUmemAccessDesc const*, siz
 
 CUresult CUDAAPI cuMemHostAlloc(void** p, size_t n, unsigned int) {
   FAKE_NEED_CONTEXT();
+  // Like the driver: no size that cannot be rounded to whole pages is ever granted.
+  if (n > SIZE_MAX - 4095) return CUDA_ERROR_OUT_OF_MEMORY;
   void* m = std::aligned_alloc(4096, (n + 4095) / 4096 * 4096);
   if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
   std::lock_guard lock(state().m);

@@ -70,6 +70,16 @@ class CudaBadInput : public ::testing::TestWithParam<channel_kind> {
   std::uint64_t in_use_before_ = 0;
 };
 
+TEST_P(CudaBadInput, HugeHostBuffersAreOutOfMemory) {
+  for (std::size_t size : {std::size_t{1} << 62, SIZE_MAX, SIZE_MAX - 4000}) {
+    SCOPED_TRACE(size);
+    EXPECT_THROW((void)c_->alloc_host(size), out_of_memory);
+  }
+  auto ok = c_->alloc_host(4096);
+  EXPECT_EQ(ok.size(), 4096U);
+  expect_usable();
+}
+
 TEST_P(CudaBadInput, HugeReservationsAreOutOfMemory) {
   for (std::uint64_t size : {std::uint64_t{1} << 62, u64_max, u64_max - 255}) {
     SCOPED_TRACE(size);
