@@ -23,7 +23,8 @@ declare -a SUMMARY=()
 note() { echo "gpu-sanitize: $*"; SUMMARY+=("$*"); }
 GEN=()
 command -v ninja >/dev/null && GEN=(-G Ninja)
-GPU_TESTS=(cuda_gpu_test cuda_transfer_test cuda_pinned_pool_test cuda_module_test cuda_autotune_test)
+GPU_TESTS=(cuda_gpu_test cuda_transfer_test cuda_pinned_pool_test cuda_module_test cuda_autotune_test
+  cubert_cuda_robustness_tests)
 TARGETS=("${GPU_TESTS[@]}" cubert_conformance_tests)
 CONF_FILTER='*cuda0*'
 
@@ -35,6 +36,9 @@ configure_build() {  # dir, extra cmake args...
     -DCUBERT_XXHASH_INCLUDE_DIR="$DEPS/include" "$@" >"$LOGS/$(basename "$dir")-configure.log" 2>&1 &&
     cmake --build "$dir" -j "$JOBS" --target "${TARGETS[@]}" >"$LOGS/$(basename "$dir")-build.log" 2>&1
 }
+
+# The binary of test target $2 in build directory $1 (tests/unit/<area>/<target>).
+test_bin() { find "$1/tests/unit" -type f -name "$2" -perm -u+x | head -1; }
 
 # Runs one test binary; records pass/fail and the checker's findings.
 run_checked() {  # label, log, command...
@@ -64,7 +68,7 @@ if [ "$MODE" = asan ] || [ "$MODE" = all ]; then
     export ASAN_OPTIONS=protect_shadow_gap=0:detect_leaks=0:abort_on_error=0:halt_on_error=1
     export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
     for t in "${GPU_TESTS[@]}"; do
-      run_checked "asan+ubsan $t" "$LOGS/asan-$t.log" "$ASAN_DIR/tests/unit/cuda/$t"
+      run_checked "asan+ubsan $t" "$LOGS/asan-$t.log" "$(test_bin "$ASAN_DIR" "$t")"
     done
     run_checked "asan+ubsan conformance cuda:0" "$LOGS/asan-conformance.log" \
       "$ASAN_DIR/tests/conformance/cubert_conformance_tests" "--gtest_filter=$CONF_FILTER"
@@ -87,7 +91,7 @@ if [ "$MODE" = memcheck ] || [ "$MODE" = all ]; then
         --report-api-errors no)
       for t in "${GPU_TESTS[@]}"; do
         run_checked "memcheck $t" "$LOGS/memcheck-$t.log" "${MC[@]}" \
-          "$MC_DIR/tests/unit/cuda/$t" '--gtest_filter=-*IllegalAddress*'
+          "$(test_bin "$MC_DIR" "$t")" '--gtest_filter=-*IllegalAddress*'
       done
       run_checked "memcheck conformance cuda:0" "$LOGS/memcheck-conformance.log" "${MC[@]}" \
         "$MC_DIR/tests/conformance/cubert_conformance_tests" "--gtest_filter=$CONF_FILTER"
@@ -102,7 +106,7 @@ if [ "$MODE" = tsan ] || [ "$MODE" = all ]; then
   if configure_build "$TSAN_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUBERT_SANITIZE=thread; then
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$ROOT/tests/tsan.supp"
     for t in cuda_transfer_test cuda_pinned_pool_test; do
-      run_checked "tsan $t" "$LOGS/tsan-$t.log" "$TSAN_DIR/tests/unit/cuda/$t"
+      run_checked "tsan $t" "$LOGS/tsan-$t.log" "$(test_bin "$TSAN_DIR" "$t")"
     done
     run_checked "tsan conformance cuda:0" "$LOGS/tsan-conformance.log" \
       "$TSAN_DIR/tests/conformance/cubert_conformance_tests" "--gtest_filter=$CONF_FILTER"
