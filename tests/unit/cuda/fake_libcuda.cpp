@@ -288,8 +288,10 @@ CUresult CUDAAPI cuMemSetAccess(CUdeviceptr, size_t, CUmemAccessDesc const*, siz
 
 CUresult CUDAAPI cuMemHostAlloc(void** p, size_t n, unsigned int) {
   FAKE_NEED_CONTEXT();
-  // Like the driver: no size that cannot be rounded to whole pages is ever granted.
-  if (n > SIZE_MAX - 4095) return CUDA_ERROR_OUT_OF_MEMORY;
+  // Like the driver, refuse what no host could pin (1 TiB here) without asking the allocator,
+  // which under ASan aborts on such sizes instead of failing; this also keeps the rounding below
+  // from wrapping.
+  if (n > (std::size_t{1} << 40)) return CUDA_ERROR_OUT_OF_MEMORY;
   void* m = std::aligned_alloc(4096, (n + 4095) / 4096 * 4096);
   if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
   std::lock_guard lock(state().m);
