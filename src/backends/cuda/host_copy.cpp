@@ -31,7 +31,12 @@ __attribute__((target("avx2"))) void stream_lines(std::byte* dst, std::byte cons
 }  // namespace
 
 bool streaming_copy_supported() noexcept {
-  static bool const avx2 = __builtin_cpu_supports("avx2");
+  // __builtin_cpu_init makes the check valid even if a static initialiser gets here first; the
+  // check includes the OS saving the AVX registers.
+  static bool const avx2 = [] {
+    __builtin_cpu_init();
+    return __builtin_cpu_supports("avx2") != 0;
+  }();
   return avx2;
 }
 
