@@ -74,6 +74,24 @@ grep -E '^\s+[0-9]+ - .*\((Failed|SEGFAULT|Timeout|Subprocess aborted|Exception)
 CONF_LINE=$(grep -E 'tests passed|tests failed|No tests were found' "$LOGS/conformance.log" | tail -1)
 note "conformance: ${CONF_LINE:-none ran}"
 
+# 3b. The command-line tool on the device: lists it, and runs and checks kernels on cuda:0
+# through both channels that CUDA serves.
+CLI=$BUILD/tools/cubert/cubert
+if [ -x "$CLI" ]; then
+  "$CLI" devices >"$LOGS/cli.log" 2>&1
+  if [ "$HAVE_GPU" = 1 ]; then
+    CLI_OK=1
+    for ch in mutex actor; do
+      "$CLI" run --device cuda:0 --channel "$ch" >>"$LOGS/cli.log" 2>&1 || CLI_OK=0
+    done
+    CHECKS=$(grep -c 'all checks passed' "$LOGS/cli.log")
+    [ "$CLI_OK" = 1 ] && note "cubert run --device cuda:0: $CHECKS of 2 channels, all checks passed" ||
+      note "cubert run --device cuda:0 FAILED (see $LOGS/cli.log)"
+  fi
+else
+  note "cubert CLI not built"
+fi
+
 # 4. Benchmarks.
 TRACES=""
 for d in "${CUBERT_TRACES:-}" "$ROOT/../shared/data/traces" "$ROOT/shared/data/traces"; do
