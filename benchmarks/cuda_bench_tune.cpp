@@ -5,6 +5,7 @@
 // and with the device time of every run it made (warm-ups and the winner's run included). A
 // ratio near 1 means samples ran back to back, with no device-wide sync between them.
 #include "cuda_bench.hpp"
+#include "spin_kernel.hpp"
 
 #include <cubert/backend/channel.hpp>
 #include <cubert/client.hpp>
@@ -22,13 +23,6 @@
 namespace cubert::bench {
 namespace {
 
-constexpr char const* spin_source = R"(
-extern "C" __global__ void spin_ns(unsigned long long ns) {
-  unsigned long long t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
-})";
-
 constexpr int candidates = 8;
 constexpr int tunings = 20;
 
@@ -38,7 +32,7 @@ void tune_rows(std::vector<row>& rows) {
   cuda::options opts;
   opts.kernel_cache_dir = std::filesystem::path{};
   client c(backend::make_channel(cuda::make_server(0, opts), backend::channel_kind::mutex));
-  auto const k = kernel::builder("spin_ns").cuda_source(spin_source, "spin_ns").build();
+  auto const k = test::spin_ns_kernel();
 
   // Candidate i runs 200 µs × (1 + 0.15 i) on the device, as the CPU tune bench's do on a core.
   std::array<std::atomic<std::uint64_t>, candidates> runs{};

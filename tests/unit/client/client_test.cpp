@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Client behaviour on every channel: deferred errors, bad input, profiling ownership.
 #include "byte_helpers.hpp"
+#include "channel_kind_print.hpp"
 #include "cpu_kernels.hpp"
 #include "dummy_server.hpp"
 
@@ -13,13 +14,6 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
-
-namespace cubert::backend {
-// Readable parameter names in test listings ("mutex", not "4-byte object <00-00 00-00>").
-inline void PrintTo(channel_kind kind, std::ostream* os) {
-  *os << to_string(kind);
-}
-}  // namespace cubert::backend
 
 namespace {
 

@@ -2,6 +2,7 @@
 // Autotune on cuda:0 with device timing (CUDA events): the kernel that is fastest on the device
 // wins, the samples are device times, the decision is reused from the persistent cache without
 // running a candidate, and a kernel whose output is wrong is quarantined. Skips without a GPU.
+#include "spin_kernel.hpp"
 #include "tune_fixture.hpp"
 
 #include <cubert/backend/channel.hpp>
@@ -25,15 +26,6 @@ using namespace std::chrono_literals;
 using cubert::handle;
 using cubert::tune::candidate_status;
 using cubert::tune::local_tuner;
-
-// Spins on the device's nanosecond timer, so a candidate's device time is set by its argument
-// while its host cost (one launch) is the same as every other candidate's.
-constexpr char const* spin_source = R"(
-extern "C" __global__ void spin_ns(unsigned long long ns) {
-  unsigned long long t0, t;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
-  do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < ns);
-})";
 
 // out[i] = 2 i + bias, one thread per element.
 constexpr char const* fill_source = R"(
@@ -64,7 +56,7 @@ using spin_set = cubert::tune::tunable_set<std::uint64_t, void, int>;
 std::shared_ptr<spin_set const> make_spin_set(cubert::client const& client,
                                               std::vector<int> const& micros,
                                               std::atomic<int>& runs) {
-  auto const k = cubert::kernel::builder("spin_ns").cuda_source(spin_source, "spin_ns").build();
+  auto const k = cubert::test::spin_ns_kernel();
   spin_set s([](int const& x) { return static_cast<std::uint64_t>(x); },
              [](std::uint64_t const&, int const& x) { return std::tuple<int>(x); });
   for (std::size_t i = 0; i < micros.size(); ++i) {
@@ -123,7 +115,7 @@ TEST_F(CudaAutotuneTest, AKernelWithAWrongOutputIsQuarantinedEvenWhenFastest) {
   using fill_set = cubert::tune::tunable_set<std::uint64_t, std::vector<std::uint32_t>, handle>;
   auto const fill =
       cubert::kernel::builder("fill").cube_dim(256).cuda_source(fill_source, "fill").build();
-  auto const spin = cubert::kernel::builder("spin_ns").cuda_source(spin_source, "spin_ns").build();
+  auto const spin = cubert::test::spin_ns_kernel();
   constexpr std::uint32_t n = 4096;
   cubert::client const client = *client_;
   // Candidate 0 is right and slow (it spins first), 1 is wrong and fast, 2 is right and fast.

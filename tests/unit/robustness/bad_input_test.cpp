@@ -4,6 +4,7 @@
 // Sizes that wrap around 64 bits are the main theme: a wrapped size must never pass for a
 // small valid one.
 #include "byte_helpers.hpp"
+#include "channel_kind_print.hpp"
 #include "cpu_kernels.hpp"
 
 #include <cubert/client.hpp>
@@ -23,12 +24,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-namespace cubert::backend {
-inline void PrintTo(channel_kind kind, std::ostream* os) {
-  *os << to_string(kind);
-}
-}  // namespace cubert::backend
 
 namespace {
 

@@ -3,6 +3,7 @@
 // `cubert_cuda_robustness_fake_driver`), which serves memory and copies but loads no module.
 // Skipped where neither is present.
 #include "byte_helpers.hpp"
+#include "channel_kind_print.hpp"
 #include "kernel_disk_cache.hpp"
 
 #include <cubert/client.hpp>
@@ -19,12 +20,6 @@
 #include <string>
 #include <sys/resource.h>
 #include <vector>
-
-namespace cubert::backend {
-inline void PrintTo(channel_kind kind, std::ostream* os) {
-  *os << to_string(kind);
-}
-}  // namespace cubert::backend
 
 namespace {
 
