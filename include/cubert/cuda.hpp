@@ -61,6 +61,12 @@ struct options {
   /// whose size class (at most a quarter above its size) exceeds this lands in heap memory
   /// instead; 0 disables the pool.
   std::size_t read_pool_bytes = std::size_t{1} << 30;
+  /// Whether each launch waits for its kernel, so that a fault names the kernel that caused it
+  /// (a debugging aid: it costs a device round trip per launch). nullopt = on when the
+  /// environment sets CUBERT_CUDA_LAUNCH_BLOCKING or CUDA_LAUNCH_BLOCKING to anything but "0".
+  /// Without it, a fault is reported at the next wait with every launch since the stream was
+  /// last idle.
+  std::optional<bool> launch_blocking;
   backend::channel_kind channel = backend::channel_kind::mutex;
 };
 
@@ -76,7 +82,15 @@ struct options {
 
 /// A server for device `ordinal`: its primary context, one non-blocking stream, pooled device
 /// memory and the kernel caches. @throws unsupported without a driver ("no CUDA device: ..."),
-/// invalid_argument for an ordinal out of range, device_error if the driver fails.
+/// invalid_argument for an ordinal out of range, device_error if the driver fails or the device
+/// is lost.
+///
+/// A kernel fault (illegal address, trap, misaligned access...) loses the device for the rest of
+/// the process: CUDA keeps the error in the context, and neither releasing nor resetting the
+/// primary context clears it. cubert reports the fault once, at the next wait (`sync`, a read, or
+/// `flush` with launch blocking), as a `device_error` naming the driver error and the launches
+/// it may have come from; after that every call on any server of that device, and every new
+/// server, throws `device_error` with that report at once.
 [[nodiscard]] std::unique_ptr<backend::server> make_server(int ordinal, options const& opts = {});
 
 }  // namespace cubert::cuda

@@ -47,6 +47,7 @@ loaded_kernel& cuda_module_cache::load(kernel const& k, execution_mode mode, ker
 
   auto const& api = driver();
   loaded_kernel loaded;
+  loaded.name = k.name();
   if (CUresult r = api.cuModuleLoadData(&loaded.module, image.data()); r != CUDA_SUCCESS) {
     throw launch_error(
         fmt::format("cuModuleLoadData (kernel '{}' for sm_{}): {}", k.name(), arch_, describe(r)));

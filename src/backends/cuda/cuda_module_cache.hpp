@@ -9,6 +9,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <string>
 #include <unordered_map>
 
 namespace cubert::cuda::detail {
@@ -19,6 +20,7 @@ struct loaded_kernel {
   CUfunction function = nullptr;
   /// Dynamic shared memory the function was opted into (the driver's default is 48 KiB).
   std::uint64_t shared_limit = 48 * 1024;
+  std::string name;  ///< The kernel's name, for fault reports.
 };
 
 /// Compiles (through NVRTC and its disk cache) or loads each kernel once per mode, then hands

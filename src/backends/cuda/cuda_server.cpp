@@ -48,7 +48,15 @@ kernel_disk_cache disk_cache_for(options const& opts) {
 device_properties make_device_properties(device_info const& info);
 
 cuda_server::cuda_server(int ordinal, options const& opts)
-    : info_(query_device(ordinal)), props_(make_device_properties(info_)) {
+    : info_(query_device(ordinal)),
+      props_(make_device_properties(info_)),
+      lost_(&lost_flag(ordinal)),
+      launch_blocking_(launch_blocking(opts.launch_blocking)) {
+  if (auto report = lost_report(ordinal)) {
+    throw device_error(
+        fmt::format("cuda:{} cannot be used again in this process: a kernel fault lost it. {}",
+                    ordinal, *report));
+  }
   CUBERT_CU_CALL(cuDevicePrimaryCtxRetain, &context_, info_.device);
   try {
     CUBERT_CU_CALL(cuCtxSetCurrent, context_);
@@ -85,6 +93,9 @@ cuda_server::~cuda_server() {
 }
 
 void cuda_server::make_current() {
+  if (lost_->load(std::memory_order_acquire)) [[unlikely]] {
+    throw_lost();
+  }
   // Cheap (a thread-local read in the driver) and needed: any thread may call through a
   // mutex channel, and other libraries may have switched this thread's context.
   CUcontext current = nullptr;
@@ -94,13 +105,66 @@ void cuda_server::make_current() {
   }
 }
 
+void cuda_server::throw_lost() {
+  auto const report = lost_report(info_.ordinal);
+  if (!report) return;  // Another device sharing the overflow flag.
+  // The first wait after the fault gets the report itself, like any deferred launch error.
+  errors_.rethrow_if_any();
+  throw device_error(fmt::format(
+      "cuda:{} is lost: a kernel fault earlier in this process left CUDA unable to run anything "
+      "more on it (restart the process to use it again). {}",
+      info_.ordinal, *report));
+}
+
+std::exception_ptr cuda_server::on_failure(std::exception_ptr e) noexcept {
+  try {
+    if (lost_->load(std::memory_order_acquire)) return e;  // Already reported as lost.
+    CUresult const state = driver_state().cuStreamQuery(stream_);
+    if (!is_sticky(state)) return e;  // An ordinary failure; the device still works.
+    std::string what;
+    try {
+      std::rethrow_exception(e);
+    } catch (std::exception const& x) {
+      what = x.what();
+    } catch (...) {
+      what = "an unknown failure";
+    }
+    auto report = fault_report(what);
+    mark_lost(info_.ordinal, report);
+    return std::make_exception_ptr(device_error(std::move(report)));
+  } catch (...) {
+    return e;
+  }
+}
+
+std::string cuda_server::fault_report(std::string_view what) {
+  auto report = fmt::format(
+      "{}. This is a kernel fault: CUDA keeps it for the rest of the process, so cuda:{} is lost "
+      "and every later call on it fails. Launched by this client since its stream was last idle, "
+      "oldest first: {}.{}",
+      what, info_.ordinal, launches_.describe(),
+      launch_blocking_ ? ""
+                       : " With CUBERT_CUDA_LAUNCH_BLOCKING=1 each launch waits for its kernel, "
+                         "so the report names the one that faulted.");
+  launches_.clear();
+  return report;
+}
+
 cubert::handle cuda_server::empty(std::uint64_t size) {
-  make_current();
-  return cubert::handle(memory_->reserve(size), size);
+  return guarded([&] {
+    make_current();
+    return cubert::handle(memory_->reserve(size), size);
+  });
 }
 
 cubert::handle cuda_server::create(std::span<std::byte const> data) {
-  make_current();
+  return guarded([&] {
+    make_current();
+    return create_dense(data);
+  });
+}
+
+cubert::handle cuda_server::create_dense(std::span<std::byte const> data) {
   cubert::handle h(memory_->reserve(data.size()), data.size());
   if (!data.empty()) {
     auto const res = memory_->get_resource(h.binding());
@@ -113,13 +177,21 @@ std::vector<backend::tensor_allocation> cuda_server::create_tensors(
     std::vector<std::span<std::byte const>> const& data,
     std::vector<backend::tensor_descriptor> const& descriptors) {
   backend::check_tensor_data(data, descriptors);
-  make_current();
+  return guarded([&] {
+    make_current();
+    return create_tensors_now(data, descriptors);
+  });
+}
+
+std::vector<backend::tensor_allocation> cuda_server::create_tensors_now(
+    std::vector<std::span<std::byte const>> const& data,
+    std::vector<backend::tensor_descriptor> const& descriptors) {
   std::vector<backend::tensor_allocation> out;
   out.reserve(data.size());
   for (std::size_t i = 0; i < data.size(); ++i) {
     auto const l = pitched_layout(descriptors[i].shape, descriptors[i].elem_size);
     if (!l.padded()) {
-      out.push_back({create(data[i]), l.strides});
+      out.push_back({create_dense(data[i]), l.strides});
       continue;
     }
     cubert::handle h(memory_->reserve(l.bytes), l.bytes);
@@ -150,7 +222,7 @@ void cuda_server::upload_padded(CUdeviceptr dst, std::span<std::byte const> src,
   // on an H200), so upload densely through the staging ring and spread the rows on the device.
   std::optional<cubert::handle> dense;
   try {
-    dense = create(src);
+    dense = create_dense(src);
   } catch (out_of_memory const&) {
     CUBERT_CU_CALL(cuMemcpy2DAsync, &copy, stream_);  // No room for the dense copy: slow path.
     return;
@@ -165,15 +237,17 @@ void cuda_server::upload_padded(CUdeviceptr dst, std::span<std::byte const> src,
 
 std::vector<backend::tensor_allocation> cuda_server::empty_tensors(
     std::vector<backend::tensor_descriptor> const& descriptors) {
-  make_current();
-  std::vector<backend::tensor_allocation> out;
-  out.reserve(descriptors.size());
-  for (auto const& d : descriptors) {
-    (void)backend::tensor_bytes(d.shape, d.elem_size, "empty_tensors");  // Refuses overflow.
-    auto l = pitched_layout(d.shape, d.elem_size);
-    out.push_back({cubert::handle(memory_->reserve(l.bytes), l.bytes), std::move(l.strides)});
-  }
-  return out;
+  return guarded([&] {
+    make_current();
+    std::vector<backend::tensor_allocation> out;
+    out.reserve(descriptors.size());
+    for (auto const& d : descriptors) {
+      (void)backend::tensor_bytes(d.shape, d.elem_size, "empty_tensors");  // Refuses overflow.
+      auto l = pitched_layout(d.shape, d.elem_size);
+      out.push_back({cubert::handle(memory_->reserve(l.bytes), l.bytes), std::move(l.strides)});
+    }
+    return out;
+  });
 }
 
 bytes cuda_server::read_destination(std::size_t size) {
@@ -199,12 +273,15 @@ bytes cuda_server::read_one(cubert::binding const& b) {
   // A pooled block is pinned, so the download is one DMA into resident pages.
   auto out = read_destination(size);
   staging_->download(out.span(), res.address());
+  launches_.clear();  // The download came after every launch, and they all completed.
   return out;
 }
 
 std::future<void> cuda_server::read_into(cubert::binding const& b, std::span<std::byte> dst) {
-  make_current();
-  auto const res = memory_->get_resource(b);  // An unknown binding throws now.
+  auto const res = guarded([&] {
+    make_current();
+    return memory_->get_resource(b);  // An unknown binding throws now.
+  });
   if (dst.size() != res.size) {
     throw invalid_argument(fmt::format(
         "read_into: the destination holds {} bytes but the binding {}", dst.size(), res.size));
@@ -212,23 +289,28 @@ std::future<void> cuda_server::read_into(cubert::binding const& b, std::span<std
   try {
     errors_.rethrow_if_any();
     staging_->download(dst, res.address());
+    launches_.clear();
     std::promise<void> p;
     p.set_value();
     return p.get_future();
   } catch (...) {
-    return failed<void>(std::current_exception());
+    return failed<void>(on_failure(std::current_exception()));
   }
 }
 
 host_buffer cuda_server::alloc_host(std::uint64_t size) {
-  make_current();
-  return make_pinned_buffer(info_.device, static_cast<std::size_t>(size));
+  return guarded([&] {
+    make_current();
+    return make_pinned_buffer(info_.device, static_cast<std::size_t>(size));
+  });
 }
 
 std::future<std::vector<bytes>> cuda_server::read(std::vector<cubert::binding> bindings) {
-  make_current();
-  // Resolve every binding first: a bad one is the caller's error, thrown now.
-  for (auto const& b : bindings) (void)memory_->get_resource(b);
+  guarded([&] {
+    make_current();
+    // Resolve every binding first: a bad one is the caller's error, thrown now.
+    for (auto const& b : bindings) (void)memory_->get_resource(b);
+  });
   try {
     errors_.rethrow_if_any();
     std::vector<bytes> out;
@@ -236,12 +318,12 @@ std::future<std::vector<bytes>> cuda_server::read(std::vector<cubert::binding> b
     for (auto const& b : bindings) out.push_back(read_one(b));
     return ready(std::move(out));
   } catch (...) {
-    return failed<std::vector<bytes>>(std::current_exception());
+    return failed<std::vector<bytes>>(on_failure(std::current_exception()));
   }
 }
 
 std::future<std::vector<bytes>> cuda_server::read_tensor(std::vector<binding_with_meta> tensors) {
-  make_current();
+  guarded([&] { make_current(); });
   try {
     errors_.rethrow_if_any();
     std::vector<bytes> out;
@@ -260,7 +342,7 @@ std::future<std::vector<bytes>> cuda_server::read_tensor(std::vector<binding_wit
   } catch (invalid_argument const&) {
     throw;
   } catch (...) {
-    return failed<std::vector<bytes>>(std::current_exception());
+    return failed<std::vector<bytes>>(on_failure(std::current_exception()));
   }
 }
 
@@ -323,7 +405,14 @@ void cuda_server::marshal(kernel const& k, bindings const& args) {
 
 void cuda_server::execute(kernel const& k, cube_count const& count, bindings args,
                           execution_mode mode) {
-  make_current();
+  guarded([&] {
+    make_current();
+    launch(k, count, args, mode);
+  });
+}
+
+void cuda_server::launch(kernel const& k, cube_count const& count, bindings const& args,
+                         execution_mode mode) {
   marshal(k, args);  // Bad bindings are refused before anything is compiled.
   loaded_kernel& fn = modules_->get(k, mode);
   auto const grid = resolve_count(count);
@@ -343,18 +432,38 @@ void cuda_server::execute(kernel const& k, cube_count const& count, bindings arg
                                 static_cast<unsigned>(shared), stream_, params_.data(), nullptr);
   }
   if (result != CUDA_SUCCESS) [[unlikely]] {
-    // Deferred like a fault while running: execute stays fire-and-forget for its callers.
-    auto const what = fmt::format(
-        "cuLaunchKernel (kernel '{}', grid ({}, {}, {}), block ({}, "
-        "{}, {}), {} B shared): {}",
-        k.name(), grid[0], grid[1], grid[2], dim.x, dim.y, dim.z, shared, describe(result));
-    profiler_->error(what);
-    errors_.record(std::make_exception_ptr(device_error(what)));
+    return launch_failed(fmt::format("cuLaunchKernel (kernel '{}', grid ({}, {}, {}), block ({}, "
+                                     "{}, {}), {} B shared): {}",
+                                     k.name(), grid[0], grid[1], grid[2], dim.x, dim.y, dim.z,
+                                     shared, describe(result)),
+                         result);
   }
+  launches_.record(fn, grid, {dim.x, dim.y, dim.z});
+  if (launch_blocking_) [[unlikely]] {
+    result = api.cuStreamSynchronize(stream_);
+    if (result != CUDA_SUCCESS) {
+      return launch_failed(
+          fmt::format("kernel {} failed while running: {}",
+                      launch_log::describe(fn, grid, {dim.x, dim.y, dim.z}), describe(result)),
+          result);
+    }
+    launches_.clear();
+  }
+}
+
+void cuda_server::launch_failed(std::string what, CUresult result) {
+  if (is_sticky(result)) {
+    what = fault_report(what);
+    mark_lost(info_.ordinal, what);
+  }
+  // Deferred like a fault while running: execute stays fire-and-forget for its callers.
+  profiler_->error(what);
+  errors_.record(std::make_exception_ptr(device_error(what)));
 }
 
 void cuda_server::flush() {
   // Launches are submitted by the driver as they are made; only a deferred error is left.
+  guarded([&] { make_current(); });
   errors_.rethrow_if_any();
 }
 
@@ -362,13 +471,14 @@ std::future<void> cuda_server::sync() {
   try {
     make_current();
     CUBERT_CU_CALL(cuStreamSynchronize, stream_);
+    launches_.clear();
     memory_->storage().flush();  // The stream is idle: queued page frees are safe now.
     errors_.rethrow_if_any();
     std::promise<void> p;
     p.set_value();
     return p.get_future();
   } catch (...) {
-    return failed<void>(std::current_exception());
+    return failed<void>(on_failure(std::current_exception()));
   }
 }
 
@@ -385,20 +495,26 @@ std::string cuda_server::memory_report() {
 }
 
 void cuda_server::memory_cleanup() {
-  make_current();
-  memory_->cleanup(true);
-  memory_->storage().flush();
-  read_pool_->release_idle();
+  guarded([&] {
+    make_current();
+    memory_->cleanup(true);
+    memory_->storage().flush();
+    read_pool_->release_idle();
+  });
 }
 
 profiling_token cuda_server::start_profile() {
-  make_current();
-  return profiler_->start();
+  return guarded([&] {
+    make_current();
+    return profiler_->start();
+  });
 }
 
 profile_duration cuda_server::end_profile(profiling_token token) {
-  make_current();
-  return profiler_->stop(token);
+  return guarded([&] {
+    make_current();
+    return profiler_->stop(token);
+  });
 }
 
 }  // namespace cubert::cuda::detail

@@ -4,6 +4,7 @@
 
 #include "cuda_device.hpp"
 #include "cuda_event_profiler.hpp"
+#include "cuda_fault.hpp"
 #include "cuda_module_cache.hpp"
 #include "cuda_pinned_pool.hpp"
 #include "cuda_staging.hpp"
@@ -15,7 +16,10 @@
 
 #include <cuda.h>
 
+#include <exception>
 #include <memory>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace cubert::cuda::detail {
@@ -74,7 +78,31 @@ class cuda_server final : public backend::server {
   [[nodiscard]] cuda_pinned_pool const& read_pool() const noexcept { return *read_pool_; }
 
  private:
+  /// Throws the device's fault report if it is lost; otherwise makes the context current.
   void make_current();
+  /// Throws the fault report (first) or that the device is lost.
+  void throw_lost();
+  /// What a failure `e` should be reported as: a device_error with the fault report when the
+  /// context turns out lost (marking the device lost the first time), otherwise `e` itself.
+  [[nodiscard]] std::exception_ptr on_failure(std::exception_ptr e) noexcept;
+  /// Runs `f`, reporting what it throws through `on_failure`.
+  template <typename F>
+  decltype(auto) guarded(F&& f) {
+    try {
+      return f();
+    } catch (...) {
+      std::rethrow_exception(on_failure(std::current_exception()));
+    }
+  }
+  [[nodiscard]] cubert::handle create_dense(std::span<std::byte const> data);
+  [[nodiscard]] std::vector<backend::tensor_allocation> create_tensors_now(
+      std::vector<std::span<std::byte const>> const& data,
+      std::vector<backend::tensor_descriptor> const& descriptors);
+  void launch(kernel const& k, cube_count const& count, bindings const& args, execution_mode mode);
+  /// Records a failed launch for the next wait; a fault also loses the device.
+  void launch_failed(std::string what, CUresult result);
+  /// The report of a fault found while `what` failed: the launches it may have come from.
+  [[nodiscard]] std::string fault_report(std::string_view what);
   [[nodiscard]] std::array<std::uint32_t, 3> resolve_count(cube_count const& count);
   void marshal(kernel const& k, bindings const& args);
   [[nodiscard]] bytes read_one(cubert::binding const& b);
@@ -93,6 +121,9 @@ class cuda_server final : public backend::server {
   // Shared with every leased block, so results may outlive the server.
   std::shared_ptr<cuda_pinned_pool> read_pool_;
   backend::async_error errors_;
+  std::atomic<bool> const* lost_;  // Set when any server of this device finds a kernel fault.
+  launch_log launches_;            // Launches since the stream was last seen idle.
+  bool launch_blocking_;
   // Launch scratch, reused so a launch allocates nothing once warm.
   std::vector<CUtensorMap> maps_;  // CUtensorMap is 128-byte aligned; vector honours it.
   std::vector<CUdeviceptr> pointers_;

@@ -1,51 +1,201 @@
 // SPDX-License-Identifier: Apache-2.0
-// A kernel fault poisons the CUDA context for the rest of the process, so it runs in a child
-// process (a "threadsafe" death test re-executes this binary for just this test).
-#include "cuda_server.hpp"
+// A kernel fault loses the device for the rest of the process (CUDA keeps the error), so each
+// case runs in a child process: a "threadsafe" death test re-executes this binary for just that
+// case, and the child reports its checks through its exit code and stderr. Runs on a GPU (a
+// real illegal address) and on the fake driver (ctest `cuda_fault_fake_driver`, where a kernel
+// whose entry point begins with `cubert_fake_fault` faults); skipped where neither is present.
+#include "byte_helpers.hpp"
+#include "channel_kind_print.hpp"
 
+#include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
 #include <cubert/error.hpp>
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
+#include <vector>
 
 namespace {
 
-void illegal_address_surfaces_at_sync() {
-  cubert::cuda::options opts;
-  opts.kernel_cache_dir = std::filesystem::path{};
-  cubert::cuda::detail::cuda_server server(0, opts);
-  constexpr char const* src = R"(
-extern "C" __global__ void poke(unsigned* p) { p[threadIdx.x] = 1; })";
-  auto const k = cubert::kernel::builder("poke").cuda_source(src, "poke").build();
-  auto h = server.empty(16);
-  // A pointer far outside any allocation: the launch succeeds, the kernel faults.
-  server.execute(k, cubert::cube_count{1}, cubert::bindings{}.with_scalar(std::uint64_t{0x10}),
-                 cubert::execution_mode::checked);
-  try {
-    server.sync().get();
-  } catch (cubert::device_error const& e) {
-    std::fprintf(stderr, "device_error: %s\n", e.what());
-    std::exit(std::string(e.what()).find("CUDA_ERROR_ILLEGAL_ADDRESS") != std::string::npos ? 3
-                                                                                            : 4);
-  } catch (std::exception const& e) {
-    std::fprintf(stderr, "other: %s\n", e.what());
-    std::exit(5);
-  }
-  std::exit(6);
+using namespace cubert;
+using backend::channel_kind;
+using test::bytes_of;
+
+// `poke` writes through a pointer far outside any allocation: the launch succeeds and the
+// kernel faults. `fine` touches only its buffer.
+constexpr char const* source = R"(
+extern "C" __global__ void cubert_fake_fault_poke(unsigned* p) { p[threadIdx.x] = 1; }
+extern "C" __global__ void fine(unsigned* p) { if (threadIdx.x == 0) p[0] += 1; })";
+
+kernel poke() {
+  return kernel::builder("fault_test::poke")
+      .cuda_source(source, "cubert_fake_fault_poke")
+      .cube_dim(32)
+      .build();
 }
 
-TEST(CudaFaultTest, IllegalAddressIsADeviceErrorAtTheNextSync) {
-  if (cubert::cuda::device_count() == 0) {
-    GTEST_SKIP() << "no CUDA device: " << cubert::cuda::unavailable_reason();
-  }
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(illegal_address_surfaces_at_sync(), ::testing::ExitedWithCode(3),
-              "cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS");
+kernel fine() {
+  return kernel::builder("fault_test::fine").cuda_source(source, "fine").cube_dim(32).build();
 }
+
+bindings bad_pointer() {
+  return bindings{}.with_scalar(std::uint64_t{0x10});
+}
+
+// The checks of a child process; gtest's assertions would not reach the parent.
+class child_checks {
+ public:
+  void expect(bool ok, std::string const& what) {
+    if (!ok) failures_.push_back(what);
+  }
+  // `f` must throw device_error whose message holds every one of `parts`; returns the message.
+  template <typename F>
+  std::string expect_device_error(char const* call, F&& f, std::vector<std::string> const& parts) {
+    std::string message;
+    try {
+      f();
+      failures_.push_back(std::string(call) + ": no exception");
+      return {};
+    } catch (device_error const& e) {
+      message = e.what();
+    } catch (std::exception const& e) {
+      failures_.push_back(std::string(call) + ": not a device_error: " + e.what());
+      return {};
+    }
+    for (auto const& part : parts) {
+      expect(message.find(part) != std::string::npos,
+             std::string(call) + ": the message lacks \"" + part + "\": " + message);
+    }
+    return message;
+  }
+  [[noreturn]] void finish() {
+    for (auto const& f : failures_) std::fprintf(stderr, "FAILED: %s\n", f.c_str());
+    std::fflush(stderr);
+    std::exit(failures_.empty() ? 0 : 1);
+  }
+
+ private:
+  std::vector<std::string> failures_;
+};
+
+std::size_t count(std::string const& text, std::string const& part) {
+  std::size_t n = 0;
+  for (auto at = text.find(part); at != std::string::npos; at = text.find(part, at + 1)) ++n;
+  return n;
+}
+
+cuda::options test_options() {
+  cuda::options opts;
+  opts.kernel_cache_dir = std::filesystem::path{};
+  opts.launch_blocking = false;
+  return opts;
+}
+
+// A fault is reported once, at the next wait, with the launches since the stream was last
+// idle; after it every call fails at once saying the device is lost, new servers are refused,
+// and dropping everything is clean.
+void fault_then_lost(channel_kind kind) {
+  child_checks checks;
+  {
+    client c(backend::make_channel(cuda::make_server(0, test_options()), kind));
+    std::vector<std::uint32_t> zeros(4, 0);
+    auto buf = c.create(bytes_of(zeros));
+    c.execute(fine(), cube_count{1}, bindings{}.with_buffer(buf.binding()));
+    c.sync();  // This launch completed: it is no suspect.
+    c.execute(fine(), cube_count{2}, bindings{}.with_buffer(buf.binding()));
+    c.execute(poke(), cube_count{1}, bad_pointer());
+    auto const report =
+        checks.expect_device_error("the first sync", [&] { c.sync(); },
+                                   {"CUDA_ERROR_ILLEGAL_ADDRESS", "cuda:0 is lost",
+                                    "'fault_test::fine' grid (2, 1, 1) block (32, 1, 1), "
+                                    "'fault_test::poke' grid (1, 1, 1) block (32, 1, 1)",
+                                    "CUBERT_CUDA_LAUNCH_BLOCKING=1"});
+    checks.expect(count(report, "'fault_test::fine'") == 1,
+                  "the completed launch is listed as a suspect: " + report);
+    std::vector<std::string> const lost{"cuda:0 is lost", "restart the process",
+                                        "CUDA_ERROR_ILLEGAL_ADDRESS"};
+    checks.expect_device_error(
+        "sync again", [&] { c.sync(); }, lost);
+    checks.expect_device_error(
+        "create", [&] { (void)c.create(bytes_of(zeros)); }, lost);
+    checks.expect_device_error(
+        "empty", [&] { (void)c.empty(64); }, lost);
+    checks.expect_device_error(
+        "read", [&] { (void)c.read_one(buf.binding()); }, lost);
+    checks.expect_device_error(
+        "execute + sync",
+        [&] {
+          c.execute(fine(), cube_count{1}, bindings{}.with_buffer(buf.binding()));
+          c.sync();
+        },
+        lost);
+    checks.expect_device_error(
+        "memory_cleanup + sync",  // The actor channel reports a cleanup's failure at the sync.
+        [&] {
+          c.memory_cleanup();
+          c.sync();
+        },
+        lost);
+    checks.expect_device_error(
+        "a new server", [&] { (void)cuda::make_server(0, test_options()); },
+        {"cuda:0 cannot be used again", "CUDA_ERROR_ILLEGAL_ADDRESS", "'fault_test::poke'"});
+  }  // The client, its handles and its pages go: nothing may throw, hang or crash.
+  checks.finish();
+}
+
+// With launch blocking each launch waits for its kernel, so the report names the one kernel.
+void blocking_names_the_kernel(channel_kind kind) {
+  child_checks checks;
+  {
+    auto opts = test_options();
+    opts.launch_blocking = true;
+    client c(backend::make_channel(cuda::make_server(0, opts), kind));
+    std::vector<std::uint32_t> zeros(4, 0);
+    auto buf = c.create(bytes_of(zeros));
+    c.execute(fine(), cube_count{3}, bindings{}.with_buffer(buf.binding()));
+    c.execute(poke(), cube_count{1}, bad_pointer());
+    auto const report = checks.expect_device_error(
+        "the first sync", [&] { c.sync(); },
+        {"kernel 'fault_test::poke' grid (1, 1, 1) block (32, 1, 1) failed while running: "
+         "CUDA_ERROR_ILLEGAL_ADDRESS",
+         "cuda:0 is lost"});
+    checks.expect(report.find("'fault_test::fine'") == std::string::npos,
+                  "a kernel that completed is named: " + report);
+    checks.expect(report.find("CUBERT_CUDA_LAUNCH_BLOCKING=1") == std::string::npos,
+                  "the hint to turn on launch blocking is given with it on: " + report);
+    checks.expect_device_error("create", [&] { (void)c.create(bytes_of(zeros)); },
+                               {"cuda:0 is lost", "failed while running"});
+  }
+  checks.finish();
+}
+
+class CudaKernelFault : public ::testing::TestWithParam<channel_kind> {
+ protected:
+  void SetUp() override {
+    if (cuda::device_count() == 0) {
+      GTEST_SKIP() << "no CUDA device: " << cuda::unavailable_reason();
+    }
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+  }
+};
+
+TEST_P(CudaKernelFault, IsReportedOnceWithItsSuspectsThenTheDeviceIsLost) {
+  EXPECT_EXIT(fault_then_lost(GetParam()), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_P(CudaKernelFault, LaunchBlockingNamesTheKernelThatFaulted) {
+  EXPECT_EXIT(blocking_names_the_kernel(GetParam()), ::testing::ExitedWithCode(0), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(Channels, CudaKernelFault,
+                         ::testing::Values(channel_kind::mutex, channel_kind::actor),
+                         [](auto const& param_info) {
+                           return std::string(backend::to_string(param_info.param));
+                         });
 
 }  // namespace

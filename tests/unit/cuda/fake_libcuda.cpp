@@ -10,18 +10,31 @@
 //   one (as a copy thread that forgot to bind it would);
 // - device and pinned ranges are bounds-checked (CUDA_ERROR_INVALID_VALUE);
 // - the last release of the primary context while pinned memory is alive aborts.
-// Kernels are not run: cuModuleLoadData returns CUDA_ERROR_NOT_SUPPORTED (NVRTC still compiles).
+// Kernels are not run: modules load (NVRTC compiles for real) and launches are queued as no-ops,
+// except that a kernel whose entry point begins with `cubert_fake_fault` faults when its stream
+// reaches it. From then on, as with the real driver after a kernel fault, every call that needs
+// the context returns CUDA_ERROR_ILLEGAL_ADDRESS, for the rest of the process (frees still free,
+// so the sanitizers see no leak). Tests that fault therefore run in a child process.
 #include "fake_cuda_stream.hpp"
 
 #include <cuda.h>
 
+#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <vector>
+
+struct CUfunc_st {
+  std::string name;
+};
+struct CUmod_st {
+  std::vector<std::unique_ptr<CUfunc_st>> functions;
+};
 
 namespace {
 
@@ -37,6 +50,13 @@ struct driver_state {
 driver_state& state() {
   static auto* s = new driver_state;  // Leaked: host buffers may be freed at exit.
   return *s;
+}
+
+// The error a kernel fault left in the context: CUDA_SUCCESS until one faults.
+std::atomic<CUresult> fault{CUDA_SUCCESS};
+
+CUresult sticky() {
+  return fault.load(std::memory_order_acquire);
 }
 
 thread_local std::vector<CUcontext> context_stack;
@@ -84,8 +104,14 @@ CUstream_st& stream_of(CUstream s) {
 
 }  // namespace
 
-#define FAKE_NEED_CONTEXT() \
+#define FAKE_NEED_CONTEXT_ONLY() \
   if (current() == nullptr) return CUDA_ERROR_INVALID_CONTEXT
+
+#define FAKE_NEED_CONTEXT()                               \
+  FAKE_NEED_CONTEXT_ONLY();                               \
+  if (CUresult lost_ = sticky(); lost_ != CUDA_SUCCESS) { \
+    return lost_;                                         \
+  }
 
 extern "C" {
 
@@ -108,7 +134,9 @@ CUresult CUDAAPI cuGetErrorName(CUresult e, char const** s) {
       {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY"},
       {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT"},
       {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY"},
-      {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED"}};
+      {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED"},
+      {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE"},
+      {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS"}};
   auto it = names.find(e);
   *s = it == names.end() ? "CUDA_ERROR_UNKNOWN" : it->second;
   return CUDA_SUCCESS;
@@ -201,15 +229,16 @@ CUresult CUDAAPI cuStreamCreate(CUstream* s, unsigned int) {
 CUresult CUDAAPI cuStreamDestroy(CUstream s) {
   s->wait(s->last());
   delete s;
-  return CUDA_SUCCESS;
+  return sticky();
 }
 CUresult CUDAAPI cuStreamSynchronize(CUstream s) {
-  FAKE_NEED_CONTEXT();
+  FAKE_NEED_CONTEXT_ONLY();
   auto& st = stream_of(s);
   st.wait(st.last());
-  return CUDA_SUCCESS;
+  return sticky();
 }
 CUresult CUDAAPI cuStreamQuery(CUstream s) {
+  if (CUresult lost = sticky(); lost != CUDA_SUCCESS) return lost;
   auto& st = stream_of(s);
   return st.reached(st.last()) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
@@ -230,8 +259,9 @@ CUresult CUDAAPI cuMemAlloc(CUdeviceptr* p, size_t n) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemFree(CUdeviceptr p) {
-  FAKE_NEED_CONTEXT();
-  return free_device(p);
+  FAKE_NEED_CONTEXT_ONLY();
+  CUresult const r = free_device(p);
+  return r == CUDA_SUCCESS ? sticky() : r;
 }
 CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* p, size_t n, CUstream) {
   return cuMemAlloc(p, n);
@@ -303,11 +333,11 @@ CUresult CUDAAPI cuMemAllocHost(void** p, size_t n) {
   return cuMemHostAlloc(p, n, 0);
 }
 CUresult CUDAAPI cuMemFreeHost(void* p) {
-  FAKE_NEED_CONTEXT();
+  FAKE_NEED_CONTEXT_ONLY();
   std::lock_guard lock(state().m);
   if (state().pinned.erase(addr(p)) == 0) return CUDA_ERROR_INVALID_VALUE;
   std::free(p);
-  return CUDA_SUCCESS;
+  return sticky();
 }
 CUresult CUDAAPI cuMemHostGetFlags(unsigned int* flags, void* p) {
   std::lock_guard lock(state().m);
@@ -412,22 +442,37 @@ CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUs
   return CUDA_SUCCESS;
 }
 
-CUresult CUDAAPI cuModuleLoadData(CUmodule*, void const*) {
-  return CUDA_ERROR_NOT_SUPPORTED;
-}
-CUresult CUDAAPI cuModuleUnload(CUmodule) {
+CUresult CUDAAPI cuModuleLoadData(CUmodule* m, void const* image) {
+  FAKE_NEED_CONTEXT();
+  if (!image) return CUDA_ERROR_INVALID_VALUE;
+  *m = new CUmod_st;
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuModuleGetFunction(CUfunction*, CUmodule, char const*) {
-  return CUDA_ERROR_NOT_SUPPORTED;
+CUresult CUDAAPI cuModuleUnload(CUmodule m) {
+  delete m;
+  return sticky();
+}
+CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule m, char const* name) {
+  FAKE_NEED_CONTEXT();
+  if (!m || !name) return CUDA_ERROR_INVALID_VALUE;
+  m->functions.push_back(std::make_unique<CUfunc_st>(CUfunc_st{name}));
+  *f = m->functions.back().get();
+  return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) {
-  return CUDA_ERROR_NOT_SUPPORTED;
+  FAKE_NEED_CONTEXT();
+  return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuLaunchKernel(CUfunction, unsigned int, unsigned int, unsigned int, unsigned int,
-                                unsigned int, unsigned int, unsigned int, CUstream, void**,
-                                void**) {
-  return CUDA_ERROR_NOT_SUPPORTED;
+CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int, unsigned int, unsigned int,
+                                unsigned int, unsigned int, unsigned int, unsigned int, CUstream s,
+                                void**, void**) {
+  FAKE_NEED_CONTEXT();
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  bool const faults = f->name.rfind("cubert_fake_fault", 0) == 0;
+  stream_of(s).push([faults] {
+    if (faults) fault.store(CUDA_ERROR_ILLEGAL_ADDRESS, std::memory_order_release);
+  });
+  return CUDA_SUCCESS;
 }
 // Tensor maps are only ever passed to kernels, which this driver does not run.
 CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
@@ -451,7 +496,7 @@ CUresult CUDAAPI cuEventCreate(CUevent* e, unsigned int) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuEventSynchronize(CUevent e) {
-  FAKE_NEED_CONTEXT();
+  FAKE_NEED_CONTEXT_ONLY();
   CUstream_st* s = nullptr;
   std::uint64_t seq = 0;
   {
@@ -460,12 +505,12 @@ CUresult CUDAAPI cuEventSynchronize(CUevent e) {
     seq = e->seq;
   }
   if (s) s->wait(seq);
-  return CUDA_SUCCESS;
+  return sticky();
 }
 CUresult CUDAAPI cuEventDestroy(CUevent e) {
   cuEventSynchronize(e);  // Its marker may still be queued; it writes into the event.
   delete e;
-  return CUDA_SUCCESS;
+  return sticky();
 }
 CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
   FAKE_NEED_CONTEXT();
@@ -476,12 +521,14 @@ CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuEventQuery(CUevent e) {
+  if (CUresult lost = sticky(); lost != CUDA_SUCCESS) return lost;
   std::lock_guard lock(e->m);
   return !e->stream || e->stream->reached(e->seq) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
   cuEventSynchronize(start);
   cuEventSynchronize(end);
+  if (CUresult lost = sticky(); lost != CUDA_SUCCESS) return lost;
   *ms = std::chrono::duration<float, std::milli>(end->when - start->when).count();
   return CUDA_SUCCESS;
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Bad input on the CUDA backend: runs on a GPU, or on the fake driver of tests/unit/cuda (ctest
-// `cubert_cuda_robustness_fake_driver`), which serves memory and copies but loads no module.
+// `cubert_cuda_robustness_fake_driver`), which serves memory and copies but runs no kernel.
 // Skipped where neither is present.
 #include "byte_helpers.hpp"
 #include "channel_kind_print.hpp"

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+// Kernel faults: which driver errors lose a device for the rest of the process, which devices
+// are lost, and which launches a fault may have come from.
+//
+// An illegal address, a trap or a misaligned access in a kernel leaves CUDA's context in a
+// state that every later call reports (driver 580 on an H100, probed 2026-11-21: allocations,
+// frees, new streams, and a primary context retained again or reset all fail with the same
+// error). So a fault is reported once with what is known about it, and from then on every
+// server of the device fails fast with that report instead of with whatever call came next.
+#pragma once
+
+#include "cuda_module_cache.hpp"
+
+#include <cuda.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace cubert::cuda::detail {
+
+/// True for results that CUDA keeps for the rest of the process once a kernel faulted.
+[[nodiscard]] bool is_sticky(CUresult result) noexcept;
+
+/// Records that device `ordinal` is lost, with the report of the fault (the first one wins).
+void mark_lost(int ordinal, std::string report);
+
+/// The fault report of a lost device, or nullopt while it works.
+[[nodiscard]] std::optional<std::string> lost_report(int ordinal);
+
+/// A flag that turns true when `ordinal` is lost; servers test it on every call (one load).
+[[nodiscard]] std::atomic<bool> const& lost_flag(int ordinal) noexcept;
+
+/// The most recent launches of one server since its stream was last seen idle: the kernels a
+/// fault found at the next wait may have come from. Recording is a few stores, so it stays on
+/// the launch path.
+class launch_log {
+ public:
+  static constexpr std::size_t kept = 8;
+
+  void record(loaded_kernel const& kernel, std::array<std::uint32_t, 3> grid,
+              std::array<std::uint32_t, 3> block) noexcept {
+    entries_[count_ % kept] = {&kernel, grid, block};
+    ++count_;
+  }
+  /// The stream went idle without a fault: nothing launched so far can be the culprit.
+  void clear() noexcept { count_ = 0; }
+  [[nodiscard]] std::uint64_t size() const noexcept { return count_; }
+
+  /// "'a' grid (1, 1, 1) block (32, 1, 1), 'b' ..." oldest first, with how many older launches
+  /// are not listed; "none" when empty.
+  [[nodiscard]] std::string describe() const;
+  /// "'a' grid (1, 1, 1) block (32, 1, 1)" for one launch.
+  [[nodiscard]] static std::string describe(loaded_kernel const& kernel,
+                                            std::array<std::uint32_t, 3> grid,
+                                            std::array<std::uint32_t, 3> block);
+
+ private:
+  struct entry {
+    loaded_kernel const* kernel = nullptr;
+    std::array<std::uint32_t, 3> grid{};
+    std::array<std::uint32_t, 3> block{};
+  };
+  std::array<entry, kept> entries_{};
+  std::uint64_t count_ = 0;
+};
+
+/// Whether `execute` waits for each kernel (so a fault names its kernel): `requested` when set,
+/// otherwise CUBERT_CUDA_LAUNCH_BLOCKING or CUDA_LAUNCH_BLOCKING set to anything but "0".
+[[nodiscard]] bool launch_blocking(std::optional<bool> requested);
+
+}  // namespace cubert::cuda::detail
