@@ -105,7 +105,7 @@ if [ "$MODE" = tsan ] || [ "$MODE" = all ]; then
   TSAN_DIR=$ROOT/build/gpu-tsan
   if configure_build "$TSAN_DIR" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCUBERT_SANITIZE=thread; then
     export TSAN_OPTIONS="halt_on_error=1:second_deadlock_stack=1:suppressions=$ROOT/tests/tsan.supp"
-    for t in cuda_transfer_test cuda_pinned_pool_test; do
+    for t in cuda_transfer_test cuda_pinned_pool_test cuda_fault_test; do
       run_checked "tsan $t" "$LOGS/tsan-$t.log" "$(test_bin "$TSAN_DIR" "$t")"
     done
     run_checked "tsan conformance cuda:0" "$LOGS/tsan-conformance.log" \
