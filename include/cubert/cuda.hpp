@@ -68,6 +68,13 @@ struct options {
   /// last idle.
   std::optional<bool> launch_blocking;
   backend::channel_kind channel = backend::channel_kind::mutex;
+  /// A stream (a `CUstream`) of the device's primary context for all of the server's work,
+  /// instead of a non-blocking stream of its own, so that cubert's copies and kernels are
+  /// ordered with what the stream's owner queues there (another library's kernels, say) without
+  /// any synchronisation; nullptr is the legacy default stream. The owner keeps it alive until
+  /// the server is destroyed; cubert never destroys it. `sync` then also waits for the owner's
+  /// work on it. nullopt: a stream of the server's own.
+  std::optional<void*> stream;
 };
 
 /// Number of CUDA devices; 0 when there is no driver or no GPU. Never throws.

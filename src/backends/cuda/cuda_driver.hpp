@@ -37,6 +37,7 @@ namespace cubert::cuda::detail {
   X(cuStreamSynchronize)                \
   X(cuStreamQuery)                      \
   X(cuStreamWaitEvent)                  \
+  X(cuLaunchHostFunc)                   \
   X(cuMemAlloc)                         \
   X(cuMemFree)                          \
   X(cuMemAllocAsync)                    \

@@ -61,7 +61,12 @@ cuda_server::cuda_server(int ordinal, options const& opts)
   try {
     CUBERT_CU_CALL(cuCtxSetCurrent, context_);
     // Non-blocking: never serialised with the legacy default stream other libraries may use.
-    CUBERT_CU_CALL(cuStreamCreate, &stream_, CU_STREAM_NON_BLOCKING);
+    if (opts.stream) {
+      stream_ = static_cast<CUstream>(*opts.stream);
+    } else {
+      CUBERT_CU_CALL(cuStreamCreate, &stream_, CU_STREAM_NON_BLOCKING);
+      owns_stream_ = true;
+    }
     memory_ = std::make_unique<memory::memory_manager>(
         std::make_unique<cuda_storage>(stream_, slice_alignment), props_.memory, opts.memory);
     staging_ = std::make_unique<cuda_staging>(context_, stream_, opts.staging_block_size,
@@ -73,7 +78,7 @@ cuda_server::cuda_server(int ordinal, options const& opts)
     read_pool_ = cuda_pinned_pool::make(info_.device, opts.read_pool_bytes);
   } catch (...) {
     memory_.reset();
-    if (stream_) driver().cuStreamDestroy(stream_);
+    if (owns_stream_) driver().cuStreamDestroy(stream_);
     driver().cuDevicePrimaryCtxRelease(info_.device);
     throw;
   }
@@ -88,7 +93,7 @@ cuda_server::~cuda_server() {
   modules_.reset();
   staging_.reset();
   memory_.reset();
-  api.cuStreamDestroy(stream_);
+  if (owns_stream_) api.cuStreamDestroy(stream_);
   api.cuDevicePrimaryCtxRelease(info_.device);
 }
 

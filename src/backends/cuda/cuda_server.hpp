@@ -113,6 +113,7 @@ class cuda_server final : public backend::server {
   device_properties props_;
   CUcontext context_ = nullptr;  // The device's primary context, retained until destruction.
   CUstream stream_ = nullptr;
+  bool owns_stream_ = false;  // False for the caller's stream (options::stream).
   // Destroyed explicitly, in this order, before the stream and the context go away.
   std::unique_ptr<memory::memory_manager> memory_;
   std::unique_ptr<cuda_staging> staging_;

@@ -242,6 +242,11 @@ CUresult CUDAAPI cuStreamQuery(CUstream s) {
   auto& st = stream_of(s);
   return st.reached(st.last()) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
+CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void* data) {
+  FAKE_NEED_CONTEXT();
+  stream_of(s).push([fn, data] { fn(data); });
+  return CUDA_SUCCESS;
+}
 CUresult CUDAAPI cuStreamWaitEvent(CUstream s, CUevent e, unsigned int) {
   FAKE_NEED_CONTEXT();
   std::lock_guard lock(e->m);

@@ -1,0 +1,121 @@
+// SPDX-License-Identifier: Apache-2.0
+// A server on the caller's stream (cuda::options::stream): its copies and waits are ordered with
+// what the stream's owner queues there, and the stream outlives the server. Runs on a device and
+// on the fake driver (ctest `cuda_stream_fake_driver`); skipped where neither is present.
+#include "cuda_driver.hpp"
+#include "cuda_server.hpp"
+
+#include <cubert/client.hpp>
+#include <cubert/cuda.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using cubert::cuda::detail::cuda_server;
+using cubert::cuda::detail::driver;
+
+// Holds the stream's next operations back for a while, like a long kernel of the owner's.
+void CUDA_CB hold_then_mark(void* flag) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  static_cast<std::atomic<bool>*>(flag)->store(true);
+}
+
+class CudaCallersStream : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cubert::cuda::device_count() == 0) {
+      GTEST_SKIP() << "no CUDA device: " << cubert::cuda::unavailable_reason();
+    }
+    auto const& api = driver();
+    ASSERT_EQ(api.cuDeviceGet(&device_, 0), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuDevicePrimaryCtxRetain(&context_, device_), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuCtxSetCurrent(context_), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    cubert::cuda::options opts;
+    opts.kernel_cache_dir = std::filesystem::path{};
+    opts.stream = stream_;
+    server_ = std::make_unique<cuda_server>(0, opts);
+  }
+  void TearDown() override {
+    server_.reset();
+    if (!context_) return;
+    auto const& api = driver();
+    api.cuCtxSetCurrent(context_);
+    if (stream_) {
+      api.cuStreamSynchronize(stream_);  // The owner's work may still write done_.
+      EXPECT_EQ(api.cuStreamDestroy(stream_), CUDA_SUCCESS);
+    }
+    api.cuDevicePrimaryCtxRelease(device_);
+  }
+
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  CUstream stream_ = nullptr;
+  std::unique_ptr<cuda_server> server_;
+  std::atomic<bool> done_{false};  // Set by the owner's work on the stream.
+};
+
+TEST_F(CudaCallersStream, SyncWaitsForTheOwnersWork) {
+  ASSERT_EQ(driver().cuLaunchHostFunc(stream_, hold_then_mark, &done_), CUDA_SUCCESS);
+  server_->sync().get();
+  EXPECT_TRUE(done_.load()) << "sync returned before the work queued on the stream ran";
+}
+
+TEST_F(CudaCallersStream, ReadsComeAfterTheOwnersWrites) {
+  std::vector<std::byte> const zeros(4096, std::byte{0});
+  auto const h = server_->create(zeros);
+  server_->sync().get();
+  auto const address = server_->get_resource(h.binding()).resource.address();
+  // The owner's write waits behind 50 ms of other work; a read on any other stream would see
+  // the zeros.
+  ASSERT_EQ(driver().cuLaunchHostFunc(stream_, hold_then_mark, &done_), CUDA_SUCCESS);
+  ASSERT_EQ(driver().cuMemsetD8Async(address, 0x5a, zeros.size(), stream_), CUDA_SUCCESS);
+  auto const back = std::move(server_->read({h.binding()}).get().at(0));
+  ASSERT_EQ(back.size(), zeros.size());
+  std::vector<std::byte> const expected(zeros.size(), std::byte{0x5a});
+  EXPECT_EQ(std::memcmp(back.data(), expected.data(), expected.size()), 0);
+}
+
+TEST_F(CudaCallersStream, KernelsOfAClientOnTheActorChannelJoinTheStream) {
+  server_.reset();
+  cubert::cuda::options opts;
+  opts.kernel_cache_dir = std::filesystem::path{};
+  opts.stream = stream_;
+  cubert::client c(cubert::backend::make_channel(cubert::cuda::make_server(0, opts),
+                                                 cubert::backend::channel_kind::actor));
+  auto const k =
+      cubert::kernel::builder("stream_test::mark")
+          .cuda_source("extern \"C\" __global__ void mark(unsigned* p) { p[0] = 9; }", "mark")
+          .build();
+  auto const h = c.empty(4);
+  c.execute(k, cubert::cube_count{1}, cubert::bindings{}.with_buffer(h.binding()));
+  c.sync();  // Compiled and launched on the caller's stream.
+  ASSERT_EQ(driver().cuLaunchHostFunc(stream_, hold_then_mark, &done_), CUDA_SUCCESS);
+  c.execute(k, cubert::cube_count{1}, cubert::bindings{}.with_buffer(h.binding()));
+  c.sync();
+  EXPECT_TRUE(done_.load()) << "the client's sync returned before the owner's work ran";
+}
+
+TEST_F(CudaCallersStream, TheStreamOutlivesTheServer) {
+  std::vector<std::byte> const data(1 << 20, std::byte{7});
+  { auto const h = server_->create(data); }
+  server_.reset();
+  auto const& api = driver();
+  ASSERT_EQ(api.cuCtxSetCurrent(context_), CUDA_SUCCESS);
+  CUdeviceptr p = 0;
+  ASSERT_EQ(api.cuMemAlloc(&p, 256), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemsetD8Async(p, 1, 256, stream_), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuStreamSynchronize(stream_), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemFree(p), CUDA_SUCCESS);
+}
+
+}  // namespace
