@@ -71,7 +71,8 @@ struct options {
   /// A stream (a `CUstream`) of the device's primary context for all of the server's work,
   /// instead of a non-blocking stream of its own, so that cubert's copies and kernels are
   /// ordered with what the stream's owner queues there (another library's kernels, say) without
-  /// any synchronisation; nullptr is the legacy default stream. The owner keeps it alive until
+  /// any synchronisation; nullptr is the legacy default stream (CU_STREAM_PER_THREAD is refused:
+  /// it is another stream on each of cubert's copy threads). The owner keeps it alive until
   /// the server is destroyed; cubert never destroys it. `sync` then also waits for the owner's
   /// work on it. nullopt: a stream of the server's own.
   std::optional<void*> stream;

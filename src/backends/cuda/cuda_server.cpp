@@ -62,6 +62,13 @@ cuda_server::cuda_server(int ordinal, options const& opts)
     CUBERT_CU_CALL(cuCtxSetCurrent, context_);
     // Non-blocking: never serialised with the legacy default stream other libraries may use.
     if (opts.stream) {
+      if (static_cast<CUstream>(*opts.stream) == CU_STREAM_PER_THREAD) {
+        // The copy threads would each queue their DMAs on their own thread's stream, unordered
+        // with the caller's kernels.
+        throw invalid_argument(
+            "cuda: options.stream cannot be CU_STREAM_PER_THREAD: it names a different stream on "
+            "every thread, and cubert's copy threads would not be ordered with the caller's work");
+      }
       stream_ = static_cast<CUstream>(*opts.stream);
     } else {
       CUBERT_CU_CALL(cuStreamCreate, &stream_, CU_STREAM_NON_BLOCKING);

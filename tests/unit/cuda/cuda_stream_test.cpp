@@ -7,6 +7,7 @@
 
 #include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
+#include <cubert/error.hpp>
 
 #include <gtest/gtest.h>
 
@@ -15,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -103,6 +105,32 @@ TEST_F(CudaCallersStream, KernelsOfAClientOnTheActorChannelJoinTheStream) {
   c.execute(k, cubert::cube_count{1}, cubert::bindings{}.with_buffer(h.binding()));
   c.sync();
   EXPECT_TRUE(done_.load()) << "the client's sync returned before the owner's work ran";
+}
+
+TEST_F(CudaCallersStream, TheLegacyDefaultStreamServesToo) {
+  server_.reset();
+  cubert::cuda::options opts;
+  opts.kernel_cache_dir = std::filesystem::path{};
+  opts.stream = nullptr;
+  cuda_server legacy(0, opts);
+  std::vector<std::byte> data(3 << 20);
+  for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::byte>(i * 7);
+  auto const h = legacy.create(data);
+  auto const back = std::move(legacy.read({h.binding()}).get().at(0));
+  ASSERT_EQ(back.size(), data.size());
+  EXPECT_EQ(std::memcmp(back.data(), data.data(), data.size()), 0);
+  legacy.sync().get();
+}
+
+TEST_F(CudaCallersStream, ThePerThreadDefaultStreamIsRefused) {
+  cubert::cuda::options opts;
+  opts.stream = CU_STREAM_PER_THREAD;
+  try {
+    cuda_server refused(0, opts);
+    FAIL() << "a server on CU_STREAM_PER_THREAD was made";
+  } catch (cubert::invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find("CU_STREAM_PER_THREAD"), std::string::npos) << e.what();
+  }
 }
 
 TEST_F(CudaCallersStream, TheStreamOutlivesTheServer) {
