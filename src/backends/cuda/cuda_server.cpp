@@ -141,15 +141,13 @@ std::exception_ptr cuda_server::on_failure(std::exception_ptr e) noexcept {
     } catch (...) {
       what = "an unknown failure";
     }
-    auto report = fault_report(what);
-    mark_lost(info_.ordinal, report);
-    return std::make_exception_ptr(device_error(std::move(report)));
+    return std::make_exception_ptr(device_error(lose_device(what)));
   } catch (...) {
     return e;
   }
 }
 
-std::string cuda_server::fault_report(std::string_view what) {
+std::string cuda_server::lose_device(std::string_view what) {
   auto report = fmt::format(
       "{}. This is a kernel fault: CUDA keeps it for the rest of the process, so cuda:{} is lost "
       "and every later call on it fails. Launched by this client since its stream was last idle, "
@@ -159,21 +157,16 @@ std::string cuda_server::fault_report(std::string_view what) {
                        : " With CUBERT_CUDA_LAUNCH_BLOCKING=1 each launch waits for its kernel, "
                          "so the report names the one that faulted.");
   launches_.clear();
+  mark_lost(info_.ordinal, report);
   return report;
 }
 
 cubert::handle cuda_server::empty(std::uint64_t size) {
-  return guarded([&] {
-    make_current();
-    return cubert::handle(memory_->reserve(size), size);
-  });
+  return on_device([&] { return cubert::handle(memory_->reserve(size), size); });
 }
 
 cubert::handle cuda_server::create(std::span<std::byte const> data) {
-  return guarded([&] {
-    make_current();
-    return create_dense(data);
-  });
+  return on_device([&] { return create_dense(data); });
 }
 
 cubert::handle cuda_server::create_dense(std::span<std::byte const> data) {
@@ -189,10 +182,7 @@ std::vector<backend::tensor_allocation> cuda_server::create_tensors(
     std::vector<std::span<std::byte const>> const& data,
     std::vector<backend::tensor_descriptor> const& descriptors) {
   backend::check_tensor_data(data, descriptors);
-  return guarded([&] {
-    make_current();
-    return create_tensors_now(data, descriptors);
-  });
+  return on_device([&] { return create_tensors_now(data, descriptors); });
 }
 
 std::vector<backend::tensor_allocation> cuda_server::create_tensors_now(
@@ -249,8 +239,7 @@ void cuda_server::upload_padded(CUdeviceptr dst, std::span<std::byte const> src,
 
 std::vector<backend::tensor_allocation> cuda_server::empty_tensors(
     std::vector<backend::tensor_descriptor> const& descriptors) {
-  return guarded([&] {
-    make_current();
+  return on_device([&] {
     std::vector<backend::tensor_allocation> out;
     out.reserve(descriptors.size());
     for (auto const& d : descriptors) {
@@ -290,8 +279,7 @@ bytes cuda_server::read_one(cubert::binding const& b) {
 }
 
 std::future<void> cuda_server::read_into(cubert::binding const& b, std::span<std::byte> dst) {
-  auto const res = guarded([&] {
-    make_current();
+  auto const res = on_device([&] {
     return memory_->get_resource(b);  // An unknown binding throws now.
   });
   if (dst.size() != res.size) {
@@ -311,15 +299,12 @@ std::future<void> cuda_server::read_into(cubert::binding const& b, std::span<std
 }
 
 host_buffer cuda_server::alloc_host(std::uint64_t size) {
-  return guarded([&] {
-    make_current();
-    return make_pinned_buffer(info_.device, static_cast<std::size_t>(size));
-  });
+  return on_device(
+      [&] { return make_pinned_buffer(info_.device, static_cast<std::size_t>(size)); });
 }
 
 std::future<std::vector<bytes>> cuda_server::read(std::vector<cubert::binding> bindings) {
-  guarded([&] {
-    make_current();
+  on_device([&] {
     // Resolve every binding first: a bad one is the caller's error, thrown now.
     for (auto const& b : bindings) (void)memory_->get_resource(b);
   });
@@ -335,7 +320,7 @@ std::future<std::vector<bytes>> cuda_server::read(std::vector<cubert::binding> b
 }
 
 std::future<std::vector<bytes>> cuda_server::read_tensor(std::vector<binding_with_meta> tensors) {
-  guarded([&] { make_current(); });
+  on_device([] {});
   try {
     errors_.rethrow_if_any();
     std::vector<bytes> out;
@@ -417,10 +402,7 @@ void cuda_server::marshal(kernel const& k, bindings const& args) {
 
 void cuda_server::execute(kernel const& k, cube_count const& count, bindings args,
                           execution_mode mode) {
-  guarded([&] {
-    make_current();
-    launch(k, count, args, mode);
-  });
+  on_device([&] { launch(k, count, args, mode); });
 }
 
 void cuda_server::launch(kernel const& k, cube_count const& count, bindings const& args,
@@ -464,10 +446,7 @@ void cuda_server::launch(kernel const& k, cube_count const& count, bindings cons
 }
 
 void cuda_server::launch_failed(std::string what, CUresult result) {
-  if (is_sticky(result)) {
-    what = fault_report(what);
-    mark_lost(info_.ordinal, what);
-  }
+  if (is_sticky(result)) what = lose_device(what);
   // Deferred like a fault while running: execute stays fire-and-forget for its callers.
   profiler_->error(what);
   errors_.record(std::make_exception_ptr(device_error(what)));
@@ -475,7 +454,7 @@ void cuda_server::launch_failed(std::string what, CUresult result) {
 
 void cuda_server::flush() {
   // Launches are submitted by the driver as they are made; only a deferred error is left.
-  guarded([&] { make_current(); });
+  on_device([] {});
   errors_.rethrow_if_any();
 }
 
@@ -507,8 +486,7 @@ std::string cuda_server::memory_report() {
 }
 
 void cuda_server::memory_cleanup() {
-  guarded([&] {
-    make_current();
+  on_device([&] {
     memory_->cleanup(true);
     memory_->storage().flush();
     read_pool_->release_idle();
@@ -516,17 +494,11 @@ void cuda_server::memory_cleanup() {
 }
 
 profiling_token cuda_server::start_profile() {
-  return guarded([&] {
-    make_current();
-    return profiler_->start();
-  });
+  return on_device([&] { return profiler_->start(); });
 }
 
 profile_duration cuda_server::end_profile(profiling_token token) {
-  return guarded([&] {
-    make_current();
-    return profiler_->stop(token);
-  });
+  return on_device([&] { return profiler_->stop(token); });
 }
 
 }  // namespace cubert::cuda::detail

@@ -85,10 +85,12 @@ class cuda_server final : public backend::server {
   /// What a failure `e` should be reported as: a device_error with the fault report when the
   /// context turns out lost (marking the device lost the first time), otherwise `e` itself.
   [[nodiscard]] std::exception_ptr on_failure(std::exception_ptr e) noexcept;
-  /// Runs `f`, reporting what it throws through `on_failure`.
+  /// Makes the context current and runs `f`, reporting what either throws through
+  /// `on_failure`.
   template <typename F>
-  decltype(auto) guarded(F&& f) {
+  decltype(auto) on_device(F&& f) {
     try {
+      make_current();
       return f();
     } catch (...) {
       std::rethrow_exception(on_failure(std::current_exception()));
@@ -101,8 +103,9 @@ class cuda_server final : public backend::server {
   void launch(kernel const& k, cube_count const& count, bindings const& args, execution_mode mode);
   /// Records a failed launch for the next wait; a fault also loses the device.
   void launch_failed(std::string what, CUresult result);
-  /// The report of a fault found while `what` failed: the launches it may have come from.
-  [[nodiscard]] std::string fault_report(std::string_view what);
+  /// Marks the device lost by a fault found while `what` failed, and returns the report: `what`
+  /// and the launches the fault may have come from.
+  [[nodiscard]] std::string lose_device(std::string_view what);
   [[nodiscard]] std::array<std::uint32_t, 3> resolve_count(cube_count const& count);
   void marshal(kernel const& k, bindings const& args);
   [[nodiscard]] bytes read_one(cubert::binding const& b);

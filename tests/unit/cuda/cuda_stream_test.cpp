@@ -31,6 +31,14 @@ void CUDA_CB hold_then_mark(void* flag) {
   static_cast<std::atomic<bool>*>(flag)->store(true);
 }
 
+// Options for a server on `stream`, compiling for real (no disk cache).
+cubert::cuda::options on_stream(CUstream stream) {
+  cubert::cuda::options opts;
+  opts.kernel_cache_dir = std::filesystem::path{};
+  opts.stream = stream;
+  return opts;
+}
+
 class CudaCallersStream : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -42,10 +50,7 @@ class CudaCallersStream : public ::testing::Test {
     ASSERT_EQ(api.cuDevicePrimaryCtxRetain(&context_, device_), CUDA_SUCCESS);
     ASSERT_EQ(api.cuCtxSetCurrent(context_), CUDA_SUCCESS);
     ASSERT_EQ(api.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
-    cubert::cuda::options opts;
-    opts.kernel_cache_dir = std::filesystem::path{};
-    opts.stream = stream_;
-    server_ = std::make_unique<cuda_server>(0, opts);
+    server_ = std::make_unique<cuda_server>(0, on_stream(stream_));
   }
   void TearDown() override {
     server_.reset();
@@ -89,10 +94,7 @@ TEST_F(CudaCallersStream, ReadsComeAfterTheOwnersWrites) {
 
 TEST_F(CudaCallersStream, KernelsOfAClientOnTheActorChannelJoinTheStream) {
   server_.reset();
-  cubert::cuda::options opts;
-  opts.kernel_cache_dir = std::filesystem::path{};
-  opts.stream = stream_;
-  cubert::client c(cubert::backend::make_channel(cubert::cuda::make_server(0, opts),
+  cubert::client c(cubert::backend::make_channel(cubert::cuda::make_server(0, on_stream(stream_)),
                                                  cubert::backend::channel_kind::actor));
   auto const k =
       cubert::kernel::builder("stream_test::mark")
@@ -109,10 +111,7 @@ TEST_F(CudaCallersStream, KernelsOfAClientOnTheActorChannelJoinTheStream) {
 
 TEST_F(CudaCallersStream, TheLegacyDefaultStreamServesToo) {
   server_.reset();
-  cubert::cuda::options opts;
-  opts.kernel_cache_dir = std::filesystem::path{};
-  opts.stream = nullptr;
-  cuda_server legacy(0, opts);
+  cuda_server legacy(0, on_stream(nullptr));
   std::vector<std::byte> data(3 << 20);
   for (std::size_t i = 0; i < data.size(); ++i) data[i] = static_cast<std::byte>(i * 7);
   auto const h = legacy.create(data);
@@ -123,10 +122,8 @@ TEST_F(CudaCallersStream, TheLegacyDefaultStreamServesToo) {
 }
 
 TEST_F(CudaCallersStream, ThePerThreadDefaultStreamIsRefused) {
-  cubert::cuda::options opts;
-  opts.stream = CU_STREAM_PER_THREAD;
   try {
-    cuda_server refused(0, opts);
+    cuda_server refused(0, on_stream(CU_STREAM_PER_THREAD));
     FAIL() << "a server on CU_STREAM_PER_THREAD was made";
   } catch (cubert::invalid_argument const& e) {
     EXPECT_NE(std::string(e.what()).find("CU_STREAM_PER_THREAD"), std::string::npos) << e.what();
