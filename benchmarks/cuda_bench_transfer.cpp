@@ -5,6 +5,7 @@
 // `read` into pooled pinned bytes, whose steady state is reported as a median and whose first
 // read of a size (which pins the pool's block) is reported on its own row.
 #include "cuda_bench.hpp"
+#include "cuda_bench_raw_staged.hpp"
 #include "cuda_copy_pool.hpp"
 #include "cuda_driver.hpp"
 
@@ -17,10 +18,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <dlfcn.h>
 #include <filesystem>
 #include <functional>
 #include <list>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -80,10 +83,10 @@ std::list<staging_variant> staging_variants(cuda::options const& defaults) {
 void transfer_rows(std::vector<row>& rows) {
   cuda::options opts;
   opts.kernel_cache_dir = std::filesystem::path{};
-  std::printf(
-      "transfers: %u copy threads, staging %zu x %zu MiB\n",
-      opts.copy_threads ? opts.copy_threads : cuda::detail::cuda_copy_pool::default_threads(),
-      opts.staging_blocks, opts.staging_block_size >> 20);
+  unsigned const threads =
+      opts.copy_threads ? opts.copy_threads : cuda::detail::cuda_copy_pool::default_threads();
+  std::printf("transfers: %u copy threads, staging %zu x %zu MiB\n", threads, opts.staging_blocks,
+              opts.staging_block_size >> 20);
   client const c(backend::make_channel(cuda::make_server(0, opts), backend::channel_kind::mutex));
   auto const& api = driver();
 
@@ -166,9 +169,40 @@ void transfer_rows(std::vector<row>& rows) {
     double const t = now_s() - t0;
     return v.empty() ? 1e300 : t;
   }};
-  std::vector<figure*> all = {&h2d,           &d2h,         &create_pinned,   &create_pageable,
-                              &tensor_pinned, &into_pinned, &tensor_pageable, &into_pageable,
-                              &into_fresh,    &into_bytes,  &zeroed_vector};
+  // The same technique written against the driver alone: what this host allows a staged upload.
+  CUcontext context = nullptr;
+  check(api.cuCtxGetCurrent(&context), "cuCtxGetCurrent");
+  raw_staged_upload raw(context, threads, opts.staging_block_size,
+                        std::max<std::size_t>(1, opts.staging_blocks / threads));
+  figure raw_staged{[&] { return raw.run(dptr, pageable_src); }};
+  // The driver's own paths for pageable memory, for scale: its staged copy, and pinning the
+  // source for one DMA (the pinning costs far more than the copy it saves).
+  auto const sym = [](char const* name) {
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    void* fn = lib ? dlsym(lib, name) : nullptr;
+    if (!fn) throw std::runtime_error(fmt::format("cuda_bench: no {} in the driver", name));
+    return fn;
+  };
+  auto* const copy_sync = reinterpret_cast<decltype(&::cuMemcpyHtoD)>(sym("cuMemcpyHtoD_v2"));
+  auto* const host_register =
+      reinterpret_cast<decltype(&::cuMemHostRegister)>(sym("cuMemHostRegister_v2"));
+  auto* const host_unregister =
+      reinterpret_cast<decltype(&::cuMemHostUnregister)>(sym("cuMemHostUnregister"));
+  figure driver_pageable{[&] {
+    return timed([&] { check(copy_sync(dptr, pageable_src.data(), bytes), "cuMemcpyHtoD"); });
+  }};
+  figure registered{[&] {
+    return timed([&] {
+      check(host_register(pageable_src.data(), bytes, 0), "cuMemHostRegister");
+      check(api.cuMemcpyHtoDAsync(dptr, pageable_src.data(), bytes, stream), "cuMemcpyHtoDAsync");
+      check(api.cuStreamSynchronize(stream), "cuStreamSynchronize");
+      check(host_unregister(pageable_src.data()), "cuMemHostUnregister");
+    });
+  }};
+  std::vector<figure*> all = {&raw_staged,  &driver_pageable, &registered,      &h2d,
+                              &d2h,         &create_pinned,   &create_pageable, &tensor_pinned,
+                              &into_pinned, &tensor_pageable, &into_pageable,   &into_fresh,
+                              &into_bytes,  &zeroed_vector};
   // The pageable paths under other staging options, each on a client of its own, measured in
   // the same rounds: what the defaults were chosen against.
   auto variants = staging_variants(opts);
@@ -206,6 +240,14 @@ void transfer_rows(std::vector<row>& rows) {
                           "GB/s", "pinned cuMemcpyHtoD", 0.8));
   rows.push_back(rate_row("create 256 MiB from pageable host", gb / create_pageable.best, up,
                           "GB/s", "pinned cuMemcpyHtoD", 0.8));
+  rows.push_back(rate_row("raw staged upload from pageable host (same threads, blocks)",
+                          gb / raw_staged.best, up, "GB/s", "pinned cuMemcpyHtoD", 0));
+  rows.push_back(rate_row("create 256 MiB from pageable host", gb / create_pageable.best,
+                          gb / raw_staged.best, "GB/s", "raw staged upload", 0));
+  rows.push_back(rate_row("create 256 MiB from pageable host", gb / create_pageable.best,
+                          gb / driver_pageable.best, "GB/s", "driver's pageable cuMemcpyHtoD", 0));
+  rows.push_back(rate_row("create 256 MiB from pageable host", gb / create_pageable.best,
+                          gb / registered.best, "GB/s", "cuMemHostRegister + DMA + unregister", 0));
   double const tensor_gb = static_cast<double>(tensor_bytes) / 1e9;
   rows.push_back(rate_row("create_tensor 256 MiB, padded rows, pinned host_buffer",
                           tensor_gb / tensor_pinned.best, up, "GB/s", "pinned cuMemcpyHtoD", 0));
