@@ -3,6 +3,7 @@
 // release pair on a pool hit, and allocation-trace replay. Built only by scripts/gpu-check.sh
 // against the libtorch of the machine's Python; prints "key value" lines for cuda_bench --torch.
 //   cuda_torch_bench [trace files...]
+#include <algorithm>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #include <chrono>
@@ -10,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace alloc = c10::cuda::CUDACachingAllocator;
@@ -26,70 +28,82 @@ double pair_ns(std::size_t size, int n) {
   return (now_s() - t0) / n * 1e9;
 }
 
+// An event of a trace, with the id already mapped to a dense slot, as cubert's trace loader
+// does: the timed loops of both allocators index a vector and do nothing else per event.
 struct event {
   bool alloc;
-  unsigned long long id;
-  unsigned long long size;
+  std::size_t slot;
+  std::size_t size;
 };
 
-std::vector<event> load(std::string const& path) {
+struct trace {
   std::vector<event> events;
+  std::size_t slots = 0;
+  unsigned long long peak_live = 0;
+};
+
+trace load(std::string const& path) {
+  trace t;
   std::string const cmd = "gzip -dc '" + path + "'";
   std::unique_ptr<FILE, int (*)(FILE*)> in(::popen(cmd.c_str(), "r"), ::pclose);
+  std::unordered_map<unsigned long long, std::pair<std::size_t, std::size_t>>
+      open;  // id -> slot, size
   char kind = 0;
-  unsigned long long id = 0, size = 0;
+  unsigned long long id = 0, size = 0, live = 0;
   while (in && std::fscanf(in.get(), " %c %llu", &kind, &id) == 2) {
-    if (kind == 'a' && std::fscanf(in.get(), " %llu", &size) == 1)
-      events.push_back({true, id, size});
-    else if (kind == 'f')
-      events.push_back({false, id, 0});
+    if (kind == 'a' && std::fscanf(in.get(), " %llu", &size) == 1) {
+      open[id] = {t.slots, size};
+      t.events.push_back({true, t.slots++, size});
+      live += size;
+      t.peak_live = std::max(t.peak_live, live);
+    } else if (kind == 'f') {
+      auto const it = open.find(id);
+      if (it == open.end()) continue;  // A free of something the trace never allocated.
+      t.events.push_back({false, it->second.first, 0});
+      live -= it->second.second;
+      open.erase(it);
+    }
   }
-  return events;
+  return t;
 }
 
 void replay(std::string const& path) {
-  auto const events = load(path);
-  if (events.empty()) return;
-  std::unordered_map<unsigned long long, void*> live;
-  live.reserve(events.size());
+  auto const t = load(path);
+  if (t.events.empty()) return;
+  std::vector<void*> live(t.slots, nullptr);
   alloc::emptyCache();
   alloc::resetPeakStats(0);
-  unsigned long long cur = 0, peak = 0;
-  std::unordered_map<unsigned long long, unsigned long long> sizes;
   auto const pass = [&] {
     double const t0 = now_s();
-    for (auto const& e : events) {
+    for (auto const& e : t.events) {
       if (e.alloc) {
-        live[e.id] = alloc::raw_alloc(e.size);
-        sizes[e.id] = e.size;
-        cur += e.size;
-        peak = cur > peak ? cur : peak;
+        live[e.slot] = alloc::raw_alloc(e.size);
       } else {
-        alloc::raw_delete(live[e.id]);
-        live.erase(e.id);
-        cur -= sizes[e.id];
+        alloc::raw_delete(live[e.slot]);
+        live[e.slot] = nullptr;
       }
     }
-    double const t = now_s() - t0;
-    for (auto const& [id, p] : live) alloc::raw_delete(p);  // The few never freed.
-    live.clear();
-    cur = 0;
-    return t;
+    double const seconds = now_s() - t0;
+    for (auto& p : live) {  // The few never freed.
+      if (p) alloc::raw_delete(p);
+      p = nullptr;
+    }
+    return seconds;
   };
-  double const t = pass();  // Cold: from an empty cache, as a process starts.
+  double const cold = pass();  // From an empty cache, as a process starts.
   auto const reserved = alloc::getDeviceStats(0).reserved_bytes[0].peak;
   double const warm = pass();  // Again, over what the first pass left cached.
   auto const warm_reserved = alloc::getDeviceStats(0).reserved_bytes[0].peak;
   alloc::emptyCache();
   auto name = path.substr(path.find_last_of('/') + 1);
   name = name.substr(0, name.find(".trace"));
-  std::printf("replay_ratio_%s %.4f\n", name.c_str(),
-              static_cast<double>(reserved) / static_cast<double>(peak));
-  std::printf("replay_ns_%s %.1f\n", name.c_str(), t / static_cast<double>(events.size()) * 1e9);
+  auto const events = static_cast<double>(t.events.size());
+  auto const peak = static_cast<double>(t.peak_live);
+  std::printf("replay_ratio_%s %.4f\n", name.c_str(), static_cast<double>(reserved) / peak);
+  std::printf("replay_ns_%s %.1f\n", name.c_str(), cold / events * 1e9);
   std::printf("replay_warm_ratio_%s %.4f\n", name.c_str(),
-              static_cast<double>(warm_reserved) / static_cast<double>(peak));
-  std::printf("replay_warm_ns_%s %.1f\n", name.c_str(),
-              warm / static_cast<double>(events.size()) * 1e9);
+              static_cast<double>(warm_reserved) / peak);
+  std::printf("replay_warm_ns_%s %.1f\n", name.c_str(), warm / events * 1e9);
 }
 
 }  // namespace
