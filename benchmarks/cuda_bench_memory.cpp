@@ -6,6 +6,8 @@
 #include "cuda_driver.hpp"
 #include "cuda_storage.hpp"
 
+#include <cubert/backend/channel.hpp>
+#include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
 #include <cubert/memory/memory_manager.hpp>
 #include <cubert/memory/trace_replay.hpp>
@@ -200,6 +202,27 @@ void memory_rows(std::vector<row>& rows, std::string const& trace_dir,
     }
   }
   mm.reset();
+  // The same pair as a user makes it: `client.empty` and a dropped handle, through the mutex
+  // channel and the server, with the default (`caching`) configuration.
+  {
+    cuda::options opts;
+    opts.kernel_cache_dir = std::filesystem::path{};
+    client const cl(
+        backend::make_channel(cuda::make_server(0, opts), backend::channel_kind::mutex));
+    for (std::uint64_t size : {std::uint64_t{256}, std::uint64_t{1} << 20}) {
+      auto const label = size == 256 ? std::string("256B") : std::string("1MiB");
+      { auto warm = cl.empty(size); }
+      int const n = 200000;
+      double const t0 = now_s();
+      for (int i = 0; i < n; ++i) {
+        auto h = cl.empty(size);
+      }
+      double const ours = (now_s() - t0) / n * 1e9;
+      rows.push_back(time_row("client.empty + drop, mutex channel, pool hit " + label, ours,
+                              get(torch, "pair_ns_" + label), "ns", "PyTorch raw_alloc+raw_delete",
+                              0));
+    }
+  }
   if (trace_dir.empty() || !std::filesystem::is_directory(trace_dir)) return;
   for (auto const& entry : std::filesystem::directory_iterator(trace_dir)) {
     auto const name = entry.path().filename().string();
