@@ -50,11 +50,13 @@ std::unique_ptr<memory::memory_manager> make_manager(context const& c,
       std::move(config));
 }
 
-double pair_ns(memory::memory_manager& mm, std::uint64_t size, int n) {
-  { auto warm = mm.reserve(size); }
+// ns per reserve + release pair, `reserve` returning a handle that is dropped at once.
+template <typename Reserve>
+double pair_ns(Reserve&& reserve, int n) {
+  { auto warm = reserve(); }
   double const t0 = now_s();
   for (int i = 0; i < n; ++i) {
-    auto h = mm.reserve(size);
+    auto h = reserve();
   }
   return (now_s() - t0) / n * 1e9;
 }
@@ -189,7 +191,7 @@ void memory_rows(std::vector<row>& rows, std::string const& trace_dir,
   auto mm = make_manager(c, memory::memory_configuration::sub_slices());
   for (std::uint64_t size : {std::uint64_t{256}, std::uint64_t{1} << 20}) {
     auto const label = size == 256 ? std::string("256B") : std::string("1MiB");
-    double const ours = pair_ns(*mm, size, 200000);
+    double const ours = pair_ns([&] { return mm->reserve(size); }, 200000);
     double const async = async_pair_ns(c.stream, size, 200000);
     rows.push_back(time_row("reserve+release pool hit " + label, ours, async, "ns",
                             "cuMemAllocAsync+FreeAsync", 0));
@@ -211,13 +213,7 @@ void memory_rows(std::vector<row>& rows, std::string const& trace_dir,
         backend::make_channel(cuda::make_server(0, opts), backend::channel_kind::mutex));
     for (std::uint64_t size : {std::uint64_t{256}, std::uint64_t{1} << 20}) {
       auto const label = size == 256 ? std::string("256B") : std::string("1MiB");
-      { auto warm = cl.empty(size); }
-      int const n = 200000;
-      double const t0 = now_s();
-      for (int i = 0; i < n; ++i) {
-        auto h = cl.empty(size);
-      }
-      double const ours = (now_s() - t0) / n * 1e9;
+      double const ours = pair_ns([&] { return cl.empty(size); }, 200000);
       rows.push_back(time_row("client.empty + drop, mutex channel, pool hit " + label, ours,
                               get(torch, "pair_ns_" + label), "ns", "PyTorch raw_alloc+raw_delete",
                               0));
