@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: Apache-2.0
+// The actor channel's waits: replies that come while the caller spins and after it sleeps,
+// errors on both paths, and a server thread that sleeps once its queue stays empty.
+#include <cubert/client.hpp>
+#include <cubert/cpu.hpp>
+#include <cubert/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <ctime>
+#include <thread>
+
+namespace {
+
+using namespace cubert;
+using namespace std::chrono_literals;
+
+client actor_client() {
+  cpu::options opts;
+  opts.threads = 1;
+  return client(backend::make_channel(cpu::make_server(opts), backend::channel_kind::actor));
+}
+
+void sleep_20ms(cpu::kernel_context const&) {
+  std::this_thread::sleep_for(20ms);
+}
+
+std::chrono::nanoseconds process_cpu_time() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+}
+
+TEST(ActorChannel, BlockingCallsInABurstGetTheirOwnReplies) {
+  auto c = actor_client();
+  std::vector<handle> handles;
+  for (std::uint64_t i = 1; i <= 2000; ++i) handles.push_back(c.empty(i * 8));
+  for (std::uint64_t i = 1; i <= 2000; ++i) {
+    ASSERT_EQ(handles[i - 1].size(), i * 8);
+  }
+  EXPECT_FALSE(c.memory_report().empty());  // A reply of a non-trivial type.
+  c.flush();                                // And of none.
+}
+
+TEST(ActorChannel, AReplyLongerThanTheSpinStillArrives) {
+  auto c = actor_client();
+  auto slow = kernel::builder("test::sleep_20ms").cpu(sleep_20ms).build();
+  c.execute(slow, cube_count{1}, bindings{});
+  auto const start = std::chrono::steady_clock::now();
+  auto h = c.empty(64);  // Queued behind the kernel: the caller outlasts its spin and sleeps.
+  auto const waited = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(h.size(), 64u);
+  EXPECT_GE(waited, 10ms);
+}
+
+TEST(ActorChannel, ErrorsReachTheCallerOnBothPathsAndTheChannelGoesOn) {
+  auto c = actor_client();
+  EXPECT_THROW((void)c.empty(std::uint64_t{1} << 62), out_of_memory);  // Replied while spinning.
+  auto slow = kernel::builder("test::sleep_20ms").cpu(sleep_20ms).build();
+  c.execute(slow, cube_count{1}, bindings{});
+  EXPECT_THROW((void)c.empty(std::uint64_t{1} << 62), out_of_memory);  // After sleeping.
+  auto h = c.create(std::vector<std::byte>(16, std::byte{7}));
+  auto got = c.read_one(h.binding());
+  ASSERT_EQ(got.size(), 16u);
+  EXPECT_EQ(got.data()[15], std::byte{7});
+}
+
+TEST(ActorChannel, AnIdleServerThreadSleeps) {
+  auto c = actor_client();
+  for (int i = 0; i < 100; ++i) (void)c.empty(256);
+  std::this_thread::sleep_for(5ms);  // Past the server thread's spin.
+  auto const before = process_cpu_time();
+  std::this_thread::sleep_for(200ms);
+  auto const used = process_cpu_time() - before;
+  // A spinning thread would use ~200 ms here; a sleeping one next to nothing.
+  EXPECT_LT(used, 50ms) << "process CPU time while idle: " << used.count() << " ns";
+}
+
+}  // namespace
