@@ -46,7 +46,7 @@ std::unique_ptr<memory::memory_manager> make_manager(context const& c,
                                                      memory::memory_configuration config) {
   auto props = cuda::make_properties(0).memory;
   return std::make_unique<memory::memory_manager>(
-      std::make_unique<cuda::detail::cuda_storage>(c.stream, props.alignment), props,
+      std::make_unique<cuda::detail::cuda_storage>(c.ctx, c.stream, props.alignment), props,
       std::move(config));
 }
 
@@ -120,7 +120,7 @@ replay_figures replay_cubert(context const& c, memory::allocation_trace const& t
                              memory::memory_configuration const& config) {
   auto props = cuda::make_properties(0).memory;
   auto storage = std::make_unique<counted_storage>(
-      std::make_unique<cuda::detail::cuda_storage>(c.stream, props.alignment));
+      std::make_unique<cuda::detail::cuda_storage>(c.ctx, c.stream, props.alignment));
   auto const& counter = *storage;
   auto mm = std::make_unique<memory::memory_manager>(std::move(storage), props, config);
   std::vector<memory::slice_handle> live(trace.allocations);
@@ -204,19 +204,20 @@ void memory_rows(std::vector<row>& rows, std::string const& trace_dir,
     }
   }
   mm.reset();
-  // The same pair as a user makes it: `client.empty` and a dropped handle, through the mutex
-  // channel and the server, with the default (`caching`) configuration.
-  {
+  // The same pair as a user makes it: `client.empty` and a dropped handle, through a channel
+  // and the server, with the default (`caching`) configuration. Through the actor channel it is
+  // a round trip to the server thread.
+  for (auto kind : {backend::channel_kind::mutex, backend::channel_kind::actor}) {
     cuda::options opts;
     opts.kernel_cache_dir = std::filesystem::path{};
-    client const cl(
-        backend::make_channel(cuda::make_server(0, opts), backend::channel_kind::mutex));
+    client const cl(backend::make_channel(cuda::make_server(0, opts), kind));
     for (std::uint64_t size : {std::uint64_t{256}, std::uint64_t{1} << 20}) {
       auto const label = size == 256 ? std::string("256B") : std::string("1MiB");
       double const ours = pair_ns([&] { return cl.empty(size); }, 200000);
-      rows.push_back(time_row("client.empty + drop, mutex channel, pool hit " + label, ours,
-                              get(torch, "pair_ns_" + label), "ns", "PyTorch raw_alloc+raw_delete",
-                              0));
+      rows.push_back(time_row(fmt::format("client.empty + drop, {} channel, pool hit {}",
+                                          backend::to_string(kind), label),
+                              ours, get(torch, "pair_ns_" + label), "ns",
+                              "PyTorch raw_alloc+raw_delete", 0));
     }
   }
   if (trace_dir.empty() || !std::filesystem::is_directory(trace_dir)) return;

@@ -75,7 +75,8 @@ cuda_server::cuda_server(int ordinal, options const& opts)
       owns_stream_ = true;
     }
     memory_ = std::make_unique<memory::memory_manager>(
-        std::make_unique<cuda_storage>(stream_, slice_alignment), props_.memory, opts.memory);
+        std::make_unique<cuda_storage>(context_, stream_, slice_alignment), props_.memory,
+        opts.memory);
     staging_ = std::make_unique<cuda_staging>(context_, stream_, opts.staging_block_size,
                                               opts.staging_blocks, opts.copy_threads,
                                               opts.streaming_downloads);
@@ -162,7 +163,16 @@ std::string cuda_server::lose_device(std::string_view what) {
 }
 
 cubert::handle cuda_server::empty(std::uint64_t size) {
-  return on_device([&] { return cubert::handle(memory_->reserve(size), size); });
+  // A pool hit makes no driver call: the storage makes the context current where it calls the
+  // driver, and this skips `make_current`'s query (8.5 ns of a ~100 ns pair on an H200 host).
+  if (lost_->load(std::memory_order_acquire)) [[unlikely]] {
+    throw_lost();
+  }
+  try {
+    return cubert::handle(memory_->reserve(size), size);
+  } catch (...) {
+    std::rethrow_exception(on_failure(std::current_exception()));
+  }
 }
 
 cubert::handle cuda_server::create(std::span<std::byte const> data) {

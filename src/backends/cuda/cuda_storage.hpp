@@ -16,12 +16,14 @@ namespace cubert::cuda::detail {
 /// stream when the pool gives it back, so `dealloc` frees at once only when the stream is idle
 /// and otherwise queues the page; `flush` waits for the stream and frees the queue (cubecl queued
 /// frees but never flushed them, so its cleanup returned nothing to the driver). Not thread-safe:
-/// the server thread owns it, with the context current.
+/// one caller at a time (the server's channel). Every call that reaches the driver makes
+/// `context` current first, so a pool hit, which never does, needs no context check.
 class cuda_storage final : public backend::storage {
  public:
-  /// Pages for work ordered on `stream`. Not owned; the server outlives its storage.
-  cuda_storage(CUstream stream, std::uint64_t alignment) noexcept
-      : stream_(stream), alignment_(alignment) {}
+  /// Pages of `context` for work ordered on `stream`. Neither is owned; the server outlives its
+  /// storage.
+  cuda_storage(CUcontext context, CUstream stream, std::uint64_t alignment) noexcept
+      : context_(context), stream_(stream), alignment_(alignment) {}
   ~cuda_storage() override;
   cuda_storage(cuda_storage const&) = delete;
   cuda_storage& operator=(cuda_storage const&) = delete;
@@ -47,8 +49,11 @@ class cuda_storage final : public backend::storage {
     std::uint64_t size = 0;
   };
   void free_pending() noexcept;
+  /// Makes the context current on this thread (a caller's thread may have none, or another).
+  [[nodiscard]] bool bind() const noexcept;
 
-  CUstream stream_;  // Not owned; the server outlives the storage.
+  CUcontext context_;  // Not owned, like the stream.
+  CUstream stream_;
   std::uint64_t alignment_;
   std::unordered_map<backend::storage_id, page> pages_;
   std::vector<page> pending_;

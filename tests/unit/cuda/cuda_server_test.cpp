@@ -242,9 +242,11 @@ TEST_F(CudaServerTest, CleanupReturnsEveryPage) {
 TEST_F(CudaServerTest, StorageFreesForRealAtOnceOrAtFlush) {
   auto const& api = cubert::cuda::detail::driver();
   CUstream stream = nullptr;
+  CUcontext context = nullptr;
   ASSERT_EQ(api.cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuCtxGetCurrent(&context), CUDA_SUCCESS);
   {
-    cubert::cuda::detail::cuda_storage storage(stream, 256);
+    cubert::cuda::detail::cuda_storage storage(context, stream, 256);
     auto const idle = storage.alloc(std::uint64_t{256} << 20);
     EXPECT_EQ(storage.bytes_held(), std::uint64_t{256} << 20);
     storage.dealloc(idle.id);

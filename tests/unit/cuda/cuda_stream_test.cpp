@@ -4,6 +4,7 @@
 // on the fake driver (ctest `cuda_stream_fake_driver`); skipped where neither is present.
 #include "cuda_driver.hpp"
 #include "cuda_server.hpp"
+#include "cuda_storage.hpp"
 
 #include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
@@ -128,6 +129,33 @@ TEST_F(CudaCallersStream, ThePerThreadDefaultStreamIsRefused) {
   } catch (cubert::invalid_argument const& e) {
     EXPECT_NE(std::string(e.what()).find("CU_STREAM_PER_THREAD"), std::string::npos) << e.what();
   }
+}
+
+// A pool hit skips the context check, so every path of the storage that reaches the driver
+// must make the context current itself: a new thread has none.
+TEST_F(CudaCallersStream, AThreadWithoutAContextReservesAndFreesPages) {
+  std::vector<std::byte> const data(3 << 20, std::byte{4});
+  auto const h = server_->create(data);
+  std::thread([&] {
+    CUcontext current = nullptr;
+    ASSERT_EQ(driver().cuCtxGetCurrent(&current), CUDA_SUCCESS);
+    ASSERT_EQ(current, nullptr);
+    auto miss = server_->empty(std::uint64_t{5} << 20);  // A new page from the driver.
+    { auto hit = server_->empty(256); }
+    auto hit = server_->empty(256);  // The same slot again, no driver call.
+    EXPECT_EQ(miss.size(), std::uint64_t{5} << 20);
+    EXPECT_EQ(hit.size(), 256U);
+  }).join();
+  std::thread([&] {
+    cubert::cuda::detail::cuda_storage storage(context_, stream_, 256);
+    auto const page = storage.alloc(std::uint64_t{1} << 20);
+    EXPECT_EQ(storage.bytes_held(), std::uint64_t{1} << 20);
+    storage.dealloc(page.id);
+    storage.flush();
+    EXPECT_EQ(storage.bytes_held(), 0U);
+  }).join();
+  auto const back = std::move(server_->read({h.binding()}).get().at(0));
+  EXPECT_EQ(std::memcmp(back.data(), data.data(), data.size()), 0);
 }
 
 TEST_F(CudaCallersStream, TheStreamOutlivesTheServer) {
