@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Launch overhead of an empty kernel: direct call, OpenMP parallel region of the same width,
 // and client.execute through each channel (mutex, actor, inline). Width = threads = cubes.
+// Also the round trip of a small blocking read through each channel.
 #include <cubert/client.hpp>
 #include <cubert/cpu.hpp>
 
@@ -96,6 +97,22 @@ void BM_execute_inline_3buf(benchmark::State& s) {
   launch(s, backend::channel_kind::inline_, true);
 }
 
+// read_one of 64 bytes: a blocking call whose reply is a future the client waits on.
+void read_small(benchmark::State& state, backend::channel_kind kind) {
+  client c(backend::make_channel(cpu::make_server({}), kind));
+  auto const h = c.create(std::vector<std::byte>(64, std::byte{1}));
+  for (auto _ : state) {
+    auto got = c.read_one(h.binding());
+    benchmark::DoNotOptimize(got);
+  }
+}
+void BM_read_one_mutex(benchmark::State& s) {
+  read_small(s, backend::channel_kind::mutex);
+}
+void BM_read_one_actor(benchmark::State& s) {
+  read_small(s, backend::channel_kind::actor);
+}
+
 BENCHMARK(BM_direct_call);
 BENCHMARK(BM_openmp_region);
 BENCHMARK(BM_execute_mutex);
@@ -104,6 +121,8 @@ BENCHMARK(BM_execute_inline);
 BENCHMARK(BM_execute_mutex_3buf);
 BENCHMARK(BM_execute_actor_3buf);
 BENCHMARK(BM_execute_inline_3buf);
+BENCHMARK(BM_read_one_mutex);
+BENCHMARK(BM_read_one_actor);
 
 }  // namespace
 

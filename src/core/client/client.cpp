@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "profiling/profiling_summary.hpp"
 
+#include <cubert/backend/spin_wait.hpp>
 #include <cubert/client.hpp>
 #include <cubert/error.hpp>
 #include <cubert/logging.hpp>
@@ -8,11 +9,24 @@
 #include <fmt/format.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
 
 namespace cubert {
+namespace {
+
+// A reply that another thread completes (the actor channel's server, the copy threads): waiting
+// for it in the kernel costs a wake-up (5-40 µs), more than a small read takes, so spin first.
+template <typename T>
+T await(std::future<T>&& f) {
+  backend::spin_until(
+      [&] { return f.wait_for(std::chrono::seconds(0)) != std::future_status::timeout; });
+  return f.get();
+}
+
+}  // namespace
 
 struct client::state {
   explicit state(std::shared_ptr<backend::channel> c) : channel(std::move(c)) {}
@@ -129,7 +143,7 @@ std::future<std::vector<bytes>> client::read_async(std::vector<binding> bindings
 }
 
 std::vector<bytes> client::read(std::vector<binding> bindings) const {
-  return read_async(std::move(bindings)).get();
+  return await(read_async(std::move(bindings)));
 }
 
 bytes client::read_one(binding b) const {
@@ -148,7 +162,7 @@ std::future<void> client::read_into_async(binding const& b, std::span<std::byte>
 }
 
 void client::read_into(binding const& b, std::span<std::byte> dst) const {
-  read_into_async(b, dst).get();
+  await(read_into_async(b, dst));
 }
 
 host_buffer client::alloc_host(std::uint64_t size) const {
@@ -158,7 +172,7 @@ host_buffer client::alloc_host(std::uint64_t size) const {
 
 std::vector<bytes> client::read_tensor(std::vector<binding_with_meta> tensors) const {
   profile_guard();
-  return state_->channel->read_tensor(std::move(tensors)).get();
+  return await(state_->channel->read_tensor(std::move(tensors)));
 }
 
 bytes client::read_one_tensor(binding_with_meta tensor) const {
@@ -201,7 +215,7 @@ void client::flush() const {
 
 void client::sync() const {
   profile_guard();
-  state_->channel->sync().get();
+  await(state_->channel->sync());
   if (!state_->summary.empty()) {
     auto table = state_->summary.table();
     state_->summary.reset();
