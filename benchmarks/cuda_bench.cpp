@@ -2,7 +2,7 @@
 // CUDA benchmarks against raw-driver baselines measured in the same run, printed as a table.
 //   cuda_bench [--traces DIR] [--torch FILE] [--rows GROUPS]
 // FILE: "key value" lines from cuda_torch_bench. GROUPS: a comma-separated subset of
-// launch,memory,driver,first-launch,add,transfer,tune (default: all). A group that fails is
+// launch,memory,driver,first-launch,add,transfer,small,tune (default: all). A group that fails is
 // reported and the others still run; the exit status is then 1.
 #include "cuda_bench.hpp"
 
@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
   using namespace cubert::bench;
   std::string traces;
   std::string torch;
-  std::string groups = "launch,memory,driver,first-launch,add,transfer,tune";
+  std::string groups = "launch,memory,driver,first-launch,add,transfer,small,tune";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string_view const flag = argv[i];
     if (flag == "--first-launch") return first_launch(argv[i + 1]);
@@ -217,6 +217,7 @@ int main(int argc, char** argv) {
   run("first-launch", [&] { first_launch_rows(rows, argv[0]); });
   run("add", [&] { add_rows(rows); });
   run("transfer", [&] { transfer_rows(rows); });
+  run("small", [&] { small_transfer_rows(rows); });
   run("tune", [&] { tune_rows(rows); });
   print(rows);
   return status;
