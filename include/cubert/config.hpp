@@ -3,6 +3,7 @@
 // CUBERT_* environment overrides, then defaults. See docs/configuration in config.hpp's comments.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -70,6 +71,9 @@ struct log_config {
 /// cache = true
 /// cache_dir = "/path"       # default: <cache root>/kernels
 /// [memory]
+/// [channel]
+/// spin_us = 50              # how long a thread waiting for another spins before it sleeps
+///                           # (actor channel, reply futures); 0: sleep at once
 /// # each category has a [<category>.log] table:
 /// [autotune.log]
 /// level = "minimal"
@@ -101,11 +105,16 @@ struct config {
   struct memory_section {
     log_config log{};
   };
+  struct channel_section {
+    /// Microseconds of spinning before a wait for another thread sleeps; at most 1,000,000.
+    std::uint32_t spin_us = 50;
+  };
 
   profiling_section profiling;
   autotune_section autotune;
   compilation_section compilation;
   memory_section memory;
+  channel_section channel;
   std::filesystem::path source;  ///< The file this came from; empty for defaults.
 
   /// Defaults with resolved cache paths, no file, no environment.

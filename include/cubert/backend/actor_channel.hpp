@@ -6,6 +6,7 @@
 #include <cubert/backend/spin_wait.hpp>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <exception>
@@ -24,13 +25,15 @@ namespace cubert::backend {
 ///
 /// A round trip through two sleeping threads costs two wake-ups (10-80 µs), which would make
 /// every `empty` a hundred times dearer than through the mutex channel; so the server thread
-/// spins for `spin_budget` after its queue runs dry before it sleeps, and a caller spins as long
-/// for its reply. A burst of calls then costs cache-line transfers, not syscalls.
+/// spins for `spin` (`[channel] spin_us`) after its queue runs dry before it sleeps, and a caller
+/// spins as long for its reply. A burst of calls then costs cache-line transfers, not syscalls.
 template <typename Server>
 class actor_channel final : public channel {
  public:
-  explicit actor_channel(std::unique_ptr<Server> server)
+  explicit actor_channel(std::unique_ptr<Server> server,
+                         std::chrono::microseconds spin = default_spin_budget)
       : properties_(server->properties()),
+        spin_(spin),
         thread_([this, s = std::move(server)]() mutable { serve(std::move(s)); }) {}
 
   ~actor_channel() override {
@@ -207,7 +210,7 @@ class actor_channel final : public channel {
       r->ready.store(1, std::memory_order_release);
       r->ready.notify_one();
     });
-    await_flag(r->ready);
+    await_flag(r->ready, spin_);
     if (r->error) std::rethrow_exception(r->error);
     if constexpr (!std::is_void_v<result>) return std::move(*r->value);
   }
@@ -215,7 +218,7 @@ class actor_channel final : public channel {
   void serve(std::unique_ptr<Server> server) {
     std::deque<std::unique_ptr<message>> batch;
     for (;;) {
-      spin_until([this] { return queued_.load(std::memory_order_relaxed); });
+      spin_until([this] { return queued_.load(std::memory_order_relaxed); }, spin_);
       {
         std::unique_lock lock(mutex_);
         waiting_ = true;
@@ -232,6 +235,7 @@ class actor_channel final : public channel {
   }
 
   device_properties properties_;
+  std::chrono::microseconds spin_;
   async_error deferred_;
   std::mutex mutex_;
   std::condition_variable ready_;

@@ -8,10 +8,11 @@
 
 namespace cubert::backend {
 
-/// How long a thread spins for another one before it sleeps. Waking a sleeping thread costs
-/// 5-40 µs (a futex syscall, a context switch and, on virtual machines, an interrupt between
-/// cores); a reply from a busy server thread usually comes in well under a microsecond.
-inline constexpr std::chrono::microseconds spin_budget{50};
+/// How long a thread spins for another one before it sleeps, unless `[channel] spin_us` says
+/// otherwise. Waking a sleeping thread costs 5-40 µs (a futex syscall, a context switch and, on
+/// virtual machines, an interrupt between cores); a reply from a busy server thread usually
+/// comes in well under a microsecond.
+inline constexpr std::chrono::microseconds default_spin_budget{50};
 
 inline void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
@@ -23,8 +24,10 @@ inline void cpu_relax() noexcept {
 
 /// Spins until `ready()` holds or `budget` has passed; true if it holds. After a few hundred
 /// pauses it yields between checks, so a thread it waits for that shares its core still runs.
+/// A zero budget checks once.
 template <typename Ready>
-bool spin_until(Ready&& ready, std::chrono::microseconds budget = spin_budget) {
+bool spin_until(Ready&& ready, std::chrono::microseconds budget) {
+  if (budget <= std::chrono::microseconds::zero()) return ready();
   for (int i = 0; i < 256; ++i) {
     if (ready()) return true;
     cpu_relax();
@@ -40,10 +43,10 @@ bool spin_until(Ready&& ready, std::chrono::microseconds budget = spin_budget) {
   return ready();
 }
 
-/// Waits until `flag` is non-zero: spins for `spin_budget`, then sleeps in `atomic::wait`.
-inline void await_flag(std::atomic<int> const& flag) noexcept {
+/// Waits until `flag` is non-zero: spins for `budget`, then sleeps in `atomic::wait`.
+inline void await_flag(std::atomic<int> const& flag, std::chrono::microseconds budget) noexcept {
   auto const set = [&] { return flag.load(std::memory_order_acquire) != 0; };
-  if (spin_until(set)) return;
+  if (spin_until(set, budget)) return;
   while (!set()) flag.wait(0, std::memory_order_acquire);
 }
 

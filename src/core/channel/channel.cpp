@@ -3,6 +3,7 @@
 #include <cubert/backend/channel.hpp>
 #include <cubert/backend/inline_channel.hpp>
 #include <cubert/backend/mutex_channel.hpp>
+#include <cubert/config.hpp>
 #include <cubert/error.hpp>
 
 #include <fmt/format.h>
@@ -35,7 +36,8 @@ std::shared_ptr<channel> make_channel(std::unique_ptr<server> s, channel_kind ki
     case channel_kind::mutex:
       return std::make_shared<mutex_channel<server>>(std::move(s));
     case channel_kind::actor:
-      return std::make_shared<actor_channel<server>>(std::move(s));
+      return std::make_shared<actor_channel<server>>(
+          std::move(s), std::chrono::microseconds(config::get().channel.spin_us));
     case channel_kind::inline_:
       return std::make_shared<inline_channel<server>>(std::move(s));
   }

@@ -3,6 +3,7 @@
 
 #include <cubert/backend/spin_wait.hpp>
 #include <cubert/client.hpp>
+#include <cubert/config.hpp>
 #include <cubert/error.hpp>
 #include <cubert/logging.hpp>
 
@@ -20,18 +21,20 @@ namespace {
 // A reply that another thread completes (the actor channel's server, the copy threads): waiting
 // for it in the kernel costs a wake-up (5-40 µs), more than a small read takes, so spin first.
 template <typename T>
-T await(std::future<T>&& f) {
+T await(std::future<T>&& f, std::chrono::microseconds spin) {
   backend::spin_until(
-      [&] { return f.wait_for(std::chrono::seconds(0)) != std::future_status::timeout; });
+      [&] { return f.wait_for(std::chrono::seconds(0)) != std::future_status::timeout; }, spin);
   return f.get();
 }
 
 }  // namespace
 
 struct client::state {
-  explicit state(std::shared_ptr<backend::channel> c) : channel(std::move(c)) {}
+  explicit state(std::shared_ptr<backend::channel> c)
+      : channel(std::move(c)), spin(config::get().channel.spin_us) {}
 
   std::shared_ptr<backend::channel> channel;
+  std::chrono::microseconds spin;  // Before a wait for a future sleeps.
   // Profiling ownership (cubecl §1.6): one thread at a time profiles a device; the rest wait.
   std::mutex profile_mutex;
   std::condition_variable profile_released;
@@ -143,7 +146,7 @@ std::future<std::vector<bytes>> client::read_async(std::vector<binding> bindings
 }
 
 std::vector<bytes> client::read(std::vector<binding> bindings) const {
-  return await(read_async(std::move(bindings)));
+  return await(read_async(std::move(bindings)), state_->spin);
 }
 
 bytes client::read_one(binding b) const {
@@ -162,7 +165,7 @@ std::future<void> client::read_into_async(binding const& b, std::span<std::byte>
 }
 
 void client::read_into(binding const& b, std::span<std::byte> dst) const {
-  await(read_into_async(b, dst));
+  await(read_into_async(b, dst), state_->spin);
 }
 
 host_buffer client::alloc_host(std::uint64_t size) const {
@@ -172,7 +175,7 @@ host_buffer client::alloc_host(std::uint64_t size) const {
 
 std::vector<bytes> client::read_tensor(std::vector<binding_with_meta> tensors) const {
   profile_guard();
-  return await(state_->channel->read_tensor(std::move(tensors)));
+  return await(state_->channel->read_tensor(std::move(tensors)), state_->spin);
 }
 
 bytes client::read_one_tensor(binding_with_meta tensor) const {
@@ -215,7 +218,7 @@ void client::flush() const {
 
 void client::sync() const {
   profile_guard();
-  await(state_->channel->sync());
+  await(state_->channel->sync(), state_->spin);
   if (!state_->summary.empty()) {
     auto table = state_->summary.table();
     state_->summary.reset();

@@ -82,6 +82,10 @@ void config::apply_environment(config& cfg) {
     cfg.autotune.concurrent =
         parse_env("CUBERT_AUTOTUNE_CONCURRENT", *v, detail::parse_concurrent, "run_default|wait");
   }
+  if (auto v = env("CUBERT_CHANNEL_SPIN_US")) {
+    cfg.channel.spin_us = parse_env("CUBERT_CHANNEL_SPIN_US", *v, detail::parse_spin_us,
+                                    "microseconds from 0 to 1000000");
+  }
   if (auto v = env("CUBERT_LOG")) apply_log(*v, cfg);
   if (auto v = env("CUBERT_PROFILE")) {
     cfg.profiling.log.level = parse_env("CUBERT_PROFILE", *v, detail::parse_log_level,

@@ -36,6 +36,8 @@ class file_reader {
         read_compilation(*section, cfg.compilation);
       } else if (key == "memory") {
         read_memory(*section, cfg.memory);
+      } else if (key == "channel") {
+        read_channel(*section, cfg.channel);
       } else {
         unknown(key);
       }
@@ -156,6 +158,21 @@ class file_reader {
         out.cache_dir = path_of(key, node);
       } else if (key == "log") {
         read_log(*as_table(key, node), out.log);
+      } else {
+        unknown(key);
+      }
+    }
+  }
+
+  void read_channel(toml::table const& t, config::channel_section& out) const {
+    for (auto const& [key, node] : t) {
+      if (key == "spin_us") {
+        auto const* i = node.as_integer();
+        if (i == nullptr || i->get() < 0 || i->get() > detail::max_spin_us) {
+          fail(fmt::format("'{}' must be an integer from 0 to {}", key.str(), detail::max_spin_us),
+               node.source());
+        }
+        out.spin_us = static_cast<std::uint32_t>(i->get());
       } else {
         unknown(key);
       }

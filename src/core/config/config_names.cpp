@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <string>
 
 namespace cubert {
@@ -73,6 +74,15 @@ std::optional<bool> parse_bool(std::string_view s) noexcept {
   if (l == "true" || l == "1" || l == "on" || l == "yes") return true;
   if (l == "false" || l == "0" || l == "off" || l == "no") return false;
   return std::nullopt;
+}
+
+std::optional<std::uint32_t> parse_spin_us(std::string_view s) noexcept {
+  std::int64_t v = 0;
+  auto const [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc{} || end != s.data() + s.size() || v < 0 || v > max_spin_us) {
+    return std::nullopt;
+  }
+  return static_cast<std::uint32_t>(v);
 }
 
 }  // namespace detail

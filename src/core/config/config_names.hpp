@@ -4,6 +4,7 @@
 
 #include <cubert/config.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <string_view>
 
@@ -19,5 +20,10 @@ namespace cubert::detail {
 [[nodiscard]] std::optional<forward_severity> parse_forward(std::string_view s) noexcept;
 /// true/1/on/yes, false/0/off/no (case-insensitive).
 [[nodiscard]] std::optional<bool> parse_bool(std::string_view s) noexcept;
+
+/// The largest `channel.spin_us` accepted: a second of spinning is already a busy core.
+inline constexpr std::int64_t max_spin_us = 1'000'000;
+/// A decimal count of microseconds from 0 to max_spin_us, nothing else.
+[[nodiscard]] std::optional<std::uint32_t> parse_spin_us(std::string_view s) noexcept;
 
 }  // namespace cubert::detail

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The actor channel's waits: replies that come while the caller spins and after it sleeps,
 // errors on both paths, and a server thread that sleeps once its queue stays empty.
+#include <cubert/backend/actor_channel.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cpu.hpp>
 #include <cubert/error.hpp>
@@ -20,6 +21,14 @@ client actor_client() {
   cpu::options opts;
   opts.threads = 1;
   return client(backend::make_channel(cpu::make_server(opts), backend::channel_kind::actor));
+}
+
+// `[channel] spin_us = 0`: every wait sleeps at once.
+client sleeping_actor_client() {
+  cpu::options opts;
+  opts.threads = 1;
+  return client(
+      std::make_shared<backend::actor_channel<backend::server>>(cpu::make_server(opts), 0us));
 }
 
 void sleep_20ms(cpu::kernel_context const&) {
@@ -64,6 +73,18 @@ TEST(ActorChannel, ErrorsReachTheCallerOnBothPathsAndTheChannelGoesOn) {
   auto got = c.read_one(h.binding());
   ASSERT_EQ(got.size(), 16u);
   EXPECT_EQ(got.data()[15], std::byte{7});
+}
+
+TEST(ActorChannel, WithoutASpinEveryWaitSleepsAndStillGetsItsReply) {
+  auto c = sleeping_actor_client();
+  std::vector<handle> handles;
+  for (std::uint64_t i = 1; i <= 200; ++i) handles.push_back(c.empty(i * 8));
+  for (std::uint64_t i = 1; i <= 200; ++i) EXPECT_EQ(handles[i - 1].size(), i * 8);
+  auto slow = kernel::builder("test::sleep_20ms").cpu(sleep_20ms).build();
+  c.execute(slow, cube_count{1}, bindings{});
+  EXPECT_THROW((void)c.empty(std::uint64_t{1} << 62), out_of_memory);
+  auto h = c.create(std::vector<std::byte>(8, std::byte{9}));
+  EXPECT_EQ(c.read_one(h.binding()).data()[7], std::byte{9});
 }
 
 TEST(ActorChannel, AnIdleServerThreadSleeps) {

@@ -25,7 +25,9 @@ TEST_F(ConfigEnvTest, EnvironmentOverridesFile) {
   setenv("CUBERT_AUTOTUNE_LOG_DECISIONS", "1", 1);
   setenv("CUBERT_CACHE_DIR", (dir_ / "cc").c_str(), 1);
   setenv("CUBERT_PROFILE", "full", 1);
+  setenv("CUBERT_CHANNEL_SPIN_US", "250", 1);
   auto cfg = config::load(dir_);
+  EXPECT_EQ(cfg.channel.spin_us, 250U);
   EXPECT_EQ(cfg.autotune.level, cubert::autotune_level::full);
   EXPECT_TRUE(cfg.autotune.checks);
   EXPECT_TRUE(cfg.autotune.background);
@@ -90,6 +92,10 @@ TEST_F(ConfigEnvTest, BadValuesNameTheVariable) {
   expect_bad("CUBERT_AUTOTUNE_CONCURRENT", "spin", dir_);
   expect_bad("CUBERT_PROFILE", "loud", dir_);
   expect_bad("CUBERT_LOG", "", dir_);
+  expect_bad("CUBERT_CHANNEL_SPIN_US", "-5", dir_);
+  expect_bad("CUBERT_CHANNEL_SPIN_US", "50us", dir_);
+  expect_bad("CUBERT_CHANNEL_SPIN_US", "2000000", dir_);
+  expect_bad("CUBERT_CHANNEL_SPIN_US", "", dir_);
 }
 
 }  // namespace

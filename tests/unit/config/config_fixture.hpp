@@ -24,6 +24,7 @@ class config_fixture : public ::testing::Test {
                                               "CUBERT_AUTOTUNE_LOG_DECISIONS",
                                               "CUBERT_AUTOTUNE_CONCURRENT",
                                               "CUBERT_KERNEL_CACHE",
+                                              "CUBERT_CHANNEL_SPIN_US",
                                               "XDG_CACHE_HOME"};
 
   void SetUp() override {

@@ -80,6 +80,8 @@ stderr = true
 [memory.log]
 level = "full"
 file = "/tmp/mem.log"
+[channel]
+spin_us = 0
 )");
   auto cfg = config::load(dir_);
   EXPECT_EQ(cfg.profiling.log.level, cubert::log_level::medium);
@@ -101,6 +103,7 @@ file = "/tmp/mem.log"
   EXPECT_TRUE(cfg.compilation.log.to_stderr);
   EXPECT_EQ(cfg.memory.log.level, cubert::log_level::full);
   EXPECT_EQ(cfg.memory.log.file, fs::path("/tmp/mem.log"));
+  EXPECT_EQ(cfg.channel.spin_us, 0U);
 }
 
 // Expects `text` to be refused with a config_error naming the file and `line`.
@@ -137,6 +140,12 @@ TEST_F(ConfigTest, WrongTypeNamesFileAndLine) {
   expect_error_at(f, 2, "minimal|balanced|extensive|full");
   f = write("cubert.toml", "autotune = 3\n");
   expect_error_at(f, 1, "table");
+  for (auto const* bad : {"-1", "1000001", "\"fast\"", "2.5"}) {
+    f = write("cubert.toml", std::string("[channel]\nspin_us = ") + bad + "\n");
+    expect_error_at(f, 2, "integer from 0 to 1000000");
+  }
+  f = write("cubert.toml", "[channel]\nspin_us = 1000000\n");
+  EXPECT_EQ(config::from_file(f).channel.spin_us, 1'000'000U);
 }
 
 TEST_F(ConfigTest, MissingFileIsAnIoError) {
