@@ -2,8 +2,8 @@
 // CUDA benchmarks against raw-driver baselines measured in the same run, printed as a table.
 //   cuda_bench [--traces DIR] [--torch FILE] [--rows GROUPS]
 // FILE: "key value" lines from cuda_torch_bench. GROUPS: a comma-separated subset of
-// launch,memory,driver,first-launch,add,transfer,small,tune (default: all). A group that fails is
-// reported and the others still run; the exit status is then 1.
+// launch,memory,driver,first-launch,add,transfer,small,sizes,tune (default: all). A group that
+// fails is reported and the others still run; the exit status is then 1.
 #include "cuda_bench.hpp"
 
 #include "cuda_driver.hpp"
@@ -185,7 +185,7 @@ int main(int argc, char** argv) {
   using namespace cubert::bench;
   std::string traces;
   std::string torch;
-  std::string groups = "launch,memory,driver,first-launch,add,transfer,small,tune";
+  std::string groups = "launch,memory,driver,first-launch,add,transfer,small,sizes,tune";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string_view const flag = argv[i];
     if (flag == "--first-launch") return first_launch(argv[i + 1]);
@@ -218,6 +218,7 @@ int main(int argc, char** argv) {
   run("add", [&] { add_rows(rows); });
   run("transfer", [&] { transfer_rows(rows); });
   run("small", [&] { small_transfer_rows(rows); });
+  run("sizes", [&] { transfer_size_rows(rows); });
   run("tune", [&] { tune_rows(rows); });
   print(rows);
   return status;

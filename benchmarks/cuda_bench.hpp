@@ -51,6 +51,9 @@ void transfer_rows(std::vector<row>& rows);
 /// Small-transfer rows: read_one of 4 B and create of 4 KiB through the mutex and actor channels
 /// vs the driver's own copies (cuda_bench_small.cpp).
 void small_transfer_rows(std::vector<row>& rows);
+/// Pageable create / read_into at 256 KiB-32 MiB vs the driver's pageable copies and a pinned
+/// DMA (cuda_bench_sizes.cpp).
+void transfer_size_rows(std::vector<row>& rows);
 
 /// Host cost of one driver allocation, free and virtual-memory operation by size
 /// (cuda_bench_driver.cpp): what bounds a cold trace replay on CUDA storage.
