@@ -73,7 +73,7 @@ struct log_config {
 /// [memory]
 /// [channel]
 /// spin_us = 50              # how long a thread waiting for another spins before it sleeps
-///                           # (actor channel, reply futures); 0: sleep at once
+///                           # (actor channel, reply futures, CUDA copy threads); 0: sleep at once
 /// # each category has a [<category>.log] table:
 /// [autotune.log]
 /// level = "minimal"

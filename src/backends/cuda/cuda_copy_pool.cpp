@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cuda_copy_pool.hpp"
 
+#include <cubert/backend/spin_wait.hpp>
+
 #include <algorithm>
 #include <utility>
 
 namespace cubert::cuda::detail {
 
-cuda_copy_pool::cuda_copy_pool(unsigned threads) noexcept
-    : threads_(threads == 0 ? default_threads() : threads) {}
+cuda_copy_pool::cuda_copy_pool(unsigned threads, std::chrono::microseconds spin) noexcept
+    : threads_(threads == 0 ? default_threads() : threads), spin_(spin) {}
 
 unsigned cuda_copy_pool::default_threads() noexcept {
   return std::clamp(std::thread::hardware_concurrency() / 2, 1u, 8u);
@@ -17,6 +19,7 @@ cuda_copy_pool::~cuda_copy_pool() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
+    published_.fetch_add(1, std::memory_order_release);  // Ends the workers' spin.
   }
   wake_.notify_all();
   for (auto& t : pool_) t.join();
@@ -44,6 +47,7 @@ void cuda_copy_pool::run_erased(unsigned workers, worker_fn fn, void* ctx) {
     fn(ctx, 0);  // Nothing to share: no hand-off.
     return;
   }
+  bool wake = false;
   {
     std::lock_guard lock(mutex_);
     ++generation_;
@@ -51,9 +55,12 @@ void cuda_copy_pool::run_erased(unsigned workers, worker_fn fn, void* ctx) {
     ctx_ = ctx;
     workers_ = workers;
     running_ = workers - 1;
+    unfinished_.store(running_, std::memory_order_relaxed);
     error_ = nullptr;
+    published_.store(generation_, std::memory_order_release);
+    wake = sleeping_ > 0;
   }
-  wake_.notify_all();
+  if (wake) wake_.notify_all();
   std::exception_ptr mine;
   try {
     fn(ctx, 0);
@@ -63,6 +70,7 @@ void cuda_copy_pool::run_erased(unsigned workers, worker_fn fn, void* ctx) {
   std::exception_ptr theirs;
   {
     // Wait even when worker 0 failed: the others use the caller's stack (fn, ctx).
+    backend::spin_until([this] { return unfinished_.load(std::memory_order_acquire) == 0; }, spin_);
     std::unique_lock lock(mutex_);
     finished_.wait(lock, [this] { return running_ == 0; });
     theirs = std::exchange(error_, nullptr);
@@ -76,9 +84,12 @@ void cuda_copy_pool::worker_loop(unsigned index) noexcept {
   for (;;) {
     worker_fn fn = nullptr;
     void* ctx = nullptr;
+    backend::spin_until([&] { return published_.load(std::memory_order_acquire) != seen; }, spin_);
     {
       std::unique_lock lock(mutex_);
+      ++sleeping_;
       wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      --sleeping_;
       if (stopping_) return;
       seen = generation_;
       // A job that needs fewer workers leaves this one asleep; run() does not count it.
@@ -97,6 +108,7 @@ void cuda_copy_pool::worker_loop(unsigned index) noexcept {
       std::lock_guard lock(mutex_);
       if (failure && !error_) error_ = failure;
       last = --running_ == 0;
+      unfinished_.store(running_, std::memory_order_release);
     }
     if (last) finished_.notify_one();
   }

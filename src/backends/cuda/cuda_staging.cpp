@@ -5,8 +5,11 @@
 #include "cuda_host_buffer.hpp"
 #include "host_copy.hpp"
 
+#include <cubert/config.hpp>
+
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <sys/mman.h>
@@ -37,7 +40,7 @@ cuda_staging::cuda_staging(CUcontext context, CUstream stream, std::size_t block
       block_size_(std::max(block_size, 4 * kib)),
       max_blocks_(std::max(max_blocks, std::size_t{1})),
       streaming_downloads_(streaming_downloads),
-      pool_(copy_threads) {}
+      pool_(copy_threads, std::chrono::microseconds(config::get().channel.spin_us)) {}
 
 cuda_staging::~cuda_staging() {
   auto const& api = driver_state();

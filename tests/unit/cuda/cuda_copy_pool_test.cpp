@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <ctime>
 #include <mutex>
 #include <set>
 #include <stdexcept>
@@ -81,6 +83,37 @@ TEST(CudaCopyPoolTest, ManySmallJobsInARow) {
   EXPECT_EQ(sums[1], 1500u);
   EXPECT_EQ(sums[2], 1000u);
   EXPECT_EQ(sums[3], 500u);
+}
+
+// Without a spin every hand-off goes through the condition variables.
+TEST(CudaCopyPoolTest, ManySmallJobsInARowWithoutSpinning) {
+  cuda_copy_pool pool(4, std::chrono::microseconds(0));
+  std::vector<unsigned> sums(4, 0);
+  for (int i = 0; i < 500; ++i) pool.run(1 + i % 4, [&](unsigned w) { ++sums[w]; });
+  EXPECT_EQ(sums[0], 500u);
+  EXPECT_EQ(sums[1], 375u);
+  EXPECT_EQ(sums[2], 250u);
+  EXPECT_EQ(sums[3], 125u);
+}
+
+std::chrono::nanoseconds process_cpu_time() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return std::chrono::seconds(t.tv_sec) + std::chrono::nanoseconds(t.tv_nsec);
+}
+
+// The workers spin after a job, then sleep: an idle pool must not hold cores.
+TEST(CudaCopyPoolTest, IdleWorkersSleep) {
+  cuda_copy_pool pool(4);
+  std::atomic<unsigned> ran{0};
+  for (int i = 0; i < 10; ++i) pool.run(4, [&](unsigned) { ++ran; });
+  EXPECT_EQ(ran.load(), 40u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));  // Past the spin.
+  auto const before = process_cpu_time();
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  auto const used = process_cpu_time() - before;
+  // Three spinning workers would use ~600 ms here (or all the cores there are).
+  EXPECT_LT(used, std::chrono::milliseconds(50)) << used.count() << " ns of CPU while idle";
 }
 
 }  // namespace
