@@ -15,10 +15,8 @@
 #include <fmt/format.h>
 
 #include <cstddef>
-#include <dlfcn.h>
 #include <filesystem>
 #include <functional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -27,14 +25,6 @@ namespace {
 
 using cuda::detail::check;
 using cuda::detail::driver;
-
-template <typename Fn>
-Fn* driver_symbol(char const* name) {
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  void* fn = lib ? dlsym(lib, name) : nullptr;
-  if (!fn) throw std::runtime_error(fmt::format("cuda_bench: no {} in the driver", name));
-  return reinterpret_cast<Fn*>(fn);
-}
 
 struct timed {
   std::function<void()> op;
@@ -59,16 +49,7 @@ void transfer_size_rows(std::vector<row>& rows) {
   constexpr std::size_t largest = std::size_t{32} << 20;
   std::vector<std::byte> src(largest, std::byte{5});
   std::vector<std::byte> dst(largest);
-  struct raw_buffers {
-    CUdeviceptr dev = 0;
-    void* pinned = nullptr;
-    ~raw_buffers() {
-      if (pinned) driver().cuMemFreeHost(pinned);
-      if (dev) driver().cuMemFree(dev);
-    }
-  } raw;
-  check(api.cuMemAlloc(&raw.dev, largest), "cuMemAlloc");
-  check(api.cuMemAllocHost(&raw.pinned, largest), "cuMemAllocHost");
+  raw_buffers const raw(largest);
   auto const dev_handle = cl.empty(largest);
 
   for (std::size_t size :

@@ -16,10 +16,8 @@
 
 #include <array>
 #include <cstddef>
-#include <dlfcn.h>
 #include <filesystem>
 #include <functional>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -40,15 +38,6 @@ struct timed {
   std::vector<double> us{};
 };
 
-// The synchronous copies are not in cubert's driver table (it never uses them).
-template <typename Fn>
-Fn* driver_symbol(char const* name) {
-  void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  void* fn = lib ? dlsym(lib, name) : nullptr;
-  if (!fn) throw std::runtime_error(fmt::format("cuda_bench: no {} in the driver", name));
-  return reinterpret_cast<Fn*>(fn);
-}
-
 client make_client(backend::channel_kind kind) {
   cuda::options opts;
   opts.kernel_cache_dir = std::filesystem::path{};
@@ -68,16 +57,7 @@ void small_transfer_rows(std::vector<row>& rows) {
 
   auto* const copy_down = driver_symbol<decltype(::cuMemcpyDtoH)>("cuMemcpyDtoH_v2");
   auto* const copy_up = driver_symbol<decltype(::cuMemcpyHtoD)>("cuMemcpyHtoD_v2");
-  struct raw_buffers {
-    CUdeviceptr dev = 0;
-    void* pinned = nullptr;
-    ~raw_buffers() {
-      if (pinned) driver().cuMemFreeHost(pinned);
-      if (dev) driver().cuMemFree(dev);
-    }
-  } raw;
-  check(api.cuMemAlloc(&raw.dev, create_bytes), "cuMemAlloc");
-  check(api.cuMemAllocHost(&raw.pinned, create_bytes), "cuMemAllocHost");
+  raw_buffers const raw(create_bytes);
   auto const dev = raw.dev;
   auto* const pinned = raw.pinned;
   std::array<std::byte, create_bytes> pageable{};

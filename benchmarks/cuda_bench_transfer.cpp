@@ -5,6 +5,7 @@
 // `read` into pooled pinned bytes, whose steady state is reported as a median and whose first
 // read of a size (which pins the pool's block) is reported on its own row.
 #include "cuda_bench.hpp"
+#include "cuda_bench_context.hpp"
 #include "cuda_bench_raw_staged.hpp"
 #include "cuda_copy_pool.hpp"
 #include "cuda_driver.hpp"
@@ -18,12 +19,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <dlfcn.h>
 #include <filesystem>
 #include <functional>
 #include <list>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -177,17 +176,10 @@ void transfer_rows(std::vector<row>& rows) {
   figure raw_staged{[&] { return raw.run(dptr, pageable_src); }};
   // The driver's own paths for pageable memory, for scale: its staged copy, and pinning the
   // source for one DMA (the pinning costs far more than the copy it saves).
-  auto const sym = [](char const* name) {
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    void* fn = lib ? dlsym(lib, name) : nullptr;
-    if (!fn) throw std::runtime_error(fmt::format("cuda_bench: no {} in the driver", name));
-    return fn;
-  };
-  auto* const copy_sync = reinterpret_cast<decltype(&::cuMemcpyHtoD)>(sym("cuMemcpyHtoD_v2"));
-  auto* const host_register =
-      reinterpret_cast<decltype(&::cuMemHostRegister)>(sym("cuMemHostRegister_v2"));
+  auto* const copy_sync = driver_symbol<decltype(::cuMemcpyHtoD)>("cuMemcpyHtoD_v2");
+  auto* const host_register = driver_symbol<decltype(::cuMemHostRegister)>("cuMemHostRegister_v2");
   auto* const host_unregister =
-      reinterpret_cast<decltype(&::cuMemHostUnregister)>(sym("cuMemHostUnregister"));
+      driver_symbol<decltype(::cuMemHostUnregister)>("cuMemHostUnregister");
   figure driver_pageable{[&] {
     return timed([&] { check(copy_sync(dptr, pageable_src.data(), bytes), "cuMemcpyHtoD"); });
   }};
