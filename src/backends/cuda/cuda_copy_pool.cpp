@@ -19,7 +19,7 @@ cuda_copy_pool::~cuda_copy_pool() {
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
-    published_.fetch_add(1, std::memory_order_release);  // Ends the workers' spin.
+    generation_.fetch_add(1, std::memory_order_release);  // Ends the workers' spin.
   }
   wake_.notify_all();
   for (auto& t : pool_) t.join();
@@ -50,14 +50,12 @@ void cuda_copy_pool::run_erased(unsigned workers, worker_fn fn, void* ctx) {
   bool wake = false;
   {
     std::lock_guard lock(mutex_);
-    ++generation_;
     fn_ = fn;
     ctx_ = ctx;
     workers_ = workers;
-    running_ = workers - 1;
-    unfinished_.store(running_, std::memory_order_relaxed);
+    running_.store(workers - 1, std::memory_order_relaxed);
     error_ = nullptr;
-    published_.store(generation_, std::memory_order_release);
+    generation_.fetch_add(1, std::memory_order_release);  // Publishes the job to spinning workers.
     wake = sleeping_ > 0;
   }
   if (wake) wake_.notify_all();
@@ -70,7 +68,7 @@ void cuda_copy_pool::run_erased(unsigned workers, worker_fn fn, void* ctx) {
   std::exception_ptr theirs;
   {
     // Wait even when worker 0 failed: the others use the caller's stack (fn, ctx).
-    backend::spin_until([this] { return unfinished_.load(std::memory_order_acquire) == 0; }, spin_);
+    backend::spin_until([this] { return running_.load(std::memory_order_acquire) == 0; }, spin_);
     std::unique_lock lock(mutex_);
     finished_.wait(lock, [this] { return running_ == 0; });
     theirs = std::exchange(error_, nullptr);
@@ -84,7 +82,7 @@ void cuda_copy_pool::worker_loop(unsigned index) noexcept {
   for (;;) {
     worker_fn fn = nullptr;
     void* ctx = nullptr;
-    backend::spin_until([&] { return published_.load(std::memory_order_acquire) != seen; }, spin_);
+    backend::spin_until([&] { return generation_.load(std::memory_order_acquire) != seen; }, spin_);
     {
       std::unique_lock lock(mutex_);
       ++sleeping_;
@@ -107,8 +105,7 @@ void cuda_copy_pool::worker_loop(unsigned index) noexcept {
     {
       std::lock_guard lock(mutex_);
       if (failure && !error_) error_ = failure;
-      last = --running_ == 0;
-      unfinished_.store(running_, std::memory_order_release);
+      last = running_.fetch_sub(1, std::memory_order_release) == 1;
     }
     if (last) finished_.notify_one();
   }

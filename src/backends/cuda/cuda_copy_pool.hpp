@@ -63,16 +63,14 @@ class cuda_copy_pool {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::condition_variable finished_;
-  // The job of the current generation; all guarded by mutex_.
-  std::uint64_t generation_ = 0;
+  // The job of the current generation; all written under mutex_. The two atomics are also
+  // read without it by threads that spin.
+  std::atomic<std::uint64_t> generation_{0};
   worker_fn fn_ = nullptr;
   void* ctx_ = nullptr;
   unsigned workers_ = 0;
-  unsigned running_ = 0;   ///< Pool threads of this job that have not returned yet.
-  unsigned sleeping_ = 0;  ///< Pool threads waiting on `wake_`.
-  // Mirrors of generation_ and running_ that spinning threads read without the lock.
-  std::atomic<std::uint64_t> published_{0};
-  std::atomic<unsigned> unfinished_{0};
+  std::atomic<unsigned> running_{0};  ///< Pool threads of this job that have not returned yet.
+  unsigned sleeping_ = 0;             ///< Pool threads waiting on `wake_`.
   std::exception_ptr error_;
   bool stopping_ = false;
   std::vector<std::thread> pool_;

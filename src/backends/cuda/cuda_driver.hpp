@@ -101,6 +101,19 @@ struct driver_api {
   return driver_state().loaded;
 }
 
+/// Makes `context` current on the calling thread unless it already is: one thread-local query
+/// in the driver when it is. Any thread may call into a server, and other libraries may have
+/// switched the thread's context. CUDA_ERROR_NOT_INITIALIZED without a driver.
+[[nodiscard]] inline CUresult make_context_current(CUcontext context) noexcept {
+  auto const& api = driver_state();
+  if (!api.loaded) return CUDA_ERROR_NOT_INITIALIZED;
+  CUcontext current = nullptr;
+  if (api.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == context) [[likely]] {
+    return CUDA_SUCCESS;
+  }
+  return api.cuCtxSetCurrent(context);
+}
+
 /// The loaded driver. @throws unsupported naming why the driver cannot be used.
 [[nodiscard]] driver_api const& driver();
 

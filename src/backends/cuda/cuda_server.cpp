@@ -105,17 +105,15 @@ cuda_server::~cuda_server() {
   api.cuDevicePrimaryCtxRelease(info_.device);
 }
 
-void cuda_server::make_current() {
+void cuda_server::check_lost() {
   if (lost_->load(std::memory_order_acquire)) [[unlikely]] {
     throw_lost();
   }
-  // Cheap (a thread-local read in the driver) and needed: any thread may call through a
-  // mutex channel, and other libraries may have switched this thread's context.
-  CUcontext current = nullptr;
-  auto const& api = driver();
-  if (api.cuCtxGetCurrent(&current) != CUDA_SUCCESS || current != context_) [[unlikely]] {
-    CUBERT_CU_CALL(cuCtxSetCurrent, context_);
-  }
+}
+
+void cuda_server::make_current() {
+  check_lost();
+  check(make_context_current(context_), "cuCtxSetCurrent");
 }
 
 void cuda_server::throw_lost() {
@@ -165,14 +163,10 @@ std::string cuda_server::lose_device(std::string_view what) {
 cubert::handle cuda_server::empty(std::uint64_t size) {
   // A pool hit makes no driver call: the storage makes the context current where it calls the
   // driver, and this skips `make_current`'s query (8.5 ns of a ~100 ns pair on an H200 host).
-  if (lost_->load(std::memory_order_acquire)) [[unlikely]] {
-    throw_lost();
-  }
-  try {
+  return reporting_failures([&] {
+    check_lost();
     return cubert::handle(memory_->reserve(size), size);
-  } catch (...) {
-    std::rethrow_exception(on_failure(std::current_exception()));
-  }
+  });
 }
 
 cubert::handle cuda_server::create(std::span<std::byte const> data) {

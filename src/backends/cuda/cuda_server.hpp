@@ -78,23 +78,32 @@ class cuda_server final : public backend::server {
   [[nodiscard]] cuda_pinned_pool const& read_pool() const noexcept { return *read_pool_; }
 
  private:
-  /// Throws the device's fault report if it is lost; otherwise makes the context current.
+  /// Throws the device's fault report if it is lost.
+  void check_lost();
+  /// check_lost, then makes the context current.
   void make_current();
   /// Throws the fault report (first) or that the device is lost.
   void throw_lost();
   /// What a failure `e` should be reported as: a device_error with the fault report when the
   /// context turns out lost (marking the device lost the first time), otherwise `e` itself.
   [[nodiscard]] std::exception_ptr on_failure(std::exception_ptr e) noexcept;
-  /// Makes the context current and runs `f`, reporting what either throws through
-  /// `on_failure`.
+  /// Runs `f`, reporting what it throws through `on_failure`.
   template <typename F>
-  decltype(auto) on_device(F&& f) {
+  decltype(auto) reporting_failures(F&& f) {
     try {
-      make_current();
       return f();
     } catch (...) {
       std::rethrow_exception(on_failure(std::current_exception()));
     }
+  }
+  /// Makes the context current and runs `f`, reporting what either throws through
+  /// `on_failure`.
+  template <typename F>
+  decltype(auto) on_device(F&& f) {
+    return reporting_failures([&]() -> decltype(auto) {
+      make_current();
+      return f();
+    });
   }
   [[nodiscard]] cubert::handle create_dense(std::span<std::byte const> data);
   [[nodiscard]] std::vector<backend::tensor_allocation> create_tensors_now(

@@ -81,10 +81,7 @@ void cuda_staging::wait_idle(block& b) {
 
 void cuda_staging::bind_context() const {
   // Copy threads serve this server only, so after the first transfer this is one compare.
-  CUcontext current = nullptr;
-  if (driver().cuCtxGetCurrent(&current) != CUDA_SUCCESS || current != context_) {
-    CUBERT_CU_CALL(cuCtxSetCurrent, context_);
-  }
+  check(make_context_current(context_), "cuCtxSetCurrent");
 }
 
 cuda_staging::block& cuda_staging::advance() {

@@ -10,17 +10,9 @@
 
 namespace cubert::cuda::detail {
 
-bool cuda_storage::bind() const noexcept {
-  auto const& api = driver_state();
-  if (!api.loaded) return false;
-  CUcontext current = nullptr;
-  if (api.cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == context_) return true;
-  return api.cuCtxSetCurrent(context_) == CUDA_SUCCESS;
-}
-
 cuda_storage::~cuda_storage() {
   auto const& api = driver_state();
-  if (!bind()) return;
+  if (make_context_current(context_) != CUDA_SUCCESS) return;
   // Work on the stream may still use the pages; the server syncs before destroying us, but a
   // failed sync must not turn into a leak of device memory either.
   api.cuStreamSynchronize(stream_);
@@ -39,7 +31,7 @@ backend::storage_handle cuda_storage::alloc(std::uint64_t size) {
     return {id, 0, 0};
   }
   auto const& api = driver();
-  if (!bind()) CUBERT_CU_CALL(cuCtxSetCurrent, context_);  // Throws with the driver's reason.
+  check(make_context_current(context_), "cuCtxSetCurrent");
   CUdeviceptr ptr = 0;
   CUresult result = api.cuMemAlloc(&ptr, size);
   if (result == CUDA_ERROR_OUT_OF_MEMORY && !pending_.empty()) {
@@ -70,7 +62,8 @@ void cuda_storage::dealloc(backend::storage_id id) noexcept {
   auto const& api = driver_state();
   // An idle stream cannot be using the page: free it now, so memory goes back to the driver
   // without waiting for the next sync (one cheap query, no wait).
-  if (bind() && api.cuStreamQuery(stream_) == CUDA_SUCCESS) {
+  if (make_context_current(context_) == CUDA_SUCCESS &&
+      api.cuStreamQuery(stream_) == CUDA_SUCCESS) {
     if (p.ptr) {
       if (CUresult r = api.cuMemFree(p.ptr); r != CUDA_SUCCESS) {
         log::warn(log::category::memory, "cuMemFree: {}", describe(r));
@@ -104,7 +97,7 @@ backend::resource cuda_storage::get(backend::storage_handle const& handle) const
 
 void cuda_storage::flush() {
   if (pending_.empty()) return;
-  if (!bind()) CUBERT_CU_CALL(cuCtxSetCurrent, context_);
+  check(make_context_current(context_), "cuCtxSetCurrent");
   CUBERT_CU_CALL(cuStreamSynchronize, stream_);
   free_pending();
 }
@@ -113,7 +106,7 @@ void cuda_storage::free_pending() noexcept {
   auto const& api = driver_state();
   // The stream must be idle: callers sync first (flush) or run after a failed allocation,
   // which the driver only reports once earlier work on the context has been accounted for.
-  (void)bind();
+  (void)make_context_current(context_);
   api.cuStreamSynchronize(stream_);
   for (auto const& p : pending_) {
     if (!p.ptr) continue;

@@ -49,8 +49,6 @@ class cuda_storage final : public backend::storage {
     std::uint64_t size = 0;
   };
   void free_pending() noexcept;
-  /// Makes the context current on this thread (a caller's thread may have none, or another).
-  [[nodiscard]] bool bind() const noexcept;
 
   CUcontext context_;  // Not owned, like the stream.
   CUstream stream_;
