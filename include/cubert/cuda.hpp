@@ -51,8 +51,9 @@ struct options {
   /// 0 = min(8, hardware threads / 2).
   unsigned copy_threads = 0;
   /// Whether the copy threads write the caller's pageable memory in downloads (`read_into`,
-  /// `read` beyond the read pool) with streaming stores, which skip reading each destination
-  /// line before writing it. Uploads write the small, reused staging blocks with plain stores,
+  /// `read` beyond the read pool) of 1 MiB or more with streaming stores, which skip reading
+  /// each destination line before writing it; smaller destinations stay in the cache, where
+  /// plain stores are faster. Uploads write the small, reused staging blocks with plain stores,
   /// which stay in cache for the DMA. CPUs without streaming stores (x86-64 without AVX2, other
   /// architectures) use memcpy either way.
   bool streaming_downloads = true;

@@ -467,6 +467,7 @@ std::future<void> cuda_server::sync() {
     make_current();
     CUBERT_CU_CALL(cuStreamSynchronize, stream_);
     launches_.clear();
+    staging_->on_stream_idle();
     memory_->storage().flush();  // The stream is idle: queued page frees are safe now.
     errors_.rethrow_if_any();
     std::promise<void> p;

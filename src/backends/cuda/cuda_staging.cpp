@@ -130,12 +130,19 @@ void cuda_staging::recover() noexcept {
   for (auto& b : blocks_) b.in_flight = false;
 }
 
+void cuda_staging::on_stream_idle() noexcept {
+  for (auto& b : blocks_) b.in_flight = false;
+  current_dirty_ = false;
+  cursor_ = 0;
+}
+
 void cuda_staging::upload(CUdeviceptr dst, std::span<std::byte const> src) {
   if (src.empty()) return;
   if (src.size() >= direct_threshold && is_pinned(src.data(), src.size())) {
     // Already pinned: one DMA, then wait, because the caller may reuse `src` on return.
     CUBERT_CU_CALL(cuMemcpyHtoDAsync, dst, src.data(), src.size(), stream_);
     CUBERT_CU_CALL(cuStreamSynchronize, stream_);
+    on_stream_idle();
     return;
   }
   if (src.size() >= parallel_threshold) {
@@ -195,6 +202,7 @@ void cuda_staging::download(std::span<std::byte> dst, CUdeviceptr src) {
   if (is_pinned(dst.data(), dst.size(), dst.size() >= direct_threshold)) {
     CUBERT_CU_CALL(cuMemcpyDtoHAsync, dst.data(), src, dst.size(), stream_);
     CUBERT_CU_CALL(cuStreamSynchronize, stream_);
+    on_stream_idle();
     return;
   }
   auto const p = make_plan(dst.size());
@@ -204,9 +212,12 @@ void cuda_staging::download(std::span<std::byte> dst, CUdeviceptr src) {
     recover();
     throw;
   }
+  // Every chunk's DMA was waited for, and they were queued behind all earlier work.
+  on_stream_idle();
 }
 
 void cuda_staging::download_chunks(plan const& p, std::span<std::byte> dst, CUdeviceptr src) {
+  bool const streaming = streaming_downloads_ && dst.size() >= streaming_threshold;
   std::atomic<std::size_t> next{0};
   pool_.run(p.workers, [&](unsigned w) {
     try {
@@ -237,7 +248,7 @@ void cuda_staging::download_chunks(plan const& p, std::span<std::byte> dst, CUde
         block& b = mine[head];
         wait_idle(b);
         std::size_t const i = chunk_of[head];
-        if (streaming_downloads_) {
+        if (streaming) {
           streaming_copy(dst.data() + i * p.chunk, b.host, length(i));
         } else {
           std::memcpy(dst.data() + i * p.chunk, b.host, length(i));

@@ -45,6 +45,11 @@ class cuda_staging {
   /// Copies `dst.size()` bytes from device address `src` into `dst` after all earlier work on
   /// the stream; blocks until they are there. @throws device_error from the stream.
   void download(std::span<std::byte> dst, CUdeviceptr src);
+  /// Tells the staging that every DMA queued so far has completed (the server synchronised
+  /// the stream): every block is idle, and the next small upload goes to the start of the
+  /// block written last, whose lines are still in the cache, instead of the next block of
+  /// the ring, which a memcpy would first have to fetch from memory.
+  void on_stream_idle() noexcept;
   /// Faults in the pages of not-yet-touched pageable memory on the copy threads, with
   /// transparent huge pages advised, so that the caller's first writes find them resident
   /// (a fresh 256 MiB destination otherwise costs more in page faults than the copy). Does not
@@ -60,6 +65,9 @@ class cuda_staging {
   static constexpr std::size_t direct_threshold = std::size_t{1} << 20;
   /// Pageable uploads at least this large are shared between the copy threads.
   static constexpr std::size_t parallel_threshold = std::size_t{2} << 20;
+  /// Downloads at least this large copy out with streaming stores (when enabled); a smaller
+  /// destination stays in the cache, where plain stores are faster.
+  static constexpr std::size_t streaming_threshold = std::size_t{1} << 20;
 
  private:
   struct block {

@@ -204,6 +204,37 @@ TEST_P(CudaTransferTest, SmallAndLargeUploadsInterleavedKeepTheirBytes) {
   }
 }
 
+TEST_P(CudaTransferTest, SmallUploadsAroundSyncsAndReadsKeepTheirBytes) {
+  // After a sync or a read the stream is idle and small uploads start over in the block written
+  // last; uploads queued after that point must still wait for their own DMAs.
+  std::vector<std::vector<std::byte>> sent;
+  std::vector<cubert::handle> handles;
+  std::size_t const sizes[] = {3000, 200 * 1024, 17, 600 * 1024, 4096, 90 * 1024, 5 * mib};
+  for (std::uint32_t i = 0; i < 42; ++i) {
+    sent.push_back(pattern(sizes[i % 7], 1000 + i));
+    handles.push_back(server_->create(sent.back()));
+    switch (i % 5) {
+      case 0:
+        server_->sync().get();
+        break;
+      case 1:
+        EXPECT_TRUE(same_bytes(read(handles[i / 2].binding()), sent[i / 2]));
+        break;
+      case 2: {
+        std::vector<std::byte> out(sent[i / 3].size());
+        read_into(handles[i / 3].binding(), out);
+        EXPECT_TRUE(same_bytes(out, sent[i / 3])) << "read_into of upload " << i / 3;
+        break;
+      }
+      default:
+        break;  // Several uploads in a row, queued behind each other.
+    }
+  }
+  for (std::size_t i = 0; i < sent.size(); ++i) {
+    EXPECT_TRUE(same_bytes(read(handles[i].binding()), sent[i])) << "upload " << i;
+  }
+}
+
 TEST_P(CudaTransferTest, ClientsOnBothChannelsReadIntoFromManyThreads) {
   for (auto kind : {cubert::backend::channel_kind::mutex, cubert::backend::channel_kind::actor}) {
     cubert::client const c(
