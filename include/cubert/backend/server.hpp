@@ -52,6 +52,8 @@ class async_error {
   void rethrow_if_any();
   /// True while an error waits.
   [[nodiscard]] bool pending() const noexcept;
+  /// Forgets the waiting error, if any (a later, graver one supersedes it).
+  void discard() noexcept;
 
  private:
   mutable std::mutex mutex_;

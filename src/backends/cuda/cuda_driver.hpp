@@ -69,6 +69,7 @@ namespace cubert::cuda::detail {
   X(cuModuleUnload)                     \
   X(cuModuleGetFunction)                \
   X(cuFuncSetAttribute)                 \
+  X(cuFuncGetAttribute)                 \
   X(cuLaunchKernel)                     \
   X(cuTensorMapEncodeTiled)             \
   X(cuTensorMapEncodeIm2col)            \

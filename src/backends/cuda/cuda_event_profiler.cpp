@@ -2,6 +2,9 @@
 #include "cuda_event_profiler.hpp"
 
 #include "cuda_driver.hpp"
+#include "cuda_fault.hpp"
+
+#include <cubert/error.hpp>
 
 #include <fmt/format.h>
 
@@ -25,6 +28,20 @@ CUevent make_event() {
   CUevent e = nullptr;
   CUBERT_CU_CALL(cuEventCreate, &e, CU_EVENT_DEFAULT);  // Timing enabled.
   return e;
+}
+
+// Resolving runs outside the server, on the caller's thread, so a kernel fault it finds first
+// is marked here; the server's next call then says the device is lost, naming its launches.
+[[noreturn]] void fail(int ordinal, char const* call, CUresult r) {
+  auto what = fmt::format("{} while resolving a profile: {}", call, describe(r));
+  if (is_sticky(r)) {
+    what += fmt::format(
+        ". This is a kernel fault: CUDA keeps it for the rest of the process, so cuda:{} is lost "
+        "and every later call on it fails",
+        ordinal);
+    mark_lost(ordinal, what);
+  }
+  throw device_error(what);
 }
 
 }  // namespace
@@ -55,10 +72,13 @@ profile_duration cuda_event_profiler::stop(profiling_token token) {
   CUBERT_CU_CALL(cuEventRecord, end->event, stream_);
   // Resolving waits for the end event only: the caller decides when to pay for the wait, and
   // other work on the device keeps running.
-  return profile_duration::from_device([start, end]() -> std::chrono::nanoseconds {
-    CUBERT_CU_CALL(cuEventSynchronize, end->event);
+  return profile_duration::from_device([start, end, ordinal = ordinal_]() {
+    auto const& api = driver();
+    CUresult r = api.cuEventSynchronize(end->event);
+    if (r != CUDA_SUCCESS) fail(ordinal, "cuEventSynchronize", r);
     float ms = 0.0F;
-    CUBERT_CU_CALL(cuEventElapsedTime, &ms, start->event, end->event);
+    r = api.cuEventElapsedTime(&ms, start->event, end->event);
+    if (r != CUDA_SUCCESS) fail(ordinal, "cuEventElapsedTime", r);
     return std::chrono::nanoseconds(static_cast<std::int64_t>(static_cast<double>(ms) * 1e6));
   });
 }

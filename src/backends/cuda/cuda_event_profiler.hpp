@@ -18,8 +18,9 @@ namespace cubert::cuda::detail {
 /// thread-safe: the server thread owns it, with the context current.
 class cuda_event_profiler {
  public:
-  /// Events on `stream`, which is not owned; the server outlives its profiler.
-  explicit cuda_event_profiler(CUstream stream) noexcept : stream_(stream) {}
+  /// Events on `stream` of device `ordinal`; the stream is not owned, the server outlives its
+  /// profiler.
+  cuda_event_profiler(CUstream stream, int ordinal) noexcept : stream_(stream), ordinal_(ordinal) {}
   ~cuda_event_profiler();
   cuda_event_profiler(cuda_event_profiler const&) = delete;
   cuda_event_profiler& operator=(cuda_event_profiler const&) = delete;
@@ -36,6 +37,7 @@ class cuda_event_profiler {
     std::optional<std::string> failure;
   };
   CUstream stream_;  // Not owned; the server outlives its profiler.
+  int ordinal_;
   std::uint64_t next_id_ = 1;
   std::map<std::uint64_t, entry> open_;
 };

@@ -40,7 +40,13 @@ bool set_in(char const* name) {
 }  // namespace
 
 bool is_sticky(CUresult result) noexcept {
-  switch (result) {
+  // Every result that cuda.h says leaves the process unable to use CUDA until it restarts.
+  // The later ones by number, so that older toolkits' headers, which lack their names, build.
+  constexpr int contained = 226;              // CUDA_ERROR_CONTAINED (error containment)
+  constexpr int tensor_memory_leak = 721;     // CUDA_ERROR_TENSOR_MEMORY_LEAK
+  constexpr int mps_client_terminated = 810;  // CUDA_ERROR_MPS_CLIENT_TERMINATED
+  constexpr int external_device = 911;        // CUDA_ERROR_EXTERNAL_DEVICE
+  switch (static_cast<int>(result)) {
     case CUDA_ERROR_ILLEGAL_ADDRESS:
     case CUDA_ERROR_LAUNCH_TIMEOUT:
     case CUDA_ERROR_ASSERT:
@@ -51,6 +57,10 @@ bool is_sticky(CUresult result) noexcept {
     case CUDA_ERROR_INVALID_PC:
     case CUDA_ERROR_LAUNCH_FAILED:
     case CUDA_ERROR_ECC_UNCORRECTABLE:
+    case contained:
+    case tensor_memory_leak:
+    case mps_client_terminated:
+    case external_device:
       return true;
     default:
       return false;

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace cubert::cuda::detail {
@@ -57,6 +58,18 @@ loaded_kernel& cuda_module_cache::load(kernel const& k, execution_mode mode, ker
     api.cuModuleUnload(loaded.module);
     throw launch_error(fmt::format("cuModuleGetFunction (kernel '{}', entry point '{}'): {}",
                                    k.name(), entry, describe(r)));
+  }
+  // The default dynamic limit is 48 KiB *less the static shared memory*: a kernel with 32 KiB
+  // static needs an opt-in from 16 KiB dynamic on. If a query fails the limit stays 0, so any
+  // dynamic shared memory opts in explicitly.
+  int value = 0;
+  if (api.cuFuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                             loaded.function) == CUDA_SUCCESS) {
+    loaded.shared_limit = static_cast<std::uint64_t>(std::max(value, 0));
+  }
+  if (api.cuFuncGetAttribute(&value, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, loaded.function) ==
+      CUDA_SUCCESS) {
+    loaded.static_shared = static_cast<std::uint64_t>(std::max(value, 0));
   }
   auto const ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();

@@ -18,8 +18,11 @@ namespace cubert::cuda::detail {
 struct loaded_kernel {
   CUmodule module = nullptr;
   CUfunction function = nullptr;
-  /// Dynamic shared memory the function was opted into (the driver's default is 48 KiB).
-  std::uint64_t shared_limit = 48 * 1024;
+  /// Dynamic shared memory the function may use without another opt-in: read from the driver
+  /// at load (48 KiB less its static shared memory), raised by each opt-in.
+  std::uint64_t shared_limit = 0;
+  /// Its static `__shared__` bytes, for messages.
+  std::uint64_t static_shared = 0;
   std::string name;  ///< The kernel's name, for fault reports.
 };
 

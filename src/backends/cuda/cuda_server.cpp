@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <optional>
 
 namespace cubert::cuda::detail {
@@ -82,7 +83,7 @@ cuda_server::cuda_server(int ordinal, options const& opts)
                                               opts.streaming_downloads);
     modules_ =
         std::make_unique<cuda_module_cache>(cuda_compiler(disk_cache_for(opts)), info_.arch());
-    profiler_ = std::make_unique<cuda_event_profiler>(stream_);
+    profiler_ = std::make_unique<cuda_event_profiler>(stream_, info_.ordinal);
     read_pool_ = cuda_pinned_pool::make(info_.device, opts.read_pool_bytes);
   } catch (...) {
     memory_.reset();
@@ -121,10 +122,18 @@ void cuda_server::throw_lost() {
   if (!report) return;  // Another device sharing the overflow flag.
   // The first wait after the fault gets the report itself, like any deferred launch error.
   errors_.rethrow_if_any();
+  // Found elsewhere (another client of the device, or a profile being resolved): this client's
+  // own launches since its stream was last idle may hold the kernel that faulted.
+  std::string own;
+  if (launches_.size() != 0) {
+    own = fmt::format(" Launched by this client since its stream was last idle, oldest first: {}.",
+                      launches_.describe());
+    launches_.clear();
+  }
   throw device_error(fmt::format(
       "cuda:{} is lost: a kernel fault earlier in this process left CUDA unable to run anything "
-      "more on it (restart the process to use it again). {}",
-      info_.ordinal, *report));
+      "more on it (restart the process to use it again). {}{}",
+      info_.ordinal, *report, own));
 }
 
 std::exception_ptr cuda_server::on_failure(std::exception_ptr e) noexcept {
@@ -156,6 +165,9 @@ std::string cuda_server::lose_device(std::string_view what) {
                        : " With CUBERT_CUDA_LAUNCH_BLOCKING=1 each launch waits for its kernel, "
                          "so the report names the one that faulted.");
   launches_.clear();
+  // An ordinary launch error still waiting would otherwise be thrown first and the device's
+  // loss only at the call after; the loss is what the caller must hear next.
+  errors_.discard();
   mark_lost(info_.ordinal, report);
   return report;
 }
@@ -292,8 +304,10 @@ std::future<void> cuda_server::read_into(cubert::binding const& b, std::span<std
   }
   try {
     errors_.rethrow_if_any();
-    staging_->download(dst, res.address());
-    launches_.clear();
+    if (!dst.empty()) {  // An empty read waits for nothing, so it proves no launch finished.
+      staging_->download(dst, res.address());
+      launches_.clear();
+    }
     std::promise<void> p;
     p.set_value();
     return p.get_future();
@@ -418,17 +432,27 @@ void cuda_server::launch(kernel const& k, cube_count const& count, bindings cons
   auto const dim = k.cube_dim();
   auto const shared = k.shared_memory();
   auto const& api = driver();
-  CUresult result = CUDA_SUCCESS;
-  if (shared > fn.shared_limit) {
-    // Above 48 KiB the function must opt in; done once, the limit is kept per function.
-    result = api.cuFuncSetAttribute(fn.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                    static_cast<int>(shared));
-    if (result == CUDA_SUCCESS) fn.shared_limit = shared;
+  if (shared > fn.shared_limit) [[unlikely]] {
+    // Beyond the default the function must opt in; done once, the limit is kept per function.
+    CUresult const r =
+        shared > static_cast<std::uint64_t>(std::numeric_limits<int>::max())
+            ? CUDA_ERROR_INVALID_VALUE
+            : api.cuFuncSetAttribute(fn.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                     static_cast<int>(shared));
+    if (r != CUDA_SUCCESS) {
+      return launch_failed(
+          fmt::format("kernel '{}' asks for {} B of dynamic shared memory on top of its {} B of "
+                      "static shared memory; cuda:{} allows {} B per block in all "
+                      "(cuFuncSetAttribute: {})",
+                      k.name(), shared, fn.static_shared, info_.ordinal,
+                      info_.max_shared_memory_per_block_optin, describe(r)),
+          r);
+    }
+    fn.shared_limit = shared;
   }
-  if (result == CUDA_SUCCESS) {
-    result = api.cuLaunchKernel(fn.function, grid[0], grid[1], grid[2], dim.x, dim.y, dim.z,
-                                static_cast<unsigned>(shared), stream_, params_.data(), nullptr);
-  }
+  CUresult result =
+      api.cuLaunchKernel(fn.function, grid[0], grid[1], grid[2], dim.x, dim.y, dim.z,
+                         static_cast<unsigned>(shared), stream_, params_.data(), nullptr);
   if (result != CUDA_SUCCESS) [[unlikely]] {
     return launch_failed(fmt::format("cuLaunchKernel (kernel '{}', grid ({}, {}, {}), block ({}, "
                                      "{}, {}), {} B shared): {}",

@@ -27,6 +27,14 @@ void async_error::rethrow_if_any() {
   if (e) std::rethrow_exception(e);
 }
 
+void async_error::discard() noexcept {
+  std::exception_ptr e;
+  {
+    std::lock_guard lock(mutex_);
+    e = std::exchange(error_, nullptr);
+  }  // Released outside the lock: an exception's destructor may do anything.
+}
+
 bool async_error::pending() const noexcept {
   std::lock_guard lock(mutex_);
   return error_ != nullptr;

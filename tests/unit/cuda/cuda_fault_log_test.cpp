@@ -51,6 +51,12 @@ TEST(CudaFaultLog, StickyResultsAreTheKernelFaults) {
   EXPECT_TRUE(is_sticky(CUDA_ERROR_LAUNCH_FAILED));
   EXPECT_TRUE(is_sticky(CUDA_ERROR_ASSERT));
   EXPECT_TRUE(is_sticky(CUDA_ERROR_MISALIGNED_ADDRESS));
+  // Every other result that cuda.h says needs the process restarted.
+  EXPECT_TRUE(is_sticky(CUDA_ERROR_CONTAINED));
+  EXPECT_TRUE(is_sticky(CUDA_ERROR_TENSOR_MEMORY_LEAK));
+  EXPECT_TRUE(is_sticky(CUDA_ERROR_MPS_CLIENT_TERMINATED));
+  EXPECT_TRUE(is_sticky(CUDA_ERROR_EXTERNAL_DEVICE));
+  EXPECT_TRUE(is_sticky(CUDA_ERROR_ECC_UNCORRECTABLE));
   EXPECT_FALSE(is_sticky(CUDA_SUCCESS));
   EXPECT_FALSE(is_sticky(CUDA_ERROR_NOT_READY));
   EXPECT_FALSE(is_sticky(CUDA_ERROR_OUT_OF_MEMORY));

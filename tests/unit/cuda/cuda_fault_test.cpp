@@ -43,6 +43,11 @@ kernel fine() {
   return kernel::builder("fault_test::fine").cuda_source(source, "fine").cube_dim(32).build();
 }
 
+// More threads per block than any device has: refused at launch, an ordinary failure.
+kernel too_big() {
+  return kernel::builder("fault_test::too_big").cuda_source(source, "fine").cube_dim(2048).build();
+}
+
 bindings bad_pointer() {
   return bindings{}.with_scalar(std::uint64_t{0x10});
 }
@@ -174,6 +179,75 @@ void blocking_names_the_kernel(channel_kind kind) {
   checks.finish();
 }
 
+// An ordinary launch failure still waiting when a fault is found is superseded by it: after the
+// fault's report the next call says the device is lost, not the older failure.
+void fault_supersedes_a_waiting_launch_error(channel_kind kind) {
+  child_checks checks;
+  {
+    client c(backend::make_channel(cuda::make_server(0, test_options()), kind));
+    std::vector<std::uint32_t> zeros(4, 0);
+    auto buf = c.create(bytes_of(zeros));
+    c.execute(too_big(), cube_count{1}, bindings{}.with_buffer(buf.binding()));
+    c.execute(poke(), cube_count{1}, bad_pointer());
+    auto const first =
+        checks.expect_device_error("the first sync", [&] { c.sync(); }, {"cuda:0 is lost"});
+    auto const second = checks.expect_device_error("sync again", [&] { c.sync(); },
+                                                   {"cuda:0 is lost", "restart the process"});
+    checks.expect(first.find("CUDA_ERROR_ILLEGAL_ADDRESS") != std::string::npos ||
+                      first.find("fault_test::too_big") != std::string::npos,
+                  "the first sync reports neither the fault nor the launch error: " + first);
+    checks.expect(second.find("CUDA_ERROR_INVALID_VALUE") == std::string::npos,
+                  "the stale launch error comes after the fault's report: " + second);
+  }
+  checks.finish();
+}
+
+// A read of nothing waits for nothing, so the launches before it stay suspects of a fault.
+void empty_read_keeps_the_suspects(channel_kind kind) {
+  child_checks checks;
+  {
+    client c(backend::make_channel(cuda::make_server(0, test_options()), kind));
+    std::vector<std::uint32_t> zeros(4, 0);
+    auto buf = c.create(bytes_of(zeros));
+    c.sync();
+    c.execute(fine(), cube_count{2}, bindings{}.with_buffer(buf.binding()));
+    c.execute(poke(), cube_count{1}, bad_pointer());
+    auto const nothing = c.empty(0);
+    c.read_into(nothing.binding(), std::span<std::byte>{});
+    checks.expect_device_error("the sync", [&] { c.sync(); },
+                               {"CUDA_ERROR_ILLEGAL_ADDRESS", "cuda:0 is lost",
+                                "'fault_test::fine' grid (2, 1, 1) block (32, 1, 1), "
+                                "'fault_test::poke' grid (1, 1, 1) block (32, 1, 1)"});
+  }
+  checks.finish();
+}
+
+// A fault found first by resolving a profile (on the caller's thread, outside the server) is
+// reported there and loses the device; the server's next call says so once, with its launches.
+void fault_found_by_a_profile(channel_kind kind) {
+  child_checks checks;
+  {
+    client c(backend::make_channel(cuda::make_server(0, test_options()), kind));
+    std::vector<std::uint32_t> zeros(4, 0);
+    auto buf = c.create(bytes_of(zeros));
+    c.sync();
+    auto duration =
+        c.profile([&] { c.execute(poke(), cube_count{1}, bad_pointer()); }, "fault_test::profiled");
+    checks.expect_device_error(
+        "resolving the profile", [&] { (void)duration.resolve(); },
+        {"CUDA_ERROR_ILLEGAL_ADDRESS", "while resolving a profile", "cuda:0 is lost"});
+    auto const next = checks.expect_device_error(
+        "the next sync", [&] { c.sync(); },
+        {"cuda:0 is lost", "restart the process", "while resolving a profile",
+         "'fault_test::poke' grid (1, 1, 1) block (32, 1, 1)"});
+    checks.expect(count(next, "'fault_test::poke'") == 1, "the launch is listed twice: " + next);
+    checks.expect_device_error("a third call", [&] { (void)c.empty(64); }, {"cuda:0 is lost"});
+    checks.expect_device_error("a new server", [&] { (void)cuda::make_server(0, test_options()); },
+                               {"cuda:0 cannot be used again", "while resolving a profile"});
+  }
+  checks.finish();
+}
+
 class CudaKernelFault : public ::testing::TestWithParam<channel_kind> {
  protected:
   void SetUp() override {
@@ -190,6 +264,19 @@ TEST_P(CudaKernelFault, IsReportedOnceWithItsSuspectsThenTheDeviceIsLost) {
 
 TEST_P(CudaKernelFault, LaunchBlockingNamesTheKernelThatFaulted) {
   EXPECT_EXIT(blocking_names_the_kernel(GetParam()), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_P(CudaKernelFault, SupersedesAnOrdinaryLaunchErrorStillWaiting) {
+  EXPECT_EXIT(fault_supersedes_a_waiting_launch_error(GetParam()), ::testing::ExitedWithCode(0),
+              "");
+}
+
+TEST_P(CudaKernelFault, AnEmptyReadKeepsTheSuspects) {
+  EXPECT_EXIT(empty_read_keeps_the_suspects(GetParam()), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_P(CudaKernelFault, FoundByResolvingAProfileIsReportedThereThenTheDeviceIsLost) {
+  EXPECT_EXIT(fault_found_by_a_profile(GetParam()), ::testing::ExitedWithCode(0), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Channels, CudaKernelFault,

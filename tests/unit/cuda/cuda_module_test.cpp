@@ -48,4 +48,53 @@ TEST_F(CudaModuleTest, CompilationErrorNamesTheKernelsOwnSourceEveryTime) {
   EXPECT_EQ(std::memcmp(back.data(), xs.data(), back.size()), 0);
 }
 
+// The default dynamic limit is 48 KiB less the static shared memory, so with 32 KiB static a
+// 24 KiB dynamic request must opt in although it is under 48 KiB. The fake driver models the
+// same limits for entry points named cubert_fake_static_shared*.
+TEST_F(CudaModuleTest, StaticPlusDynamicSharedMemoryOptsInAndTooMuchIsNamed) {
+  constexpr char const* src = R"(
+extern "C" __global__ void cubert_fake_static_shared_k(unsigned* out) {
+  __shared__ unsigned fixed[8192];
+  extern __shared__ unsigned dynamic[];
+  fixed[threadIdx.x] = threadIdx.x;
+  dynamic[threadIdx.x] = 2 * threadIdx.x;
+  __syncthreads();
+  out[threadIdx.x] = fixed[threadIdx.x] + dynamic[blockDim.x - 1 - threadIdx.x];
+})";
+  auto const with_shared = [&](std::uint64_t bytes) {
+    return kernel::builder("static_plus_dynamic")
+        .cube_dim(32)
+        .shared_memory(bytes)
+        .cuda_source(src, "cubert_fake_static_shared_k")
+        .build();
+  };
+  auto out = server_->empty(32 * 4);
+  server_->execute(with_shared(24 * 1024), cube_count{1}, bindings{}.with_buffer(out.binding()),
+                   execution_mode::checked);
+  EXPECT_NO_THROW(server_->sync().get());
+  if (!fake_driver()) {
+    auto const got = read(out.binding());
+    std::vector<std::uint32_t> words(32);
+    std::memcpy(words.data(), got.data(), got.size());
+    for (std::uint32_t i = 0; i < 32; ++i) EXPECT_EQ(words[i], i + 2 * (31 - i)) << i;
+  }
+  // More than any block may have: refused by the opt-in, named, deferred to the next wait.
+  auto const optin = server_->properties().hardware.max_shared_memory_size;
+  server_->execute(with_shared(optin), cube_count{1}, bindings{}.with_buffer(out.binding()),
+                   execution_mode::checked);
+  try {
+    server_->sync().get();
+    FAIL() << "expected device_error";
+  } catch (cubert::device_error const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("static_plus_dynamic"), std::string::npos) << what;
+    EXPECT_NE(what.find("32768 B of static shared memory"), std::string::npos) << what;
+    EXPECT_NE(what.find("cuFuncSetAttribute"), std::string::npos) << what;
+  }
+  // The server keeps working, with the kernel's earlier opt-in.
+  server_->execute(with_shared(20 * 1024), cube_count{1}, bindings{}.with_buffer(out.binding()),
+                   execution_mode::checked);
+  EXPECT_NO_THROW(server_->sync().get());
+}
+
 }  // namespace

@@ -25,6 +25,10 @@ class cuda_server_fixture : public ::testing::Test {
     server_ = std::make_unique<cubert::cuda::detail::cuda_server>(0, opts);
   }
   cubert::bytes read(cubert::binding const& b) { return std::move(server_->read({b}).get().at(0)); }
+  /// The stand-in driver of fake_libcuda.cpp, which runs no kernel code.
+  [[nodiscard]] bool fake_driver() const {
+    return server_->properties().name == "cubert fake CUDA device";
+  }
   std::unique_ptr<cubert::cuda::detail::cuda_server> server_;
 };
 

@@ -27,10 +27,15 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <vector>
 
+// An entry point named cubert_fake_static_shared* has 32 KiB of static shared memory, which
+// leaves 16 KiB of dynamic shared memory before an opt-in, as on a real device.
 struct CUfunc_st {
   std::string name;
+  int static_shared = 0;
+  int max_dynamic = 48 * 1024;
 };
 struct CUmod_st {
   std::vector<std::unique_ptr<CUfunc_st>> functions;
@@ -460,19 +465,47 @@ CUresult CUDAAPI cuModuleUnload(CUmodule m) {
 CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule m, char const* name) {
   FAKE_NEED_CONTEXT();
   if (!m || !name) return CUDA_ERROR_INVALID_VALUE;
-  m->functions.push_back(std::make_unique<CUfunc_st>(CUfunc_st{name}));
+  int const static_shared =
+      std::string_view(name).rfind("cubert_fake_static_shared", 0) == 0 ? 32 * 1024 : 0;
+  m->functions.push_back(
+      std::make_unique<CUfunc_st>(CUfunc_st{name, static_shared, 48 * 1024 - static_shared}));
   *f = m->functions.back().get();
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuFuncSetAttribute(CUfunction, CUfunction_attribute, int) {
+constexpr int fake_shared_optin = 227 * 1024;
+CUresult CUDAAPI cuFuncGetAttribute(int* value, CUfunction_attribute a, CUfunction f) {
   FAKE_NEED_CONTEXT();
+  if (!f || !value) return CUDA_ERROR_INVALID_VALUE;
+  switch (a) {
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+      *value = f->max_dynamic;
+      break;
+    case CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES:
+      *value = f->static_shared;
+      break;
+    default:
+      *value = 0;
+      break;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int value) {
+  FAKE_NEED_CONTEXT();
+  if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+    if (value < 0 || value + f->static_shared > fake_shared_optin) return CUDA_ERROR_INVALID_VALUE;
+    f->max_dynamic = value;
+  }
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int, unsigned int, unsigned int,
-                                unsigned int, unsigned int, unsigned int, unsigned int, CUstream s,
-                                void**, void**) {
+                                unsigned int bx, unsigned int by, unsigned int bz,
+                                unsigned int shared, CUstream s, void**, void**) {
   FAKE_NEED_CONTEXT();
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
+  // The real driver's launch-time checks that cubert relies on.
+  if (static_cast<int>(shared) > f->max_dynamic) return CUDA_ERROR_INVALID_VALUE;
+  if (std::uint64_t{bx} * by * bz > 1024) return CUDA_ERROR_INVALID_VALUE;
   bool const faults = f->name.rfind("cubert_fake_fault", 0) == 0;
   stream_of(s).push([faults] {
     if (faults) fault.store(CUDA_ERROR_ILLEGAL_ADDRESS, std::memory_order_release);
