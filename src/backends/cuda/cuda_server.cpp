@@ -78,9 +78,9 @@ cuda_server::cuda_server(int ordinal, options const& opts)
     memory_ = std::make_unique<memory::memory_manager>(
         std::make_unique<cuda_storage>(context_, stream_, slice_alignment), props_.memory,
         opts.memory);
-    staging_ = std::make_unique<cuda_staging>(context_, stream_, opts.staging_block_size,
-                                              opts.staging_blocks, opts.copy_threads,
-                                              opts.streaming_downloads);
+    staging_ = std::make_unique<cuda_staging>(
+        context_, stream_, opts.staging_block_size, opts.staging_blocks, opts.copy_threads,
+        opts.streaming_downloads, std::chrono::microseconds(config::get().channel.spin_us));
     modules_ =
         std::make_unique<cuda_module_cache>(cuda_compiler(disk_cache_for(opts)), info_.arch());
     profiler_ = std::make_unique<cuda_event_profiler>(stream_, info_.ordinal);

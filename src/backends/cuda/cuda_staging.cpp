@@ -5,8 +5,6 @@
 #include "cuda_host_buffer.hpp"
 #include "host_copy.hpp"
 
-#include <cubert/config.hpp>
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -33,18 +31,20 @@ std::uintptr_t address_of(void const* p) noexcept {
 }  // namespace
 
 cuda_staging::cuda_staging(CUcontext context, CUstream stream, std::size_t block_size,
-                           std::size_t max_blocks, unsigned copy_threads,
-                           bool streaming_downloads) noexcept
+                           std::size_t max_blocks, unsigned copy_threads, bool streaming_downloads,
+                           std::chrono::microseconds spin) noexcept
     : context_(context),
       stream_(stream),
       block_size_(std::max(block_size, 4 * kib)),
       max_blocks_(std::max(max_blocks, std::size_t{1})),
       streaming_downloads_(streaming_downloads),
-      pool_(copy_threads, std::chrono::microseconds(config::get().channel.spin_us)) {}
+      pool_(copy_threads, spin) {}
 
 cuda_staging::~cuda_staging() {
   auto const& api = driver_state();
   if (!api.loaded) return;
+  // The current block's DMAs have no event yet; the stream's end covers them.
+  if (current_dirty_) api.cuStreamSynchronize(stream_);
   for (auto& b : blocks_) {
     if (b.in_flight) api.cuEventSynchronize(b.done);
     if (b.done) api.cuEventDestroy(b.done);
@@ -87,7 +87,9 @@ void cuda_staging::bind_context() const {
 cuda_staging::block& cuda_staging::advance() {
   if (current_dirty_) retire(blocks_[current_]);
   current_dirty_ = false;
-  cursor_ = 0;
+  // No room in the current block until the next one is idle: if pinning a new block or the wait
+  // throws, the next upload must come back here, not write over the block just retired.
+  cursor_ = block_size_;
   if (blocks_.empty() ||
       (blocks_.size() < max_blocks_ && blocks_[(current_ + 1) % blocks_.size()].in_flight)) {
     // Grow while the ring is busy: a block costs a pinned allocation once, a wait every time.
@@ -102,6 +104,7 @@ cuda_staging::block& cuda_staging::advance() {
   }
   block& b = blocks_[current_];
   wait_idle(b);
+  cursor_ = 0;
   return b;
 }
 

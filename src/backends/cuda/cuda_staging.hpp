@@ -7,6 +7,7 @@
 
 #include <cuda.h>
 
+#include <chrono>
 #include <cstddef>
 #include <span>
 #include <vector>
@@ -31,9 +32,11 @@ class cuda_staging {
   /// Blocks of `block_size` bytes (at most `max_blocks`, pinned on demand) for `stream` of
   /// `context`, and `copy_threads` threads (0 = cuda_copy_pool::default_threads()). The
   /// context and stream are not owned; the server outlives its staging. `streaming_downloads` picks
-  /// `streaming_copy` over memcpy for the copy threads' chunks of downloads.
+  /// `streaming_copy` over memcpy for the copy threads' chunks of large downloads; idle copy
+  /// threads spin for `spin` (`[channel] spin_us`) before they sleep.
   cuda_staging(CUcontext context, CUstream stream, std::size_t block_size, std::size_t max_blocks,
-               unsigned copy_threads, bool streaming_downloads = true) noexcept;
+               unsigned copy_threads, bool streaming_downloads,
+               std::chrono::microseconds spin) noexcept;
   ~cuda_staging();
   cuda_staging(cuda_staging const&) = delete;
   cuda_staging& operator=(cuda_staging const&) = delete;

@@ -49,7 +49,12 @@ backend::storage_handle cuda_storage::alloc(std::uint64_t size) {
         memory::format_bytes(total_bytes), memory::format_bytes(bytes_held_)));
   }
   check(result, "cuMemAlloc");
-  pages_.emplace(id, page{ptr, size});
+  try {
+    pages_.emplace(id, page{ptr, size});
+  } catch (...) {
+    api.cuMemFree(ptr);  // Nothing refers to it yet.
+    throw;
+  }
   bytes_held_ += size;
   return {id, 0, size};
 }

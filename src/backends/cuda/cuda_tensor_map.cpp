@@ -94,7 +94,11 @@ void layout(tensor_map_meta const& m, CUdeviceptr address, std::uint64_t size, t
     bad(fmt::format("the innermost dimension must be contiguous (stride 1, not {})",
                     m.strides[rank - 1]));
   }
-  std::uint64_t last_elem = 0;  // Offset of the last element the map can address.
+  // Offset of the last element the map can address. Each dimension is below 2^32 and each
+  // stride below 2^40 bytes, so the extent can pass 2^64: sums and products are checked, or a
+  // map reaching far past its binding would wrap around to a small size and be accepted.
+  std::uint64_t last_elem = 0;
+  bool overflow = false;
   for (std::uint32_t i = 0; i < rank; ++i) {
     auto const d = rank - 1 - i;  // The driver counts from the innermost dimension.
     if (m.shape[i] == 0 || m.shape[i] > max_dim) {
@@ -105,20 +109,30 @@ void layout(tensor_map_meta const& m, CUdeviceptr address, std::uint64_t size, t
     if (es < 1 || es > 8)
       bad(fmt::format("element stride {} of dimension {} is outside 1..8", es, i));
     a.elem_strides[d] = es;
-    last_elem += (m.shape[i] - 1) * m.strides[i];
+    std::uint64_t reach = 0;
+    overflow = overflow || __builtin_mul_overflow(m.shape[i] - 1, m.strides[i], &reach) ||
+               __builtin_add_overflow(last_elem, reach, &last_elem);
     if (d == 0) continue;
-    auto const bytes = m.strides[i] * elem_bytes;
-    if (bytes % align != 0 || bytes >= max_byte_stride) {
+    std::uint64_t bytes = 0;
+    if (__builtin_mul_overflow(m.strides[i], elem_bytes, &bytes) || bytes % align != 0 ||
+        bytes >= max_byte_stride) {
       bad(
-          fmt::format("stride of dimension {} is {} bytes; it must be a multiple of {} below 2^40 "
-                      "(pad the rows)",
-                      i, bytes, align));
+          fmt::format("stride of dimension {} is {} elements of {} bytes; in bytes it must be a "
+                      "multiple of {} below 2^40 (pad the rows)",
+                      i, m.strides[i], elem_bytes, align));
     }
     a.byte_strides[d - 1] = bytes;
   }
-  if ((last_elem + 1) * elem_bytes > size) {
+  std::uint64_t extent = 0;
+  overflow = overflow || __builtin_add_overflow(last_elem, 1, &extent) ||
+             __builtin_mul_overflow(extent, elem_bytes, &extent);
+  if (overflow) {
+    bad(fmt::format("shape {} with strides {} reaches past 2^64 bytes, past the {} bytes bound",
+                    m.shape, m.strides, size));
+  }
+  if (extent > size) {
     bad(fmt::format("shape {} with strides {} reaches {} bytes, past the {} bytes bound", m.shape,
-                    m.strides, (last_elem + 1) * elem_bytes, size));
+                    m.strides, extent, size));
   }
   a.rank = rank;
   a.address = address;

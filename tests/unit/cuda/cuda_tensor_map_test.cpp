@@ -130,6 +130,14 @@ TEST(CudaTensorMap, EachBrokenRuleIsNamed) {
   EXPECT_NE(refusal(padded_matrix(), 1 << 20, base + 4).find("aligned"), std::string::npos);
   EXPECT_NE(refusal(padded_matrix(), 19 * 40 * 4).find("past the"), std::string::npos)
       << refusal(padded_matrix(), 19 * 40 * 4);
+  // Legal strides (2^39-byte rows) whose extent passes 2^64 bytes and would wrap to 16.
+  m = padded_matrix();
+  m.format = cubert::tensor_map_tiled{{1, 4}};
+  m.shape = {(std::uint64_t{1} << 25) + 1, 4};
+  m.strides = {std::uint64_t{1} << 37, 1};
+  EXPECT_NE(refusal(m, 16).find("past 2^64 bytes"), std::string::npos) << refusal(m, 16);
+  m.strides = {std::uint64_t{1} << 62, 1};  // A stride whose bytes wrap.
+  EXPECT_NE(refusal(m).find("below 2^40"), std::string::npos) << refusal(m);
   m = padded_matrix();
   m.format = cubert::tensor_map_tiled{{8, 300}};
   EXPECT_NE(refusal(m).find("1..256"), std::string::npos) << refusal(m);

@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <dlfcn.h>
 #include <thread>
 #include <vector>
 
@@ -255,6 +256,59 @@ TEST_P(CudaTransferTest, ClientsOnBothChannelsReadIntoFromManyThreads) {
     }
     for (auto& t : threads) t.join();
     EXPECT_EQ(failures.load(), 0) << cubert::backend::to_string(kind);
+  }
+}
+
+// The fake driver's hook that makes the next n pinned allocations fail; null on a real driver.
+using fail_host_allocs_fn = void (*)(int);
+fail_host_allocs_fn fake_host_alloc_failures() {
+  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) return nullptr;
+  auto* const fn =
+      reinterpret_cast<fail_host_allocs_fn>(::dlsym(lib, "cubert_fake_fail_host_allocs"));
+  ::dlclose(lib);  // The backend holds its own reference.
+  return fn;
+}
+
+// A block that could not be pinned leaves the ring as it was: the next small upload must not
+// write over the block just retired, whose DMA may still be queued. Also through a padded
+// create_tensors, which falls back to the driver's 2D copy and so reports nothing.
+TEST(CudaStagingFailure, APinnedBlockThatCannotBeHadCorruptsNoEarlierUpload) {
+  if (cubert::cuda::device_count() == 0) GTEST_SKIP() << cubert::cuda::unavailable_reason();
+  auto const fail = fake_host_alloc_failures();
+  if (!fail) GTEST_SKIP() << "needs the fake driver's failure hook";
+  cubert::cuda::options opts;
+  opts.kernel_cache_dir = std::filesystem::path{};
+  opts.staging_block_size = 4096;
+  opts.staging_blocks = 8;
+  opts.copy_threads = 1;
+  opts.read_pool_bytes = 0;  // Reads must not take the injected failure.
+  {
+    cuda_server server(0, opts);
+    auto const a = pattern(3000, 1);
+    auto const b = pattern(3000, 2);
+    auto const ha = server.create(a);  // Block 0.
+    auto const hb = server.create(b);  // Block 1, its DMA still queued.
+    fail(1);
+    EXPECT_THROW((void)server.create(pattern(3000, 3)), cubert::out_of_memory);
+    auto const d = pattern(3000, 4);
+    auto const hd = server.create(d);
+    EXPECT_TRUE(same_bytes(server.read({hb.binding()}).get().at(0), b));
+    EXPECT_TRUE(same_bytes(server.read({ha.binding()}).get().at(0), a));
+    EXPECT_TRUE(same_bytes(server.read({hd.binding()}).get().at(0), d));
+  }
+  {
+    cuda_server server(0, opts);
+    auto const e = pattern(3000, 5);
+    auto const he = server.create(e);  // Block 0, its DMA still queued.
+    fail(1);
+    auto const rows = pattern(25 * 37 * 4, 7);  // 148-byte rows, padded on the device.
+    auto const tensors = server.create_tensors({rows}, {{{25, 37}, 4}});
+    ASSERT_EQ(tensors.size(), 1U);
+    auto const g = pattern(3000, 8);
+    auto const hg = server.create(g);
+    EXPECT_TRUE(same_bytes(server.read({he.binding()}).get().at(0), e));
+    EXPECT_TRUE(same_bytes(server.read({hg.binding()}).get().at(0), g));
   }
 }
 

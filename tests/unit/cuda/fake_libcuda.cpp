@@ -15,6 +15,8 @@
 // reaches it. From then on, as with the real driver after a kernel fault, every call that needs
 // the context returns CUDA_ERROR_ILLEGAL_ADDRESS, for the rest of the process (frees still free,
 // so the sanitizers see no leak). Tests that fault therefore run in a child process.
+// `cubert_fake_fail_host_allocs(n)` (found with dlsym) makes the next n pinned allocations fail
+// with CUDA_ERROR_OUT_OF_MEMORY, as a host that will not pin more does.
 #include "fake_cuda_stream.hpp"
 
 #include <cuda.h>
@@ -326,8 +328,13 @@ CUresult CUDAAPI cuMemSetAccess(CUdeviceptr, size_t, CUmemAccessDesc const*, siz
   return CUDA_ERROR_NOT_SUPPORTED;
 }
 
+std::atomic<int> failing_host_allocs{0};
+
 CUresult CUDAAPI cuMemHostAlloc(void** p, size_t n, unsigned int) {
   FAKE_NEED_CONTEXT();
+  for (int left = failing_host_allocs.load(); left > 0;) {
+    if (failing_host_allocs.compare_exchange_weak(left, left - 1)) return CUDA_ERROR_OUT_OF_MEMORY;
+  }
   // Like the driver, refuse what no host could pin (1 TiB here) without asking the allocator,
   // which under ASan aborts on such sizes instead of failing; this also keeps the rounding below
   // from wrapping.
@@ -569,6 +576,10 @@ CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
   if (CUresult lost = sticky(); lost != CUDA_SUCCESS) return lost;
   *ms = std::chrono::duration<float, std::milli>(end->when - start->when).count();
   return CUDA_SUCCESS;
+}
+
+__attribute__((visibility("default"))) void cubert_fake_fail_host_allocs(int n) {
+  failing_host_allocs.store(n);
 }
 
 }  // extern "C"

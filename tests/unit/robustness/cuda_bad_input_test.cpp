@@ -13,6 +13,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -175,6 +177,29 @@ TEST(CudaKernelDiskCache, EntryClaimingMoreBytesThanItsFileHoldsCostsNoMemory) {
   EXPECT_EQ(cache.load("k"), payload);
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
+}
+
+// A malformed CUBERT_* variable is a config_error from make_server, not a terminate: the first
+// read of the configuration may happen while the server is being built. In a child process,
+// whose configuration is not loaded yet.
+void bad_configuration_is_a_config_error() {
+  setenv("CUBERT_CHANNEL_SPIN_US", "abc", 1);
+  int code = 1;
+  try {
+    (void)cuda::make_server(0, cuda::options{});
+    std::fprintf(stderr, "FAILED: make_server accepted CUBERT_CHANNEL_SPIN_US=abc\n");
+  } catch (config_error const& e) {
+    if (std::string(e.what()).find("CUBERT_CHANNEL_SPIN_US") != std::string::npos) code = 0;
+    std::fprintf(stderr, "config_error: %s\n", e.what());
+  }
+  std::fflush(stderr);
+  std::exit(code);
+}
+
+TEST(CudaBadConfiguration, IsAConfigErrorFromMakeServer) {
+  if (cuda::device_count() == 0) GTEST_SKIP() << "no CUDA device: " << cuda::unavailable_reason();
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(bad_configuration_is_a_config_error(), ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace
