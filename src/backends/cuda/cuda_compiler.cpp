@@ -69,6 +69,18 @@ std::string toolkit_include_option() {
   return {};
 }
 
+// Whether NVRTC has the arch-specific target sm_XXa for `arch` (which it supports): Hopper's
+// since NVRTC 12.0, the later ones (sm_100a, sm_120a, ...) since 12.8. Decided from the version,
+// not by a trial compile, which would cost milliseconds before every disk-cache hit.
+bool has_arch_specific(int arch) {
+  static int const version = [] {
+    int major = 0;
+    int minor = 0;
+    return nvrtcVersion(&major, &minor) == NVRTC_SUCCESS ? major * 100 + minor : 0;
+  }();
+  return arch == 90 ? version >= 1200 : arch > 90 && version >= 1208;
+}
+
 }  // namespace
 
 std::string cuda_compiler::nvrtc_version() {
@@ -95,9 +107,13 @@ compiled_code cuda_compiler::compile(compile_request const& request) const {
   static int const newest = newest_arch();
   bool const ptx = request.ptx || request.arch > newest;
   std::vector<std::string> options;
+  // From Hopper on, the arch-specific target (sm_90a) enables wgmma, setmaxnreg and the like;
+  // its cubin runs only on that architecture, which is the device compiled for. PTX stays
+  // portable (compute_XX), for the driver to JIT on newer devices.
   options.push_back(
       ptx ? fmt::format("--gpu-architecture=compute_{}", std::min(request.arch, newest))
-          : fmt::format("--gpu-architecture=sm_{}", request.arch));
+          : fmt::format("--gpu-architecture=sm_{}{}", request.arch,
+                        has_arch_specific(request.arch) ? "a" : ""));
   static std::string const include = toolkit_include_option();
   if (!include.empty()) options.push_back(include);
   options.insert(options.end(), request.options.begin(), request.options.end());

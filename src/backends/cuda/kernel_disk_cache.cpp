@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <system_error>
 #include <unistd.h>
 
@@ -89,9 +90,16 @@ bool kernel_disk_cache::store(std::string const& key,
     std::error_code ec;
     std::filesystem::create_directories(dir_, ec);
     if (ec) return false;
-    // A name unique per process and per call, so concurrent writers never share a temp file.
+    // A name unique per process and per call, so concurrent writers never share a temp file;
+    // the random part covers processes in different PID namespaces (containers sharing a
+    // cache volume, each its own pid 1).
+    static std::uint64_t const process_nonce = [] {
+      std::random_device rd;
+      return (std::uint64_t{rd()} << 32) ^ rd();
+    }();
     static std::atomic<std::uint64_t> counter{0};
-    auto const tmp = dir_ / fmt::format(".cuda-{}.tmp.{}.{}", key, ::getpid(), counter++);
+    auto const tmp =
+        dir_ / fmt::format(".cuda-{}.tmp.{}.{:x}.{}", key, ::getpid(), process_nonce, counter++);
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
       entry_header const header{magic, bytes.size(), XXH3_64bits(bytes.data(), bytes.size())};

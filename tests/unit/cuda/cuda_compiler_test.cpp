@@ -7,6 +7,7 @@
 #include <cubert/error.hpp>
 
 #include <gtest/gtest.h>
+#include <nvrtc.h>
 
 #include <array>
 #include <cstdio>
@@ -68,6 +69,25 @@ TEST(CudaCompilerTest, CompilesGoodSourceToCubinForHopper) {
   EXPECT_EQ(static_cast<char>(code.image[1]), 'E');
   EXPECT_EQ(static_cast<char>(code.image[2]), 'L');
   EXPECT_EQ(static_cast<char>(code.image[3]), 'F');
+}
+
+// setmaxnreg exists only on the arch-specific target sm_90a, which kernels for Hopper get.
+TEST(CudaCompilerTest, HopperKernelsMayUseArchSpecificInstructions) {
+  cuda_compiler const compiler{kernel_disk_cache({})};
+  constexpr char const* src = R"(
+extern "C" __global__ void regs(float* x) {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
+  x[threadIdx.x] += 1.0f;
+})";
+  auto const code = compiler.compile({src, "regs.cu", {}, 90});
+  EXPECT_FALSE(code.is_ptx);
+  EXPECT_GT(code.image.size(), 4U);
+  // NVRTC itself refuses it for plain sm_90, so the test above is not vacuous.
+  nvrtcProgram raw = nullptr;
+  ASSERT_EQ(nvrtcCreateProgram(&raw, src, "regs.cu", 0, nullptr, nullptr), NVRTC_SUCCESS);
+  char const* plain[] = {"--gpu-architecture=sm_90"};
+  EXPECT_EQ(nvrtcCompileProgram(raw, 1, plain), NVRTC_ERROR_COMPILATION);
+  nvrtcDestroyProgram(&raw);
 }
 
 TEST(CudaCompilerTest, ArchitectureNewerThanNvrtcGivesPtx) {
