@@ -24,7 +24,7 @@ note() { echo "gpu-sanitize: $*"; SUMMARY+=("$*"); }
 GEN=()
 command -v ninja >/dev/null && GEN=(-G Ninja)
 GPU_TESTS=(cuda_gpu_test cuda_transfer_test cuda_pinned_pool_test cuda_module_test cuda_autotune_test
-  cubert_cuda_robustness_tests cuda_fault_test cuda_stream_test)
+  cubert_cuda_robustness_tests cuda_fault_test cuda_stream_test cuda_profile_test)
 TARGETS=("${GPU_TESTS[@]}" cubert_conformance_tests)
 CONF_FILTER='*cuda0*'
 

@@ -14,9 +14,13 @@ namespace cubert::cuda::detail {
 namespace {
 
 // An event destroyed with its last owner; destruction never throws (the driver may be gone).
+// It keeps the primary context that owns it alive: a duration may be resolved after its
+// server is gone, and the context dies with its last reference.
 struct event_owner {
   CUevent event = nullptr;
-  explicit event_owner(CUevent e) noexcept : event(e) {}
+  std::shared_ptr<void const> context;  // Released after the event is destroyed.
+  event_owner(CUevent e, std::shared_ptr<void const> c) noexcept
+      : event(e), context(std::move(c)) {}
   event_owner(event_owner const&) = delete;
   event_owner& operator=(event_owner const&) = delete;
   ~event_owner() {
@@ -46,12 +50,21 @@ CUevent make_event() {
 
 }  // namespace
 
+cuda_event_profiler::cuda_event_profiler(CUstream stream, int ordinal, CUdevice device)
+    : stream_(stream), ordinal_(ordinal) {
+  CUcontext c = nullptr;
+  CUBERT_CU_CALL(cuDevicePrimaryCtxRetain, &c, device);
+  context_ = std::shared_ptr<void const>(c, [device](void const*) {
+    if (driver_state().loaded) driver_state().cuDevicePrimaryCtxRelease(device);
+  });
+}
+
 cuda_event_profiler::~cuda_event_profiler() {
-  for (auto& [id, e] : open_) event_owner{e.start};
+  for (auto& [id, e] : open_) event_owner{e.start, nullptr};
 }
 
 profiling_token cuda_event_profiler::start() {
-  auto start = std::make_unique<event_owner>(make_event());
+  auto start = std::make_unique<event_owner>(make_event(), nullptr);
   CUBERT_CU_CALL(cuEventRecord, start->event, stream_);
   auto const id = next_id_++;
   open_.emplace(id, entry{start->event, std::nullopt});
@@ -64,11 +77,11 @@ profile_duration cuda_event_profiler::stop(profiling_token token) {
   if (it == open_.end()) {
     throw profile_error(fmt::format("profiling token {} is not registered", token.id));
   }
-  auto start = std::make_shared<event_owner>(it->second.start);
+  auto start = std::make_shared<event_owner>(it->second.start, context_);
   auto failure = std::move(it->second.failure);
   open_.erase(it);
   if (failure) throw profile_error(*failure);
-  auto end = std::make_shared<event_owner>(make_event());
+  auto end = std::make_shared<event_owner>(make_event(), context_);
   CUBERT_CU_CALL(cuEventRecord, end->event, stream_);
   // Resolving waits for the end event only: the caller decides when to pay for the wait, and
   // other work on the device keeps running.

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -18,9 +19,10 @@ namespace cubert::cuda::detail {
 /// thread-safe: the server thread owns it, with the context current.
 class cuda_event_profiler {
  public:
-  /// Events on `stream` of device `ordinal`; the stream is not owned, the server outlives its
-  /// profiler.
-  cuda_event_profiler(CUstream stream, int ordinal) noexcept : stream_(stream), ordinal_(ordinal) {}
+  /// Events on `stream` of device `ordinal` (`device`), whose primary context it retains for
+  /// the durations it hands out; the stream is not owned, the server outlives its profiler.
+  /// @throws device_error when the context cannot be retained.
+  cuda_event_profiler(CUstream stream, int ordinal, CUdevice device);
   ~cuda_event_profiler();
   cuda_event_profiler(cuda_event_profiler const&) = delete;
   cuda_event_profiler& operator=(cuda_event_profiler const&) = delete;
@@ -38,6 +40,7 @@ class cuda_event_profiler {
   };
   CUstream stream_;  // Not owned; the server outlives its profiler.
   int ordinal_;
+  std::shared_ptr<void const> context_;  // One reference to the primary context, shared.
   std::uint64_t next_id_ = 1;
   std::map<std::uint64_t, entry> open_;
 };

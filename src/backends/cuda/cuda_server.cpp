@@ -83,7 +83,7 @@ cuda_server::cuda_server(int ordinal, options const& opts)
         opts.streaming_downloads, std::chrono::microseconds(config::get().channel.spin_us));
     modules_ =
         std::make_unique<cuda_module_cache>(cuda_compiler(disk_cache_for(opts)), info_.arch());
-    profiler_ = std::make_unique<cuda_event_profiler>(stream_, info_.ordinal);
+    profiler_ = std::make_unique<cuda_event_profiler>(stream_, info_.ordinal, info_.device);
     read_pool_ = cuda_pinned_pool::make(info_.device, opts.read_pool_bytes);
   } catch (...) {
     memory_.reset();

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -81,9 +82,22 @@ struct CUstream_st {
   std::thread worker;  // Last: starts after the rest is ready.
 };
 
-struct CUevent_st {
+// An event's progress lives apart from the event and its stream, shared with the operations
+// that mark or wait for it: like a real event it may be waited for after its stream is
+// destroyed, and destroyed while a stream still waits for it.
+struct fake_event_state {
   std::mutex m;
-  CUstream_st* stream = nullptr;
-  std::uint64_t seq = 0;
+  std::condition_variable cv;
+  std::uint64_t recorded = 0;  // Times recorded.
+  std::uint64_t reached = 0;   // Of those, how many its stream has reached.
   std::chrono::steady_clock::time_point when{};
+
+  void wait(std::uint64_t target) {
+    std::unique_lock lock(m);
+    cv.wait(lock, [&] { return reached >= target; });
+  }
+};
+
+struct CUevent_st {
+  std::shared_ptr<fake_event_state> state = std::make_shared<fake_event_state>();
 };

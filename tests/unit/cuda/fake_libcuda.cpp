@@ -21,6 +21,7 @@
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -256,8 +257,12 @@ CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void* data) {
 }
 CUresult CUDAAPI cuStreamWaitEvent(CUstream s, CUevent e, unsigned int) {
   FAKE_NEED_CONTEXT();
-  std::lock_guard lock(e->m);
-  if (e->stream) stream_of(s).push([other = e->stream, seq = e->seq] { other->wait(seq); });
+  std::uint64_t target = 0;
+  {
+    std::lock_guard lock(e->state->m);
+    target = e->state->recorded;
+  }
+  if (target > 0) stream_of(s).push([st = e->state, target] { st->wait(target); });
   return CUDA_SUCCESS;
 }
 
@@ -540,41 +545,61 @@ CUresult CUDAAPI cuEventCreate(CUevent* e, unsigned int) {
   *e = new CUevent_st;
   return CUDA_SUCCESS;
 }
+// Events belong to the primary context: once its last reference is released they are gone, as
+// with the real driver (which, unlike this one, needs no current context to wait for one).
+bool context_destroyed() {
+  std::lock_guard lock(state().m);
+  return state().primary.refs == 0;
+}
+
+void wait_for(CUevent e) {
+  auto& st = *e->state;
+  std::unique_lock lock(st.m);
+  st.cv.wait(lock, [&] { return st.reached >= st.recorded; });
+}
+
 CUresult CUDAAPI cuEventSynchronize(CUevent e) {
-  FAKE_NEED_CONTEXT_ONLY();
-  CUstream_st* s = nullptr;
-  std::uint64_t seq = 0;
-  {
-    std::lock_guard lock(e->m);
-    s = e->stream;
-    seq = e->seq;
-  }
-  if (s) s->wait(seq);
+  if (context_destroyed()) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
+  wait_for(e);
   return sticky();
 }
 CUresult CUDAAPI cuEventDestroy(CUevent e) {
-  cuEventSynchronize(e);  // Its marker may still be queued; it writes into the event.
-  delete e;
-  return sticky();
+  delete e;  // A marker still queued holds the event's state.
+  return context_destroyed() ? CUDA_ERROR_CONTEXT_IS_DESTROYED : sticky();
 }
 CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
   FAKE_NEED_CONTEXT();
-  std::lock_guard lock(e->m);
-  auto& st = stream_of(s);
-  e->stream = &st;
-  e->seq = st.push([e] { e->when = clock_type::now(); });
+  auto const st = e->state;
+  std::uint64_t target = 0;
+  {
+    std::lock_guard lock(st->m);
+    target = ++st->recorded;
+  }
+  stream_of(s).push([st, target] {
+    {
+      std::lock_guard lock(st->m);
+      st->when = clock_type::now();
+      st->reached = std::max(st->reached, target);
+    }
+    st->cv.notify_all();
+  });
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuEventQuery(CUevent e) {
   if (CUresult lost = sticky(); lost != CUDA_SUCCESS) return lost;
-  std::lock_guard lock(e->m);
-  return !e->stream || e->stream->reached(e->seq) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+  std::lock_guard lock(e->state->m);
+  return e->state->reached >= e->state->recorded ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
+  if (context_destroyed()) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
   cuEventSynchronize(start);
   cuEventSynchronize(end);
   if (CUresult lost = sticky(); lost != CUDA_SUCCESS) return lost;
-  *ms = std::chrono::duration<float, std::milli>(end->when - start->when).count();
+  auto const at = [](CUevent e) {
+    std::lock_guard lock(e->state->m);
+    return e->state->when;
+  };
+  *ms = std::chrono::duration<float, std::milli>(at(end) - at(start)).count();
   return CUDA_SUCCESS;
 }
 

@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: Apache-2.0
+// Device-timed profiles of the CUDA backend outliving what made them. Runs on a device, and on
+// the fake driver (ctest `cuda_profile_fake_driver`), whose events die with the primary context
+// as the real driver's do; skipped where neither is present.
+#include "byte_helpers.hpp"
+#include "channel_kind_print.hpp"
+
+#include <cubert/client.hpp>
+#include <cubert/cuda.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+namespace {
+
+using cubert::backend::channel_kind;
+
+class CudaProfile : public ::testing::TestWithParam<channel_kind> {
+ protected:
+  void SetUp() override {
+    if (cubert::cuda::device_count() == 0) {
+      GTEST_SKIP() << "no CUDA device: " << cubert::cuda::unavailable_reason();
+    }
+  }
+};
+
+// A duration keeps the context its events belong to: resolving it after the client, its
+// server and every handle are gone still measures, and dropping it afterwards is clean.
+TEST_P(CudaProfile, ResolvesAfterItsClientIsGone) {
+  std::optional<cubert::profile_duration> kept;
+  {
+    cubert::cuda::options opts;
+    opts.kernel_cache_dir = std::filesystem::path{};
+    opts.read_pool_bytes = 0;  // Nothing else may hold the context.
+    cubert::client const c(
+        cubert::backend::make_channel(cubert::cuda::make_server(0, opts), GetParam()));
+    std::vector<std::uint32_t> const xs(1 << 16, 7);
+    kept = c.profile([&] { (void)c.create(cubert::test::bytes_of(xs)); }, "profile_test::create");
+  }
+  std::chrono::nanoseconds measured{-1};
+  EXPECT_NO_THROW(measured = kept->resolve());
+  EXPECT_GE(measured.count(), 0);
+  kept.reset();
+}
+
+INSTANTIATE_TEST_SUITE_P(Channels, CudaProfile,
+                         ::testing::Values(channel_kind::mutex, channel_kind::actor),
+                         [](auto const& param_info) {
+                           return std::string(cubert::backend::to_string(param_info.param));
+                         });
+
+}  // namespace
