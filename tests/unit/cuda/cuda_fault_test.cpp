@@ -101,15 +101,24 @@ cuda::options test_options() {
   return opts;
 }
 
+// What every case starts from: a client on cuda:0 and a small buffer that `fine` writes.
+struct scenario {
+  explicit scenario(channel_kind kind, cuda::options const& opts = test_options())
+      : c(backend::make_channel(cuda::make_server(0, opts), kind)),
+        buf(c.create(bytes_of(zeros))) {}
+  std::vector<std::uint32_t> zeros = std::vector<std::uint32_t>(4, 0);
+  client c;
+  handle buf;
+};
+
 // A fault is reported once, at the next wait, with the launches since the stream was last
 // idle; after it every call fails at once saying the device is lost, new servers are refused,
 // and dropping everything is clean.
 void fault_then_lost(channel_kind kind) {
   child_checks checks;
   {
-    client c(backend::make_channel(cuda::make_server(0, test_options()), kind));
-    std::vector<std::uint32_t> zeros(4, 0);
-    auto buf = c.create(bytes_of(zeros));
+    scenario s(kind);
+    auto& [zeros, c, buf] = s;
     c.execute(fine(), cube_count{1}, bindings{}.with_buffer(buf.binding()));
     c.sync();  // This launch completed: it is no suspect.
     c.execute(fine(), cube_count{2}, bindings{}.with_buffer(buf.binding()));
@@ -159,9 +168,8 @@ void blocking_names_the_kernel(channel_kind kind) {
   {
     auto opts = test_options();
     opts.launch_blocking = true;
-    client c(backend::make_channel(cuda::make_server(0, opts), kind));
-    std::vector<std::uint32_t> zeros(4, 0);
-    auto buf = c.create(bytes_of(zeros));
+    scenario s(kind, opts);
+    auto& [zeros, c, buf] = s;
     c.execute(fine(), cube_count{3}, bindings{}.with_buffer(buf.binding()));
     c.execute(poke(), cube_count{1}, bad_pointer());
     auto const report = checks.expect_device_error(
@@ -184,9 +192,8 @@ void blocking_names_the_kernel(channel_kind kind) {
 void fault_supersedes_a_waiting_launch_error(channel_kind kind) {
   child_checks checks;
   {
-    client c(backend::make_channel(cuda::make_server(0, test_options()), kind));
-    std::vector<std::uint32_t> zeros(4, 0);
-    auto buf = c.create(bytes_of(zeros));
+    scenario s(kind);
+    auto& [zeros, c, buf] = s;
     c.execute(too_big(), cube_count{1}, bindings{}.with_buffer(buf.binding()));
     c.execute(poke(), cube_count{1}, bad_pointer());
     auto const first =
@@ -206,9 +213,8 @@ void fault_supersedes_a_waiting_launch_error(channel_kind kind) {
 void empty_read_keeps_the_suspects(channel_kind kind) {
   child_checks checks;
   {
-    client c(backend::make_channel(cuda::make_server(0, test_options()), kind));
-    std::vector<std::uint32_t> zeros(4, 0);
-    auto buf = c.create(bytes_of(zeros));
+    scenario s(kind);
+    auto& [zeros, c, buf] = s;
     c.sync();
     c.execute(fine(), cube_count{2}, bindings{}.with_buffer(buf.binding()));
     c.execute(poke(), cube_count{1}, bad_pointer());
@@ -227,9 +233,8 @@ void empty_read_keeps_the_suspects(channel_kind kind) {
 void fault_found_by_a_profile(channel_kind kind) {
   child_checks checks;
   {
-    client c(backend::make_channel(cuda::make_server(0, test_options()), kind));
-    std::vector<std::uint32_t> zeros(4, 0);
-    auto buf = c.create(bytes_of(zeros));
+    scenario s(kind);
+    auto& [zeros, c, buf] = s;
     c.sync();
     auto duration =
         c.profile([&] { c.execute(poke(), cube_count{1}, bad_pointer()); }, "fault_test::profiled");
