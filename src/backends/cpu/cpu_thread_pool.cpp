@@ -1,7 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cpu_thread_pool.hpp"
 
+#include <cubert/error.hpp>
+
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <exception>
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
@@ -19,11 +24,23 @@ constexpr int spin_iterations = 20000;
 }  // namespace
 
 cpu_thread_pool::cpu_thread_pool(unsigned threads) : threads_(std::max(1u, threads)) {
-  workers_.reserve(threads_ - 1);
-  for (unsigned i = 1; i < threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
+  try {
+    workers_.reserve(threads_ - 1);
+    for (unsigned i = 1; i < threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
+  } catch (std::exception const& e) {
+    // The destructor will not run: stop the workers already started, or destroying their
+    // std::thread objects would terminate the process.
+    stop();
+    throw device_error(fmt::format("cpu: could not start worker thread {} of {}: {}",
+                                   workers_.size() + 1, threads_, e.what()));
+  }
 }
 
 cpu_thread_pool::~cpu_thread_pool() {
+  stop();
+}
+
+void cpu_thread_pool::stop() noexcept {
   {
     std::lock_guard lock(mutex_);
     stopping_.store(true);
@@ -31,6 +48,7 @@ cpu_thread_pool::~cpu_thread_pool() {
   }
   wake_.notify_all();
   for (auto& t : workers_) t.join();
+  workers_.clear();
 }
 
 void cpu_thread_pool::work_on(job& j) noexcept {

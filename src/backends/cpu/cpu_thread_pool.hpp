@@ -20,6 +20,7 @@ namespace cubert::cpu {
 class cpu_thread_pool {
  public:
   /// A pool of `threads` threads including the caller (at least 1).
+  /// @throws device_error when a worker cannot be started (those started are stopped first).
   explicit cpu_thread_pool(unsigned threads);
   ~cpu_thread_pool();
   cpu_thread_pool(cpu_thread_pool const&) = delete;
@@ -55,6 +56,8 @@ class cpu_thread_pool {
   void run_erased(std::uint64_t count, task_fn fn, void* ctx);
   static void work_on(job& j) noexcept;
   void worker_loop();
+  /// Stops and joins every worker started so far.
+  void stop() noexcept;
 
   unsigned threads_;
   // The launch in progress lives on the launcher's stack. Workers announce themselves in busy_

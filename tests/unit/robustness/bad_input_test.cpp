@@ -23,6 +23,8 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <sys/resource.h>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -444,6 +446,39 @@ TEST_F(CorruptConfig, IsAConfigErrorAndAValidFileLoadsAfterwards) {
   expect_refused("[autotune]\nlevel = \"full\"\n[autotune]\nlevel = \"minimal\"\n");
   std::ofstream(dir_ / "cubert.toml", std::ios::trunc) << "[autotune]\nlevel = \"full\"\n";
   EXPECT_EQ(config::load(dir_).autotune.level, autotune_level::full);
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr bool sanitized = true;  // They reserve terabytes of address space up front.
+#else
+constexpr bool sanitized = false;
+#endif
+
+// With an address-space limit that leaves room for a few thread stacks, a server asking for 64
+// threads cannot start them all: a device_error, not a terminate from the threads already running.
+void thread_start_failure_is_an_error() {
+  long pages = 0;
+  std::ifstream("/proc/self/statm") >> pages;
+  auto const used = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE));
+  rlimit const limit{used + (rlim_t{40} << 20), used + (rlim_t{40} << 20)};
+  setrlimit(RLIMIT_AS, &limit);
+  int code = 2;
+  try {
+    cpu::options opts;
+    opts.threads = 64;
+    auto server = cpu::make_server(opts);
+  } catch (device_error const& e) {
+    code = std::string(e.what()).find("could not start worker thread") != std::string::npos ? 0 : 3;
+  } catch (...) {
+    code = 4;
+  }
+  std::_Exit(code);
+}
+
+TEST(CpuThreads, ThatCannotStartAreADeviceErrorNotATerminate) {
+  if (sanitized) GTEST_SKIP() << "an address-space limit breaks the sanitizers' shadow memory";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(thread_start_failure_is_an_error(), ::testing::ExitedWithCode(0), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Channels, BadInput,
