@@ -42,6 +42,27 @@ struct binding_resource {
   backend::resource resource;
 };
 
+namespace detail {
+inline thread_local unsigned kernel_body_depth = 0;
+}  // namespace detail
+
+/// Marks the calling thread as running a kernel's body (a CPU kernel, on the server's thread
+/// or a pool worker) for the scope's lifetime. A client call from such a thread is refused:
+/// through the mutex channel it would relock the channel, through the actor channel it would
+/// wait on its own queue, through the inline channel it would overwrite the running launch.
+class kernel_body_scope {
+ public:
+  kernel_body_scope() noexcept { ++detail::kernel_body_depth; }
+  ~kernel_body_scope() { --detail::kernel_body_depth; }
+  kernel_body_scope(kernel_body_scope const&) = delete;
+  kernel_body_scope& operator=(kernel_body_scope const&) = delete;
+};
+
+/// Whether the calling thread is inside a kernel's body.
+[[nodiscard]] inline bool inside_kernel_body() noexcept {
+  return detail::kernel_body_depth != 0;
+}
+
 /// The first error of asynchronous work, kept until the next sync/read/flush rethrows it.
 /// Thread-safe: worker threads record, the server thread rethrows.
 class async_error {

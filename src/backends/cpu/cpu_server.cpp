@@ -157,6 +157,7 @@ void cpu_server::run_cubes(cpu_kernel_fn const& fn, kernel_context const& base,
     ctx.cube_pos = {static_cast<std::uint32_t>(i % cx),
                     static_cast<std::uint32_t>((i / cx) % counts[1]),
                     static_cast<std::uint32_t>(i / cxy)};
+    backend::kernel_body_scope const inside;
     fn(ctx);
   });
 }

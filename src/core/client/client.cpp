@@ -49,7 +49,20 @@ client::client(std::shared_ptr<backend::channel> channel) {
   state_ = std::make_shared<state>(std::move(channel));
 }
 
+namespace {
+
+void refuse_inside_kernel() {
+  if (backend::inside_kernel_body()) [[unlikely]] {
+    throw invalid_argument(
+        "a kernel called a cubert client while running; kernels cannot use the client (through "
+        "the mutex or actor channel the call would wait for the launch that made it)");
+  }
+}
+
+}  // namespace
+
 void client::profile_guard() const {
+  refuse_inside_kernel();
   if (!state_->profiling.load(std::memory_order_acquire)) return;
   std::unique_lock lock(state_->profile_mutex);
   auto const me = std::this_thread::get_id();
@@ -58,6 +71,7 @@ void client::profile_guard() const {
 
 client::profile_scope::profile_scope(client const& c, std::string_view /*name*/)
     : state_(c.state_.get()) {
+  refuse_inside_kernel();
   {
     std::unique_lock lock(state_->profile_mutex);
     auto const me = std::this_thread::get_id();

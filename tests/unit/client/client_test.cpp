@@ -45,6 +45,46 @@ TEST_P(ClientTest, KernelThatThrowsSurfacesAtNextSyncOnceAndClientKeepsWorking) 
   EXPECT_EQ(test::values_of<std::uint8_t>(c.read_one(h.binding())), data);
 }
 
+// A kernel that calls its client would deadlock (mutex: the channel is locked for the launch;
+// actor: the reply would come from the thread running the kernel) or, inline, overwrite the
+// running launch's buffers. The call is refused inside the kernel, on every thread that runs
+// cubes, and surfaces as the kernel's failure; the client keeps working.
+TEST_P(ClientTest, KernelsCannotCallTheirClient) {
+  auto c = cpu_client(GetParam(), 4);
+  std::vector<std::uint32_t> const zeros(8, 0);
+  auto x = c.create(bytes_of(zeros));
+  auto y = c.create(bytes_of(zeros));
+  std::atomic<int> refused{0};
+  auto const calls_back = kernel::builder("test::calls_its_client")
+                              .cpu([&](cpu::kernel_context const& ctx) {
+                                try {
+                                  if (ctx.cube_pos.x % 2 == 0) {
+                                    c.execute(test::kernels::empty_kernel(), cube_count{1},
+                                              bindings{}.with_buffer(y.binding()));
+                                  } else {
+                                    (void)c.memory_usage();
+                                  }
+                                } catch (invalid_argument const&) {
+                                  ++refused;
+                                  throw;
+                                }
+                                ctx.buffer<std::uint32_t>(0)[ctx.cube_pos.x] = 42;
+                              })
+                              .build();
+  c.execute(calls_back, cube_count{8}, bindings{}.with_buffer(x.binding()));
+  try {
+    c.sync();
+    FAIL() << "the kernel's calls should have failed it";
+  } catch (launch_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("a kernel called a cubert client"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_GE(refused.load(), 1);
+  EXPECT_EQ(test::values_of<std::uint32_t>(c.read_one(y.binding())), zeros);  // Not retargeted.
+  EXPECT_NO_THROW(c.execute(test::kernels::empty_kernel(), cube_count{1}, bindings{}));
+  EXPECT_NO_THROW(c.sync());
+}
+
 TEST_P(ClientTest, KernelFailureAlsoSurfacesAtReadAndFlush) {
   auto c = cpu_client(GetParam());
   auto h = c.empty(8);
