@@ -215,8 +215,14 @@ void client::execute_inner(kernel const& k, cube_count const& count, bindings ar
                             ? fmt::format("{}: {} CubeCount {}", k.name(),
                                           k.id().with_mode(mode).to_string(), count.to_string())
                             : k.name();
-    auto d = profile([&] { state_->channel->execute(k, count, std::move(args), mode); }, label);
-    state_->summary.record(label, std::move(d));
+    try {
+      auto d = profile([&] { state_->channel->execute(k, count, std::move(args), mode); }, label);
+      state_->summary.record(label, std::move(d));
+    } catch (profile_error const& e) {
+      // The launch failed while running: like any launch, it reports that at the next
+      // sync/read/flush. The implicit measurement is only logged, not thrown a second time.
+      log::write(log::category::profiling, "{}: not measured: {}", label, e.what());
+    }
     return;
   }
   if (log::enabled(log::category::profiling, log_level::minimal)) [[unlikely]] {
@@ -234,8 +240,7 @@ void client::sync() const {
   profile_guard();
   await(state_->channel->sync(), state_->spin);
   if (!state_->summary.empty()) {
-    auto table = state_->summary.table();
-    state_->summary.reset();
+    auto const table = state_->summary.take_table();
     log::write(log::category::profiling, std::string_view(table));
   }
 }

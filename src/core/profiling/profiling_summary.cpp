@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
 #include <map>
 
 namespace cubert::profiling {
@@ -42,22 +43,46 @@ std::string format_ns(std::chrono::nanoseconds d) {
 }  // namespace
 
 std::string profiling_summary::table() const {
+  std::vector<entry> copy;
+  {
+    std::lock_guard lock(mutex_);
+    copy = entries_;
+  }
+  return format(copy);
+}
+
+std::string profiling_summary::take_table() {
+  std::vector<entry> taken;
+  {
+    std::lock_guard lock(mutex_);
+    taken.swap(entries_);
+  }
+  return format(taken);
+}
+
+std::string profiling_summary::format(std::vector<entry> const& entries) {
   struct row {
     std::string name;
     std::chrono::nanoseconds total{0};
     std::uint64_t count = 0;
   };
   std::map<std::string, row> rows;
-  {
-    std::lock_guard lock(mutex_);
-    for (auto const& e : entries_) {
-      auto& r = rows[e.name];
-      r.name = e.name;
-      r.total += e.duration.resolve();
-      ++r.count;
+  std::uint64_t failed = 0;
+  std::string first_failure;
+  for (auto const& e : entries) {  // Resolved outside the lock: device durations may wait.
+    std::chrono::nanoseconds d{0};
+    try {
+      d = e.duration.resolve();
+    } catch (std::exception const& x) {
+      if (failed++ == 0) first_failure = fmt::format("{}: {}", e.name, x.what());
+      continue;
     }
+    auto& r = rows[e.name];
+    r.name = e.name;
+    r.total += d;
+    ++r.count;
   }
-  if (rows.empty()) return {};
+  if (rows.empty() && failed == 0) return {};
   std::vector<row> sorted;
   std::chrono::nanoseconds total{0};
   std::uint64_t count = 0;
@@ -86,6 +111,10 @@ std::string profiling_summary::table() const {
   }
   out += fmt::format("| {:<{}} | {:<12} | {:<12} | {:>4}% |\n", "Total", width, format_ns(total),
                      count, 100);
+  if (failed != 0) {
+    out += fmt::format("{} measurement(s) could not be resolved and are left out (first: {})\n",
+                       failed, first_failure);
+  }
   return out;
 }
 

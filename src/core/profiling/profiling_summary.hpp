@@ -23,8 +23,13 @@ class profiling_summary {
   /// Adds one measurement already resolved.
   void record(std::string_view name, std::chrono::nanoseconds duration);
   [[nodiscard]] bool empty() const;
-  /// The table with a Total row (empty string when nothing was recorded).
+  /// The table with a Total row (empty string when nothing was recorded). A measurement that
+  /// cannot be resolved (its device work failed) is counted apart and named under the table;
+  /// building the table never throws for it.
   [[nodiscard]] std::string table() const;
+  /// The table of everything recorded so far, which is forgotten in the same step (what
+  /// others record meanwhile goes into the next table).
+  [[nodiscard]] std::string take_table();
   /// Forgets everything recorded.
   void reset();
 
@@ -33,6 +38,7 @@ class profiling_summary {
     std::string name;
     profile_duration duration;
   };
+  [[nodiscard]] static std::string format(std::vector<entry> const& entries);
   mutable std::mutex mutex_;
   std::vector<entry> entries_;
 };

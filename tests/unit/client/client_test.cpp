@@ -6,14 +6,19 @@
 #include "dummy_server.hpp"
 
 #include <cubert/client.hpp>
+#include <cubert/config.hpp>
 #include <cubert/cpu.hpp>
 #include <cubert/error.hpp>
+#include <cubert/logging.hpp>
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
+#include <string>
 #include <thread>
+#include <unistd.h>
 
 namespace {
 
@@ -84,6 +89,51 @@ TEST_P(ClientTest, KernelsCannotCallTheirClient) {
   EXPECT_NO_THROW(c.execute(test::kernels::empty_kernel(), cube_count{1}, bindings{}));
   EXPECT_NO_THROW(c.sync());
 }
+
+// Profiling at level basic times every launch through an implicit profile; a kernel that
+// fails is still reported once, at the next sync, not also by execute.
+class ClientProfilingBasic : public ::testing::TestWithParam<channel_kind> {
+ protected:
+  void SetUp() override {
+    config c;
+    c.profiling.log.level = log_level::basic;
+    c.profiling.log.file = std::filesystem::temp_directory_path() /
+                           ("cubert-client-profiling-" + std::to_string(::getpid()) + ".log");
+    log_file_ = *c.profiling.log.file;
+    log::reconfigure(c);
+  }
+  void TearDown() override {
+    log::reconfigure(config{});
+    std::error_code ec;
+    std::filesystem::remove(log_file_, ec);
+  }
+  std::filesystem::path log_file_;
+};
+
+TEST_P(ClientProfilingBasic, AFailingKernelIsReportedOnceAtSync) {
+  auto c = cpu_client(GetParam());
+  int reports = 0;
+  try {
+    c.execute(test::kernels::throwing(), cube_count{2}, bindings{});
+  } catch (error const&) {
+    ++reports;
+    ADD_FAILURE() << "execute threw although the kernel fails while running";
+  }
+  try {
+    c.sync();
+  } catch (launch_error const&) {
+    ++reports;
+  }
+  EXPECT_EQ(reports, 1);
+  EXPECT_NO_THROW(c.sync());
+}
+
+INSTANTIATE_TEST_SUITE_P(Channels, ClientProfilingBasic,
+                         ::testing::Values(channel_kind::mutex, channel_kind::actor,
+                                           channel_kind::inline_),
+                         [](auto const& param_info) {
+                           return std::string(backend::to_string(param_info.param));
+                         });
 
 TEST_P(ClientTest, KernelFailureAlsoSurfacesAtReadAndFlush) {
   auto c = cpu_client(GetParam());

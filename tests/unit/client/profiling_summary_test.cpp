@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "profiling/profiling_summary.hpp"
 
+#include <cubert/error.hpp>
+#include <cubert/profiling.hpp>
+
 #include <gtest/gtest.h>
 
 namespace {
@@ -30,6 +33,23 @@ TEST(ProfilingSummaryTest, AccumulatesPerNameSortedByTotalWithTotalRow) {
   EXPECT_EQ(t.find("second line"), std::string::npos);
   s.reset();
   EXPECT_TRUE(s.empty());
+}
+
+// A measurement whose device work failed cannot be resolved: the table leaves it out and says
+// so instead of throwing (client.sync builds this table after a successful sync).
+TEST(ProfilingSummaryTest, UnresolvableMeasurementIsNamedAndLeftOut) {
+  profiling_summary s;
+  s.record("fine", 200us);
+  s.record("broken", cubert::profile_duration::from_device([]() -> std::chrono::nanoseconds {
+             throw cubert::device_error("event failed");
+           }));
+  std::string t;
+  ASSERT_NO_THROW(t = s.take_table());
+  EXPECT_NE(t.find("| fine "), std::string::npos) << t;
+  EXPECT_NE(t.find("1 measurement(s) could not be resolved"), std::string::npos) << t;
+  EXPECT_NE(t.find("broken: event failed"), std::string::npos) << t;
+  EXPECT_TRUE(s.empty());  // Taken: the next table starts afresh.
+  EXPECT_EQ(s.take_table(), "");
 }
 
 }  // namespace
