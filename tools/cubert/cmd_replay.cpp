@@ -46,7 +46,13 @@ std::uint64_t parse_size(std::string const& text) {
   } else {
     throw invalid_argument(fmt::format("bad size unit in '{}'", text));
   }
-  if (value <= 0) throw invalid_argument(fmt::format("size '{}' must be positive", text));
+  // Written to refuse NaN too; a size at or past 2^64 would not convert.
+  if (!(value > 0) || !std::isfinite(value)) {
+    throw invalid_argument(fmt::format("size '{}' must be a positive number", text));
+  }
+  if (value * scale >= 18446744073709551616.0) {
+    throw invalid_argument(fmt::format("size '{}' does not fit in 64 bits", text));
+  }
   return static_cast<std::uint64_t>(value * scale);
 }
 

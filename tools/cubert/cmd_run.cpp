@@ -71,7 +71,8 @@ std::vector<check> run_workload(client const& c, run_options const& opts,
   auto ha = c.create(as_bytes(a));
   auto hb = c.create(as_bytes(b));
   auto out = c.empty(std::uint64_t{n} * sizeof(float));
-  std::uint32_t const cubes = (n + run_kernels::block - 1) / run_kernels::block;
+  auto const cubes =
+      static_cast<std::uint32_t>((std::uint64_t{n} + run_kernels::block - 1) / run_kernels::block);
   std::vector<check> checks;
 
   auto add = run_kernels::add_f32();
