@@ -28,10 +28,16 @@ class handle {
   /// Size of the whole reservation, ignoring offsets.
   [[nodiscard]] std::uint64_t reserved_size() const noexcept { return size_; }
 
-  /// A handle whose view starts `n` bytes later. @throws invalid_argument if n > size().
-  [[nodiscard]] handle offset_start(std::uint64_t n) const;
-  /// A handle whose view ends `n` bytes earlier. @throws invalid_argument if n > size().
-  [[nodiscard]] handle offset_end(std::uint64_t n) const;
+  /// A handle whose view starts `n` bytes later. On an lvalue the source stays a user of the
+  /// slice (so neither may `can_mut`); on an rvalue the result takes its place, as cubecl's
+  /// consuming `offset_start` does. @throws invalid_argument if n > size(); the source is
+  /// unchanged then.
+  [[nodiscard]] handle offset_start(std::uint64_t n) const&;
+  [[nodiscard]] handle offset_start(std::uint64_t n) &&;
+  /// A handle whose view ends `n` bytes earlier; lvalue and rvalue as `offset_start`.
+  /// @throws invalid_argument if n > size(); the source is unchanged then.
+  [[nodiscard]] handle offset_end(std::uint64_t n) const&;
+  [[nodiscard]] handle offset_end(std::uint64_t n) &&;
 
   /// True when only the pool and this one user hold handles: in-place writes are safe.
   [[nodiscard]] bool can_mut() const noexcept { return memory_.can_mut(); }

@@ -6,22 +6,44 @@
 
 namespace cubert {
 
-handle handle::offset_start(std::uint64_t n) const {
-  if (n > size()) {
+namespace {
+
+void check_offset_start(std::uint64_t n, std::uint64_t size) {
+  if (n > size) {
     throw invalid_argument(
-        fmt::format("offset_start({}) is past the end of a {}-byte handle", n, size()));
+        fmt::format("offset_start({}) is past the end of a {}-byte handle", n, size));
   }
-  handle out = *this;
+}
+
+void check_offset_end(std::uint64_t n, std::uint64_t size) {
+  if (n > size) {
+    throw invalid_argument(
+        fmt::format("offset_end({}) is past the start of a {}-byte handle", n, size));
+  }
+}
+
+}  // namespace
+
+handle handle::offset_start(std::uint64_t n) const& {
+  check_offset_start(n, size());
+  return handle(*this).offset_start(n);
+}
+
+handle handle::offset_start(std::uint64_t n) && {
+  check_offset_start(n, size());
+  handle out = std::move(*this);
   out.start_ += n;
   return out;
 }
 
-handle handle::offset_end(std::uint64_t n) const {
-  if (n > size()) {
-    throw invalid_argument(
-        fmt::format("offset_end({}) is past the start of a {}-byte handle", n, size()));
-  }
-  handle out = *this;
+handle handle::offset_end(std::uint64_t n) const& {
+  check_offset_end(n, size());
+  return handle(*this).offset_end(n);
+}
+
+handle handle::offset_end(std::uint64_t n) && {
+  check_offset_end(n, size());
+  handle out = std::move(*this);
   out.end_ += n;
   return out;
 }

@@ -101,6 +101,29 @@ TEST(Handle, OffsetsAddUpAndAreChecked) {
   EXPECT_EQ(b.offset_start(), 15u);
 }
 
+TEST(Handle, OffsetsOfAMovedHandleKeepCanMut) {
+  // cubecl's offset_start / offset_end consume the handle: the narrowed view is the only user.
+  pool_ref p;
+  cubert::handle h(p.pool, 256);
+  ASSERT_TRUE(h.can_mut());
+  auto view = std::move(h).offset_start(64);
+  EXPECT_TRUE(view.can_mut());
+  EXPECT_EQ(view.offset_start(), 64u);
+  EXPECT_EQ(view.size(), 192u);
+  auto tail = std::move(view).offset_end(32);
+  EXPECT_TRUE(tail.can_mut());
+  EXPECT_EQ(tail.size(), 160u);
+  EXPECT_EQ(p.pool.control()->handle_count(), 2u);
+  // On an lvalue the source stays a user: neither may write in place.
+  auto copy = tail.offset_start(8);
+  EXPECT_FALSE(copy.can_mut());
+  EXPECT_FALSE(tail.can_mut());
+  // A refused offset leaves the moved-from handle intact.
+  EXPECT_THROW((void)std::move(copy).offset_start(1000), cubert::invalid_argument);
+  EXPECT_TRUE(copy.valid());
+  EXPECT_EQ(copy.offset_start(), 72u);
+}
+
 TEST(Handle, OffsetHandlesLayOutBackToBack) {
   pool_ref p;
   cubert::handle base(p.pool, 64);
