@@ -14,8 +14,13 @@ namespace cubert::memory {
 
 /// What a device's memory looks like to the pools.
 struct device_memory_properties {
-  std::uint64_t max_page_size = 0;  ///< Largest single storage allocation the pools may make.
-  std::uint64_t alignment = 1;      ///< Every slice offset and size is rounded to this.
+  /// Largest page the presets' pools cut slices from (cubecl's max_page_size).
+  std::uint64_t max_page_size = 0;
+  std::uint64_t alignment = 1;  ///< Every slice offset and size is rounded to this.
+  /// Largest single request the presets accept: a request above `max_page_size` and up to this
+  /// gets a page of its own size. 0 (or anything up to `max_page_size`): `max_page_size`, as in
+  /// cubecl, where no pool takes a request larger than a page. Custom layouts ignore it.
+  std::uint64_t max_alloc_size = 0;
 };
 
 /// How reservations pick a pool (cubecl v0.9 MemoryAllocationMode).

@@ -36,8 +36,11 @@ class memory_manager {
   memory_manager& operator=(memory_manager const&) = delete;
 
   /// A slice of at least `size` bytes (0 is fine). Reuses a free slice when one fits; else
-  /// grows a pool. On storage exhaustion cleans up every pool and retries once.
-  /// @throws out_of_memory with the request and the usage report when that fails too.
+  /// grows the first pool that accepts the size (a capped pool spills to the next). When the
+  /// storage refuses, a later accepting pool's existing pages are tried; then every pool is
+  /// cleaned up and the request retried once.
+  /// @throws out_of_memory with the request and the usage report when that fails too, or at
+  /// once for a size no pool accepts or that cannot be rounded to the alignment in 64 bits.
   [[nodiscard]] slice_handle reserve(std::uint64_t size);
 
   /// The storage range of a slice, or nullopt if this manager does not know it.
@@ -59,7 +62,8 @@ class memory_manager {
   [[nodiscard]] std::uint64_t peak_bytes_reserved() const noexcept;
   /// Highest requested bytes live at once since construction or `reset_peaks()`.
   [[nodiscard]] std::uint64_t peak_bytes_in_use() const noexcept;
-  /// Restarts peak tracking from the current values.
+  /// Restarts peak tracking from the current values: the manager's peaks and every pool's
+  /// peak rows in `report()` (peak reserved, peak in use, peak pages).
   void reset_peaks() noexcept;
 
   /// The storage the pools allocate from (backends flush deferred frees through it).
@@ -73,6 +77,8 @@ class memory_manager {
 
  private:
   [[nodiscard]] std::optional<slice_handle> reserve_once(std::uint64_t size);
+  /// For a size above accept_limit_: returns if the persistent pool takes it, else throws.
+  void refuse_unless_persistent(std::uint64_t size);
   [[nodiscard]] std::optional<slice_handle> grow(memory_pool& pool, std::uint64_t size);
   void release_idle_pages(std::uint64_t target_reserved) noexcept;
   [[nodiscard]] memory_pool const* owner_of(slice_control const* control) const noexcept;
@@ -89,6 +95,7 @@ class memory_manager {
   std::uint64_t next_periodic_check_ = 0;  ///< 0: no pool has a period.
   std::uint64_t periodic_step_ = 0;
   std::uint64_t max_accepted_ = 0;
+  std::uint64_t accept_limit_ = 0;    ///< min(max_accepted_, max_roundable(alignment)).
   std::uint64_t live_at_growth_ = 0;  ///< Live bytes at the last cache-policy growth.
 };
 

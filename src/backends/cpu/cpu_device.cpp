@@ -59,8 +59,11 @@ device_properties make_properties(unsigned threads) {
   p.backend = "cpu";
   p.index = 0;
   p.total_memory = read_total_memory();
-  // One page may hold up to 1 GiB: bigger requests still get a page of their own size.
+  // One page may hold up to 1 GiB: bigger requests still get a page of their own size, up to
+  // the host's memory (a larger request is refused at once; one the heap refuses is out of
+  // memory after a cleanup and a retry).
   p.memory.max_page_size = std::uint64_t{1} << 30;
+  p.memory.max_alloc_size = p.total_memory != 0 ? p.total_memory : ~std::uint64_t{0};
   p.memory.alignment = 64;  // A cache line: no false sharing between neighbouring slices.
   auto& hw = p.hardware;
   hw.plane_size_min = 1;

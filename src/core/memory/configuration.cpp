@@ -17,6 +17,12 @@ constexpr std::uint64_t kib = 1024;
 constexpr std::uint64_t mib = 1024 * kib;
 constexpr std::uint64_t gib = 1024 * mib;
 
+// The largest request the presets' last pool accepts: a page, or more where the device allows
+// requests larger than a page (sliced pools give those a page of their own size).
+std::uint64_t request_limit(device_memory_properties const& props) {
+  return std::max(floor_to(props.max_page_size, props.alignment), props.max_alloc_size);
+}
+
 // cubecl's SubSlices: quarter the page size down to 32 MiB, each rung taking requests up to
 // page / 2^rung, then one pool of the full page size.
 std::vector<pool_options> sub_slices_pools(device_memory_properties const& props) {
@@ -32,7 +38,7 @@ std::vector<pool_options> sub_slices_pools(device_memory_properties const& props
   std::vector<pool_options> pools{pool_options::exclusive(0)};
   pools.insert(pools.end(), rungs.rbegin(), rungs.rend());
   auto const top = floor_to(props.max_page_size, a);
-  pools.push_back(pool_options::sliced(top, top));
+  pools.push_back(pool_options::sliced(top, request_limit(props)));
   return pools;
 }
 
@@ -55,6 +61,14 @@ std::vector<pool_options> exclusive_pages_pools(device_memory_properties const& 
         5000.0 * std::round(1.0 + static_cast<double>(size) / static_cast<double>(gib)));
     pools.push_back(pool_options::exclusive(size, period));
   }
+  // Requests above the page size (where the device allows them) each get a page of their own,
+  // given back like the largest bucket's idle pages.
+  auto const top = floor_to(props.max_page_size, props.alignment);
+  if (request_limit(props) > top) {
+    auto big = pool_options::sliced(top, request_limit(props));
+    big.dealloc_period = pools.back().dealloc_period;
+    pools.push_back(big);
+  }
   return pools;
 }
 
@@ -66,7 +80,7 @@ std::vector<pool_options> compact_pools(device_memory_properties const& props) {
   auto const small_page = std::min(ceil_to(2 * mib, a), top);
   auto const big_page = std::min(ceil_to(8 * mib, a), top);
   pool_options small = pool_options::sliced(small_page, std::min(small_page / 8, top));
-  pool_options big = pool_options::sliced(big_page, top);
+  pool_options big = pool_options::sliced(big_page, request_limit(props));
   big.release_free_pages = true;
   return {pool_options::exclusive(0), small, big};
 }
@@ -80,7 +94,8 @@ std::vector<pool_options> caching_pools(device_memory_properties const& props) {
   auto const small_page = std::min(ceil_to(2 * mib, a), top);
   pool_options small = pool_options::sliced(small_page, std::min(small_page / 8, top));
   small.cache_pages = true;
-  pool_options arena = pool_options::sliced(std::min(ceil_to(256 * mib, a), top), top);
+  pool_options arena =
+      pool_options::sliced(std::min(ceil_to(256 * mib, a), top), request_limit(props));
   arena.cache_pages = true;
   return {pool_options::exclusive(0), small, arena};
 }

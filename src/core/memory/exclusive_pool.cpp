@@ -33,13 +33,14 @@ exclusive_pool::~exclusive_pool() {
 std::optional<slice_handle> exclusive_pool::try_reserve(std::uint64_t size) {
   drain();
   avg_size_ = avg_size_ * (1.0 - size_avg_decay) + static_cast<double>(size) * size_avg_decay;
-  // The least recently "suspected unused" page that fits; ties go to the oldest page.
+  // The least "suspected unused" page that fits; ties go to the oldest page (cubecl keeps its
+  // pages in creation order and takes the first). Slots are recycled, so the slot index is not
+  // the age: each page carries its creation serial.
   page* best = nullptr;
   for (page* p : free_) {
     if (p->storage.size < size) continue;
     if (!best || p->free_count < best->free_count ||
-        (p->free_count == best->free_count &&
-         p->handle.control()->slot_index < best->handle.control()->slot_index)) {
+        (p->free_count == best->free_count && p->serial < best->serial)) {
       best = p;
     }
   }
@@ -51,11 +52,19 @@ std::optional<slice_handle> exclusive_pool::try_reserve(std::uint64_t size) {
 
 std::optional<slice_handle> exclusive_pool::alloc(std::uint64_t size) {
   drain();
+  if (size > max_roundable_) {
+    throw out_of_memory(fmt::format(
+        "exclusive pool: a {}-byte request cannot be aligned to {} in 64 bits", size, align_));
+  }
   auto const bytes = ceil_to(std::max(static_cast<std::uint64_t>(avg_size_), size), align_);
-  if (cap_ && live_.bytes_reserved + bytes > *cap_) {
+  // Whether `bytes` more would pass the cap (written so that a huge page cannot wrap the sum).
+  auto const over_cap = [&] {
+    return cap_ && (bytes > *cap_ || live_.bytes_reserved > *cap_ - bytes);
+  };
+  if (over_cap()) {
     // Idle pages that were too small are given back before refusing.
     for (std::size_t i = free_.size(); i-- > 0;) free_page(free_[i]);
-    if (live_.bytes_reserved + bytes > *cap_) {
+    if (over_cap()) {
       ++spills_;
       return std::nullopt;
     }
@@ -76,6 +85,7 @@ std::optional<slice_handle> exclusive_pool::alloc(std::uint64_t size) {
   spare_.pop_back();
   p->storage = storage;
   p->live = true;
+  p->serial = next_serial_++;
   p->free_count = alloc_after_free - 1;  // a new page is "suspected unused" until reused
   ++pages_;
   peak_pages_ = std::max(peak_pages_, pages_);
@@ -179,6 +189,13 @@ void exclusive_pool::cleanup(std::uint64_t alloc_nr, bool explicit_cleanup) {
 std::optional<std::uint64_t> exclusive_pool::check_period() const noexcept {
   if (!dealloc_period_) return std::nullopt;
   return std::max<std::uint64_t>(*dealloc_period_ / 5, 1);
+}
+
+void exclusive_pool::reset_peaks() noexcept {
+  drain();
+  peak_reserved_ = live_.bytes_reserved;
+  peak_in_use_ = live_.bytes_in_use;
+  peak_pages_ = pages_;
 }
 
 pool_usage exclusive_pool::usage() {

@@ -29,6 +29,7 @@ class exclusive_pool final : public memory_pool {
   [[nodiscard]] std::optional<std::uint64_t> check_period() const noexcept override;
   [[nodiscard]] pool_usage usage() override;
   void drain() noexcept override;
+  void reset_peaks() noexcept override;
   [[nodiscard]] std::uint64_t idle_page_for(std::uint64_t deficit) noexcept override;
   std::uint64_t free_idle_page_for(std::uint64_t deficit) noexcept override;
 
@@ -40,6 +41,7 @@ class exclusive_pool final : public memory_pool {
     using pool_slot::pool_slot;
     backend::storage_handle storage;
     std::uint64_t requested = 0;
+    std::uint64_t serial = 0;  // creation order of the page (slots are recycled): ties go oldest
     std::uint32_t free_count = 0;
     std::size_t free_pos = 0;  // position in free_ while free
     bool live = false;         // holds storage (false: recycled slot)
@@ -55,6 +57,7 @@ class exclusive_pool final : public memory_pool {
   std::optional<std::uint64_t> dealloc_period_;
   double avg_size_;
   std::uint64_t last_check_ = 0;
+  std::uint64_t next_serial_ = 0;
   release_queue released_;
   std::vector<std::unique_ptr<page>> slots_;  // index = slot_index
   std::vector<page*> spare_;

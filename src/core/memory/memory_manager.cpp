@@ -34,6 +34,7 @@ memory_manager::memory_manager(std::unique_ptr<backend::storage> storage,
     max_accepted_ = std::max(max_accepted_, o.max_alloc_size);
   }
   persistent_ = std::make_unique<persistent_pool>(*storage_, *stats_, props_.alignment);
+  accept_limit_ = std::min(max_accepted_, max_roundable(props_.alignment));
   schedule_periodic_cleanup();
 }
 
@@ -60,11 +61,8 @@ slice_handle memory_manager::reserve(std::uint64_t size) {
     for (auto& p : pools_) p->cleanup(alloc_reserve_count_, false);
     next_periodic_check_ = alloc_reserve_count_ + periodic_step_;
   }
-  if (size > max_accepted_ && mode_ != allocation_mode::persistent &&
-      !persistent_->has_bucket(size)) {
-    throw out_of_memory(fmt::format(
-        "cannot reserve {} bytes ({}): no pool accepts more than {} bytes (max_page_size {})", size,
-        format_bytes(size), max_accepted_, props_.max_page_size));
+  if (size > accept_limit_) [[unlikely]] {
+    refuse_unless_persistent(size);
   }
   std::string reason;
   try {
@@ -87,6 +85,22 @@ slice_handle memory_manager::reserve(std::uint64_t size) {
                                   report().to_string()));
 }
 
+void memory_manager::refuse_unless_persistent(std::uint64_t size) {
+  std::string reason;
+  if (size > max_roundable(props_.alignment)) {
+    // Every pool rounds to the alignment; in 64 bits this size would wrap to a tiny page.
+    reason = fmt::format("it cannot be rounded to the alignment {} in 64 bits", props_.alignment);
+  } else if (mode_ != allocation_mode::persistent && !persistent_->has_bucket(size)) {
+    reason = fmt::format("no pool accepts more than {} bytes (max_page_size {})", max_accepted_,
+                         props_.max_page_size);
+  } else {
+    return;  // the persistent pool takes any size that can be aligned
+  }
+  throw out_of_memory(fmt::format("cannot reserve {} bytes ({}): {}\n{}{}", size,
+                                  format_bytes(size), reason, usage().to_string(),
+                                  report().to_string()));
+}
+
 std::optional<slice_handle> memory_manager::reserve_once(std::uint64_t size) {
   if (mode_ == allocation_mode::persistent || !persistent_->empty()) {
     if (auto h = persistent_->try_reserve(size)) return h;
@@ -94,10 +108,23 @@ std::optional<slice_handle> memory_manager::reserve_once(std::uint64_t size) {
       return persistent_->alloc(size);
     }
   }
-  for (auto& p : pools_) {
-    if (!p->accepts(size)) continue;
-    if (auto h = p->try_reserve(size)) return h;
-    if (auto h = grow(*p, size)) return h;  // nullopt: capped, spill to the next pool
+  for (std::size_t i = 0; i < pools_.size(); ++i) {
+    auto& p = *pools_[i];
+    if (!p.accepts(size)) continue;
+    if (auto h = p.try_reserve(size)) return h;
+    std::optional<slice_handle> grown;
+    try {
+      grown = grow(p, size);
+    } catch (out_of_memory const&) {
+      // The storage is short, but a later pool that accepts the size may have room in a page it
+      // already holds: that costs no storage call and no cleanup of cached pages.
+      for (std::size_t j = i + 1; j < pools_.size(); ++j) {
+        if (!pools_[j]->accepts(size)) continue;
+        if (auto h = pools_[j]->try_reserve(size)) return h;
+      }
+      throw;
+    }
+    if (grown) return grown;  // nullopt: capped, spill to the next pool
   }
   return std::nullopt;
 }
@@ -247,6 +274,9 @@ std::uint64_t memory_manager::peak_bytes_in_use() const noexcept {
 }
 
 void memory_manager::reset_peaks() noexcept {
+  // Each pool drains its queued drops first, so that the new peaks start from exact values.
+  for (auto& p : pools_) p->reset_peaks();
+  persistent_->reset_peaks();
   stats_->peak_reserved = stats_->reserved;
   stats_->peak_in_use = stats_->in_use;
 }

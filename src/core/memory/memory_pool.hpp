@@ -15,19 +15,24 @@
 
 namespace cubert::memory {
 
-/// `value` rounded up to a multiple of `align` (align > 0).
-[[nodiscard]] constexpr std::uint64_t ceil_to(std::uint64_t value, std::uint64_t align) noexcept {
-  return (value + align - 1) / align * align;
-}
-/// `value` rounded down to a multiple of `align` (align > 0).
-[[nodiscard]] constexpr std::uint64_t floor_to(std::uint64_t value, std::uint64_t align) noexcept {
-  return value / align * align;
-}
 /// cubecl's calculate_padding: bytes added to reach the next multiple of `align`.
 [[nodiscard]] constexpr std::uint64_t padding_for(std::uint64_t size,
                                                   std::uint64_t align) noexcept {
   auto const rest = size % align;
   return rest == 0 ? 0 : align - rest;
+}
+/// `value` rounded down to a multiple of `align` (align > 0).
+[[nodiscard]] constexpr std::uint64_t floor_to(std::uint64_t value, std::uint64_t align) noexcept {
+  return value / align * align;
+}
+/// The largest value that `ceil_to(value, align)` rounds without wrapping past 2^64 - 1.
+[[nodiscard]] constexpr std::uint64_t max_roundable(std::uint64_t align) noexcept {
+  return floor_to(~std::uint64_t{0}, align);
+}
+/// `value` rounded up to a multiple of `align` (align > 0). Wraps for value > max_roundable(align):
+/// callers refuse such sizes first.
+[[nodiscard]] constexpr std::uint64_t ceil_to(std::uint64_t value, std::uint64_t align) noexcept {
+  return value + padding_for(value, align);
 }
 
 /// Pool sizes for reports in the units they were configured in: "8 MiB", "640 KiB", "1000 B".
@@ -109,7 +114,11 @@ class memory_pool {
  public:
   memory_pool(backend::storage& storage, reservation_stats& stats, std::uint64_t max_alloc_size,
               std::uint64_t alignment) noexcept
-      : storage_(&storage), stats_(&stats), max_alloc_size_(max_alloc_size), align_(alignment) {}
+      : storage_(&storage),
+        stats_(&stats),
+        max_alloc_size_(max_alloc_size),
+        align_(alignment),
+        max_roundable_(max_roundable(alignment)) {}
   memory_pool(memory_pool const&) = delete;
   memory_pool& operator=(memory_pool const&) = delete;
   virtual ~memory_pool() = default;
@@ -117,10 +126,12 @@ class memory_pool {
   /// Whether requests of `size` bytes route here.
   [[nodiscard]] bool accepts(std::uint64_t size) const noexcept { return size <= max_alloc_size_; }
   [[nodiscard]] std::uint64_t max_alloc_size() const noexcept { return max_alloc_size_; }
-  /// A free slice that fits, or nullopt. Never allocates storage.
+  /// A free slice that fits, or nullopt (always for sizes above `max_roundable(alignment)`).
+  /// Never allocates storage.
   [[nodiscard]] virtual std::optional<slice_handle> try_reserve(std::uint64_t size) = 0;
   /// Grows the pool by one page and reserves from it; nullopt when the pool's cap forbids it.
-  /// @throws out_of_memory (from the storage); the pool is unchanged then.
+  /// @throws out_of_memory (from the storage, or for a size above `max_roundable(alignment)`);
+  /// the pool is unchanged then.
   [[nodiscard]] virtual std::optional<slice_handle> alloc(std::uint64_t size) = 0;
   /// The storage range of a live slice this pool owns, or nullopt.
   [[nodiscard]] virtual std::optional<backend::storage_handle> get(
@@ -134,6 +145,8 @@ class memory_pool {
   /// Takes in the slices other threads dropped since the last call, so that the manager's
   /// live-byte figures are exact before it decides anything. Server thread only.
   virtual void drain() noexcept = 0;
+  /// Restarts this pool's peaks (bytes reserved, bytes in use, pages) from the current values.
+  virtual void reset_peaks() noexcept = 0;
 
   // The cache policy's hooks (memory_manager::grow). Pools without cached pages keep defaults.
 
@@ -165,6 +178,8 @@ class memory_pool {
   reservation_stats* stats_;   // Not owned; the manager's.
   std::uint64_t max_alloc_size_;
   std::uint64_t align_;
+  /// Requests above this cannot be rounded to the alignment: pools refuse them.
+  std::uint64_t max_roundable_;
 };
 
 }  // namespace cubert::memory

@@ -90,7 +90,7 @@ std::string usage_report::to_string() const {
                      format_bytes(total.bytes_in_use), format_bytes(total.bytes_padding),
                      format_bytes(total.bytes_reserved), format_bytes(peak_bytes_reserved),
                      format_bytes(peak_bytes_in_use));
-  if (unused) out += fmt::format("({} pools never used)\n", unused);
+  if (unused) out += fmt::format("({} pools unused since construction or reset_peaks)\n", unused);
   return out;
 }
 

@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "memory/persistent_pool.hpp"
 
+#include <cubert/error.hpp>
+
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -25,11 +29,13 @@ std::uint64_t persistent_pool::effective(std::uint64_t size) const noexcept {
 }
 
 bool persistent_pool::has_bucket(std::uint64_t size) const {
-  return buckets_.find(effective(size)) != buckets_.end();
+  return size <= max_roundable_ && buckets_.find(effective(size)) != buckets_.end();
 }
 
 std::optional<slice_handle> persistent_pool::try_reserve(std::uint64_t size) {
   drain();
+  if (size > max_roundable_) [[unlikely]]
+    return std::nullopt;
   auto it = buckets_.find(effective(size));
   if (it == buckets_.end() || it->second.free.empty()) return std::nullopt;
   entry* e = it->second.free.back();
@@ -39,6 +45,11 @@ std::optional<slice_handle> persistent_pool::try_reserve(std::uint64_t size) {
 
 std::optional<slice_handle> persistent_pool::alloc(std::uint64_t size) {
   drain();
+  if (size > max_roundable_) {
+    // size + padding would wrap: a 0-byte page handed out as a 2^64 - 1 byte slice.
+    throw out_of_memory(fmt::format(
+        "persistent pool: a {}-byte request cannot be aligned to {} in 64 bits", size, align_));
+  }
   auto const bytes = effective(size);
   if (spare_.empty()) {
     if (slots_.size() == slots_.capacity()) slots_.reserve(slots_.size() * 2 + 8);
@@ -124,6 +135,13 @@ void persistent_pool::cleanup(std::uint64_t /*alloc_nr*/, bool explicit_cleanup)
     it = b.count == 0 ? buckets_.erase(it) : std::next(it);
   }
   storage_->flush();
+}
+
+void persistent_pool::reset_peaks() noexcept {
+  drain();
+  peak_reserved_ = live_.bytes_reserved;
+  peak_in_use_ = live_.bytes_in_use;
+  peak_pages_ = pages_;
 }
 
 pool_usage persistent_pool::usage() {

@@ -19,6 +19,7 @@ class persistent_pool final : public memory_pool {
 
   [[nodiscard]] std::optional<slice_handle> try_reserve(std::uint64_t size) override;
   /// Allocates exactly the aligned size; never refuses (no cap).
+  /// @throws out_of_memory from the storage, or when the size cannot be aligned in 64 bits.
   [[nodiscard]] std::optional<slice_handle> alloc(std::uint64_t size) override;
   [[nodiscard]] std::optional<backend::storage_handle> get(
       slice_control const& control) const override;
@@ -26,10 +27,12 @@ class persistent_pool final : public memory_pool {
   void cleanup(std::uint64_t alloc_nr, bool explicit_cleanup) override;
   [[nodiscard]] pool_usage usage() override;
   void drain() noexcept override;
+  void reset_peaks() noexcept override;
 
   /// Whether any slice exists (the manager skips this pool entirely otherwise).
   [[nodiscard]] bool empty() const noexcept { return buckets_.empty(); }
-  /// Whether slices of this request's effective size exist (free or not).
+  /// Whether slices of this request's effective size exist (free or not); false for a size
+  /// that cannot be aligned in 64 bits.
   [[nodiscard]] bool has_bucket(std::uint64_t size) const;
 
  private:
@@ -44,6 +47,7 @@ class persistent_pool final : public memory_pool {
     std::uint64_t count = 0;
   };
 
+  /// The aligned size. Only for size <= max_roundable_ (callers check).
   [[nodiscard]] std::uint64_t effective(std::uint64_t size) const noexcept;
   [[nodiscard]] slice_handle hand_out(entry* e, std::uint64_t size) noexcept;
 

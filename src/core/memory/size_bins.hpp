@@ -46,20 +46,37 @@ class size_bins {
   }
 
   /// A free block of at least `size` bytes, preferring the smallest: first an exact or close
-  /// fit within the request's own bin (a short scan), then the head of the next bin whose
-  /// every block is large enough. nullptr when none fits.
+  /// fit among the first `scan_limit` blocks of the request's own bin, then the head of the next
+  /// bin whose every block is large enough, then the best fit among the rest of the request's
+  /// own bin. nullptr only when no free block fits.
   [[nodiscard]] Node* find(std::uint64_t size) const noexcept {
     auto const [fl0, sl0] = mapping(size);
     Node* best = nullptr;
     int budget = scan_limit;
-    for (Node* n = heads_[fl0][sl0]; n && budget > 0; n = n->next_free, --budget) {
+    Node* n = heads_[fl0][sl0];
+    for (; n && budget > 0; n = n->next_free, --budget) {
       if (n->size == size) return n;
       if (n->size > size && (!best || n->size < best->size)) best = n;
     }
     if (best) return best;
-    // Every block of a bin above the request's own bin is large enough.
-    unsigned fl = fl0;
-    unsigned sl = sl0 + 1;
+    if (Node* larger = head_above(fl0, sl0)) return larger;
+    // The miss path: a long bin (many slightly smaller blocks in front) may still hold a block
+    // that fits further down. Searching it costs less than growing the pool or failing.
+    for (; n; n = n->next_free) {
+      if (n->size == size) return n;
+      if (n->size > size && (!best || n->size < best->size)) best = n;
+    }
+    return best;
+  }
+
+  [[nodiscard]] bool empty() const noexcept { return fl_map_ == 0; }
+
+ private:
+  static constexpr int scan_limit = 16;
+
+  /// The head of the first non-empty bin above bin (fl, sl): every block there is large enough.
+  [[nodiscard]] Node* head_above(unsigned fl, unsigned sl) const noexcept {
+    ++sl;
     std::uint32_t sl_bits_left = sl < sl_count ? sl_map_[fl] & (~0u << sl) : 0;
     if (!sl_bits_left) {
       if (fl + 1 >= fl_count) return nullptr;
@@ -68,14 +85,8 @@ class size_bins {
       fl = static_cast<unsigned>(std::countr_zero(fl_bits_left));
       sl_bits_left = sl_map_[fl];
     }
-    sl = static_cast<unsigned>(std::countr_zero(sl_bits_left));
-    return heads_[fl][sl];
+    return heads_[fl][static_cast<unsigned>(std::countr_zero(sl_bits_left))];
   }
-
-  [[nodiscard]] bool empty() const noexcept { return fl_map_ == 0; }
-
- private:
-  static constexpr int scan_limit = 16;
 
   struct bin_index {
     unsigned fl;

@@ -19,6 +19,9 @@ sliced_pool::sliced_pool(backend::storage& storage, reservation_stats& stats,
       release_free_pages_(options.release_free_pages),
       cached_(options.cache_pages && policy != nullptr) {
   CUBERT_EXPECTS(options.page_size > 0, "sliced pool: page_size must be positive");
+  CUBERT_EXPECTS(options.page_size <= max_roundable_,
+                 fmt::format("sliced pool: page_size {} cannot be rounded to the alignment {}",
+                             options.page_size, alignment));
   CUBERT_EXPECTS(options.max_alloc_size > 0, "sliced pool: max_alloc_size must be positive");
   // A cap below one page shrinks the page (cubecl HEAD) instead of making the pool useless.
   if (cap_ && *cap_ < page_size_) page_size_ = std::max(floor_to(*cap_, alignment), alignment);
@@ -39,8 +42,18 @@ sliced_pool::~sliced_pool() {
   stats_->sub_in_use(live_.bytes_in_use);
 }
 
+void sliced_pool::check_roundable(std::uint64_t size) const {
+  if (size > max_roundable_) {
+    throw out_of_memory(fmt::format(
+        "sliced pool: a {}-byte request cannot be rounded to the alignment {} in 64 bits", size,
+        align_));
+  }
+}
+
 std::optional<slice_handle> sliced_pool::try_reserve(std::uint64_t size) {
   drain();
+  if (size > max_roundable_) [[unlikely]]
+    return std::nullopt;
   auto const extent = extent_of(size);
   block* b = bins_[0].find(extent);
   if (!b && extent > page_size_) {
@@ -61,20 +74,24 @@ std::optional<slice_handle> sliced_pool::try_reserve(std::uint64_t size) {
 
 std::optional<slice_handle> sliced_pool::alloc(std::uint64_t size) {
   drain();
+  check_roundable(size);
   // A request larger than a page gets a page of its own size rather than being refused.
   return grow(size, std::max(page_size_, extent_of(size)));
 }
 
 std::uint64_t sliced_pool::growth_bytes(std::uint64_t size, std::uint64_t target) const noexcept {
-  if (!cached_) return 0;
+  if (!cached_ || size > max_roundable_) return 0;  // alloc_page refuses the latter
   auto const extent = extent_of(size);
+  // A page of its own, rounded to the granule unless that wraps.
+  if (extent > page_size_)
+    return extent <= max_roundable(granule_) ? ceil_to(extent, granule_) : extent;
   auto const need = ceil_to(extent, granule_);
-  if (extent > page_size_) return need;  // a page of its own, rounded to the granule
   return std::clamp(floor_to(target, granule_), std::min(need, page_size_), page_size_);
 }
 
 std::optional<slice_handle> sliced_pool::alloc_page(std::uint64_t size, std::uint64_t page_bytes) {
   drain();
+  check_roundable(size);
   if (!cached_) return alloc(size);
   return grow(size, std::max(page_bytes, extent_of(size)));
 }
@@ -85,15 +102,19 @@ std::optional<slice_handle> sliced_pool::grow(std::uint64_t size, std::uint64_t 
     // An idle page here cannot hold the request (try_reserve failed), so it is dead weight.
     free_idle_pages();
   }
-  if (cap_ && live_.bytes_reserved + bytes > *cap_) {
+  // Whether `bytes` more would pass the cap (written so that a huge page cannot wrap the sum).
+  auto const over_cap = [&] {
+    return cap_ && (bytes > *cap_ || live_.bytes_reserved > *cap_ - bytes);
+  };
+  if (over_cap()) {
     free_idle_pages();
     // A cached pool's page may be larger than the request needs; the cap comes first.
-    if (cached_ && live_.bytes_reserved + bytes > *cap_) {
+    if (cached_ && over_cap()) {
       auto const left = floor_to(*cap_ - std::min(*cap_, live_.bytes_reserved), align_);
       bytes = std::max(extent, std::min(bytes, left));
     }
   }
-  if (cap_ && live_.bytes_reserved + bytes > *cap_) {
+  if (over_cap()) {
     ++spills_;
     return std::nullopt;
   }
@@ -309,6 +330,13 @@ std::optional<std::uint64_t> sliced_pool::check_period() const noexcept {
   }
   if (!dealloc_period_) return std::nullopt;
   return std::max<std::uint64_t>(*dealloc_period_ / 5, 1);
+}
+
+void sliced_pool::reset_peaks() noexcept {
+  drain();
+  peak_reserved_ = live_.bytes_reserved;
+  peak_in_use_ = live_.bytes_in_use;
+  peak_pages_ = pages_.size();
 }
 
 pool_usage sliced_pool::usage() {

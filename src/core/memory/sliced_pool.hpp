@@ -41,6 +41,7 @@ class sliced_pool final : public memory_pool {
   [[nodiscard]] std::optional<std::uint64_t> check_period() const noexcept override;
   [[nodiscard]] pool_usage usage() override;
   void drain() noexcept override;
+  void reset_peaks() noexcept override;
 
   [[nodiscard]] bool caches_pages() const noexcept override { return cached_; }
   [[nodiscard]] std::uint64_t growth_bytes(std::uint64_t size,
@@ -86,9 +87,12 @@ class sliced_pool final : public memory_pool {
     block* first = nullptr;
   };
 
+  /// Bytes a request takes in a page. Only for size <= max_roundable_ (callers check).
   [[nodiscard]] std::uint64_t extent_of(std::uint64_t size) const noexcept {
     return std::max(ceil_to(size, align_), align_);
   }
+  /// @throws out_of_memory when `size` cannot be rounded to the alignment.
+  void check_roundable(std::uint64_t size) const;
   [[nodiscard]] std::optional<slice_handle> grow(std::uint64_t size, std::uint64_t bytes);
   [[nodiscard]] page* idle_for(std::uint64_t deficit) noexcept;
   void release(block* b) noexcept;

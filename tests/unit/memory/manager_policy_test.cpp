@@ -3,11 +3,13 @@
 // lookups that reject bad bindings, persistent routing, periodic cleanup that really runs.
 #include "memory_test_support.hpp"
 
+#include <cubert/cpu.hpp>
 #include <cubert/error.hpp>
 
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -211,6 +213,138 @@ TEST(ManagerPolicy, PeaksTrackTheSumOverPools) {
   m->cleanup(true);
   m->reset_peaks();
   EXPECT_EQ(m->peak_bytes_reserved(), m->usage().bytes_reserved);
+}
+
+TEST(ManagerPolicy, OutOfMemoryFallsThroughToALaterPoolWithRoom) {
+  // The first accepting pool cannot grow (the storage is full), but a later accepting pool has
+  // room in a page it already holds: that page serves the request, without a cleanup.
+  device_memory_properties const props{1024 * kib, 64};
+  auto m =
+      make_manager(props,
+                   memory_configuration::custom({pool_options::sliced(64 * kib, 64 * kib),
+                                                 pool_options::sliced(1024 * kib, 1024 * kib)}),
+                   1088 * kib);
+  auto big = m->reserve(512 * kib);   // pool 1: its 1 MiB page is half free
+  auto small = m->reserve(64 * kib);  // pool 0: the storage is now full
+  slice_handle more;
+  ASSERT_NO_THROW(more = m->reserve(64 * kib));
+  EXPECT_EQ(pool_row(*m, 1).usage.number_allocs, 2u);
+  EXPECT_EQ(pool_row(*m, 0).pages, 1u);
+  EXPECT_EQ(m->usage().bytes_reserved, 1088 * kib);
+}
+
+TEST(ManagerPolicy, SizesWhoseRoundingOverflowsAreOutOfMemory) {
+  auto const huge = std::numeric_limits<std::uint64_t>::max();
+  {
+    // Persistent mode: size + padding wraps to a 0-byte page.
+    auto m = make_manager(dummy_props, memory_configuration::sub_slices());
+    m->set_allocation_mode(allocation_mode::persistent);
+    EXPECT_THROW((void)m->reserve(huge), cubert::out_of_memory);
+    EXPECT_EQ(m->usage().bytes_in_use, 0u);
+    EXPECT_EQ(m->usage().bytes_reserved, 0u);
+  }
+  {
+    // Automatic mode with a 0-byte bucket: (2^64 - 31) + padding 31 wraps onto it.
+    auto m = make_manager(dummy_props, memory_configuration::sub_slices());
+    m->set_allocation_mode(allocation_mode::persistent);
+    { auto zero = m->reserve(0); }
+    m->set_allocation_mode(allocation_mode::automatic);
+    EXPECT_THROW((void)m->reserve(huge - 30), cubert::out_of_memory);
+    EXPECT_EQ(m->usage().bytes_in_use, 0u);
+  }
+  {
+    // A custom pool that accepts every size: the sliced pool's rounding wraps too.
+    auto m = make_manager(dummy_props, memory_configuration::custom({pool_options::sliced(
+                                           1 * mib, std::numeric_limits<std::uint64_t>::max())}));
+    EXPECT_THROW((void)m->reserve(huge), cubert::out_of_memory);
+    EXPECT_EQ(m->usage().bytes_in_use, 0u);
+    EXPECT_TRUE(m->reserve(100).valid());
+  }
+}
+
+TEST(ManagerPolicy, ResetPeaksAlsoRestartsThePoolRows) {
+  auto m = make_manager(dummy_props, memory_configuration::sub_slices());
+  auto keep = m->reserve(1000);
+  { auto h = m->reserve(10 * mib); }
+  m->cleanup(true);
+  m->reset_peaks();
+  auto const r = m->report();
+  EXPECT_EQ(r.peak_bytes_in_use, 1000u);
+  for (auto const& row : r.pools) {
+    EXPECT_EQ(row.peak_bytes_in_use, row.usage.bytes_in_use) << row.description;
+    EXPECT_EQ(row.peak_bytes_reserved, row.usage.bytes_reserved) << row.description;
+    EXPECT_EQ(row.peak_pages, row.pages) << row.description;
+  }
+}
+
+TEST(ManagerPolicy, ResetPeaksCountsDropsNotYetDrained) {
+  auto m = make_manager(dummy_props, memory_configuration::sub_slices());
+  auto a = m->reserve(1 * mib);
+  a = {};  // queued: no pool has run since
+  m->reset_peaks();
+  EXPECT_EQ(m->peak_bytes_in_use(), 0u);
+}
+
+TEST(ManagerPolicy, RequestsAboveThePageSizeGetAPageOfTheirOwnUpToTheDeviceLimit) {
+  device_memory_properties const props{1 * mib, 64, 16 * mib};
+  for (auto const& name : memory_configuration::preset_names()) {
+    auto m = make_manager(props, memory_configuration::from_name(name), 32 * mib);
+    auto big = m->reserve(3 * mib + 64);
+    ASSERT_TRUE(m->get(big).has_value()) << name;
+    EXPECT_EQ(m->get(big)->size, 3 * mib + 64) << name;
+    auto small = m->reserve(1000);  // the ordinary pools are unchanged
+    EXPECT_TRUE(m->get(small).has_value()) << name;
+    // Above the device limit: refused at once, with the usage report.
+    try {
+      (void)m->reserve(16 * mib + 1);
+      ADD_FAILURE() << name << ": no out_of_memory";
+    } catch (cubert::out_of_memory const& e) {
+      EXPECT_NE(std::string(e.what()).find("Memory Usage Report"), std::string::npos) << e.what();
+    }
+    // Within it but beyond the storage: out of memory after a cleanup and a retry.
+    auto fill = m->reserve(15 * mib);
+    EXPECT_THROW((void)m->reserve(16 * mib), cubert::out_of_memory) << name;
+    EXPECT_TRUE(m->reserve(1000).valid()) << name;
+  }
+}
+
+TEST(ManagerPolicy, CpuDeviceGivesARequestAboveItsPageSizeAPageOfItsOwn) {
+  // The CPU device's pages hold up to 1 GiB; a larger request gets a page of its own size.
+  cubert::cpu::options opts;
+  opts.threads = 1;
+  for (auto const& config :
+       {memory_configuration::caching(), memory_configuration::sub_slices(),
+        memory_configuration::compact(), memory_configuration::exclusive_pages()}) {
+    opts.memory = config;
+    auto server = cubert::cpu::make_server(opts);
+    cubert::handle h;
+    ASSERT_NO_THROW(h = server->empty((std::uint64_t{1} << 30) + 64)) << config.name();
+    EXPECT_EQ(h.size(), (std::uint64_t{1} << 30) + 64);
+    EXPECT_GE(server->memory_usage().bytes_reserved, (std::uint64_t{1} << 30) + 64);
+  }
+}
+
+TEST(ManagerPolicy, ImpossibleRequestsOnTheCpuDeviceReportUsage) {
+  cubert::cpu::options opts;
+  opts.threads = 1;
+  opts.capacity_limit = 64 * mib;
+  auto server = cubert::cpu::make_server(opts);
+  auto keep = server->empty(1000);
+  // Larger than the capacity: the storage refuses, after cleanup and a retry.
+  try {
+    (void)server->empty((std::uint64_t{1} << 30) + 64);
+    ADD_FAILURE() << "no out_of_memory";
+  } catch (cubert::out_of_memory const& e) {
+    EXPECT_NE(std::string(e.what()).find("Memory Usage Report"), std::string::npos) << e.what();
+  }
+  // Larger than the host: refused at once, with the report too.
+  try {
+    (void)server->empty(std::uint64_t{1} << 62);
+    ADD_FAILURE() << "no out_of_memory";
+  } catch (cubert::out_of_memory const& e) {
+    EXPECT_NE(std::string(e.what()).find("Memory Usage Report"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(server->empty(1000).valid());
 }
 
 }  // namespace

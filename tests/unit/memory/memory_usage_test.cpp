@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 namespace {
 
 using namespace cubert::memory;
@@ -55,7 +57,7 @@ TEST(MemoryUsage, ReportTableListsUsedPools) {
   auto const text = r.to_string();
   EXPECT_NE(text.find("sliced"), std::string::npos);
   EXPECT_NE(text.find("8.39 MB"), std::string::npos);
-  EXPECT_NE(text.find("(1 pools never used)"), std::string::npos);
+  EXPECT_NE(text.find("(1 pools unused since construction or reset_peaks)"), std::string::npos);
   EXPECT_NE(text.find("total"), std::string::npos);
 }
 
@@ -100,6 +102,31 @@ TEST(Configuration, ExclusivePagesBuckets) {
   }
   auto const big = memory_configuration::exclusive_pages().pools_for({4 * gib, 32});
   EXPECT_EQ(big.back().dealloc_period, 25000u);  // 5000 · round(1 + 4)
+}
+
+TEST(Configuration, PresetsAcceptRequestsUpToTheDeviceLimit) {
+  // Without a device limit the presets take nothing larger than a page (cubecl).
+  for (auto const& name : memory_configuration::preset_names()) {
+    auto const pools = memory_configuration::from_name(name).pools_for({128 * mib, 32});
+    std::uint64_t accepted = 0;
+    for (auto const& p : pools) accepted = std::max(accepted, p.max_alloc_size);
+    EXPECT_EQ(accepted, 128 * mib) << name;
+  }
+  // With one, a sliced pool takes requests up to it (a page of their own); pages stay as large.
+  device_memory_properties const props{128 * mib, 32, 64 * gib};
+  for (auto const& name : memory_configuration::preset_names()) {
+    auto const plain = memory_configuration::from_name(name).pools_for({128 * mib, 32});
+    auto const pools = memory_configuration::from_name(name).pools_for(props);
+    ASSERT_FALSE(pools.empty());
+    EXPECT_EQ(pools.back().kind, pool_kind::sliced) << name;
+    EXPECT_EQ(pools.back().max_alloc_size, 64 * gib) << name;
+    EXPECT_LE(pools.back().page_size, 128 * mib) << name;
+    for (std::size_t i = 0; i + 1 < pools.size(); ++i) {
+      EXPECT_EQ(pools[i].max_alloc_size, plain.at(i).max_alloc_size) << name;
+    }
+  }
+  EXPECT_EQ(memory_configuration::exclusive_pages().pools_for(props).size(), 25u);
+  EXPECT_EQ(memory_configuration::exclusive_pages().pools_for(props).back().dealloc_period, 5000u);
 }
 
 TEST(Configuration, NamesAndValidation) {

@@ -8,6 +8,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 namespace {
 
 using namespace cubert::memory;
@@ -54,6 +56,22 @@ TEST(PersistentPool, KeyIsTheEffectiveSize) {
   ASSERT_TRUE(hit);
   EXPECT_EQ(pool.get(*hit->control())->size, 1026u);
   EXPECT_EQ(pool.usage().usage.bytes_padding, 2u);
+}
+
+TEST(PersistentPool, RefusesSizesWhoseRoundingOverflows) {
+  // size + padding wraps in 64 bits: 2^64 - 1 would become a 0-byte page claiming 2^64 - 1.
+  host_storage storage{64};
+  reservation_stats stats;
+  persistent_pool pool(storage, stats, 32);
+  auto const huge = std::numeric_limits<std::uint64_t>::max();
+  EXPECT_FALSE(pool.try_reserve(huge).has_value());
+  EXPECT_THROW((void)pool.alloc(huge), cubert::out_of_memory);
+  EXPECT_TRUE(pool.empty());
+  { auto zero = pool.alloc(0); }             // a bucket of effective size 0
+  EXPECT_FALSE(pool.has_bucket(huge - 30));  // (2^64 - 31) + 31 wraps to 0
+  EXPECT_FALSE(pool.try_reserve(huge - 30).has_value());
+  EXPECT_EQ(pool.usage().usage.bytes_in_use, 0u);
+  EXPECT_EQ(storage.page_count(), 1u);
 }
 
 TEST(ExclusivePool, NewPageFollowsTheRunningAverage) {
@@ -111,6 +129,31 @@ TEST(ExclusivePool, PicksTheLeastSuspectedPage) {
   auto pick = pool.try_reserve(512);
   ASSERT_TRUE(pick);
   EXPECT_EQ(pool.get(*pick->control())->id, b_page);
+}
+
+TEST(ExclusivePool, TiesGoToTheOldestPage) {
+  // cubecl §2.4: among free pages with the least free_count the first (oldest) one wins, even
+  // when a newer page lives in a recycled slot of a lower index.
+  host_storage storage{64};
+  reservation_stats stats;
+  exclusive_pool pool(storage, stats, pool_options::exclusive(1024, 5), 64);  // period 1
+  auto a = pool.alloc(512);
+  auto b = pool.alloc(512);
+  auto c = pool.alloc(512);
+  a = std::nullopt;
+  pool.cleanup(1, false);    // a's page: free count 5, freed; its slot 0 is spare
+  auto d = pool.alloc(512);  // the newest page, in slot 0
+  auto const* oldest = b->control();
+  auto const* second = c->control();
+  b = std::nullopt;
+  c = std::nullopt;
+  d = std::nullopt;  // b, c and d are free with free count 4 each
+  auto got = pool.try_reserve(512);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->control(), oldest);
+  auto next = pool.try_reserve(512);
+  ASSERT_TRUE(next);
+  EXPECT_EQ(next->control(), second);
 }
 
 }  // namespace

@@ -5,10 +5,12 @@
 // outcomes immediate coalescing gives.
 #include "memory/sliced_pool.hpp"
 
+#include <cubert/error.hpp>
 #include <cubert/memory/host_storage.hpp>
 
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <vector>
 
 namespace {
@@ -96,6 +98,43 @@ TEST(SlicedPool, BestFitPrefersTheSmallestHoleThatFits) {
   ASSERT_TRUE(d);
   EXPECT_EQ(f.offset_of(*d), 0u);
   EXPECT_FALSE(f.pool.try_reserve(7 * mib).has_value());  // 6 MiB left in that hole
+}
+
+TEST(SlicedPool, FreeBlockBehindManySmallerOnesOfItsBinIsFoundBeforeGrowing) {
+  // The index scans a bounded number of blocks of the request's own bin first; a fitting block
+  // further down that bin must still be found when no larger bin has one.
+  constexpr std::uint64_t page = 1 * mib;
+  pool_fixture f(pool_options::sliced(page, page), 64);
+  std::vector<slice_handle> keep;
+  auto big_hole = f.must_reserve(8384);  // offset 0, the same size class as 8192
+  keep.push_back(f.must_reserve(64));
+  std::vector<slice_handle> holes;
+  for (int i = 0; i < 16; ++i) {
+    holes.push_back(f.must_reserve(8192));
+    keep.push_back(f.must_reserve(64));
+  }
+  keep.push_back(f.must_reserve(page - 8448 - 16 * (8192 + 64)));  // the page is now full
+  big_hole = {};
+  (void)f.pool.usage();  // the 8384-byte hole enters its bin first
+  holes.clear();
+  (void)f.pool.usage();  // sixteen 8192-byte holes go in front of it
+  auto again = f.pool.try_reserve(8384);
+  ASSERT_TRUE(again.has_value());
+  EXPECT_EQ(f.offset_of(*again), 0u);
+  EXPECT_EQ(f.pool.page_count(), 1u);
+}
+
+TEST(SlicedPool, RefusesSizesWhoseRoundingOverflows) {
+  // ceil_to(2^64 - 1, 64) wraps to 0: such a request must not get a 64-byte block.
+  pool_fixture f(pool_options::sliced(1 * mib, std::numeric_limits<std::uint64_t>::max()), 64);
+  auto const huge = std::numeric_limits<std::uint64_t>::max();
+  EXPECT_FALSE(f.pool.try_reserve(huge).has_value());
+  EXPECT_THROW((void)f.pool.alloc(huge), cubert::out_of_memory);
+  EXPECT_THROW((void)f.pool.alloc(huge - 62), cubert::out_of_memory);
+  EXPECT_EQ(f.pool.page_count(), 0u);
+  auto small = f.must_reserve(100);  // a page now exists; the huge request still finds nothing
+  EXPECT_FALSE(f.pool.try_reserve(huge).has_value());
+  EXPECT_EQ(f.pool.usage().usage.bytes_in_use, 100u);
 }
 
 TEST(SlicedPool, ExactFitReusesWithoutSplitting) {
