@@ -46,7 +46,7 @@ struct candidate_result {
   candidate_status status = candidate_status::failed;
   std::optional<candidate_stats> stats;
   std::string error;
-  bool checked = false;  ///< Its output was compared with candidate 0's.
+  bool checked = false;  ///< Its output was compared with candidate 0's (or is the reference).
 
   [[nodiscard]] bool measured() const noexcept {
     return stats.has_value() &&
@@ -80,6 +80,8 @@ class benchmark_target {
   virtual std::optional<profile_duration> warm_up(std::size_t i) = 0;
   /// Runs candidate `i` once, measured; the duration may resolve later (device timing).
   virtual profile_duration sample(std::size_t i) = 0;
+  /// Whether candidate `i`'s output was compared with candidate 0's (or is that reference).
+  [[nodiscard]] virtual bool compared(std::size_t /*i*/) const { return false; }
 };
 
 /// Warms up and samples `indices` (round-robin, eliminating clear losers when adaptive).

@@ -10,6 +10,7 @@
 #include <concepts>
 #include <functional>
 #include <optional>
+#include <set>
 #include <tuple>
 #include <type_traits>
 
@@ -51,13 +52,17 @@ class set_target final : public benchmark_target {
       client_.sync();
       if (i == 0) {
         if (!reference_) reference_.emplace(std::move(out));
+        compared_.insert(0);
         return std::nullopt;
       }
       if (!reference_) return std::nullopt;  // Candidate 0 failed: nothing to compare with.
+      compared_.insert(i);                   // A mismatch below is a comparison too (quarantined).
       if (auto why = compare(*reference_, out)) throw check_failure(*why);
     }
     return std::nullopt;
   }
+
+  [[nodiscard]] bool compared(std::size_t i) const override { return compared_.contains(i); }
 
   profile_duration sample(std::size_t i) override {
     return client_.profile(
@@ -108,6 +113,7 @@ class set_target final : public benchmark_target {
   std::optional<std::tuple<Inputs...>> inputs_;
   std::optional<stored> reference_;
   bool reference_failed_ = false;
+  std::set<std::size_t> compared_;
 };
 
 }  // namespace cubert::tune::detail

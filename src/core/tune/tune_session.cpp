@@ -48,7 +48,11 @@ void log_decision(tuning_request const& req, tuning_outcome const& out, double t
   }
 }
 
+// A stored failure is never reused: it may have been transient (out of memory, a busy device),
+// so the candidate is run again; its record stays in the file for diagnostics. A quarantine
+// (wrong output) is a property of the code and stays.
 bool reusable(candidate_result const& r, bool checks) {
+  if (r.status == candidate_status::failed) return false;
   if (r.status == candidate_status::quarantined) return true;
   if (checks && r.measured() && !r.checked) return false;
   return true;
@@ -78,7 +82,9 @@ tuning_outcome run_tuning(tuning_request const& req, tune_plan plan, benchmark_t
       for (auto& r : fresh) {
         r.name = req.names[r.index];
         r.version = req.versions[r.index];
-        r.checked = req.checks && r.status != candidate_status::failed;
+        // Only what was actually compared with candidate 0's output (it is not when candidate
+        // 0 failed on the benchmark inputs).
+        r.checked = req.checks && r.status != candidate_status::failed && target.compared(r.index);
       }
       out.benchmarked += fresh.size();
       std::optional<tune_decision> decision;

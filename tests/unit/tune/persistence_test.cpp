@@ -3,9 +3,12 @@
 #include "fake_client.hpp"
 #include "tune_fixture.hpp"
 
+#include <cubert/error.hpp>
 #include <cubert/tune/local_tuner.hpp>
 
 #include <gtest/gtest.h>
+
+#include <atomic>
 
 namespace {
 
@@ -89,6 +92,54 @@ TEST_F(PersistenceTest, OtherDeviceDoesNotShareResults) {
   fake_client other("another device");
   (void)tuner.execute("dev", other, set, 1);
   EXPECT_EQ(tuner.tuner_for("dev", other).benchmarked(), 2U);
+}
+
+TEST_F(PersistenceTest, FailedCandidatesAreRetriedByALaterTuner) {
+  // Both fail the first time (out of memory while tuning, say): no stored failure may answer
+  // for them in a later process.
+  std::atomic<bool> broken{true};
+  std::atomic<int> runs{0};
+  auto candidate = [&](int x) -> int {
+    ++runs;
+    if (broken) throw cubert::out_of_memory("out of memory while tuning");
+    return x;
+  };
+  auto set = std::make_shared<int_set const>(
+      int_set([](int const&) { return std::string("k"); },
+              [](std::string const&, int const& x) { return std::tuple<int>(x); })
+          .with("a", candidate)
+          .with("b", candidate));
+  fake_client client;
+  {
+    local_tuner<std::string> tuner("transient", options());
+    EXPECT_THROW((void)tuner.execute("dev", client, set, 1), cubert::autotune_error);
+  }
+  broken = false;
+  runs = 0;
+  local_tuner<std::string> tuner("transient", options());
+  EXPECT_EQ(tuner.execute("dev", client, set, 7), 7);
+  EXPECT_EQ(tuner.tuner_for("dev", client).benchmarked(), 2U) << "a cached failure answered";
+  EXPECT_GT(runs.load(), 1);
+}
+
+TEST_F(PersistenceTest, QuarantinedCandidateStaysQuarantinedInALaterTuner) {
+  auto opts = options();
+  opts.checks = true;
+  auto set = std::make_shared<int_set const>(
+      int_set([](int const&) { return std::string("k"); },
+              [](std::string const&, int const& x) { return std::tuple<int>(x); })
+          .with("reference",
+                [](int x) {
+                  spin_for(300us);
+                  return x * 2;
+                })
+          .with("fast_wrong", [](int x) { return x; }));
+  fake_client client;
+  for (int i = 0; i < 2; ++i) {
+    local_tuner<std::string> tuner("quarantine", opts);
+    EXPECT_EQ(tuner.execute("dev", client, set, 4), 8);
+    EXPECT_EQ(tuner.tuner_for("dev", client).benchmarked(), i == 0 ? 2U : 0U);
+  }
 }
 
 }  // namespace

@@ -243,4 +243,42 @@ TEST_F(TunerTest, DeviceTimingResolvesEverySample) {
   EXPECT_EQ(tuner.tuner_for("d", client).fastest("key"), 1U);
 }
 
+TEST_F(TunerTest, CandidateNeverComparedIsNotStoredAsChecked) {
+  auto opts = options();
+  opts.checks = true;
+  // Candidate 0 fails on the benchmark inputs the first time: nothing to compare with.
+  auto make = [](std::string ref_version, bool ref_fails) {
+    int_set s = int_set_of();
+    s.with(
+         "reference",
+         [ref_fails](int x) -> int {
+           if (ref_fails) throw std::runtime_error("transient");
+           spin_for(500us);
+           return x * 2;
+         },
+         ref_version)
+        .with("fast_wrong", [](int x) { return x; });
+    return std::make_shared<int_set const>(std::move(s));
+  };
+  fake_client client;
+  {
+    local_tuner<std::string> tuner("never_compared", opts);
+    (void)tuner.execute("d", client, make("1", true), 21);
+    auto r = tuner.tuner_for("d", client).results("key");
+    ASSERT_EQ(r.size(), 2U);
+    EXPECT_FALSE(r[1].checked) << "fast_wrong was never compared with candidate 0";
+    auto stored = tuner.tuner_for("d", client).cache()->find("key", "fast_wrong", "");
+    ASSERT_TRUE(stored.has_value());
+    EXPECT_FALSE(stored->checked);
+  }
+  // A new process with the reference fixed compares fast_wrong now and quarantines it.
+  local_tuner<std::string> tuner("never_compared", opts);
+  EXPECT_EQ(tuner.execute("d", client, make("2", false), 21), 42);
+  auto r = tuner.tuner_for("d", client).results("key");
+  ASSERT_EQ(r.size(), 2U);
+  EXPECT_TRUE(r[0].checked);
+  EXPECT_EQ(r[1].status, candidate_status::quarantined);
+  EXPECT_TRUE(r[1].checked);
+}
+
 }  // namespace
