@@ -37,7 +37,9 @@ struct cache_file_info {
 /// A bundle of every file's intact records (JSON), to ship beside an application.
 [[nodiscard]] std::string export_cache(std::filesystem::path const& root);
 
-/// Merges a bundle into `root`, skipping records already present. Returns records added.
+/// Merges a bundle into `root`, skipping records already present and records older than (or as
+/// old as) the local record of the same identity, so an old bundle never overrides newer local
+/// results. Returns records added.
 /// @throws invalid_argument on a malformed bundle (nothing is written then).
 std::size_t import_cache(std::filesystem::path const& root, std::string_view bundle);
 

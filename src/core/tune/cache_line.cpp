@@ -16,13 +16,22 @@ std::string hash_hex(std::string_view data) {
 }
 
 std::string encode_line(json const& record) {
-  auto text = record.dump();
+  // Invalid UTF-8 (an error message in a legacy encoding) becomes U+FFFD instead of throwing.
+  auto text = record.dump(-1, ' ', false, json::error_handler_t::replace);
   auto const h = hash_hex(text);
   text.reserve(text.size() + h.size() + 2);
   text += '\t';
   text += h;
   text += '\n';
   return text;
+}
+
+std::string valid_utf8(std::string_view text) {
+  bool ascii = true;
+  for (char c : text) ascii = ascii && static_cast<unsigned char>(c) < 0x80;
+  if (ascii) return std::string(text);  // The usual case: nothing to check.
+  auto const quoted = json(std::string(text)).dump(-1, ' ', false, json::error_handler_t::replace);
+  return json::parse(quoted).get<std::string>();
 }
 
 std::optional<json> decode_line(std::string_view line) {

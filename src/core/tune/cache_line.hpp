@@ -12,8 +12,12 @@
 
 namespace cubert::tune::detail {
 
-/// `json + '\t' + hex(xxh64(json)) + '\n'`.
+/// `json + '\t' + hex(XXH3_64bits(json)) + '\n'`. Invalid UTF-8 in strings is written as
+/// U+FFFD (never throws for it).
 [[nodiscard]] std::string encode_line(nlohmann::json const& record);
+
+/// `text` with each invalid UTF-8 sequence replaced by U+FFFD, as `encode_line` stores it.
+[[nodiscard]] std::string valid_utf8(std::string_view text);
 
 /// The record of an intact line (without its '\n'), or nullopt when torn or corrupt.
 [[nodiscard]] std::optional<nlohmann::json> decode_line(std::string_view line);
@@ -44,7 +48,7 @@ void for_each_line(std::string_view text, std::size_t& consumed, Fn&& fn) {
 /// Replaces characters that are unsafe in a file name with '_'.
 [[nodiscard]] std::string sanitise(std::string_view name);
 
-/// 16 hex digits of xxh64.
+/// 16 hex digits of XXH3_64bits.
 [[nodiscard]] std::string hash_hex(std::string_view data);
 
 }  // namespace cubert::tune::detail

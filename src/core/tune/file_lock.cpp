@@ -5,9 +5,12 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstring>
 #include <fcntl.h>
+#include <random>
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -29,11 +32,26 @@ struct fd_guard {
 
 }  // namespace
 
+int file_lock::open_flags(mode m) noexcept {
+  // flock() works on a read-only descriptor: a reader needs no write access to the cache.
+  return m == mode::shared ? (O_RDONLY | O_CLOEXEC) : (O_RDWR | O_CREAT | O_CLOEXEC);
+}
+
 file_lock::file_lock(std::filesystem::path const& path, mode m) {
-  std::error_code ec;
-  std::filesystem::create_directories(path.parent_path(), ec);
   auto const lock_path = path.string() + ".lock";
-  fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (m == mode::exclusive) {
+    std::error_code ec;
+    std::filesystem::create_directories(path.parent_path(), ec);
+  }
+  fd_ = ::open(lock_path.c_str(), open_flags(m), 0644);
+  if (fd_ < 0 && m == mode::shared && errno == ENOENT) {
+    // No lock file yet: create it, unless the folder is not ours to write (a read-only or
+    // shipped cache), where nobody can be writing either and we read without a lock.
+    fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0 && (errno == EACCES || errno == EPERM || errno == EROFS || errno == ENOENT)) {
+      return;
+    }
+  }
   if (fd_ < 0) fail("cannot open lock file", lock_path);
   int rc = 0;
   do {
@@ -41,6 +59,7 @@ file_lock::file_lock(std::filesystem::path const& path, mode m) {
   } while (rc != 0 && errno == EINTR);
   if (rc != 0) {
     ::close(fd_);
+    fd_ = -1;
     fail("cannot lock", lock_path);
   }
 }
@@ -98,7 +117,12 @@ void append_lines(std::filesystem::path const& path, std::string_view data) {
 }
 
 void replace_file(std::filesystem::path const& path, std::string_view data) {
-  auto const tmp = path.string() + fmt::format(".tmp.{}", ::getpid());
+  // Unique per call: two threads (or two tuners of one process, which lock different files)
+  // may replace the same file at once, and a name shared by them would make one rename fail.
+  static std::atomic<std::uint64_t> counter{0};
+  static std::uint64_t const salt = std::random_device{}();
+  auto const tmp = path.string() + fmt::format(".tmp.{}.{:x}.{}", ::getpid(), salt,
+                                               counter.fetch_add(1, std::memory_order_relaxed));
   {
     fd_guard f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
     if (f.fd < 0) fail("cannot create", tmp);
@@ -111,7 +135,12 @@ void replace_file(std::filesystem::path const& path, std::string_view data) {
     }
     if (::fsync(f.fd) != 0) fail("cannot sync", tmp);
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) fail("cannot rename over", path);
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int const err = errno;
+    ::unlink(tmp.c_str());
+    errno = err;
+    fail("cannot rename over", path);
+  }
 }
 
 }  // namespace cubert::tune::detail

@@ -12,8 +12,16 @@ class file_lock {
  public:
   enum class mode { shared, exclusive };
 
-  /// Locks `<path>.lock`, creating it (and its folder) if needed. @throws io_error.
+  /// Locks `<path>.lock`. An exclusive lock creates it (and its folder) if needed. A shared
+  /// lock opens it read-only (a reader needs no write access); when it does not exist and
+  /// cannot be created (read-only folder), the reader goes on without a lock. @throws io_error.
   file_lock(std::filesystem::path const& path, mode m);
+
+  /// The `open()` flags used for the lock file in mode `m` (first attempt).
+  [[nodiscard]] static int open_flags(mode m) noexcept;
+
+  /// Whether a lock is held (false: a shared reader of a read-only folder without lock file).
+  [[nodiscard]] bool locked() const noexcept { return fd_ >= 0; }
   ~file_lock();
   file_lock(file_lock const&) = delete;
   file_lock& operator=(file_lock const&) = delete;
@@ -30,7 +38,8 @@ class file_lock {
 /// the file ends in a torn line. Caller holds the exclusive lock. @throws io_error.
 void append_lines(std::filesystem::path const& path, std::string_view data);
 
-/// Writes `data` to a temporary file beside `path`, syncs it and renames it over `path`.
+/// Writes `data` to a temporary file beside `path` (a name unique to this call: pid, a random
+/// number per process and a counter), syncs it and renames it over `path`. @throws io_error.
 void replace_file(std::filesystem::path const& path, std::string_view data);
 
 }  // namespace cubert::tune::detail

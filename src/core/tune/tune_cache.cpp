@@ -11,10 +11,12 @@ namespace cubert::tune {
 
 namespace {
 
+// Keys, names and versions are stored as valid UTF-8 (see encode_line): look them up that way
+// too, so a result written with a replaced byte is found again.
 std::string composite(std::string_view key, std::string_view name, std::string_view version) {
-  std::string s;
-  s.reserve(key.size() + name.size() + version.size() + 2);
-  s.append(key).append(1, '\x1f').append(name).append(1, '\x1f').append(version);
+  std::string s = detail::valid_utf8(key);
+  s.append(1, '\x1f').append(detail::valid_utf8(name));
+  s.append(1, '\x1f').append(detail::valid_utf8(version));
   return s;
 }
 
@@ -91,20 +93,30 @@ std::optional<candidate_result> tune_cache::find(std::string_view key, std::stri
 
 void tune_cache::append(std::string_view key, std::span<candidate_result const> results,
                         std::optional<tune_decision> const& decision) {
-  std::string data;
-  for (auto const& r : results) data += detail::encode_line(detail::candidate_record(key, r));
-  if (decision) data += detail::encode_line(detail::decision_record(*decision));
   std::lock_guard lock(mutex_);
   try {
+    std::string data;
+    for (auto const& r : results) data += detail::encode_line(detail::candidate_record(key, r));
+    if (decision) data += detail::encode_line(detail::decision_record(*decision));
     detail::file_lock flock(path_, detail::file_lock::mode::exclusive);
     auto const device_file = path_.parent_path() / "device.txt";
     std::error_code ec;
-    if (!std::filesystem::exists(device_file, ec)) detail::replace_file(device_file, fingerprint_);
+    if (!std::filesystem::exists(device_file, ec)) {
+      try {  // Informational (CLI): its failure must not cost the results.
+        detail::replace_file(device_file, fingerprint_);
+      } catch (std::exception const& e) {
+        log::warn(log::category::autotune, "device.txt not written: {}", e.what());
+      }
+    }
     detail::append_lines(path_, data);
-  } catch (io_error const& e) {
+  } catch (std::exception const& e) {
     log::warn(log::category::autotune, "tune results not saved: {}", e.what());
   }
-  for (auto const& r : results) remember(std::string(key), r);
+  try {
+    for (auto const& r : results) remember(std::string(key), r);
+  } catch (std::exception const& e) {
+    log::warn(log::category::autotune, "tune results not remembered: {}", e.what());
+  }
 }
 
 std::size_t tune_cache::skipped_lines() const {

@@ -64,6 +64,12 @@ std::string identity(json const& r) {
   return "d\x1f" + key + '\x1f' + r.value("checksum", "");
 }
 
+// When a record was written (seconds since the epoch; 0 if unknown).
+std::int64_t time_of(json const& r) {
+  auto const it = r.find("time");
+  return it != r.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
+}
+
 json info_json(cache_file_info const& f) {
   return {{"file", f.file.string()},
           {"cubert_version", f.cubert_version},
@@ -162,13 +168,24 @@ std::size_t import_cache(fs::path const& root, std::string_view bundle) {
     auto const file = dir / (detail::sanitise(f["tuner"].get<std::string>()) + ".jsonl");
     detail::file_lock lock(file, detail::file_lock::mode::exclusive);
     std::set<std::string> present;
+    std::map<std::string, std::int64_t> local_time;  // Latest local record per identity.
     std::error_code ec;
     if (fs::exists(file, ec)) {
-      for (auto const& r : parse_locked(file).records) present.insert(r.dump());
+      for (auto const& r : parse_locked(file).records) {
+        present.insert(r.dump());
+        auto& t = local_time[identity(r)];
+        t = std::max(t, time_of(r));
+      }
     }
     std::string data;
     for (auto const& r : f["records"]) {
       if (!r.is_object() || !r.contains("type") || !present.insert(r.dump()).second) continue;
+      // The latest line of an identity wins: an older imported record appended after a newer
+      // local one would override it, so it is skipped.
+      if (auto it = local_time.find(identity(r));
+          it != local_time.end() && it->second >= time_of(r)) {
+        continue;
+      }
       data += detail::encode_line(r);
       ++added;
     }

@@ -7,6 +7,11 @@
 #include <cubert/tune/tune_cache_store.hpp>
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <functional>
+#include <sys/wait.h>
+#include <unistd.h>
 
 namespace {
 
@@ -67,6 +72,74 @@ TEST_F(TuneCacheStoreTest, MalformedBundleWritesNothing) {
   EXPECT_THROW(cubert::tune::import_cache(dir_, R"({"format":"cubert-tune-cache","files":[{}]})"),
                cubert::invalid_argument);
   EXPECT_TRUE(cubert::tune::list_cache(dir_).empty());
+}
+
+// Runs `check` in a child process that cannot write under `dir` (as root: as user nobody,
+// since root writes anywhere). Returns its exit status, or -1 when it could not drop root.
+int run_as_reader(std::filesystem::path const& dir, std::function<bool()> const& check) {
+  namespace fs = std::filesystem;
+  for (auto const& e : fs::recursive_directory_iterator(dir)) {
+    fs::permissions(e.path(), e.is_directory() ? fs::perms(0555) : fs::perms(0444));
+  }
+  fs::permissions(dir, fs::perms(0555));
+  pid_t const pid = ::fork();
+  if (pid == 0) {
+    if (::getuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0)) ::_exit(77);
+    bool ok = false;
+    try {
+      ok = check();
+    } catch (...) {
+      ok = false;
+    }
+    ::_exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  fs::permissions(dir, fs::perms(0755));
+  for (auto const& e : fs::recursive_directory_iterator(dir)) {
+    fs::permissions(e.path(), e.is_directory() ? fs::perms(0755) : fs::perms(0644));
+  }
+  int const code = WIFEXITED(status) ? WEXITSTATUS(status) : 100;
+  return code == 77 ? -1 : code;
+}
+
+TEST_F(TuneCacheStoreTest, ReadOnlyCacheIsReadWithAndWithoutLockFiles) {
+  {
+    tune_cache c(dir_, "t", "dev");
+    c.append("k", one("a", 5), std::nullopt);
+  }
+  auto const file = tune_cache::file_for(dir_, "t", "dev");
+  auto const readable = [&] {
+    tune_cache c(dir_, "t", "dev");
+    if (!c.find("k", "a", "").has_value()) return false;
+    auto const files = cubert::tune::list_cache(dir_);
+    if (files.size() != 1 || files[0].candidates != 1) return false;
+    (void)cubert::tune::show_cache_json(files[0]);
+    return cubert::tune::export_cache(dir_).find("\"a\"") != std::string::npos;
+  };
+  int const with_lock = run_as_reader(dir_, readable);
+  if (with_lock == -1) GTEST_SKIP() << "running as root and cannot switch to user nobody";
+  EXPECT_EQ(with_lock, 0) << "a read-only cache with its lock file was not read";
+  std::filesystem::remove(file.string() + ".lock");  // As shipped: no lock file.
+  EXPECT_EQ(run_as_reader(dir_, readable), 0) << "a read-only cache without lock file was not read";
+}
+
+TEST_F(TuneCacheStoreTest, ImportingAnOlderBundleKeepsNewerLocalResults) {
+  {
+    tune_cache local(dir_, "matmul", "gpu A");
+    local.append("k", one("x", 7), std::nullopt);  // Written now.
+  }
+  auto bundle = nlohmann::json::parse(cubert::tune::export_cache(dir_));
+  auto& record = bundle["files"][0]["records"][0];
+  record["stats"]["median"] = 1000;  // A different, older result of the same candidate...
+  record["time"] = 1000;             // ...from 1970.
+  auto newer = record;
+  newer["key"] = "other";  // A key the local cache lacks is imported.
+  bundle["files"][0]["records"].push_back(newer);
+  EXPECT_EQ(cubert::tune::import_cache(dir_, bundle.dump()), 1U);
+  tune_cache after(dir_, "matmul", "gpu A");
+  EXPECT_EQ(after.find("k", "x", "")->stats->median, std::chrono::microseconds(7));
+  EXPECT_TRUE(after.find("other", "x", "").has_value());
 }
 
 }  // namespace

@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // The cache file survives damage: truncation anywhere, corrupt lines, torn appends.
+#include "tune/file_lock.hpp"
 #include "tune_fixture.hpp"
 
 #include <cubert/tune/tune_cache.hpp>
 
 #include <gtest/gtest.h>
 
+#include <barrier>
+#include <fcntl.h>
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 namespace {
 
@@ -135,6 +140,71 @@ TEST_F(TuneCacheTest, LatestEntryWins) {
   c.append("k", std::vector{result("a", 9)}, std::nullopt);
   tune_cache fresh(dir_, "t", "dev");
   EXPECT_EQ(fresh.find("k", "a", "")->stats->median, 9us);
+}
+
+TEST_F(TuneCacheTest, InvalidUtf8IsStoredReplacedAndNeverThrown) {
+  auto r = result("caf\xe9", 3);
+  r.status = candidate_status::failed;
+  r.stats.reset();
+  r.error = "bad byte \xff here";
+  {
+    tune_cache c(dir_, "t", "dev");
+    EXPECT_NO_THROW(c.append("key \xfe", std::vector{r}, std::nullopt));
+  }
+  tune_cache fresh(dir_, "t", "dev");
+  EXPECT_EQ(fresh.skipped_lines(), 0U);
+  auto const found = fresh.find("key \xfe", "caf\xe9", "");  // Found under the same bytes.
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->error, "bad byte \xef\xbf\xbd here");  // U+FFFD.
+}
+
+TEST_F(TuneCacheTest, ConcurrentFirstAppendsOfTwoTunersKeepBoth) {
+  // Both write device.txt (absent) at once; each must still save its own results.
+  auto const r = result("a", 1);
+  int lost = 0;
+  for (int round = 0; round < 100; ++round) {
+    auto const root = dir_ / std::to_string(round);
+    tune_cache c1(root, "t1", "dev");
+    tune_cache c2(root, "t2", "dev");
+    std::barrier go(2);
+    std::thread a([&] {
+      go.arrive_and_wait();
+      c1.append("k", std::vector{r}, std::nullopt);
+    });
+    std::thread b([&] {
+      go.arrive_and_wait();
+      c2.append("k", std::vector{r}, std::nullopt);
+    });
+    a.join();
+    b.join();
+    for (auto const* c : {&c1, &c2}) lost += std::filesystem::exists(c->path()) ? 0 : 1;
+    EXPECT_TRUE(std::filesystem::exists(c1.path().parent_path() / "device.txt"));
+  }
+  EXPECT_EQ(lost, 0);
+}
+
+TEST_F(TuneCacheTest, ReplaceFileUsesAFreshTemporaryNameEachTime) {
+  auto const p = dir_ / "f.txt";
+  std::vector<std::thread> pool;
+  for (int t = 0; t < 8; ++t) {
+    pool.emplace_back([&, t] {
+      for (int i = 0; i < 20; ++i) {
+        EXPECT_NO_THROW(cubert::tune::detail::replace_file(p, std::to_string(t)));
+      }
+    });
+  }
+  for (auto& th : pool) th.join();
+  std::size_t files = 0;
+  for ([[maybe_unused]] auto const& e : std::filesystem::directory_iterator(dir_)) ++files;
+  EXPECT_EQ(files, 1U) << "temporary files left behind";
+}
+
+TEST_F(TuneCacheTest, SharedLockOpensTheLockFileReadOnly) {
+  using cubert::tune::detail::file_lock;
+  int const flags = file_lock::open_flags(file_lock::mode::shared);
+  EXPECT_EQ(flags & O_ACCMODE, O_RDONLY);
+  EXPECT_EQ(flags & O_CREAT, 0);
+  EXPECT_EQ(file_lock::open_flags(file_lock::mode::exclusive) & O_ACCMODE, O_RDWR);
 }
 
 }  // namespace

@@ -281,4 +281,15 @@ TEST_F(TunerTest, CandidateNeverComparedIsNotStoredAsChecked) {
   EXPECT_TRUE(r[1].checked);
 }
 
+TEST_F(TunerTest, InvalidUtf8InAFailureMessageDoesNotBreakTuning) {
+  local_tuner<std::string> tuner("utf8", options());
+  auto set = std::make_shared<int_set const>(
+      int_set_of()
+          .with("latin1", [](int) -> int { throw std::runtime_error("caf\xe9 (latin-1 log)"); })
+          .with("good", [](int x) { return x + 1; }));
+  fake_client client;
+  EXPECT_EQ(tuner.execute("d", client, set, 1), 2);
+  EXPECT_EQ(tuner.tuner_for("d", client).fastest("key"), 1U);
+}
+
 }  // namespace
