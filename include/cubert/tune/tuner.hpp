@@ -12,7 +12,9 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -68,29 +70,34 @@ class tuner {
     Key key = s.generate_key(std::as_const(inputs)...);
     {
       std::shared_lock lock(mutex_);
-      auto it = entries_.find(key);
-      if (it != entries_.end() && it->second.done && it->second.set_uid == s.uid()) {
-        auto const winner = it->second.winner;
-        lock.unlock();
-        return s.run(winner, std::move(inputs)...);
+      if (auto it = entries_.find(key); it != entries_.end()) {
+        for (auto const& e : it->second) {
+          if (e.done && e.set_uid == s.uid()) {
+            auto const winner = e.winner;
+            lock.unlock();
+            return s.run(winner, std::move(inputs)...);
+          }
+        }
       }
     }
     return execute_slow(client, set, std::move(key), std::move(inputs)...);
   }
 
-  /// The chosen candidate for `key`, if tuned.
+  /// The chosen candidate for `key`, if tuned; with several sets tuned for `key`, the
+  /// latest one's choice.
   [[nodiscard]] std::optional<std::size_t> fastest(Key const& key) const {
     std::shared_lock lock(mutex_);
-    auto it = entries_.find(key);
-    if (it == entries_.end() || !it->second.done) return std::nullopt;
-    return it->second.winner;
+    auto const* e = latest(key);
+    if (e == nullptr) return std::nullopt;
+    return e->winner;
   }
 
-  /// Every candidate's result from the tuning of `key` (empty if cached or not tuned).
+  /// Every candidate's result from the tuning of `key` (empty if cached or not tuned); with
+  /// several sets tuned for `key`, the latest one's.
   [[nodiscard]] std::vector<candidate_result> results(Key const& key) const {
     std::shared_lock lock(mutex_);
-    auto it = entries_.find(key);
-    return it == entries_.end() ? std::vector<candidate_result>{} : it->second.results;
+    auto const* e = latest(key);
+    return e == nullptr ? std::vector<candidate_result>{} : e->results;
   }
 
   /// Candidates benchmarked so far (0 when every answer came from the persistent cache).
@@ -101,25 +108,105 @@ class tuner {
 
   /// Blocks until every background tuning has finished.
   void wait_idle() {
-    std::vector<std::thread> workers;
+    std::vector<worker> workers;
     {
       std::lock_guard lock(workers_mutex_);
       workers.swap(workers_);
     }
-    for (auto& w : workers) w.join();
+    for (auto& w : workers) w.thread.join();
+  }
+
+  /// Background worker threads not yet joined (finished ones are joined when the next starts).
+  [[nodiscard]] std::size_t pending_workers() {
+    std::lock_guard lock(workers_mutex_);
+    return workers_.size();
   }
 
   [[nodiscard]] std::string const& name() const noexcept { return name_; }
   [[nodiscard]] tune_cache* cache() noexcept { return cache_.get(); }
 
  private:
+  // One set's state for one key. Entries are per (key, set): two sets sharing a key each keep
+  // their own choice. A set with the same checksum (same candidates) as a tuned entry takes
+  // that entry over instead of tuning again.
   struct entry {
     bool done = false;
     std::size_t winner = 0;
     std::uint64_t set_uid = 0;
+    std::uint64_t finished = 0;  // Order of completion, for fastest()/results().
     std::string checksum;
     std::vector<candidate_result> results;
   };
+
+  struct worker {
+    std::thread thread;
+    std::shared_ptr<std::atomic<bool>> finished;
+  };
+
+  // Caller holds mutex_. The entry of the set with `uid` for `key`, or null.
+  entry* find_entry(Key const& key, std::uint64_t uid) {
+    auto it = entries_.find(key);
+    if (it == entries_.end()) return nullptr;
+    for (auto& e : it->second) {
+      if (e.set_uid == uid) return &e;
+    }
+    return nullptr;
+  }
+
+  // Caller holds mutex_ (shared at least). The most recently finished entry of `key`.
+  entry const* latest(Key const& key) const {
+    auto it = entries_.find(key);
+    if (it == entries_.end()) return nullptr;
+    entry const* best = nullptr;
+    for (auto const& e : it->second) {
+      if (e.done && (best == nullptr || e.finished > best->finished)) best = &e;
+    }
+    return best;
+  }
+
+  // Caller holds mutex_. Forgets the (unfinished) entry of set `uid` for `key` and wakes
+  // waiters, so that a later call tunes again.
+  void forget(Key const& key, std::uint64_t uid) {
+    if (auto it = entries_.find(key); it != entries_.end()) {
+      auto& v = it->second;
+      std::erase_if(v, [uid](entry const& e) { return e.set_uid == uid && !e.done; });
+      if (v.empty()) entries_.erase(it);
+    }
+    tuned_.notify_all();
+  }
+
+  // Forgets a key marked as being tuned unless dismissed: whatever throws between marking it
+  // and handing it to tune() (copying inputs, starting a thread) must not leave it marked.
+  class tuning_guard {
+   public:
+    tuning_guard(tuner& t, Key const& key, std::uint64_t uid) : t_(t), key_(key), uid_(uid) {}
+    tuning_guard(tuning_guard const&) = delete;
+    tuning_guard& operator=(tuning_guard const&) = delete;
+    ~tuning_guard() {
+      if (!armed_) return;
+      std::lock_guard lock(t_.mutex_);
+      t_.forget(key_, uid_);
+    }
+    void dismiss() noexcept { armed_ = false; }
+
+   private:
+    tuner& t_;
+    Key const& key_;
+    std::uint64_t uid_;
+    bool armed_ = true;
+  };
+
+  // Joins background workers that have finished. Caller holds workers_mutex_.
+  void reap_finished_workers() {
+    for (auto it = workers_.begin(); it != workers_.end();) {
+      if (it->finished->load(std::memory_order_acquire)) {
+        it->thread.join();  // It has left its function: this returns at once.
+        it = workers_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
 
   template <typename Client, typename Output, typename... Inputs>
   Output execute_slow(Client& client,
@@ -128,20 +215,31 @@ class tuner {
     auto const& s = *set;
     std::unique_lock lock(mutex_);
     for (;;) {
-      auto [it, inserted] = entries_.try_emplace(key);
-      auto& e = it->second;
-      if (!inserted && e.done) {
-        if (e.set_uid == s.uid() || (e.checksum == s.checksum() && e.winner < s.size())) {
-          e.set_uid = s.uid();
-          auto const winner = e.winner;
-          lock.unlock();
-          return s.run(winner, std::move(inputs)...);
+      auto& list = entries_[key];
+      entry* mine = nullptr;
+      entry* same = nullptr;  // Same candidates under another set object: share its entry.
+      for (auto& c : list) {
+        if (c.set_uid == s.uid()) {
+          mine = &c;
+        } else if (c.checksum == s.checksum() && (!c.done || c.winner < s.size())) {
+          same = &c;
         }
-        e.done = false;  // Another set (different candidates) for this key: tune again.
+      }
+      if (mine == nullptr && same == nullptr) {
+        entry fresh;
+        fresh.set_uid = s.uid();
+        fresh.checksum = s.checksum();
+        list.push_back(std::move(fresh));
         break;
       }
-      if (inserted) break;
-      // Someone else is tuning this key.
+      auto& e = mine != nullptr ? *mine : *same;
+      if (e.done) {
+        if (mine == nullptr) e.set_uid = s.uid();
+        auto const winner = e.winner;
+        lock.unlock();
+        return s.run(winner, std::move(inputs)...);
+      }
+      // Someone else is tuning this key for this set (or one with the same candidates).
       if (options_.concurrent == concurrent_policy::wait && !options_.background) {
         tuned_.wait(lock);
         continue;
@@ -155,23 +253,31 @@ class tuner {
       return s.run(0, std::move(inputs)...);
     }
     lock.unlock();
+    tuning_guard guard(*this, key, s.uid());
 
     // Benchmark inputs are copies made now, while the caller's inputs are alive.
     auto generate = [set, key, inputs...]() { return set->generate_inputs(key, inputs...); };
     if constexpr (std::copy_constructible<Client>) {
       if (options_.background) {
+        auto finished = std::make_shared<std::atomic<bool>>(false);
         std::lock_guard wl(workers_mutex_);
-        workers_.emplace_back([this, c = client, set, key, generate]() mutable {
+        reap_finished_workers();
+        workers_.reserve(workers_.size() + 1);  // So that nothing throws once it runs.
+        std::thread t([this, c = client, set, key, generate, finished]() mutable {
           try {
             tune(c, *set, key, generate);
           } catch (std::exception const& e) {
             log::warn(log::category::autotune, "background tuning of {} failed: {}", name_,
                       e.what());
           }
+          finished->store(true, std::memory_order_release);
         });
+        guard.dismiss();  // The worker owns the key now; tune() forgets it if it fails.
+        workers_.push_back(worker{std::move(t), std::move(finished)});
         return s.run(0, std::move(inputs)...);
       }
     }
+    guard.dismiss();  // tune() forgets the key itself if it fails.
     auto const winner = tune(client, s, key, generate);
     return s.run(winner, std::move(inputs)...);
   }
@@ -204,8 +310,7 @@ class tuner {
       return outcome.winner;
     } catch (...) {
       std::lock_guard lock(mutex_);
-      entries_.erase(key);  // Let a later call try again; wake waiters so they do.
-      tuned_.notify_all();
+      forget(key, s.uid());  // Let a later call try again; wake waiters so they do.
       throw;
     }
   }
@@ -220,12 +325,17 @@ class tuner {
   template <typename Set>
   void finish(Key const& key, Set const& s, std::size_t winner,
               std::vector<candidate_result> results) {
-    auto& e = entries_[key];
-    e.done = true;
-    e.winner = winner;
-    e.set_uid = s.uid();
-    e.checksum = s.checksum();
-    e.results = std::move(results);
+    auto* e = find_entry(key, s.uid());
+    if (e == nullptr) {  // Forgotten meanwhile (cannot happen today): keep the result anyway.
+      entries_[key].emplace_back();
+      e = &entries_[key].back();
+    }
+    e->done = true;
+    e->winner = winner;
+    e->set_uid = s.uid();
+    e->finished = ++finished_;
+    e->checksum = s.checksum();
+    e->results = std::move(results);
     tuned_.notify_all();
   }
 
@@ -234,10 +344,11 @@ class tuner {
   std::unique_ptr<tune_cache> cache_;
   mutable std::shared_mutex mutex_;
   std::condition_variable_any tuned_;
-  std::unordered_map<Key, entry> entries_;
+  std::unordered_map<Key, std::vector<entry>> entries_;
   std::size_t benchmarked_ = 0;
+  std::uint64_t finished_ = 0;
   std::mutex workers_mutex_;
-  std::vector<std::thread> workers_;
+  std::vector<worker> workers_;
 };
 
 }  // namespace cubert::tune

@@ -8,7 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
+#include <new>
+#include <stdexcept>
 #include <vector>
 
 namespace {
@@ -243,6 +246,64 @@ TEST_F(TunerTest, DeviceTimingResolvesEverySample) {
   EXPECT_EQ(tuner.tuner_for("d", client).fastest("key"), 1U);
 }
 
+// Two plain functions of one signature are two factories, not one (they share a type).
+int_set make_positive() {
+  return int_set_of().with("pos_a", [](int x) { return x; }).with("pos_b", [](int x) { return x; });
+}
+int_set make_negative() {
+  return int_set_of().with("neg_a", [](int x) { return -x; }).with("neg_b", [](int x) {
+    return -x;
+  });
+}
+
+TEST_F(TunerTest, InitDistinguishesFactoryFunctionsOfOneSignature) {
+  local_tuner<std::string> tuner("init_fns", options(false));
+  auto a = tuner.init(make_positive);
+  auto b = tuner.init(make_negative);
+  auto c = tuner.init(&make_positive);
+  EXPECT_EQ(a->at(0).name(), "pos_a");
+  EXPECT_EQ(b->at(0).name(), "neg_a");
+  EXPECT_EQ(a, c);  // The same function, by reference or by pointer: one set.
+}
+
+TEST_F(TunerTest, AlternatingSetsOfOneKeyEachTuneOnce) {
+  local_tuner<std::string> tuner("alternate", options(false));
+  auto pos = std::make_shared<int_set const>(make_positive());
+  auto neg = std::make_shared<int_set const>(make_negative());
+  fake_client client;
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(tuner.execute("d", client, pos, 3), 3);
+    EXPECT_EQ(tuner.execute("d", client, neg, 3), -3);
+  }
+  EXPECT_EQ(tuner.tuner_for("d", client).benchmarked(), 4U);  // Two candidates per set, once.
+}
+
+TEST_F(TunerTest, AFailingSetDoesNotForgetAnotherSetsChoiceForTheKey) {
+  local_tuner<std::string> tuner("other_fails", options(false));
+  auto good = std::make_shared<int_set const>(make_positive());
+  auto bad = std::make_shared<int_set const>(
+      int_set_of()
+          .with("x", [](int) -> int { throw std::runtime_error("x!"); })
+          .with("y", [](int) -> int { throw std::runtime_error("y!"); }));
+  fake_client client;
+  EXPECT_EQ(tuner.execute("d", client, good, 1), 1);
+  EXPECT_THROW((void)tuner.execute("d", client, bad, 1), cubert::autotune_error);
+  auto const before = tuner.tuner_for("d", client).benchmarked();
+  EXPECT_EQ(tuner.execute("d", client, good, 1), 1);
+  EXPECT_EQ(tuner.tuner_for("d", client).benchmarked(), before) << "good was tuned again";
+}
+
+TEST_F(TunerTest, InvalidUtf8InAFailureMessageDoesNotBreakTuning) {
+  local_tuner<std::string> tuner("utf8", options());
+  auto set = std::make_shared<int_set const>(
+      int_set_of()
+          .with("latin1", [](int) -> int { throw std::runtime_error("caf\xe9 (latin-1 log)"); })
+          .with("good", [](int x) { return x + 1; }));
+  fake_client client;
+  EXPECT_EQ(tuner.execute("d", client, set, 1), 2);
+  EXPECT_EQ(tuner.tuner_for("d", client).fastest("key"), 1U);
+}
+
 TEST_F(TunerTest, CandidateNeverComparedIsNotStoredAsChecked) {
   auto opts = options();
   opts.checks = true;
@@ -281,15 +342,53 @@ TEST_F(TunerTest, CandidateNeverComparedIsNotStoredAsChecked) {
   EXPECT_TRUE(r[1].checked);
 }
 
-TEST_F(TunerTest, InvalidUtf8InAFailureMessageDoesNotBreakTuning) {
-  local_tuner<std::string> tuner("utf8", options());
-  auto set = std::make_shared<int_set const>(
-      int_set_of()
-          .with("latin1", [](int) -> int { throw std::runtime_error("caf\xe9 (latin-1 log)"); })
-          .with("good", [](int x) { return x + 1; }));
+// Inputs whose copy can be made to throw, as a copy that runs out of memory would.
+std::atomic<bool> copy_throws{false};
+struct fragile {
+  fragile() = default;
+  fragile(fragile const&) {
+    if (copy_throws) throw std::bad_alloc();
+  }
+  fragile(fragile&&) noexcept = default;
+  fragile& operator=(fragile const&) = default;
+  fragile& operator=(fragile&&) noexcept = default;
+};
+using fragile_set = cubert::tune::tunable_set<std::string, int, fragile>;
+
+void expect_key_not_stuck(cubert::tune::tuner_options opts) {
+  local_tuner<std::string> tuner("stuck", opts);
+  auto set = std::make_shared<fragile_set const>(
+      fragile_set([](fragile const&) { return std::string("k"); },
+                  [](std::string const&, fragile const& f) { return std::tuple<fragile>(f); })
+          .with("slow",
+                [](fragile) {
+                  spin_for(300us);
+                  return 0;
+                })
+          .with("fast", [](fragile) { return 1; }));
   fake_client client;
-  EXPECT_EQ(tuner.execute("d", client, set, 1), 2);
-  EXPECT_EQ(tuner.tuner_for("d", client).fastest("key"), 1U);
+  copy_throws = true;  // Copying the inputs for the benchmark fails after the key was marked.
+  EXPECT_THROW((void)tuner.execute("d", client, set, fragile{}), std::bad_alloc);
+  copy_throws = false;
+  (void)tuner.execute("d", client, set, fragile{});  // With `wait`, this blocked for ever.
+  tuner.tuner_for("d", client).wait_idle();
+  EXPECT_EQ(tuner.tuner_for("d", client).fastest("k"), 1U) << "the key was never tuned again";
+}
+
+TEST_F(TunerTest, FailureBeforeTuningStartsDoesNotLeaveTheKeyMarked) {
+  expect_key_not_stuck(options(false));
+}
+
+TEST_F(TunerTest, FailureBeforeTuningStartsDoesNotBlockWaiters) {
+  auto opts = options(false);
+  opts.concurrent = cubert::concurrent_policy::wait;
+  expect_key_not_stuck(opts);
+}
+
+TEST_F(TunerTest, FailureBeforeBackgroundTuningStartsDoesNotLeaveTheKeyMarked) {
+  auto opts = options(false);
+  opts.background = true;
+  expect_key_not_stuck(opts);
 }
 
 }  // namespace

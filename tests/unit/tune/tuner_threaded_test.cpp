@@ -9,6 +9,10 @@
 
 #include <atomic>
 #include <barrier>
+#include <fstream>
+#include <latch>
+#include <memory>
+#include <string>
 #include <thread>
 
 namespace {
@@ -88,6 +92,68 @@ TEST_F(TunerThreadedTest, ManyThreadsWithPersistentCacheAndBackground) {
   tuner.tuner_for("dev", probe).wait_idle();
   EXPECT_EQ(tuner.tuner_for("dev", probe).fastest("k0"), 1U);
   EXPECT_EQ(tuner.tuner_for("dev", probe).fastest("k1"), 1U);
+}
+
+TEST_F(TunerThreadedTest, ClearWhileAnotherThreadTunesIsSafe) {
+  // Run under AddressSanitizer or ThreadSanitizer: the tuner must outlive the execute using it.
+  local_tuner<std::string> tuner("clear", options(false));
+  std::latch in_candidate(1);
+  std::latch cleared(1);
+  std::atomic<bool> first{true};
+  auto set = std::make_shared<int_set const>(
+      int_set([](int const&) { return std::string("k"); },
+              [](std::string const&, int const& x) { return std::tuple<int>(x); })
+          .with("a",
+                [&](int x) {
+                  if (first.exchange(false)) {
+                    in_candidate.count_down();
+                    cleared.wait();
+                  }
+                  return x;
+                })
+          .with("b", [](int x) { return x; }));
+  fake_client client;
+  std::weak_ptr<cubert::tune::tuner<std::string>> used = tuner.shared_tuner_for("d", client);
+  int result = 0;
+  std::thread th([&] { result = tuner.execute("d", client, set, 5); });
+  in_candidate.wait();
+  tuner.clear();
+  EXPECT_FALSE(used.expired()) << "clear() destroyed a tuner in use";
+  cleared.count_down();
+  th.join();
+  EXPECT_EQ(result, 5);
+  EXPECT_TRUE(used.expired()) << "the cleared tuner outlived its last user";
+  EXPECT_FALSE(tuner.tuner_for("d", client).fastest("k").has_value());  // A fresh tuner.
+}
+
+std::size_t mapping_count() {
+  std::ifstream in("/proc/self/maps");
+  std::string line;
+  std::size_t n = 0;
+  while (std::getline(in, line)) ++n;
+  return n;
+}
+
+TEST_F(TunerThreadedTest, FinishedBackgroundWorkersAreJoined) {
+  auto opts = options(false);
+  opts.background = true;
+  local_tuner<std::string> tuner("reap", opts);
+  auto set = std::make_shared<int_set const>(
+      int_set([](int const& x) { return std::to_string(x); },
+              [](std::string const&, int const& x) { return std::tuple<int>(x); })
+          .with("a", [](int x) { return x; })
+          .with("b", [](int x) { return x; }));
+  fake_client client;
+  auto& t = tuner.tuner_for("d", client);
+  (void)tuner.execute("d", client, set, -1);
+  t.wait_idle();
+  auto const before = mapping_count();
+  for (int k = 0; k < 200; ++k) {
+    (void)tuner.execute("d", client, set, k);
+    while (!t.fastest(std::to_string(k))) std::this_thread::yield();
+  }
+  EXPECT_LE(t.pending_workers(), 2U) << "finished workers are kept until the tuner dies";
+  EXPECT_LT(mapping_count(), before + 50) << "every finished worker still holds its stack";
 }
 
 }  // namespace
