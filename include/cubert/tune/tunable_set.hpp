@@ -20,7 +20,7 @@
 namespace cubert::tune {
 
 namespace detail {
-/// xxh64 (hex) over each candidate's name and version, in order.
+/// XXH3_64bits (16 hex digits) over each candidate's name and version, in order.
 [[nodiscard]] std::string candidates_checksum(std::vector<std::string> const& names,
                                               std::vector<std::string> const& versions);
 /// A process-unique id, so tuners can recognise a set without comparing checksums.

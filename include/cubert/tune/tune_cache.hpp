@@ -27,9 +27,10 @@ struct tune_decision {
 
 /// Crash- and multi-process-safe store of candidate results for one tuner on one device.
 ///
-/// Each line is `<json>\t<xxh64 of json>`; lines that are torn or corrupt are skipped with a
-/// warning. Appends are single `write()` calls under an `flock` on a sidecar lock file, which the
-/// kernel releases when a process dies, so a dead process never blocks others. Thread-safe.
+/// Each line is `<json>\t<XXH3_64bits of json>`; lines that are torn or corrupt are skipped
+/// with a warning. Appends are single `write()` calls under an `flock` on a sidecar lock file,
+/// which the kernel releases when a process dies, so a dead process never blocks others.
+/// Thread-safe.
 class tune_cache {
  public:
   /// Uses `<root>/autotune/<cubert version>/<hash of fingerprint>/<tuner>.jsonl`; creates
