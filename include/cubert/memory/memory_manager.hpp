@@ -80,6 +80,9 @@ class memory_manager {
   /// For a size above accept_limit_: returns if the persistent pool takes it, else throws.
   void refuse_unless_persistent(std::uint64_t size);
   [[nodiscard]] std::optional<slice_handle> grow(memory_pool& pool, std::uint64_t size);
+  /// grow(); when the storage refuses, a free slice of a later accepting pool, else rethrows.
+  [[nodiscard]] std::optional<slice_handle> grow_or_fall_through(memory_pool& pool,
+                                                                 std::uint64_t size);
   void release_idle_pages(std::uint64_t target_reserved) noexcept;
   [[nodiscard]] memory_pool const* owner_of(slice_control const* control) const noexcept;
   void schedule_periodic_cleanup() noexcept;

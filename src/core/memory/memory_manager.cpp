@@ -108,25 +108,29 @@ std::optional<slice_handle> memory_manager::reserve_once(std::uint64_t size) {
       return persistent_->alloc(size);
     }
   }
-  for (std::size_t i = 0; i < pools_.size(); ++i) {
-    auto& p = *pools_[i];
-    if (!p.accepts(size)) continue;
-    if (auto h = p.try_reserve(size)) return h;
-    std::optional<slice_handle> grown;
-    try {
-      grown = grow(p, size);
-    } catch (out_of_memory const&) {
-      // The storage is short, but a later pool that accepts the size may have room in a page it
-      // already holds: that costs no storage call and no cleanup of cached pages.
-      for (std::size_t j = i + 1; j < pools_.size(); ++j) {
-        if (!pools_[j]->accepts(size)) continue;
-        if (auto h = pools_[j]->try_reserve(size)) return h;
-      }
-      throw;
-    }
-    if (grown) return grown;  // nullopt: capped, spill to the next pool
+  for (auto& p : pools_) {
+    if (!p->accepts(size)) continue;
+    if (auto h = p->try_reserve(size)) return h;
+    if (auto h = grow_or_fall_through(*p, size)) return h;  // nullopt: capped, spill to the next
   }
   return std::nullopt;
+}
+
+std::optional<slice_handle> memory_manager::grow_or_fall_through(memory_pool& pool,
+                                                                 std::uint64_t size) {
+  try {
+    return grow(pool, size);
+  } catch (out_of_memory const&) {
+    // The storage is short, but a later pool that accepts the size may have room in a page it
+    // already holds: that costs no storage call and no cleanup of cached pages.
+    auto it =
+        std::find_if(pools_.begin(), pools_.end(), [&](auto const& p) { return p.get() == &pool; });
+    for (++it; it < pools_.end(); ++it) {
+      if (!(*it)->accepts(size)) continue;
+      if (auto h = (*it)->try_reserve(size)) return h;
+    }
+    throw;
+  }
 }
 
 std::optional<slice_handle> memory_manager::grow(memory_pool& pool, std::uint64_t size) {

@@ -25,14 +25,15 @@ namespace cubert::memory {
 [[nodiscard]] constexpr std::uint64_t floor_to(std::uint64_t value, std::uint64_t align) noexcept {
   return value / align * align;
 }
-/// The largest value that `ceil_to(value, align)` rounds without wrapping past 2^64 - 1.
+/// The largest value that `ceil_to(value, align)` rounds without wrapping past 2^64 - 1
+/// (2^64 - align: for a power of two, the largest multiple of it).
 [[nodiscard]] constexpr std::uint64_t max_roundable(std::uint64_t align) noexcept {
-  return floor_to(~std::uint64_t{0}, align);
+  return ~std::uint64_t{0} - (align - 1);
 }
 /// `value` rounded up to a multiple of `align` (align > 0). Wraps for value > max_roundable(align):
 /// callers refuse such sizes first.
 [[nodiscard]] constexpr std::uint64_t ceil_to(std::uint64_t value, std::uint64_t align) noexcept {
-  return value + padding_for(value, align);
+  return (value + align - 1) / align * align;
 }
 
 /// Pool sizes for reports in the units they were configured in: "8 MiB", "640 KiB", "1000 B".
