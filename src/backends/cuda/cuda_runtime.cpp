@@ -19,6 +19,9 @@ device_properties make_device_properties(device_info const& info) {
   // cubecl's choice: a quarter of the device per page keeps one huge tensor from needing more
   // than the device has, while most requests fit pages the pools can share.
   p.memory = memory::device_memory_properties{info.total_memory / 4, 256};
+  // Larger requests (one 30 GB tensor on an 80 GB device) get a page of their own size, up to
+  // what the device has; cubecl refuses them.
+  p.memory.max_alloc_size = info.total_memory;
   p.total_memory = info.total_memory;
   auto& hw = p.hardware;
   hw.plane_size_min = static_cast<std::uint32_t>(info.warp_size);

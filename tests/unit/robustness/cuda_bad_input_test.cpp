@@ -85,6 +85,27 @@ TEST_P(CudaBadInput, HugeReservationsAreOutOfMemory) {
   expect_usable();
 }
 
+// Pages are a quarter of the device; a larger request gets a page of its own, and one larger
+// than the device is out of memory at once (with the usage report).
+TEST_P(CudaBadInput, RequestsAboveAPageGetAPageOfTheirOwn) {
+  auto const total = c_->properties().total_memory;
+  auto const page = c_->properties().memory.max_page_size;
+  ASSERT_LT(page, total);
+  {
+    auto big = c_->empty(page + 4096);
+    EXPECT_EQ(big.size(), page + 4096);
+    EXPECT_GE(c_->memory_usage().bytes_in_use, page + 4096);
+  }
+  c_->memory_cleanup();
+  try {
+    (void)c_->empty(total + 4096);
+    ADD_FAILURE() << "a request larger than the device was granted";
+  } catch (out_of_memory const& e) {
+    EXPECT_NE(std::string(e.what()).find("reserved"), std::string::npos) << e.what();
+  }
+  expect_usable();
+}
+
 TEST_P(CudaBadInput, TensorShapesThatOverflowAreRefused) {
   EXPECT_THROW((void)c_->empty_tensor({two_32, two_32}, 4), invalid_argument);
   EXPECT_THROW((void)c_->empty_tensor({u64_max / 2, 3}, 1), invalid_argument);
