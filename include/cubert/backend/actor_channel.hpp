@@ -19,8 +19,9 @@
 namespace cubert::backend {
 
 /// One thread owns the server; callers post messages. `execute` and `memory_cleanup` are
-/// fire-and-forget: their errors are kept and rethrown by the next sync/read/flush. Every other call waits for its reply; an exception thrown on the server
-/// thread is rethrown in the caller. Messages run in the order they were posted.
+/// fire-and-forget: their errors are kept and rethrown by the next sync/read/flush. Every other
+/// call waits for its reply; an exception thrown on the server thread is rethrown in the caller.
+/// Messages run in the order they were posted.
 ///
 /// A round trip through two sleeping threads costs two wake-ups (10-80 µs), which would make
 /// every `empty` a hundred times dearer than through the mutex channel; so the server thread
