@@ -12,7 +12,7 @@
 
 #include <chrono>
 #include <filesystem>
-#include <optional>
+#include <memory>
 #include <vector>
 
 namespace {
@@ -31,16 +31,16 @@ class CudaProfile : public ::testing::TestWithParam<channel_kind> {
 // A duration keeps the context its events belong to: resolving it after the client, its
 // server and every handle are gone still measures, and dropping it afterwards is clean.
 TEST_P(CudaProfile, ResolvesAfterItsClientIsGone) {
-  std::optional<cubert::profile_duration> kept;
-  {
+  // Made in a scope of its own: the client and everything else of it are gone on return.
+  auto const made = [kind = GetParam()] {
     cubert::cuda::options opts;
     opts.kernel_cache_dir = std::filesystem::path{};
     opts.read_pool_bytes = 0;  // Nothing else may hold the context.
-    cubert::client const c(
-        cubert::backend::make_channel(cubert::cuda::make_server(0, opts), GetParam()));
+    cubert::client const c(cubert::backend::make_channel(cubert::cuda::make_server(0, opts), kind));
     std::vector<std::uint32_t> const xs(1 << 16, 7);
-    kept = c.profile([&] { (void)c.create(cubert::test::bytes_of(xs)); }, "profile_test::create");
-  }
+    return c.profile([&] { (void)c.create(cubert::test::bytes_of(xs)); }, "profile_test::create");
+  };
+  auto kept = std::make_unique<cubert::profile_duration>(made());
   std::chrono::nanoseconds measured{-1};
   EXPECT_NO_THROW(measured = kept->resolve());
   EXPECT_GE(measured.count(), 0);
