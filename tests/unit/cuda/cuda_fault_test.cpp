@@ -27,10 +27,18 @@ using backend::channel_kind;
 using test::bytes_of;
 
 // `poke` writes through a pointer far outside any allocation: the launch succeeds and the
-// kernel faults. `fine` touches only its buffer.
+// kernel faults. `fine` touches only its buffer. `stall` spins on the device for ~10 ms.
 constexpr char const* source = R"(
 extern "C" __global__ void cubert_fake_fault_poke(unsigned* p) { p[threadIdx.x] = 1; }
-extern "C" __global__ void fine(unsigned* p) { if (threadIdx.x == 0) p[0] += 1; })";
+extern "C" __global__ void fine(unsigned* p) { if (threadIdx.x == 0) p[0] += 1; }
+extern "C" __global__ void stall() {
+  long long const start = clock64();
+  while (clock64() - start < 20000000LL) {}
+})";
+
+kernel stall() {
+  return kernel::builder("fault_test::stall").cuda_source(source, "stall").cube_dim(1).build();
+}
 
 kernel poke() {
   return kernel::builder("fault_test::poke")
@@ -231,13 +239,21 @@ void empty_read_keeps_the_suspects(channel_kind kind) {
 // A fault found first by resolving a profile (on the caller's thread, outside the server) is
 // reported there and loses the device; the server's next call says so once, with its launches.
 void fault_found_by_a_profile(channel_kind kind) {
+  // The fault must not be found before the profile's end is recorded, or the server reports it
+  // there: the stream is kept busy ahead of the faulting kernel — on a device by a kernel that
+  // spins, on the fake driver (which runs no kernel) by making each stream operation 2 ms late.
+  setenv("CUBERT_FAKE_CUDA_DELAY_US", "2000", 1);
   child_checks checks;
   {
     scenario s(kind);
     auto& [zeros, c, buf] = s;
     c.sync();
-    auto duration =
-        c.profile([&] { c.execute(poke(), cube_count{1}, bad_pointer()); }, "fault_test::profiled");
+    auto duration = c.profile(
+        [&] {
+          c.execute(stall(), cube_count{1}, bindings{});
+          c.execute(poke(), cube_count{1}, bad_pointer());
+        },
+        "fault_test::profiled");
     checks.expect_device_error(
         "resolving the profile", [&] { (void)duration.resolve(); },
         {"CUDA_ERROR_ILLEGAL_ADDRESS", "while resolving a profile", "cuda:0 is lost"});
