@@ -33,17 +33,25 @@ class actor_channel final : public channel {
   explicit actor_channel(std::unique_ptr<Server> server,
                          std::chrono::microseconds spin = default_spin_budget)
       : properties_(server->properties()),
-        spin_(spin),
-        thread_([this, s = std::move(server)]() mutable { serve(std::move(s)); }) {}
+        core_(std::make_shared<core>(spin)),
+        thread_(
+            [c = core_, s = std::move(server)]() mutable { serve(std::move(c), std::move(s)); }) {}
 
   ~actor_channel() override {
     {
-      std::lock_guard lock(mutex_);
-      stopping_ = true;
-      queued_.store(true, std::memory_order_relaxed);  // Ends the server thread's spin.
+      std::lock_guard lock(core_->mutex);
+      core_->stopping = true;
+      core_->queued.store(true, std::memory_order_relaxed);  // Ends the server thread's spin.
     }
-    ready_.notify_one();
-    thread_.join();
+    core_->ready.notify_one();
+    if (thread_.get_id() == std::this_thread::get_id()) {
+      // A message held the last copy of the client (a CPU kernel that captured it): nobody can
+      // post any more, and joining here would join this very thread. The thread owns the core
+      // too, so it serves what is queued, destroys the server and ends on its own.
+      thread_.detach();
+    } else {
+      thread_.join();
+    }
   }
   actor_channel(actor_channel const&) = delete;
   actor_channel& operator=(actor_channel const&) = delete;
@@ -67,21 +75,21 @@ class actor_channel final : public channel {
     return call([&](Server& s) { return s.empty_tensors(descriptors); });
   }
   std::future<std::vector<bytes>> read(std::vector<cubert::binding> bindings) override {
-    return call_async([this, b = std::move(bindings)](Server& s) mutable {
-      deferred_.rethrow_if_any();
+    return call_async([d = &core_->deferred, b = std::move(bindings)](Server& s) mutable {
+      d->rethrow_if_any();
       return s.read(std::move(b)).get();
     });
   }
   std::future<std::vector<bytes>> read_tensor(std::vector<binding_with_meta> tensors) override {
-    return call_async([this, t = std::move(tensors)](Server& s) mutable {
-      deferred_.rethrow_if_any();
+    return call_async([d = &core_->deferred, t = std::move(tensors)](Server& s) mutable {
+      d->rethrow_if_any();
       return s.read_tensor(std::move(t)).get();
     });
   }
   std::future<void> read_into(cubert::binding const& b, std::span<std::byte> dst) override {
     // The caller keeps `dst` alive until the future is ready (the contract), so no copy.
-    return call_async([this, b, dst](Server& s) {
-      deferred_.rethrow_if_any();
+    return call_async([d = &core_->deferred, b, dst](Server& s) {
+      d->rethrow_if_any();
       s.read_into(b, dst).get();
     });
   }
@@ -90,23 +98,23 @@ class actor_channel final : public channel {
   }
   void execute(kernel const& k, cube_count const& count, bindings args,
                execution_mode mode) override {
-    post([this, k, count, a = std::move(args), mode](Server& s) mutable {
+    post([d = &core_->deferred, k, count, a = std::move(args), mode](Server& s) mutable {
       try {
         s.execute(k, count, std::move(a), mode);
       } catch (...) {
-        deferred_.record(std::current_exception());
+        d->record(std::current_exception());
       }
     });
   }
   void flush() override {
-    call([this](Server& s) {
-      deferred_.rethrow_if_any();
+    call([d = &core_->deferred](Server& s) {
+      d->rethrow_if_any();
       s.flush();
     });
   }
   std::future<void> sync() override {
-    return call_async([this](Server& s) {
-      deferred_.rethrow_if_any();
+    return call_async([d = &core_->deferred](Server& s) {
+      d->rethrow_if_any();
       s.sync().get();
     });
   }
@@ -120,11 +128,11 @@ class actor_channel final : public channel {
     return call([](Server& s) { return s.memory_report(); });
   }
   void memory_cleanup() override {
-    post([this](Server& s) {
+    post([d = &core_->deferred](Server& s) {
       try {
         s.memory_cleanup();
       } catch (...) {
-        deferred_.record(std::current_exception());
+        d->record(std::current_exception());
       }
     });
   }
@@ -150,18 +158,33 @@ class actor_channel final : public channel {
     F fn;
   };
 
+  // What the server thread shares with callers. Owned by the channel and by the thread, so the
+  // thread can outlive a channel destroyed on it. Messages reach it through the thread that runs
+  // them, never through the channel object.
+  struct core {
+    explicit core(std::chrono::microseconds s) : spin(s) {}
+    std::chrono::microseconds spin;
+    async_error deferred;
+    std::mutex mutex;
+    std::condition_variable ready;
+    std::deque<std::unique_ptr<message>> queue;
+    std::atomic<bool> queued{false};  // !queue.empty(), readable without the lock while spinning
+    bool waiting = false;
+    bool stopping = false;
+  };
+
   template <typename F>
   void post(F&& f) {
     auto m = std::make_unique<fn_message<std::decay_t<F>>>(std::forward<F>(f));
     bool wake = false;
     {
-      std::lock_guard lock(mutex_);
-      queue_.push_back(std::move(m));
-      queued_.store(true, std::memory_order_relaxed);
-      wake = waiting_;
+      std::lock_guard lock(core_->mutex);
+      core_->queue.push_back(std::move(m));
+      core_->queued.store(true, std::memory_order_relaxed);
+      wake = core_->waiting;
     }
     // Skipping the notify while the server thread is busy saves a syscall per launch.
-    if (wake) ready_.notify_one();
+    if (wake) core_->ready.notify_one();
   }
 
   template <typename F>
@@ -210,23 +233,23 @@ class actor_channel final : public channel {
       r->ready.store(1, std::memory_order_release);
       r->ready.notify_one();
     });
-    await_flag(r->ready, spin_);
+    await_flag(r->ready, core_->spin);
     if (r->error) std::rethrow_exception(r->error);
     if constexpr (!std::is_void_v<result>) return std::move(*r->value);
   }
 
-  void serve(std::unique_ptr<Server> server) {
+  static void serve(std::shared_ptr<core> c, std::unique_ptr<Server> server) {
     std::deque<std::unique_ptr<message>> batch;
     for (;;) {
-      spin_until([this] { return queued_.load(std::memory_order_relaxed); }, spin_);
+      spin_until([&c] { return c->queued.load(std::memory_order_relaxed); }, c->spin);
       {
-        std::unique_lock lock(mutex_);
-        waiting_ = true;
-        ready_.wait(lock, [this] { return !queue_.empty() || stopping_; });
-        waiting_ = false;
-        if (queue_.empty()) break;  // stopping, and every message has been served
-        batch.swap(queue_);
-        queued_.store(false, std::memory_order_relaxed);
+        std::unique_lock lock(c->mutex);
+        c->waiting = true;
+        c->ready.wait(lock, [&c] { return !c->queue.empty() || c->stopping; });
+        c->waiting = false;
+        if (c->queue.empty()) break;  // stopping, and every message has been served
+        batch.swap(c->queue);
+        c->queued.store(false, std::memory_order_relaxed);
       }
       for (auto& m : batch) m->run(*server);
       batch.clear();
@@ -235,14 +258,7 @@ class actor_channel final : public channel {
   }
 
   device_properties properties_;
-  std::chrono::microseconds spin_;
-  async_error deferred_;
-  std::mutex mutex_;
-  std::condition_variable ready_;
-  std::deque<std::unique_ptr<message>> queue_;
-  std::atomic<bool> queued_{false};  // !queue_.empty(), readable without the lock while spinning
-  bool waiting_ = false;
-  bool stopping_ = false;
+  std::shared_ptr<core> core_;
   std::thread thread_;  // Last: starts after every other member is ready.
 };
 

@@ -8,8 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <ctime>
+#include <memory>
 #include <thread>
 
 namespace {
@@ -96,6 +98,38 @@ TEST(ActorChannel, AnIdleServerThreadSleeps) {
   auto const used = process_cpu_time() - before;
   // A spinning thread would use ~200 ms here; a sleeping one next to nothing.
   EXPECT_LT(used, 50ms) << "process CPU time while idle: " << used.count() << " ns";
+}
+
+// A CPU kernel that captured its client, with every other copy dropped while it is queued: the
+// message holds the last copy, so the channel is destroyed on its own server thread. It used to
+// join that very thread (std::terminate); now the thread serves what is queued and ends.
+TEST(ActorChannel, AMessageHoldingTheLastClientEndsTheChannelOnItsOwnThread) {
+  std::atomic<int> ran{0};
+  auto sentinel = std::make_shared<int>(0);
+  std::weak_ptr<int> const watch = sentinel;
+  {
+    auto c = actor_client();
+    auto holder = kernel::builder("test::holds_its_client")
+                      .cpu([keep = c, &ran](cpu::kernel_context const&) {
+                        std::this_thread::sleep_for(20ms);  // Still queued when `c` is dropped.
+                        ran.fetch_add(1);
+                      })
+                      .build();
+    auto after =
+        kernel::builder("test::queued_behind")
+            .cpu([s = std::move(sentinel), &ran](cpu::kernel_context const&) { ran.fetch_add(1); })
+            .build();
+    c.execute(holder, cube_count{1}, bindings{});
+    c.execute(after, cube_count{1}, bindings{});
+  }
+  // Both kernels run and their messages die with the server thread's queue.
+  auto const deadline = std::chrono::steady_clock::now() + 10s;
+  while (!watch.expired() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(1ms);
+  }
+  EXPECT_TRUE(watch.expired()) << "the queued kernel was never destroyed";
+  EXPECT_EQ(ran.load(), 2);
+  std::this_thread::sleep_for(20ms);  // Lets the detached thread finish destroying its server.
 }
 
 }  // namespace
