@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The CPU device: what it reports and how its server is made.
 #include "cpu_server.hpp"
+#include "host_memory_limit.hpp"
 
 #include <cubert/build_config.hpp>
 #include <cubert/cpu.hpp>
@@ -29,17 +30,6 @@ std::string read_cpu_model() {
   return "host CPU";
 }
 
-std::uint64_t read_total_memory() {
-  std::ifstream in("/proc/meminfo");
-  std::string key;
-  std::uint64_t kib = 0;
-  while (in >> key >> kib) {
-    if (key == "MemTotal:") return kib * 1024;
-    in.ignore(256, '\n');
-  }
-  return 0;
-}
-
 std::string architecture() {
 #if defined(__x86_64__)
   return "x86_64";
@@ -58,10 +48,12 @@ device_properties make_properties(unsigned threads) {
   p.name = fmt::format("{} ({} threads)", read_cpu_model(), threads);
   p.backend = "cpu";
   p.index = 0;
-  p.total_memory = read_total_memory();
+  // The memory this process may use, not the host's: under a cgroup limit the kernel would
+  // OOM-kill the process long before cubert could report out_of_memory.
+  p.total_memory = host_memory_limit();
   // One page may hold up to 1 GiB: bigger requests still get a page of their own size, up to
-  // the host's memory (a larger request is refused at once; one the heap refuses is out of
-  // memory after a cleanup and a retry).
+  // that memory (a larger request is refused at once; one the heap refuses is out of memory
+  // after a cleanup and a retry).
   p.memory.max_page_size = std::uint64_t{1} << 30;
   p.memory.max_alloc_size = p.total_memory != 0 ? p.total_memory : ~std::uint64_t{0};
   p.memory.alignment = 64;  // A cache line: no false sharing between neighbouring slices.

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+// How much memory this process may use: the host's, or less under a cgroup memory limit.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+
+namespace cubert::cpu {
+
+/// MemTotal of `<proc_root>/meminfo` in bytes; 0 when it cannot be read.
+[[nodiscard]] std::uint64_t read_mem_total(std::filesystem::path const& proc_root) noexcept;
+
+/// The smallest memory limit of this process's cgroup and its ancestors, cgroup v2
+/// (`memory.max`) and v1 (`memory.limit_in_bytes`) alike; nullopt when none is set or none can
+/// be read. Missing or malformed files are skipped.
+[[nodiscard]] std::optional<std::uint64_t> read_cgroup_memory_limit(
+    std::filesystem::path const& proc_root, std::filesystem::path const& sys_root) noexcept;
+
+/// min(MemTotal, the cgroup limit): in a container the kernel OOM-kills the process at the
+/// cgroup's limit, long before the host's memory runs out. 0 when neither is known.
+///
+/// The roots are injectable so tests can build a fake /proc and /sys in a temporary directory.
+[[nodiscard]] std::uint64_t host_memory_limit(
+    std::filesystem::path const& proc_root = "/proc",
+    std::filesystem::path const& sys_root = "/sys") noexcept;
+
+}  // namespace cubert::cpu
