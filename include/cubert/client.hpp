@@ -150,9 +150,21 @@ class client {
     bool finished_ = false;
   };
 
+  // Every call but `profile` holds one from before its profiling check until its channel call
+  // returns, so a profile that starts meanwhile waits for it instead of measuring it.
+  class call_scope {
+   public:
+    explicit call_scope(client const& c);
+    ~call_scope();
+    call_scope(call_scope const&) = delete;
+    call_scope& operator=(call_scope const&) = delete;
+
+   private:
+    state* state_;
+  };
+
   void execute_inner(kernel const& k, cube_count const& count, bindings args,
                      execution_mode mode) const;
-  void profile_guard() const;
 
   std::shared_ptr<state> state_;
 };

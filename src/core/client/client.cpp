@@ -38,7 +38,10 @@ struct client::state {
   // Profiling ownership (cubecl §1.6): one thread at a time profiles a device; the rest wait.
   std::mutex profile_mutex;
   std::condition_variable profile_released;
-  std::atomic<bool> profiling{false};  // Fast path for every other call: one relaxed load.
+  std::atomic<bool> profiling{false};  // Fast path for every other call: one load.
+  // Calls past the profiling check whose channel call has not returned: a profile starts once
+  // they are done, so none lands in its window (cubecl's guard has that window).
+  std::atomic<unsigned> in_flight{0};
   std::thread::id owner;
   unsigned depth = 0;
   profiling::profiling_summary summary;
@@ -61,25 +64,49 @@ void refuse_inside_kernel() {
 
 }  // namespace
 
-void client::profile_guard() const {
+client::call_scope::call_scope(client const& c) : state_(c.state_.get()) {
   refuse_inside_kernel();
-  if (!state_->profiling.load(std::memory_order_acquire)) return;
-  std::unique_lock lock(state_->profile_mutex);
   auto const me = std::this_thread::get_id();
-  state_->profile_released.wait(lock, [&] { return state_->depth == 0 || state_->owner == me; });
+  for (;;) {
+    // Counted before the check, the profiler sets its flag before it reads the count (both
+    // sequentially consistent): one of the two always sees the other.
+    state_->in_flight.fetch_add(1, std::memory_order_seq_cst);
+    if (!state_->profiling.load(std::memory_order_seq_cst)) return;
+    std::unique_lock lock(state_->profile_mutex);
+    if (state_->depth == 0 || state_->owner == me) return;
+    state_->in_flight.fetch_sub(1, std::memory_order_seq_cst);
+    state_->in_flight.notify_all();  // The profiler may be waiting for this call to leave.
+    state_->profile_released.wait(lock, [&] { return state_->depth == 0 || state_->owner == me; });
+  }
+}
+
+client::call_scope::~call_scope() {
+  if (state_->in_flight.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
+      state_->profiling.load(std::memory_order_seq_cst)) [[unlikely]] {
+    state_->in_flight.notify_all();
+  }
 }
 
 client::profile_scope::profile_scope(client const& c, std::string_view /*name*/)
     : state_(c.state_.get()) {
   refuse_inside_kernel();
+  bool first = false;
   {
     std::unique_lock lock(state_->profile_mutex);
     auto const me = std::this_thread::get_id();
     state_->profile_released.wait(lock, [&] { return state_->depth == 0 || state_->owner == me; });
     state_->owner = me;
-    ++state_->depth;
-    state_->profiling.store(true, std::memory_order_release);
+    first = ++state_->depth == 1;
+    state_->profiling.store(true, std::memory_order_seq_cst);
     owner_ = true;
+  }
+  // Calls that passed the check before the flag was set finish before the window opens; later
+  // ones wait in their call_scope. This thread holds none (profiles are not taken inside calls).
+  if (first) {
+    for (auto n = state_->in_flight.load(std::memory_order_seq_cst); n != 0;
+         n = state_->in_flight.load(std::memory_order_seq_cst)) {
+      state_->in_flight.wait(n, std::memory_order_seq_cst);
+    }
   }
   try {
     token_ = state_->channel->start_profile();
@@ -119,7 +146,7 @@ void client::profile_scope::release() noexcept {
 }
 
 handle client::create(std::span<std::byte const> data) const {
-  profile_guard();
+  call_scope const in(*this);
   return state_->channel->create(data);
 }
 
@@ -133,12 +160,12 @@ backend::tensor_allocation client::create_tensor(std::span<std::byte const> data
 std::vector<backend::tensor_allocation> client::create_tensors(
     std::vector<std::span<std::byte const>> const& data,
     std::vector<backend::tensor_descriptor> const& descriptors) const {
-  profile_guard();
+  call_scope const in(*this);
   return state_->channel->create_tensors(data, descriptors);
 }
 
 handle client::empty(std::uint64_t size) const {
-  profile_guard();
+  call_scope const in(*this);
   return state_->channel->empty(size);
 }
 
@@ -150,12 +177,12 @@ backend::tensor_allocation client::empty_tensor(std::vector<std::uint64_t> shape
 
 std::vector<backend::tensor_allocation> client::empty_tensors(
     std::vector<backend::tensor_descriptor> const& descriptors) const {
-  profile_guard();
+  call_scope const in(*this);
   return state_->channel->empty_tensors(descriptors);
 }
 
 std::future<std::vector<bytes>> client::read_async(std::vector<binding> bindings) const {
-  profile_guard();
+  call_scope const in(*this);
   return state_->channel->read(std::move(bindings));
 }
 
@@ -170,7 +197,7 @@ bytes client::read_one(binding b) const {
 }
 
 std::future<void> client::read_into_async(binding const& b, std::span<std::byte> dst) const {
-  profile_guard();
+  call_scope const in(*this);
   // Checked here so every channel reports it the same way, at once.
   CUBERT_EXPECTS(dst.size() == b.size(),
                  fmt::format("read_into: the destination holds {} bytes but the binding {}",
@@ -183,13 +210,16 @@ void client::read_into(binding const& b, std::span<std::byte> dst) const {
 }
 
 host_buffer client::alloc_host(std::uint64_t size) const {
-  profile_guard();
+  call_scope const in(*this);
   return state_->channel->alloc_host(size);
 }
 
 std::vector<bytes> client::read_tensor(std::vector<binding_with_meta> tensors) const {
-  profile_guard();
-  return await(state_->channel->read_tensor(std::move(tensors)), state_->spin);
+  auto pending = [&] {
+    call_scope const in(*this);
+    return state_->channel->read_tensor(std::move(tensors));
+  }();
+  return await(std::move(pending), state_->spin);
 }
 
 bytes client::read_one_tensor(binding_with_meta tensor) const {
@@ -208,8 +238,8 @@ void client::execute_unchecked(kernel const& k, cube_count const& count, binding
 
 void client::execute_inner(kernel const& k, cube_count const& count, bindings args,
                            execution_mode mode) const {
-  profile_guard();
   // Profiling level basic or more times every launch, which makes each one synchronising.
+  // (`profile` takes the profiling ownership itself, so that path holds no call_scope.)
   if (log::enabled(log::category::profiling, log_level::basic)) [[unlikely]] {
     std::string label = log::enabled(log::category::profiling, log_level::full)
                             ? fmt::format("{}: {} CubeCount {}", k.name(),
@@ -225,6 +255,7 @@ void client::execute_inner(kernel const& k, cube_count const& count, bindings ar
     }
     return;
   }
+  call_scope const in(*this);
   if (log::enabled(log::category::profiling, log_level::minimal)) [[unlikely]] {
     log::write(log::category::profiling, "Executing {}", k.name());
   }
@@ -232,13 +263,16 @@ void client::execute_inner(kernel const& k, cube_count const& count, bindings ar
 }
 
 void client::flush() const {
-  profile_guard();
+  call_scope const in(*this);
   state_->channel->flush();
 }
 
 void client::sync() const {
-  profile_guard();
-  await(state_->channel->sync(), state_->spin);
+  auto pending = [&] {
+    call_scope const in(*this);
+    return state_->channel->sync();
+  }();
+  await(std::move(pending), state_->spin);
   if (!state_->summary.empty()) {
     auto const table = state_->summary.take_table();
     log::write(log::category::profiling, std::string_view(table));
@@ -246,22 +280,22 @@ void client::sync() const {
 }
 
 backend::binding_resource client::get_resource(binding const& b) const {
-  profile_guard();
+  call_scope const in(*this);
   return state_->channel->get_resource(b);
 }
 
 memory::memory_usage client::memory_usage() const {
-  profile_guard();
+  call_scope const in(*this);
   return state_->channel->memory_usage();
 }
 
 std::string client::memory_report() const {
-  profile_guard();
+  call_scope const in(*this);
   return state_->channel->memory_report();
 }
 
 void client::memory_cleanup() const {
-  profile_guard();
+  call_scope const in(*this);
   state_->channel->memory_cleanup();
 }
 
