@@ -64,7 +64,7 @@ void tune_rows(std::vector<row>& rows) {
     tuner.execute("cuda", c, set, key);
     c.sync();
     wall_s += now_s() - t0;
-    for (auto const& r : tuner.tuner_for("cuda", c).results(static_cast<std::uint64_t>(key))) {
+    for (auto const& r : tuner.tuner_for("cuda", c)->results(static_cast<std::uint64_t>(key))) {
       if (!r.stats) continue;
       sampled_ns += static_cast<double>(r.stats->total_sampled.count());
       samples += static_cast<double>(r.stats->samples_taken);

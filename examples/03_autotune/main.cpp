@@ -67,9 +67,9 @@ int main() {
       return 1;
     }
   }
-  auto& t = tuner.tuner_for("cpu", client);
+  auto const t = tuner.tuner_for("cpu", client);
   auto const key = "scale-" + std::to_string(cubert::tune::anchor(xs.size()));
-  auto const winner = t.fastest(key);
+  auto const winner = t->fastest(key);
   if (!winner) {
     std::printf("key %s was not tuned\n", key.c_str());
     return 1;

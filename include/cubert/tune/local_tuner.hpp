@@ -71,20 +71,15 @@ class local_tuner {
   Output execute(Id const& id, Client& client,
                  std::shared_ptr<tunable_set<Key, Output, Inputs...> const> const& set,
                  Inputs... inputs) {
-    auto const t = shared_tuner_for(id, client);
+    auto const t = tuner_for(id, client);
     return t->execute(client, set, std::move(inputs)...);
   }
 
-  /// The tuner of device `id`, created on first use from `client`'s fingerprint. The reference
-  /// is valid until `clear()` (hold `shared_tuner_for` across a `clear()`).
+  /// The tuner of device `id`, created on first use from `client`'s fingerprint. Shared, not
+  /// borrowed: `clear()` only drops the map's hold, so a tuner obtained before it stays usable
+  /// (it is no longer the one `execute` uses; the next `tuner_for` makes a fresh one).
   template <tune_client Client>
-  tuner<Key>& tuner_for(Id const& id, Client& client) {
-    return *shared_tuner_for(id, client);
-  }
-
-  /// The tuner of device `id`, shared: it outlives a `clear()` while held.
-  template <tune_client Client>
-  std::shared_ptr<tuner<Key>> shared_tuner_for(Id const& id, Client& client) {
+  [[nodiscard]] std::shared_ptr<tuner<Key>> tuner_for(Id const& id, Client& client) {
     {
       std::shared_lock lock(tuners_mutex_);
       if (auto it = tuners_.find(id); it != tuners_.end()) return it->second;
@@ -96,8 +91,8 @@ class local_tuner {
     return it->second;
   }
 
-  /// Forgets every in-memory result (the persistent cache is kept). Tuners in use by a running
-  /// `execute` are destroyed when it returns.
+  /// Forgets every in-memory result (the persistent cache is kept). A tuner still held (by a
+  /// running `execute` or a `tuner_for` caller) is destroyed when its last holder lets go.
   void clear() {
     std::unordered_map<Id, std::shared_ptr<tuner<Key>>> old;
     {

@@ -77,9 +77,9 @@ TEST_F(CudaAutotuneTest, DeviceTimingPicksTheKernelThatIsFastestOnTheDevice) {
   tuner.execute("cuda", *client_, set, 7);
   client_->sync();
 
-  auto& t = tuner.tuner_for("cuda", *client_);
-  ASSERT_EQ(t.fastest(7), std::optional<std::size_t>{1});
-  auto const results = t.results(7);
+  auto const t = tuner.tuner_for("cuda", *client_);
+  ASSERT_EQ(t->fastest(7), std::optional<std::size_t>{1});
+  auto const results = t->results(7);
   ASSERT_EQ(results.size(), 3U);
   ASSERT_TRUE(results[1].measured()) << results[1].error;
   // The samples are the kernel's device time: 60 µs of spinning, not the ~3 µs launch.
@@ -99,7 +99,7 @@ TEST_F(CudaAutotuneTest, ASecondTunerReusesThePersistedDecisionWithoutRunningACa
   {
     local_tuner<std::uint64_t> first("cuda_persist", options());
     first.execute("cuda", *client_, set, 3);
-    EXPECT_EQ(first.tuner_for("cuda", *client_).fastest(3), std::optional<std::size_t>{1});
+    EXPECT_EQ(first.tuner_for("cuda", *client_)->fastest(3), std::optional<std::size_t>{1});
     EXPECT_GT(runs.load(), 6);  // warm-ups and samples of three candidates
   }
   runs = 0;
@@ -107,8 +107,8 @@ TEST_F(CudaAutotuneTest, ASecondTunerReusesThePersistedDecisionWithoutRunningACa
   second.execute("cuda", *client_, set, 3);
   client_->sync();
   EXPECT_EQ(runs.load(), 1);  // only the winner, once
-  EXPECT_EQ(second.tuner_for("cuda", *client_).benchmarked(), 0U);
-  EXPECT_EQ(second.tuner_for("cuda", *client_).fastest(3), std::optional<std::size_t>{1});
+  EXPECT_EQ(second.tuner_for("cuda", *client_)->benchmarked(), 0U);
+  EXPECT_EQ(second.tuner_for("cuda", *client_)->fastest(3), std::optional<std::size_t>{1});
 }
 
 TEST_F(CudaAutotuneTest, AKernelWithAWrongOutputIsQuarantinedEvenWhenFastest) {
@@ -152,11 +152,11 @@ TEST_F(CudaAutotuneTest, AKernelWithAWrongOutputIsQuarantinedEvenWhenFastest) {
   ASSERT_EQ(values.size(), n);
   for (std::uint32_t i = 0; i < n; ++i) ASSERT_EQ(values[i], 2 * i) << i;
 
-  auto& t = tuner.tuner_for("cuda", *client_);
-  auto const results = t.results(n * 4);
+  auto const t = tuner.tuner_for("cuda", *client_);
+  auto const results = t->results(n * 4);
   ASSERT_EQ(results.size(), 3U);
   EXPECT_EQ(results[1].status, candidate_status::quarantined) << results[1].error;
-  EXPECT_EQ(t.fastest(n * 4), std::optional<std::size_t>{2});
+  EXPECT_EQ(t->fastest(n * 4), std::optional<std::size_t>{2});
 }
 
 }  // namespace

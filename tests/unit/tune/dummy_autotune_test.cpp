@@ -58,7 +58,7 @@ TEST_F(DummyAutotuneTest, BasicAdditionExecution) {
                 out);
   EXPECT_EQ(values_of<std::uint8_t>(client.read_one(out.binding())),
             (std::vector<std::uint8_t>{4, 5, 6}));
-  EXPECT_EQ(tuner.tuner_for("test", client).fastest("add-4,"), 0U);
+  EXPECT_EQ(tuner.tuner_for("test", client)->fastest("add-4,"), 0U);
 }
 
 TEST_F(DummyAutotuneTest, BasicMultiplicationExecution) {
@@ -75,7 +75,7 @@ TEST_F(DummyAutotuneTest, BasicMultiplicationExecution) {
                 out);
   EXPECT_EQ(values_of<std::uint8_t>(client.read_one(out.binding())),
             (std::vector<std::uint8_t>{0, 4, 8}));
-  EXPECT_EQ(tuner.tuner_for("test", client).fastest("mul-4,"), 1U);
+  EXPECT_EQ(tuner.tuner_for("test", client)->fastest("mul-4,"), 1U);
 }
 
 TEST_F(DummyAutotuneTest, FailingKernelIsSkipped) {
@@ -89,7 +89,7 @@ TEST_F(DummyAutotuneTest, FailingKernelIsSkipped) {
                 out);
   EXPECT_EQ(values_of<std::uint8_t>(client.read_one(out.binding())),
             (std::vector<std::uint8_t>{2, 4}));
-  auto const results = tuner.tuner_for("test", client).results("add-2,");
+  auto const results = tuner.tuner_for("test", client)->results("add-2,");
   ASSERT_EQ(results.size(), 2U);
   EXPECT_EQ(results[0].status, cubert::tune::candidate_status::failed);
 }

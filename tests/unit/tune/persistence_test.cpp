@@ -42,7 +42,7 @@ class PersistenceTest : public cubert::test::tune_fixture {
     local_tuner<std::string> tuner("persist", options());
     fake_client client;
     int const w = tuner.execute("dev", client, set, key);
-    return {w, tuner.tuner_for("dev", client).benchmarked()};
+    return {w, tuner.tuner_for("dev", client)->benchmarked()};
   }
 };
 
@@ -80,7 +80,7 @@ TEST_F(PersistenceTest, DisabledCacheAlwaysTunes) {
     local_tuner<std::string> tuner("persist", options(false));
     fake_client client;
     (void)tuner.execute("dev", client, set, 1);
-    EXPECT_EQ(tuner.tuner_for("dev", client).benchmarked(), 2U);
+    EXPECT_EQ(tuner.tuner_for("dev", client)->benchmarked(), 2U);
   }
   EXPECT_FALSE(std::filesystem::exists(dir_ / "autotune"));
 }
@@ -91,7 +91,7 @@ TEST_F(PersistenceTest, OtherDeviceDoesNotShareResults) {
   local_tuner<std::string> tuner("persist", options());
   fake_client other("another device");
   (void)tuner.execute("dev", other, set, 1);
-  EXPECT_EQ(tuner.tuner_for("dev", other).benchmarked(), 2U);
+  EXPECT_EQ(tuner.tuner_for("dev", other)->benchmarked(), 2U);
 }
 
 TEST_F(PersistenceTest, FailedCandidatesAreRetriedByALaterTuner) {
@@ -118,7 +118,7 @@ TEST_F(PersistenceTest, FailedCandidatesAreRetriedByALaterTuner) {
   runs = 0;
   local_tuner<std::string> tuner("transient", options());
   EXPECT_EQ(tuner.execute("dev", client, set, 7), 7);
-  EXPECT_EQ(tuner.tuner_for("dev", client).benchmarked(), 2U) << "a cached failure answered";
+  EXPECT_EQ(tuner.tuner_for("dev", client)->benchmarked(), 2U) << "a cached failure answered";
   EXPECT_GT(runs.load(), 1);
 }
 
@@ -138,7 +138,7 @@ TEST_F(PersistenceTest, QuarantinedCandidateStaysQuarantinedInALaterTuner) {
   for (int i = 0; i < 2; ++i) {
     local_tuner<std::string> tuner("quarantine", opts);
     EXPECT_EQ(tuner.execute("dev", client, set, 4), 8);
-    EXPECT_EQ(tuner.tuner_for("dev", client).benchmarked(), i == 0 ? 2U : 0U);
+    EXPECT_EQ(tuner.tuner_for("dev", client)->benchmarked(), i == 0 ? 2U : 0U);
   }
 }
 

@@ -37,7 +37,7 @@ int main(int argc, char** argv) {
   for (int k = 0; k < keys; ++k) {
     winners += std::to_string(tuner.execute("dev", client, shared, k));
   }
-  std::printf("benchmarked=%zu winners=%s\n", tuner.tuner_for("dev", client).benchmarked(),
+  std::printf("benchmarked=%zu winners=%s\n", tuner.tuner_for("dev", client)->benchmarked(),
               winners.c_str());
   return 0;
 }

@@ -76,7 +76,35 @@ TEST_F(TunerTest, CorrectCandidateAtIndexOneWins) {
   auto out = vec({0, 0, 0});
   tuner.execute("test", client, set, vec({0, 1, 2}), vec({4, 4, 4}), out);
   EXPECT_EQ(*out, (std::vector<int>{0, 4, 8}));
-  EXPECT_EQ(tuner.tuner_for("test", client).fastest("n=3"), 1U);
+  EXPECT_EQ(tuner.tuner_for("test", client)->fastest("n=3"), 1U);
+}
+
+// tuner_for shares its tuner: clear() drops the local tuner's hold, never the caller's, so a
+// tuner obtained before it keeps its results and keeps tuning afterwards.
+TEST_F(TunerTest, TunerObtainedBeforeClearStaysUsableAfterIt) {
+  local_tuner<std::string> tuner("kept", options(false));
+  auto set = tuner.init([] {
+    return set_t(shape_key, fresh).with("mul_slow_wrong", add_slow_wrong).with("mul", mul);
+  });
+  fake_client client;
+  auto out = vec({0, 0, 0});
+  tuner.execute("test", client, set, vec({0, 1, 2}), vec({4, 4, 4}), out);
+  auto const kept = tuner.tuner_for("test", client);
+  std::weak_ptr<cubert::tune::tuner<std::string>> const watch = kept;
+
+  tuner.clear();
+
+  ASSERT_FALSE(watch.expired()) << "clear() destroyed a tuner its caller holds";
+  EXPECT_EQ(kept->fastest("n=3"), 1U);
+  EXPECT_EQ(kept->results("n=3").size(), 2U);
+  auto wider = vec({0, 0, 0, 0});
+  kept->execute(client, set, vec({1, 2, 3, 4}), vec({2, 2, 2, 2}), wider);
+  EXPECT_EQ(*wider, (std::vector<int>{2, 4, 6, 8}));
+  EXPECT_EQ(kept->fastest("n=4"), 1U) << "the kept tuner tunes new keys after clear()";
+
+  auto const fresh_tuner = tuner.tuner_for("test", client);
+  EXPECT_NE(fresh_tuner, kept) << "clear() did not forget the tuner";
+  EXPECT_FALSE(fresh_tuner->fastest("n=3").has_value());
 }
 
 TEST_F(TunerTest, CallerOutputIsWrittenOnlyByTheRealRun) {
@@ -120,7 +148,7 @@ TEST_F(TunerTest, SingleCandidateNeverBenchmarks) {
   fake_client client;
   EXPECT_EQ(tuner.execute("d", client, set, 7), 7);
   EXPECT_EQ(client.profiles(), 0);
-  EXPECT_EQ(tuner.tuner_for("d", client).benchmarked(), 0U);
+  EXPECT_EQ(tuner.tuner_for("d", client)->benchmarked(), 0U);
 }
 
 TEST_F(TunerTest, ThrowingCandidateIsRecordedAndSkipped) {
@@ -131,7 +159,7 @@ TEST_F(TunerTest, ThrowingCandidateIsRecordedAndSkipped) {
           .with("works", [](int x) { return x + 1; }));
   fake_client client;
   EXPECT_EQ(tuner.execute("d", client, set, 1), 2);
-  auto results = tuner.tuner_for("d", client).results("key");
+  auto results = tuner.tuner_for("d", client)->results("key");
   ASSERT_EQ(results.size(), 2U);
   EXPECT_EQ(results[0].status, candidate_status::failed);
   EXPECT_EQ(results[0].error, "bad");
@@ -152,7 +180,7 @@ TEST_F(TunerTest, NextBatchIsTriedWhenTheFirstFails) {
           .with(int_set::tunable_type("c", [](int x) { return x * 10; }).group(low, one)));
   fake_client client;
   EXPECT_EQ(tuner.execute("d", client, set, 3), 30);
-  EXPECT_EQ(tuner.tuner_for("d", client).fastest("key"), 2U);
+  EXPECT_EQ(tuner.tuner_for("d", client)->fastest("key"), 2U);
 }
 
 TEST_F(TunerTest, AllFailingNamesEveryFailureAndTunerKeepsWorking) {
@@ -190,11 +218,11 @@ TEST_F(TunerTest, ChecksQuarantineAWrongCandidate) {
                                                  .with("fast_wrong", [](int x) { return x; }));
   fake_client client;
   EXPECT_EQ(tuner.execute("d", client, set, 21), 42);
-  auto results = tuner.tuner_for("d", client).results("key");
+  auto results = tuner.tuner_for("d", client)->results("key");
   ASSERT_EQ(results.size(), 2U);
   EXPECT_EQ(results[1].status, candidate_status::quarantined);
   EXPECT_NE(results[1].error.find("differs"), std::string::npos);
-  auto stored = tuner.tuner_for("d", client).cache()->find("key", "fast_wrong", "");
+  auto stored = tuner.tuner_for("d", client)->cache()->find("key", "fast_wrong", "");
   ASSERT_TRUE(stored.has_value());
   EXPECT_EQ(stored->status, candidate_status::quarantined);
 }
@@ -225,8 +253,8 @@ TEST_F(TunerTest, BackgroundTuningRunsDefaultThenSwitches) {
                                                  .with("fast", [](int) { return 1; }));
   fake_client client;
   EXPECT_EQ(tuner.execute("d", client, set, 0), 0);  // Candidate 0 at once.
-  tuner.tuner_for("d", client).wait_idle();
-  EXPECT_EQ(tuner.tuner_for("d", client).fastest("key"), 1U);
+  tuner.tuner_for("d", client)->wait_idle();
+  EXPECT_EQ(tuner.tuner_for("d", client)->fastest("key"), 1U);
   EXPECT_EQ(tuner.execute("d", client, set, 0), 1);
 }
 
@@ -243,7 +271,7 @@ TEST_F(TunerTest, DeviceTimingResolvesEverySample) {
   EXPECT_EQ(tuner.execute("d", client, set, 4), 4);
   EXPECT_GT(client.profiles(), 0);
   EXPECT_EQ(client.resolves(), client.profiles());
-  EXPECT_EQ(tuner.tuner_for("d", client).fastest("key"), 1U);
+  EXPECT_EQ(tuner.tuner_for("d", client)->fastest("key"), 1U);
 }
 
 // Two plain functions of one signature are two factories, not one (they share a type).
@@ -275,7 +303,7 @@ TEST_F(TunerTest, AlternatingSetsOfOneKeyEachTuneOnce) {
     EXPECT_EQ(tuner.execute("d", client, pos, 3), 3);
     EXPECT_EQ(tuner.execute("d", client, neg, 3), -3);
   }
-  EXPECT_EQ(tuner.tuner_for("d", client).benchmarked(), 4U);  // Two candidates per set, once.
+  EXPECT_EQ(tuner.tuner_for("d", client)->benchmarked(), 4U);  // Two candidates per set, once.
 }
 
 TEST_F(TunerTest, AFailingSetDoesNotForgetAnotherSetsChoiceForTheKey) {
@@ -288,9 +316,9 @@ TEST_F(TunerTest, AFailingSetDoesNotForgetAnotherSetsChoiceForTheKey) {
   fake_client client;
   EXPECT_EQ(tuner.execute("d", client, good, 1), 1);
   EXPECT_THROW((void)tuner.execute("d", client, bad, 1), cubert::autotune_error);
-  auto const before = tuner.tuner_for("d", client).benchmarked();
+  auto const before = tuner.tuner_for("d", client)->benchmarked();
   EXPECT_EQ(tuner.execute("d", client, good, 1), 1);
-  EXPECT_EQ(tuner.tuner_for("d", client).benchmarked(), before) << "good was tuned again";
+  EXPECT_EQ(tuner.tuner_for("d", client)->benchmarked(), before) << "good was tuned again";
 }
 
 TEST_F(TunerTest, InvalidUtf8InAFailureMessageDoesNotBreakTuning) {
@@ -301,7 +329,7 @@ TEST_F(TunerTest, InvalidUtf8InAFailureMessageDoesNotBreakTuning) {
           .with("good", [](int x) { return x + 1; }));
   fake_client client;
   EXPECT_EQ(tuner.execute("d", client, set, 1), 2);
-  EXPECT_EQ(tuner.tuner_for("d", client).fastest("key"), 1U);
+  EXPECT_EQ(tuner.tuner_for("d", client)->fastest("key"), 1U);
 }
 
 TEST_F(TunerTest, CandidateNeverComparedIsNotStoredAsChecked) {
@@ -325,17 +353,17 @@ TEST_F(TunerTest, CandidateNeverComparedIsNotStoredAsChecked) {
   {
     local_tuner<std::string> tuner("never_compared", opts);
     (void)tuner.execute("d", client, make("1", true), 21);
-    auto r = tuner.tuner_for("d", client).results("key");
+    auto r = tuner.tuner_for("d", client)->results("key");
     ASSERT_EQ(r.size(), 2U);
     EXPECT_FALSE(r[1].checked) << "fast_wrong was never compared with candidate 0";
-    auto stored = tuner.tuner_for("d", client).cache()->find("key", "fast_wrong", "");
+    auto stored = tuner.tuner_for("d", client)->cache()->find("key", "fast_wrong", "");
     ASSERT_TRUE(stored.has_value());
     EXPECT_FALSE(stored->checked);
   }
   // A new process with the reference fixed compares fast_wrong now and quarantines it.
   local_tuner<std::string> tuner("never_compared", opts);
   EXPECT_EQ(tuner.execute("d", client, make("2", false), 21), 42);
-  auto r = tuner.tuner_for("d", client).results("key");
+  auto r = tuner.tuner_for("d", client)->results("key");
   ASSERT_EQ(r.size(), 2U);
   EXPECT_TRUE(r[0].checked);
   EXPECT_EQ(r[1].status, candidate_status::quarantined);
@@ -371,8 +399,8 @@ void expect_key_not_stuck(cubert::tune::tuner_options opts) {
   EXPECT_THROW((void)tuner.execute("d", client, set, fragile{}), std::bad_alloc);
   copy_throws = false;
   (void)tuner.execute("d", client, set, fragile{});  // With `wait`, this blocked for ever.
-  tuner.tuner_for("d", client).wait_idle();
-  EXPECT_EQ(tuner.tuner_for("d", client).fastest("k"), 1U) << "the key was never tuned again";
+  tuner.tuner_for("d", client)->wait_idle();
+  EXPECT_EQ(tuner.tuner_for("d", client)->fastest("k"), 1U) << "the key was never tuned again";
 }
 
 TEST_F(TunerTest, FailureBeforeTuningStartsDoesNotLeaveTheKeyMarked) {

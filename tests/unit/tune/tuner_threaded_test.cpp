@@ -55,7 +55,7 @@ class TunerThreadedTest : public cubert::test::tune_fixture {
     for (auto& th : pool) th.join();
     std::vector<int> all;
     for (auto& s : seen) all.insert(all.end(), s.begin(), s.end());
-    tuned_ = tuner.tuner_for("dev", client).benchmarked();
+    tuned_ = tuner.tuner_for("dev", client)->benchmarked();
     return all;
   }
 
@@ -69,9 +69,9 @@ TEST_F(TunerThreadedTest, EachKeyIsTunedOnceAndOthersRunTheDefault) {
   EXPECT_EQ(tuned_, 4U);  // Two keys × two candidates, benchmarked once each.
   EXPECT_EQ(results.size(), 320U);
   for (int r : results) EXPECT_TRUE(r == 0 || r == 1);
-  auto& t = tuner.tuner_for("dev", *std::make_unique<fake_client>());
-  EXPECT_EQ(t.fastest("k0"), 1U);
-  EXPECT_EQ(t.fastest("k1"), 1U);
+  auto const t = tuner.tuner_for("dev", *std::make_unique<fake_client>());
+  EXPECT_EQ(t->fastest("k0"), 1U);
+  EXPECT_EQ(t->fastest("k1"), 1U);
 }
 
 TEST_F(TunerThreadedTest, WaitPolicyGivesEveryCallerTheWinner) {
@@ -89,9 +89,9 @@ TEST_F(TunerThreadedTest, ManyThreadsWithPersistentCacheAndBackground) {
   local_tuner<std::string> tuner("threads-bg", opts);
   auto results = hammer(tuner);
   fake_client probe;
-  tuner.tuner_for("dev", probe).wait_idle();
-  EXPECT_EQ(tuner.tuner_for("dev", probe).fastest("k0"), 1U);
-  EXPECT_EQ(tuner.tuner_for("dev", probe).fastest("k1"), 1U);
+  tuner.tuner_for("dev", probe)->wait_idle();
+  EXPECT_EQ(tuner.tuner_for("dev", probe)->fastest("k0"), 1U);
+  EXPECT_EQ(tuner.tuner_for("dev", probe)->fastest("k1"), 1U);
 }
 
 TEST_F(TunerThreadedTest, ClearWhileAnotherThreadTunesIsSafe) {
@@ -113,7 +113,7 @@ TEST_F(TunerThreadedTest, ClearWhileAnotherThreadTunesIsSafe) {
                 })
           .with("b", [](int x) { return x; }));
   fake_client client;
-  std::weak_ptr<cubert::tune::tuner<std::string>> used = tuner.shared_tuner_for("d", client);
+  std::weak_ptr<cubert::tune::tuner<std::string>> used = tuner.tuner_for("d", client);
   int result = 0;
   std::thread th([&] { result = tuner.execute("d", client, set, 5); });
   in_candidate.wait();
@@ -123,7 +123,7 @@ TEST_F(TunerThreadedTest, ClearWhileAnotherThreadTunesIsSafe) {
   th.join();
   EXPECT_EQ(result, 5);
   EXPECT_TRUE(used.expired()) << "the cleared tuner outlived its last user";
-  EXPECT_FALSE(tuner.tuner_for("d", client).fastest("k").has_value());  // A fresh tuner.
+  EXPECT_FALSE(tuner.tuner_for("d", client)->fastest("k").has_value());  // A fresh tuner.
 }
 
 std::size_t mapping_count() {
@@ -144,15 +144,15 @@ TEST_F(TunerThreadedTest, FinishedBackgroundWorkersAreJoined) {
           .with("a", [](int x) { return x; })
           .with("b", [](int x) { return x; }));
   fake_client client;
-  auto& t = tuner.tuner_for("d", client);
+  auto const t = tuner.tuner_for("d", client);
   (void)tuner.execute("d", client, set, -1);
-  t.wait_idle();
+  t->wait_idle();
   auto const before = mapping_count();
   for (int k = 0; k < 200; ++k) {
     (void)tuner.execute("d", client, set, k);
-    while (!t.fastest(std::to_string(k))) std::this_thread::yield();
+    while (!t->fastest(std::to_string(k))) std::this_thread::yield();
   }
-  EXPECT_LE(t.pending_workers(), 2U) << "finished workers are kept until the tuner dies";
+  EXPECT_LE(t->pending_workers(), 2U) << "finished workers are kept until the tuner dies";
 #if !defined(__SANITIZE_THREAD__) && !defined(__SANITIZE_ADDRESS__)
   // The sanitizers map memory per thread they have seen, joined or not.
   EXPECT_LT(mapping_count(), before + 50) << "every finished worker still holds its stack";
