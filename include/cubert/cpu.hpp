@@ -87,7 +87,9 @@ struct options {
   /// few storage calls (trace replays in docs/performance.md); cubecl's `sub_slices` ladder is
   /// one option away.
   memory::memory_configuration memory = memory::memory_configuration::caching();
-  std::optional<std::uint64_t> capacity_limit;  ///< Make the host look like a device this big.
+  /// Make the host look like a device this big. Unset: the memory this process may use
+  /// (`total_memory`: MemTotal, or the cgroup limit when lower).
+  std::optional<std::uint64_t> capacity_limit;
   backend::channel_kind channel = backend::channel_kind::mutex;
 };
 

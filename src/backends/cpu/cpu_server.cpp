@@ -19,9 +19,14 @@ std::future<T> ready(T value) {
   return p.get_future();
 }
 
+// Without a limit of its own the device may hold at most the host's memory (its cgroup limit
+// in a container): pages beyond it are refused with out_of_memory and a usage report, after the
+// manager's cleanup and retry, rather than overcommitted towards the OOM killer.
 std::unique_ptr<backend::storage> make_storage(options const& opts,
                                                device_properties const& props) {
-  return std::make_unique<memory::host_storage>(props.memory.alignment, opts.capacity_limit);
+  auto limit = opts.capacity_limit;
+  if (!limit && props.total_memory != 0) limit = props.total_memory;
+  return std::make_unique<memory::host_storage>(props.memory.alignment, limit);
 }
 
 }  // namespace
