@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
 #include <map>
 #include <span>
 #include <string>
@@ -264,8 +265,15 @@ struct cube_dim {
   std::uint32_t y = 1;
   std::uint32_t z = 1;
 
-  /// Units in one cube.
-  [[nodiscard]] constexpr std::uint64_t units() const noexcept { return std::uint64_t{x} * y * z; }
+  /// Units in one cube; saturates at UINT64_MAX (three u32 axes can multiply past 2^64), so a
+  /// comparison with a device limit never sees a wrapped, small product.
+  [[nodiscard]] constexpr std::uint64_t units() const noexcept {
+    std::uint64_t const xy = std::uint64_t{x} * y;  // Cannot overflow: both below 2^32.
+    if (z != 0 && xy > std::numeric_limits<std::uint64_t>::max() / z) {
+      return std::numeric_limits<std::uint64_t>::max();
+    }
+    return xy * z;
+  }
   friend constexpr bool operator==(cube_dim, cube_dim) = default;
 };
 

@@ -4,7 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
+#include <limits>
 
 namespace {
 
@@ -96,6 +98,16 @@ TEST(CubeCountTest, StaticAndDynamic) {
   EXPECT_TRUE(d.is_dynamic());
   EXPECT_EQ(d.to_string(), "binding");
   EXPECT_EQ((cubert::cube_dim{8, 4, 2}.units()), 64u);
+}
+
+// Three u32 axes can multiply past 2^64; a wrapped product (2^22 · 2^22 · 2^20 wraps to 0) would
+// pass a backend's "units() > max_units_per_cube" check.
+TEST(CubeDimTest, UnitsSaturateInsteadOfWrapping) {
+  constexpr auto max = std::numeric_limits<std::uint64_t>::max();
+  EXPECT_EQ((cubert::cube_dim{1u << 22, 1u << 22, 1u << 20}.units()), max);
+  EXPECT_EQ((cubert::cube_dim{UINT32_MAX, UINT32_MAX, UINT32_MAX}.units()), max);
+  EXPECT_EQ((cubert::cube_dim{UINT32_MAX, UINT32_MAX, 1}.units()),
+            std::uint64_t{UINT32_MAX} * UINT32_MAX);
 }
 
 }  // namespace
