@@ -217,8 +217,7 @@ class bindings {
   /// Replaces the group of `elem_of<T>()` with `values`.
   template <typename T>
   bindings& with_scalars(std::span<T const> values) & {
-    scalars.erase(elem_of<T>());
-    append_raw(elem_of<T>(), std::as_bytes(values));
+    replace_raw(elem_of<T>(), std::as_bytes(values));
     return *this;
   }
   template <typename T>
@@ -257,6 +256,7 @@ class bindings {
 
  private:
   void append_raw(elem type, std::span<std::byte const> packed);
+  void replace_raw(elem type, std::span<std::byte const> packed);
 };
 
 /// Units per cube along each axis; part of the kernel, not of the launch.

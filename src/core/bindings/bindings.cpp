@@ -93,6 +93,18 @@ void bindings::append_raw(elem type, std::span<std::byte const> packed) {
   group.length = total / width;
 }
 
+void bindings::replace_raw(elem type, std::span<std::byte const> packed) {
+  // `packed` may point into the group being replaced (its own bytes() or data), so the new group
+  // is filled before the old one is freed.
+  std::size_t const width = checked_width(type, "replace");
+  scalar_binding group;
+  group.type = type;
+  group.length = packed.size() / width;
+  group.data.resize((packed.size() + 7) / 8, 0);
+  if (!packed.empty()) std::memcpy(group.data.data(), packed.data(), packed.size());
+  scalars[type] = std::move(group);
+}
+
 bindings& bindings::with_scalar(elem type, std::initializer_list<std::uint64_t> values) & {
   if (type == elem::f16 || type == elem::bf16 || type == elem::f32 || type == elem::f64) {
     throw invalid_argument(
@@ -118,8 +130,7 @@ bindings& bindings::with_scalar_bytes(elem type, std::span<std::byte const> pack
         fmt::format("bindings::with_scalar_bytes: {} bytes is not a whole number of {} elements",
                     packed.size(), cubert::to_string(type)));
   }
-  scalars.erase(type);
-  append_raw(type, packed);
+  replace_raw(type, packed);
   return *this;
 }
 

@@ -77,6 +77,22 @@ TEST(BindingsTest, ScalarBytesMustBeWholeElements) {
   EXPECT_EQ(b.scalars.at(elem::u16).length, 2u);
 }
 
+// Replacing a group with bytes that live in that same group (its own `bytes()` or `data`) must
+// copy them before the old group is freed.
+TEST(BindingsTest, ReplacingAGroupWithItsOwnBytesKeepsTheValues) {
+  std::vector<std::uint32_t> expected(300);
+  for (std::size_t i = 0; i < expected.size(); ++i) expected[i] = static_cast<std::uint32_t>(i + 1);
+  bindings b;
+  b.with_scalars(std::span<std::uint32_t const>(expected));
+  b.with_scalar_bytes(elem::u32, b.scalars.at(elem::u32).bytes());
+  EXPECT_EQ(group_values<std::uint32_t>(b, elem::u32), expected);
+
+  std::vector<std::uint64_t> wide(expected.begin(), expected.end());
+  b.with_scalars(std::span<std::uint64_t const>(wide));
+  b.with_scalars(std::span<std::uint64_t const>(b.scalars.at(elem::u64).data));
+  EXPECT_EQ(group_values<std::uint64_t>(b, elem::u64), wide);
+}
+
 TEST(BindingsTest, MetadataAndTensorMaps) {
   auto b = bindings{}.with_metadata(cubert::metadata_binding{{4, 4, 2, 2, 1}, 3});
   EXPECT_EQ(b.metadata.static_len, 3u);
