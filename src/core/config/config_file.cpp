@@ -198,7 +198,9 @@ class file_reader {
 config config::from_file(fs::path const& file) {
   std::error_code ec;
   if (!fs::is_regular_file(file, ec)) {
-    throw io_error(fmt::format("configuration file '{}' does not exist or is not a file", file));
+    // .string(): fmt/std.h formats a path quoted, which inside '' read as '"/x"'.
+    throw io_error(
+        fmt::format("configuration file '{}' does not exist or is not a file", file.string()));
   }
   toml::table root;
   try {

@@ -152,6 +152,18 @@ TEST_F(ConfigTest, MissingFileIsAnIoError) {
   EXPECT_THROW((void)config::from_file(dir_ / "nope.toml"), cubert::io_error);
 }
 
+TEST_F(ConfigTest, MissingFileMessageQuotesThePathOnce) {
+  auto const file = dir_ / "nope.toml";
+  try {
+    (void)config::from_file(file);
+    FAIL() << "no error";
+  } catch (cubert::io_error const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("'" + file.string() + "'"), std::string::npos) << what;
+    EXPECT_EQ(what.find('"'), std::string::npos) << what;
+  }
+}
+
 TEST_F(ConfigTest, SetReplacesGlobalAndOldReferencesStayValid) {
   auto const& before = config::get();
   config c;
