@@ -75,6 +75,11 @@ class file_reader {
   fs::path path_of(toml::key const& key, toml::node const& node) const {
     fs::path p = string_of(key, node);
     if (p.empty()) fail(fmt::format("'{}' must not be empty", key.str()), node.source());
+    // A "\u0000" escape is valid TOML, but the OS would cut the path at the NUL and use another
+    // file than the one written.
+    if (p.native().find('\0') != fs::path::string_type::npos) {
+      fail(fmt::format("'{}' must not contain a NUL character", key.str()), node.source());
+    }
     return p.is_relative() ? base_dir_ / p : p;
   }
 

@@ -164,6 +164,15 @@ TEST_F(ConfigTest, MissingFileMessageQuotesThePathOnce) {
   }
 }
 
+// TOML's \u0000 escape puts a NUL inside a string; as a path it would silently name the file
+// before the NUL (the log would go to ".../a", not ".../a\0b").
+TEST_F(ConfigTest, PathWithNulIsRefused) {
+  auto f = write("cubert.toml", "[memory.log]\nfile = \"a\\u0000b\"\n");
+  expect_error_at(f, 2, "NUL");
+  f = write("cubert.toml", "[autotune]\nlevel = \"full\"\ncache_dir = \"x\\u0000\"\n");
+  expect_error_at(f, 3, "NUL");
+}
+
 TEST_F(ConfigTest, SetReplacesGlobalAndOldReferencesStayValid) {
   auto const& before = config::get();
   config c;
