@@ -11,8 +11,11 @@
 #include <fmt/std.h>
 #include <toml++/toml.h>
 
+#include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
+#include <string_view>
 
 namespace cubert {
 
@@ -198,6 +201,76 @@ class file_reader {
   fs::path base_dir_;
 };
 
+// toml++ recurses once per table level, both while parsing and while destroying, so a key with
+// tens of thousands of dotted parts overflows the stack. A valid cubert.toml nests at most three
+// tables and holds no floats or arrays, so a line with more dots than this outside strings and
+// comments is refused before toml++ sees it. (Array and inline-table nesting, which may span
+// lines, is capped by toml++ itself at TOML_MAX_NESTED_VALUES.)
+constexpr std::size_t max_dots_per_line = 64;
+
+// The first line (from 1) with more than max_dots_per_line dots outside strings and comments,
+// or 0 when there is none.
+std::size_t first_too_nested_line(std::string_view text) {
+  enum class in { code, comment, basic, literal, multi_basic, multi_literal };
+  in state = in::code;
+  std::size_t line = 1;
+  std::size_t dots = 0;
+  auto const opens = [&](std::size_t i, std::string_view delim) {
+    return text.substr(i, delim.size()) == delim;
+  };
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    char const c = text[i];
+    if (c == '\n') {
+      ++line;
+      dots = 0;
+      if (state != in::multi_basic && state != in::multi_literal) state = in::code;
+      continue;
+    }
+    switch (state) {
+      case in::code:
+        if (c == '#') {
+          state = in::comment;
+        } else if (c == '.') {
+          if (++dots > max_dots_per_line) return line;
+        } else if (c == '"') {
+          state = opens(i, R"(""")") ? in::multi_basic : in::basic;
+          if (state == in::multi_basic) i += 2;
+        } else if (c == '\'') {
+          state = opens(i, "'''") ? in::multi_literal : in::literal;
+          if (state == in::multi_literal) i += 2;
+        }
+        break;
+      case in::comment:
+        break;
+      case in::basic:
+      case in::multi_basic:
+        // Skips the escaped character, but not a newline, which the loop must count.
+        if (c == '\\' && i + 1 < text.size() && text[i + 1] != '\n') {
+          ++i;
+        } else if (c == '"' && (state == in::basic || opens(i, R"(""")"))) {
+          if (state == in::multi_basic) i += 2;
+          state = in::code;
+        }
+        break;
+      case in::literal:
+        if (c == '\'') state = in::code;
+        break;
+      case in::multi_literal:
+        if (opens(i, "'''")) {
+          i += 2;
+          state = in::code;
+        }
+        break;
+    }
+  }
+  return 0;
+}
+
+[[noreturn]] void malformed(fs::path const& file, int line, std::string_view what) {
+  throw config_error(fmt::format("{}:{}: malformed TOML: {}", file.string(), line, what),
+                     file.string(), line);
+}
+
 }  // namespace
 
 config config::from_file(fs::path const& file) {
@@ -207,14 +280,26 @@ config config::from_file(fs::path const& file) {
     throw io_error(
         fmt::format("configuration file '{}' does not exist or is not a file", file.string()));
   }
+  std::string text;
+  {
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream buffer;
+    if (in) buffer << in.rdbuf();
+    if (!in || in.bad()) {
+      throw io_error(fmt::format("cannot read configuration file '{}'", file.string()));
+    }
+    text = std::move(buffer).str();
+  }
+  if (auto const line = first_too_nested_line(text); line != 0) {
+    malformed(file, static_cast<int>(line),
+              fmt::format("keys nested too deeply (more than {} '.' outside strings on one line)",
+                          max_dots_per_line));
+  }
   toml::table root;
   try {
-    root = toml::parse_file(file.string());
+    root = toml::parse(text, file.string());
   } catch (toml::parse_error const& e) {
-    auto const line = static_cast<int>(e.source().begin.line);
-    throw config_error(
-        fmt::format("{}:{}: malformed TOML: {}", file.string(), line, e.description()),
-        file.string(), line);
+    malformed(file, static_cast<int>(e.source().begin.line), e.description());
   }
   config cfg;
   cfg.source = file;

@@ -173,6 +173,41 @@ TEST_F(ConfigTest, PathWithNulIsRefused) {
   expect_error_at(f, 3, "NUL");
 }
 
+// toml++ recurses once per table level while parsing and destroying, so a header with a huge
+// number of dotted parts overflowed the stack instead of being refused.
+TEST_F(ConfigTest, DeeplyNestedKeysAreRefusedNotACrash) {
+  std::string header = "[";
+  for (int i = 0; i < 200'000; ++i) header += "a.";
+  header += "a]\n";
+  auto f = write("cubert.toml", "# deep\n" + header);
+  expect_error_at(f, 2, "nested");
+  std::string key;
+  for (int i = 0; i < 200'000; ++i) key += "b.";
+  f = write("cubert.toml", "[memory]\n" + key + "b = 1\n");
+  expect_error_at(f, 2, "nested");
+  f = write("cubert.toml", "x = { " + key + "b = 1 }\n");
+  expect_error_at(f, 1, "nested");
+}
+
+// The depth check must not count dots inside strings or comments.
+TEST_F(ConfigTest, DotsInStringsAndCommentsAreNotNesting) {
+  std::string const dots(5'000, '.');
+  std::string text = "# " + dots + "\n";
+  text += "[memory.log] # " + dots + "\n";
+  text += "file = \"/tmp/x" + dots + "\"\n";
+  text += "[compilation]\ncache_dir = '''\n/c" + dots + "''' # \"\n";
+  text += "[autotune.log]\nfile = \"\"\"/q\\\"\"" + dots + "\"\"\"\n";
+  text += "[profiling.log]\nfile = '/p\\" + dots + "'\n";
+  auto const cfg = config::from_file(write("cubert.toml", text));
+  ASSERT_TRUE(cfg.memory.log.file.has_value());
+  EXPECT_EQ(cfg.memory.log.file->string(), "/tmp/x" + dots);
+  EXPECT_EQ(cfg.compilation.cache_dir.string(), "/c" + dots);
+  ASSERT_TRUE(cfg.autotune.log.file.has_value());
+  EXPECT_EQ(cfg.autotune.log.file->string(), "/q\"\"" + dots);
+  ASSERT_TRUE(cfg.profiling.log.file.has_value());
+  EXPECT_EQ(cfg.profiling.log.file->string(), "/p\\" + dots);
+}
+
 TEST_F(ConfigTest, SetReplacesGlobalAndOldReferencesStayValid) {
   auto const& before = config::get();
   config c;
