@@ -126,6 +126,7 @@ struct config {
   [[nodiscard]] static config const& get();
 
   /// Replaces the process-wide configuration and reconfigures logging. For tests and apps.
+  /// @throws io_error if a log file cannot be opened; neither changes then.
   static void set(config cfg);
 
   /// Finds `cubert.toml` in `start_dir` or its nearest ancestor, applies CUBERT_* variables.

@@ -82,14 +82,15 @@ config const& config::get() {
 
 void config::set(config cfg) {
   auto& g = global();
-  config const* installed = nullptr;
-  {
-    std::lock_guard lock(g.mutex);
-    g.all.push_back(std::make_unique<config const>(std::move(cfg)));
-    installed = g.all.back().get();
-    g.current.store(installed, std::memory_order_release);
-  }
-  log::reconfigure(*installed);
+  auto owned = std::make_unique<config const>(std::move(cfg));
+  // Logging is rebuilt first and under the lock: a log file that cannot be opened throws before
+  // anything changes, and two concurrent set() calls cannot leave logging built from one
+  // configuration while get() returns the other.
+  std::lock_guard lock(g.mutex);
+  g.all.reserve(g.all.size() + 1);
+  log::reconfigure(*owned);
+  g.all.push_back(std::move(owned));
+  g.current.store(g.all.back().get(), std::memory_order_release);
 }
 
 }  // namespace cubert

@@ -3,6 +3,7 @@
 #include "config_fixture.hpp"
 
 #include <cubert/config.hpp>
+#include <cubert/error.hpp>
 #include <cubert/logging.hpp>
 
 #include <gtest/gtest.h>
@@ -114,6 +115,26 @@ TEST_F(LoggingTest, SetReconfiguresLogging) {
   EXPECT_NE(read(file).find("via set"), std::string::npos);
   config::set(config{});
   EXPECT_FALSE(log::enabled(category::memory));
+}
+
+// A log file that cannot be opened makes set() throw; the configuration it was given must not
+// be installed either, or config::get() would name a log file nothing is written to.
+TEST_F(LoggingTest, SetWithAnUnopenableLogFileChangesNothing) {
+  auto const good = dir_ / "good.log";
+  config c;
+  c.memory.log.level = log_level::full;
+  c.memory.log.file = good;
+  config::set(c);
+  config bad;
+  bad.memory.log.level = log_level::full;
+  bad.memory.log.file = dir_;  // A directory: spdlog cannot open it.
+  bad.autotune.level = cubert::autotune_level::extensive;
+  EXPECT_THROW(config::set(bad), cubert::io_error);
+  EXPECT_EQ(config::get().memory.log.file, good);
+  EXPECT_NE(config::get().autotune.level, cubert::autotune_level::extensive);
+  log::write(category::memory, "still here");
+  EXPECT_NE(read(good).find("still here"), std::string::npos);
+  config::set(config{});
 }
 
 }  // namespace
