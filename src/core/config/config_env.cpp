@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <optional>
 #include <string>
@@ -35,6 +37,13 @@ auto parse_env(char const* name, std::string const& value, Parse parse, std::str
 
 constexpr std::string_view bool_names = "true|1|on|false|0|off";
 
+// Like the boolean values: `CUBERT_LOG=STDOUT` means the stream, not a file named STDOUT.
+bool same_word(std::string_view a, std::string_view b) noexcept {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](unsigned char x, unsigned char y) {
+    return std::tolower(x) == std::tolower(y);
+  });
+}
+
 void set_bool(char const* name, bool& out) {
   if (auto v = env(name)) out = parse_env(name, *v, detail::parse_bool, bool_names);
 }
@@ -55,8 +64,8 @@ void apply_log(std::string const& value, config& cfg) {
   cfg.memory.log.level = log_level::basic;
   for (auto* l : all) {
     l->file.reset();
-    l->to_stdout = value == "stdout";
-    l->to_stderr = value == "stderr" || flag.value_or(false);
+    l->to_stdout = same_word(value, "stdout");
+    l->to_stderr = same_word(value, "stderr") || flag.value_or(false);
     if (!l->to_stdout && !l->to_stderr) l->file = std::filesystem::path(value);
   }
 }

@@ -63,6 +63,10 @@ TEST_F(ConfigEnvTest, LogVariableSetsEveryCategory) {
   EXPECT_EQ(cfg.autotune.log.file, dir_ / "all.log");
   EXPECT_EQ(cfg.memory.log.file, dir_ / "all.log");
   EXPECT_FALSE(cfg.autotune.log.to_stderr);
+  setenv("CUBERT_LOG", "STDOUT", 1);  // The stream names ignore case, like the boolean values.
+  cfg = config::load(dir_);
+  EXPECT_TRUE(cfg.profiling.log.to_stdout);
+  EXPECT_FALSE(cfg.profiling.log.file.has_value());
   setenv("CUBERT_LOG", "off", 1);
   cfg = config::load(dir_);
   EXPECT_EQ(cfg.autotune.log.level, cubert::log_level::disabled);
