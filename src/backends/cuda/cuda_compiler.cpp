@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cuda_compiler.hpp"
 
+#include "include_scan.hpp"
+
 #include <cubert/error.hpp>
 
 #include <fmt/format.h>
@@ -8,6 +10,8 @@
 #include <nvrtc.h>
 
 #include <algorithm>
+#include <chrono>
+#include <dlfcn.h>
 #include <filesystem>
 #include <memory>
 
@@ -90,6 +94,27 @@ std::string cuda_compiler::nvrtc_version() {
   return fmt::format("{}.{}", major, minor);
 }
 
+std::string cuda_compiler::nvrtc_identity() {
+  std::string version = nvrtc_version();
+  // nvrtcVersion's address lies in the library the process loaded, whichever path the dynamic
+  // linker took to it; a statically linked NVRTC names the executable, whose identity changes
+  // with every build, so only a file named for NVRTC counts.
+  Dl_info info{};
+  if (::dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) == 0 || !info.dli_fname) {
+    return version;
+  }
+  std::error_code ec;
+  auto const file = std::filesystem::canonical(info.dli_fname, ec);
+  if (ec || file.filename().string().find("nvrtc") == std::string::npos) return version;
+  auto const size = std::filesystem::file_size(file, ec);
+  if (ec) return version;
+  auto const mtime = std::filesystem::last_write_time(file, ec);
+  if (ec) return version;
+  auto const since_epoch = std::chrono::file_clock::to_sys(mtime).time_since_epoch();
+  return fmt::format("{} {} {} {}", version, file.filename().string(), size,
+                     std::chrono::duration_cast<std::chrono::nanoseconds>(since_epoch).count());
+}
+
 int cuda_compiler::newest_arch() {
   int count = 0;
   nvrtc_check(nvrtcGetNumSupportedArchs(&count), "nvrtcGetNumSupportedArchs");
@@ -118,11 +143,20 @@ compiled_code cuda_compiler::compile(compile_request const& request) const {
   if (!include.empty()) options.push_back(include);
   options.insert(options.end(), request.options.begin(), request.options.end());
 
-  static std::string const version = nvrtc_version();
-  auto const joined = fmt::format("{}", fmt::join(options, "\x1f"));
-  auto const key = kernel_disk_cache::key(request.source, joined, ptx ? "ptx" : "cubin", version);
-  if (auto cached = cache_.load(key)) {
-    return compiled_code{std::move(*cached), ptx, true, {}};
+  std::string key;
+  std::string headers;
+  if (cache_.enabled()) {
+    static std::string const version = nvrtc_identity();
+    auto joined = fmt::format("{}", fmt::join(options, "\x1f"));
+    // The user's headers, so that editing one misses; the toolkit's (not among request.options)
+    // change only with the toolkit, which the NVRTC identity covers. A source without includes
+    // adds nothing.
+    headers = scan_includes(request.source, request.source_name, request.options).digest;
+    if (!headers.empty()) joined += "\x1e" + headers;
+    key = kernel_disk_cache::key(request.source, joined, ptx ? "ptx" : "cubin", version);
+    if (auto cached = cache_.load(key)) {
+      return compiled_code{std::move(*cached), ptx, true, {}};
+    }
   }
 
   std::string const source(request.source);
@@ -143,7 +177,12 @@ compiled_code cuda_compiler::compile(compile_request const& request) const {
         std::move(log), request.source_name);
   }
   compiled_code code{program_image(raw, ptx), ptx, false, std::move(log)};
-  cache_.store(key, code.image);
+  // A header edited while NVRTC ran may be compiled in either version: such an image is not
+  // stored under the key of the version read before (a rescan costs little beside NVRTC).
+  if (!key.empty() &&
+      scan_includes(request.source, request.source_name, request.options).digest == headers) {
+    cache_.store(key, code.image);
+  }
   return code;
 }
 

@@ -41,6 +41,11 @@ class cuda_compiler {
 
   /// NVRTC's version as "13.0".
   [[nodiscard]] static std::string nvrtc_version();
+  /// What the disk cache keys on for NVRTC: its version, and the file name, size and mtime of
+  /// the loaded library, which change with a patch release that nvrtc_version() does not show
+  /// ("13.0 libnvrtc.so.13 109338064 1792100186000000000"); the version alone where the library
+  /// file cannot be found.
+  [[nodiscard]] static std::string nvrtc_identity();
   /// The newest architecture NVRTC can emit a cubin for (e.g. 120).
   [[nodiscard]] static int newest_arch();
 

@@ -155,6 +155,45 @@ TEST(KernelDiskCacheTest, SecondCompilationInProcessHitsTheDisk) {
   }
 }
 
+// The key covers the headers a source includes: an edited one, even two levels down and
+// reached through a quoted include relative to its includer, is a miss that compiles the edit.
+TEST(KernelDiskCacheTest, EditingAnIncludedHeaderMisses) {
+  temp_dir cache_dir;
+  temp_dir include;
+  auto const write = [&](fs::path const& name, std::string const& text) {
+    fs::create_directories((include.path() / name).parent_path());
+    std::ofstream(include.path() / name, std::ios::trunc) << text;
+  };
+  write("magic.h",
+        "#include \"detail/value.h\"\n"
+        "__device__ inline unsigned magic() { return MAGIC_VALUE; }\n");
+  write("detail/value.h", "#define MAGIC_VALUE 1234567u\n");
+  constexpr char const* src = R"(#include "magic.h"
+extern "C" __global__ void put_magic(unsigned* out) { *out = magic(); })";
+  cuda_compiler const compiler{kernel_disk_cache(cache_dir.path())};
+  compile_request const request{src, "magic.cu", {"-I", include.path().string()}, 90, true};
+  auto const ptx_of = [](auto const& code) {
+    return std::string(reinterpret_cast<char const*>(code.image.data()));
+  };
+  auto const first = compiler.compile(request);
+  EXPECT_FALSE(first.from_disk_cache);
+  EXPECT_NE(ptx_of(first).find("1234567"), std::string::npos) << ptx_of(first);
+  EXPECT_TRUE(compiler.compile(request).from_disk_cache);
+
+  write("detail/value.h", "#define MAGIC_VALUE 7654321u\n");
+  auto const edited = compiler.compile(request);
+  EXPECT_FALSE(edited.from_disk_cache);
+  EXPECT_NE(ptx_of(edited).find("7654321"), std::string::npos) << ptx_of(edited);
+  EXPECT_TRUE(compiler.compile(request).from_disk_cache);
+}
+
+// A patch release of NVRTC keeps nvrtcVersion's major.minor; the library file tells it apart.
+TEST(KernelDiskCacheTest, NvrtcIdentityNamesTheLoadedLibrary) {
+  auto const identity = cuda_compiler::nvrtc_identity();
+  EXPECT_TRUE(identity.starts_with(cuda_compiler::nvrtc_version() + " libnvrtc")) << identity;
+  EXPECT_EQ(identity, cuda_compiler::nvrtc_identity());
+}
+
 TEST(KernelDiskCacheTest, CorruptAndTruncatedEntriesAreIgnored) {
   temp_dir dir;
   kernel_disk_cache const cache(dir.path());

@@ -1,0 +1,212 @@
+// SPDX-License-Identifier: Apache-2.0
+// The include scanner behind the kernel disk cache's key: no GPU, no NVRTC.
+#include "include_scan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using cubert::cuda::detail::find_includes;
+using cubert::cuda::detail::include_directive;
+using cubert::cuda::detail::include_dirs;
+using cubert::cuda::detail::scan_includes;
+
+class temp_dir {
+ public:
+  temp_dir() {
+    std::random_device rd;
+    path_ = fs::temp_directory_path() / ("cubert-include-scan-" + std::to_string(rd()));
+    fs::create_directories(path_);
+  }
+  ~temp_dir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  temp_dir(temp_dir const&) = delete;
+  temp_dir& operator=(temp_dir const&) = delete;
+  [[nodiscard]] fs::path const& path() const { return path_; }
+  // Writes `text` to `name` under the directory, creating its parents.
+  fs::path write(fs::path const& name, std::string const& text) const {
+    auto const p = path_ / name;
+    fs::create_directories(p.parent_path());
+    std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
+    return fs::canonical(p);
+  }
+
+ private:
+  fs::path path_;
+};
+
+std::vector<std::string> names(std::string_view text) {
+  std::vector<std::string> out;
+  for (auto const& d : find_includes(text)) out.push_back((d.quoted ? "q:" : "a:") + d.name);
+  return out;
+}
+
+using strings = std::vector<std::string>;
+using paths = std::vector<fs::path>;
+
+TEST(IncludeScanTest, FindsQuotedAndAngleIncludesWithAnySpacing) {
+  EXPECT_EQ(names("#include \"a.h\"\n#include <b.h>\n  #  include   \"c/d.h\"\n"
+                  "#\tinclude<e.h> // trailing\n#include \"f.h\""),
+            (strings{"q:a.h", "a:b.h", "q:c/d.h", "a:e.h", "q:f.h"}));
+  EXPECT_EQ(find_includes("#include <x.h>"), (std::vector<include_directive>{{"x.h", false}}));
+  // A block comment is a space, also between '#' and the directive's name.
+  EXPECT_EQ(names("/* lead */ #/**/include /* x */ \"g.h\"\n"), (strings{"q:g.h"}));
+  // A line splice continues the directive.
+  EXPECT_EQ(names("#include \\\n  \"h.h\"\n"), (strings{"q:h.h"}));
+}
+
+TEST(IncludeScanTest, SkipsCommentsLiteralsAndOtherDirectives) {
+  constexpr char const* text = R"src(
+// #include "line_comment.h"
+/* #include "block_comment.h" */
+/* a comment
+#include "inside_multiline_comment.h"
+*/
+const char* s = "/*"; char q = '"';
+#include "after_literals.h"
+const char* r = R"x(
+#include "inside_raw_string.h"
+)x";
+int n = 1'000'000;
+#include "after_digit_separator.h"
+x = 1; #include "not_at_line_start.h"
+#define HEADER "macro.h"
+#include HEADER
+#includefoo "not_include.h"
+#error don't
+#include <after_error.h>
+#include "unterminated.h
+#include <unterminated.h
+#include ""
+)src";
+  EXPECT_EQ(names(text),
+            (strings{"q:after_literals.h", "q:after_digit_separator.h", "a:after_error.h"}));
+}
+
+TEST(IncludeScanTest, ReadsEveryIncludeDirectoryOptionForm) {
+  strings const options{
+      "-Ia",  "-I",    "b", "--include-path=c", "--use_fast_math", "--include-path", "d",
+      "-I=e", "-DX=1", "-I"};
+  EXPECT_EQ(include_dirs(options), (paths{"a", "b", "c", "d", "e"}));
+  EXPECT_TRUE(include_dirs(strings{"-DI=1", "-include", "x.h"}).empty());
+}
+
+TEST(IncludeScanTest, ResolvesAgainstIncludeDirectoriesInOrder) {
+  temp_dir d;
+  auto const first = d.write("one/x.h", "first");
+  d.write("two/x.h", "second");
+  auto const y = d.write("two/y.h", "y");
+  strings const options{"-I" + (d.path() / "one").string(), "-I", (d.path() / "two").string()};
+  auto const scan = scan_includes("#include <x.h>\n#include \"y.h\"\n", "k.cu", options);
+  EXPECT_EQ(scan.files, (paths{first, y}));
+  EXPECT_EQ(scan.digest.size(), 32U);
+  EXPECT_FALSE(scan.truncated);
+}
+
+TEST(IncludeScanTest, NestedQuotedIncludesLookInTheHeadersDirectoryFirst) {
+  temp_dir d;
+  auto const a = d.write("inc/a.h", "#include \"sub/b.h\"\n");
+  auto const b = d.write("inc/sub/b.h", "#include \"c.h\"\n#include <d.h>\n");
+  auto const c = d.write("inc/sub/c.h", "next to b");
+  d.write("inc/c.h", "in the include directory");
+  d.write("inc/sub/d.h", "angle includes do not look next to b");
+  auto const dh = d.write("inc/d.h", "d");
+  auto const scan = scan_includes("#include \"a.h\"\n", "k.cu",
+                                  strings{"--include-path", (d.path() / "inc").string()});
+  EXPECT_EQ(scan.files, (paths{a, b, c, dh}));
+}
+
+TEST(IncludeScanTest, SourceQuotedIncludesLookNextToTheSourceName) {
+  temp_dir d;
+  auto const m = d.write("src/m.h", "m");
+  d.write("src/n.h", "n");
+  auto const scan =
+      scan_includes("#include \"m.h\"\n#include <n.h>\n", (d.path() / "src/k.cu").string(), {});
+  EXPECT_EQ(scan.files, (paths{m}));
+}
+
+TEST(IncludeScanTest, RelativeIncludeDirectoriesAreFromTheWorkingDirectory) {
+  temp_dir d;
+  auto const h = d.write("rel/h.h", "h");
+  auto const relative = fs::relative(d.path() / "rel", fs::current_path());
+  ASSERT_TRUE(relative.is_relative());
+  auto const scan = scan_includes("#include <h.h>\n", "k.cu", strings{"-I" + relative.string()});
+  EXPECT_EQ(scan.files, (paths{h}));
+}
+
+TEST(IncludeScanTest, PreIncludedHeadersAreFollowed) {
+  temp_dir d;
+  auto const p = d.write("inc/p.h", "#include \"q.h\"\n");
+  auto const q = d.write("inc/q.h", "q");
+  auto const scan = scan_includes("int x;\n", "k.cu",
+                                  strings{"-include", "p.h", "-I" + (d.path() / "inc").string()});
+  EXPECT_EQ(scan.files, (paths{p, q}));
+  EXPECT_EQ(
+      scan_includes("", "k.cu", strings{"--pre-include=p.h", "-I" + (d.path() / "inc").string()})
+          .files,
+      (paths{p, q}));
+}
+
+TEST(IncludeScanTest, CyclesAreFollowedOnce) {
+  temp_dir d;
+  auto const a = d.write("a.h", "#pragma once\n#include \"b.h\"\n#include \"a.h\"\n");
+  auto const b = d.write("b.h", "#include \"a.h\"\n#include \"./b.h\"\n");
+  auto const scan = scan_includes("#include \"a.h\"\n#include <b.h>\n", "k.cu",
+                                  strings{"-I" + d.path().string()});
+  EXPECT_EQ(scan.files, (paths{a, b}));
+}
+
+TEST(IncludeScanTest, MissingHeadersAndNoIncludesGiveAnEmptyDigest) {
+  temp_dir d;
+  auto const scan = scan_includes("#include <cuda_fp16.h>\n#include \"nowhere.h\"\n", "k.cu",
+                                  strings{"-I" + d.path().string()});
+  EXPECT_TRUE(scan.files.empty());
+  EXPECT_TRUE(scan.digest.empty());
+  EXPECT_TRUE(scan_includes("__global__ void k() {}", "k.cu", {}).digest.empty());
+}
+
+TEST(IncludeScanTest, DigestFollowsHeaderContents) {
+  temp_dir d;
+  d.write("inc/a.h", "#include \"b.h\"\n");
+  d.write("inc/b.h", "#define V 1\n");
+  strings const options{"-I" + (d.path() / "inc").string()};
+  auto const before = scan_includes("#include \"a.h\"\n", "k.cu", options).digest;
+  EXPECT_EQ(before, scan_includes("#include \"a.h\"\n", "k.cu", options).digest);
+  d.write("inc/b.h", "#define V 2\n");
+  auto const after = scan_includes("#include \"a.h\"\n", "k.cu", options).digest;
+  EXPECT_NE(before, after);
+  // A header appearing earlier in the search changes it too.
+  d.write("first/b.h", "#define V 2\n");
+  strings const shadowed{"-I" + (d.path() / "first").string(), options[0]};
+  EXPECT_NE(after, scan_includes("#include \"a.h\"\n#include <b.h>\n", "k.cu", shadowed).digest);
+}
+
+TEST(IncludeScanTest, LimitsStopTheScan) {
+  temp_dir d;
+  for (int i = 0; i < 10; ++i) {
+    d.write("h" + std::to_string(i) + ".h",
+            "#include \"h" + std::to_string(i + 1) + ".h\"\n" + std::string(100, 'x'));
+  }
+  strings const options{"-I" + d.path().string()};
+  auto const few = scan_includes("#include \"h0.h\"\n", "k.cu", options, {.max_files = 3});
+  EXPECT_TRUE(few.truncated);
+  EXPECT_EQ(few.files.size(), 3U);
+  EXPECT_EQ(few.digest.size(), 32U);
+  auto const small = scan_includes("#include \"h0.h\"\n", "k.cu", options, {.max_bytes = 500});
+  EXPECT_TRUE(small.truncated);
+  EXPECT_EQ(small.files.size(), 4U);
+  auto const all = scan_includes("#include \"h0.h\"\n", "k.cu", options);
+  EXPECT_FALSE(all.truncated);
+  EXPECT_EQ(all.files.size(), 10U);
+}
+
+}  // namespace
