@@ -94,7 +94,10 @@ spdlog::sink_ptr make_sink(std::string const& id, log_config const& l, forward_s
   }
 }
 
-std::shared_ptr<state const> build(config const& cfg) {
+// `strict` (reconfigure, config::set): a sink that cannot be opened throws, and nothing changes.
+// Otherwise (first use, where nobody can catch) only that category stays silent, said once on
+// stderr; the categories whose sinks opened log as configured.
+std::shared_ptr<state const> build(config const& cfg, bool strict) {
   std::array<log_config const*, 4> const cats{&cfg.compilation.log, &cfg.profiling.log,
                                               &cfg.autotune.log, &cfg.memory.log};
   auto s = std::make_shared<state>();
@@ -113,13 +116,21 @@ std::shared_ptr<state const> build(config const& cfg) {
     }
     if (l.forward) ids.push_back(fmt::format("forward:{}", to_string(*l.forward)));
     std::vector<spdlog::sink_ptr> sinks;
-    for (auto const& id : ids) {
-      auto& sink = shared[id];
-      if (!sink) {
-        sink = make_sink(id, l, l.forward.value_or(forward_severity::info));
-        sink->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%n] %v");
+    try {
+      for (auto const& id : ids) {
+        auto& sink = shared[id];
+        if (!sink) {
+          sink = make_sink(id, l, l.forward.value_or(forward_severity::info));
+          sink->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%n] %v");
+        }
+        sinks.push_back(sink);
       }
-      sinks.push_back(sink);
+    } catch (std::exception const& e) {
+      if (strict) throw;
+      // The failed sink's empty entry must not be taken for an open sink by a later category.
+      std::erase_if(shared, [](auto const& entry) { return entry.second == nullptr; });
+      fmt::print(stderr, "cubert: {} logging disabled: {}\n", category_names[i], e.what());
+      continue;
     }
     auto logger = std::make_shared<spdlog::logger>(std::string(category_names[i]), sinks.begin(),
                                                    sinks.end());
@@ -148,7 +159,7 @@ std::string_view to_string(category c) noexcept {
 void detail::initialise() {
   std::shared_ptr<state const> s;
   try {
-    s = build(config::get());
+    s = build(config::get(), false);
   } catch (std::exception const& e) {
     std::fprintf(stderr, "cubert: logging disabled: %s\n", e.what());
     s = std::make_shared<state>();
@@ -192,7 +203,7 @@ void warn(category c, std::string_view line) noexcept {
 }
 
 void reconfigure(config const& cfg) {
-  auto s = build(cfg);
+  auto s = build(cfg, true);
   std::lock_guard lock(state_mutex());
   install(std::move(s));
 }

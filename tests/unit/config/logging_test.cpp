@@ -6,10 +6,13 @@
 #include <cubert/error.hpp>
 #include <cubert/logging.hpp>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -135,6 +138,25 @@ TEST_F(LoggingTest, SetWithAnUnopenableLogFileChangesNothing) {
   log::write(category::memory, "still here");
   EXPECT_NE(read(good).find("still here"), std::string::npos);
   config::set(config{});
+}
+
+// At first use nobody can catch an error, so a category whose log file cannot be opened stays
+// silent (said once on stderr) and the others log as configured. Run in a fresh process: this
+// one initialised logging long ago.
+TEST_F(LoggingTest, AnUnopenableFileAtFirstUseSilencesOnlyItsCategory) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto const good = dir_ / "tune.log";
+  write("cubert.toml", fmt::format("[memory.log]\nlevel = \"full\"\nfile = \"{}\"\n"
+                                   "[autotune.log]\nlevel = \"full\"\nfile = \"{}\"\n",
+                                   dir_.string(), good.string()));
+  auto const first_use = [&] {
+    std::filesystem::current_path(dir_);
+    log::write(category::memory, "lost");
+    log::write(category::autotune, "kept");
+    log::flush();
+    std::exit(read(good).find("kept") != std::string::npos ? 0 : 1);
+  };
+  EXPECT_EXIT(first_use(), ::testing::ExitedWithCode(0), "memory logging disabled");
 }
 
 }  // namespace
