@@ -3,6 +3,7 @@
 #include "cuda_compiler.hpp"
 
 #include "kernel_disk_cache.hpp"
+#include "temp_dir.hpp"
 
 #include <cubert/error.hpp>
 
@@ -14,7 +15,6 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
-#include <random>
 #include <string>
 
 namespace {
@@ -30,24 +30,7 @@ extern "C" __global__ void add(const float* a, const float* b, float* out, unsig
   if (i < n) out[i] = a[i] + b[i];
 })";
 
-class temp_dir {
- public:
-  temp_dir() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() / ("cubert-cuda-test-" + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  temp_dir(temp_dir const&) = delete;
-  temp_dir& operator=(temp_dir const&) = delete;
-  [[nodiscard]] fs::path const& path() const { return path_; }
-
- private:
-  fs::path path_;
-};
+using cubert::test::temp_dir;
 
 std::string run(std::string const& command) {
   std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);

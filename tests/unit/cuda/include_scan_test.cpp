@@ -2,11 +2,12 @@
 // The include scanner behind the kernel disk cache's key: no GPU, no NVRTC.
 #include "include_scan.hpp"
 
+#include "temp_dir.hpp"
+
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -18,31 +19,7 @@ using cubert::cuda::detail::include_directive;
 using cubert::cuda::detail::include_dirs;
 using cubert::cuda::detail::scan_includes;
 
-class temp_dir {
- public:
-  temp_dir() {
-    std::random_device rd;
-    path_ = fs::temp_directory_path() / ("cubert-include-scan-" + std::to_string(rd()));
-    fs::create_directories(path_);
-  }
-  ~temp_dir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  temp_dir(temp_dir const&) = delete;
-  temp_dir& operator=(temp_dir const&) = delete;
-  [[nodiscard]] fs::path const& path() const { return path_; }
-  // Writes `text` to `name` under the directory, creating its parents.
-  fs::path write(fs::path const& name, std::string const& text) const {
-    auto const p = path_ / name;
-    fs::create_directories(p.parent_path());
-    std::ofstream(p, std::ios::binary | std::ios::trunc) << text;
-    return fs::canonical(p);
-  }
-
- private:
-  fs::path path_;
-};
+using cubert::test::temp_dir;
 
 std::vector<std::string> names(std::string_view text) {
   std::vector<std::string> out;
