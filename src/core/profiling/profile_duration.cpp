@@ -2,6 +2,7 @@
 #include <cubert/error.hpp>
 #include <cubert/profiling.hpp>
 
+#include <atomic>
 #include <mutex>
 
 namespace cubert {
@@ -10,8 +11,11 @@ std::string_view to_string(timing_method m) noexcept {
   return m == timing_method::system ? "system" : "device";
 }
 
+// Not std::call_once: a resolver that throws must leave the duration unresolved for a retry,
+// and libstdc++'s call_once hangs on the retry on some targets (GCC bug 66146, e.g. aarch64).
 struct profile_duration::state {
-  std::once_flag once;
+  std::mutex mutex;
+  std::atomic<bool> resolved{false};
   std::function<std::chrono::nanoseconds()> resolver;
   std::chrono::nanoseconds value{0};
 };
@@ -22,7 +26,7 @@ profile_duration profile_duration::from_system(profile_clock::time_point start,
   d.method_ = timing_method::system;
   d.state_ = std::make_shared<state>();
   d.state_->value = std::chrono::duration_cast<std::chrono::nanoseconds>(end - start);
-  std::call_once(d.state_->once, [] {});
+  d.state_->resolved.store(true, std::memory_order_relaxed);  // Published with d itself.
   return d;
 }
 
@@ -37,8 +41,12 @@ profile_duration profile_duration::from_device(std::function<std::chrono::nanose
 
 std::chrono::nanoseconds profile_duration::resolve() const {
   if (!state_) throw profile_error("profile_duration: resolving an empty duration");
-  // A throwing resolver leaves the once_flag unset, so a later call retries and rethrows.
-  std::call_once(state_->once, [this] { state_->value = state_->resolver(); });
+  if (state_->resolved.load(std::memory_order_acquire)) return state_->value;
+  std::lock_guard lock(state_->mutex);
+  if (!state_->resolved.load(std::memory_order_relaxed)) {
+    state_->value = state_->resolver();  // May throw: then a later call retries and rethrows.
+    state_->resolved.store(true, std::memory_order_release);
+  }
   return state_->value;
 }
 

@@ -6,7 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -87,6 +89,26 @@ TEST(ProfileDuration, DeviceResolvesOnceAndRetriesAfterThrow) {
   EXPECT_EQ(d.resolve(), ns(42));
   EXPECT_EQ(d.resolve(), ns(42));
   EXPECT_EQ(calls, 2);
+}
+
+// Copies share one measurement: threads resolving at once wait for a single resolver call.
+TEST(ProfileDuration, ConcurrentResolvesCallTheResolverOnce) {
+  std::atomic<int> calls{0};
+  auto const d = cubert::profile_duration::from_device([&] {
+    calls.fetch_add(1);
+    std::this_thread::sleep_for(5ms);
+    return ns(7);
+  });
+  std::vector<std::thread> threads;
+  std::atomic<int> right{0};
+  for (int i = 0; i < 8; ++i) {
+    threads.emplace_back([copy = d, &right] {
+      if (copy.resolve() == ns(7)) right.fetch_add(1);
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_EQ(right.load(), 8);
 }
 
 }  // namespace
