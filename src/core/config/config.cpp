@@ -16,10 +16,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Absolute, so a later chdir of the program does not move its caches.
 std::optional<fs::path> env_path(char const* name) {
   char const* v = std::getenv(name);  // NOLINT(concurrency-mt-unsafe): read-only use
   if (v == nullptr || *v == '\0') return std::nullopt;
-  return fs::path(v);
+  std::error_code ec;
+  auto p = fs::absolute(v, ec);
+  return ec ? fs::path(v) : p;
 }
 
 // Every configuration ever installed stays alive, so references returned by get() never dangle

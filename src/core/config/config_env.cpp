@@ -37,6 +37,14 @@ auto parse_env(char const* name, std::string const& value, Parse parse, std::str
 
 constexpr std::string_view bool_names = "true|1|on|false|0|off";
 
+// Relative paths in variables are taken from the working directory when the configuration is
+// loaded (as paths in the file are from its folder), not wherever the program has moved since.
+std::filesystem::path absolute(std::string const& value) {
+  std::error_code ec;
+  auto p = std::filesystem::absolute(value, ec);
+  return ec ? std::filesystem::path(value) : p;
+}
+
 // Like the boolean values: `CUBERT_LOG=STDOUT` means the stream, not a file named STDOUT.
 bool same_word(std::string_view a, std::string_view b) noexcept {
   return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](unsigned char x, unsigned char y) {
@@ -66,7 +74,7 @@ void apply_log(std::string const& value, config& cfg) {
     l->file.reset();
     l->to_stdout = same_word(value, "stdout");
     l->to_stderr = same_word(value, "stderr") || flag.value_or(false);
-    if (!l->to_stdout && !l->to_stderr) l->file = std::filesystem::path(value);
+    if (!l->to_stdout && !l->to_stderr) l->file = absolute(value);
   }
 }
 
@@ -79,8 +87,8 @@ void config::apply_environment(config& cfg) {
   }
   if (auto v = env("CUBERT_CACHE_DIR")) {
     if (v->empty()) bad_value("CUBERT_CACHE_DIR", *v, "a directory path");
-    cfg.autotune.cache_dir = *v;
-    cfg.compilation.cache_dir = std::filesystem::path(*v) / "kernels";
+    cfg.autotune.cache_dir = absolute(*v);
+    cfg.compilation.cache_dir = cfg.autotune.cache_dir / "kernels";
   }
   set_bool("CUBERT_AUTOTUNE_CHECKS", cfg.autotune.checks);
   set_bool("CUBERT_AUTOTUNE_BACKGROUND", cfg.autotune.background);

@@ -39,6 +39,19 @@ TEST_F(ConfigEnvTest, EnvironmentOverridesFile) {
   EXPECT_EQ(cfg.profiling.log.level, cubert::log_level::full);
 }
 
+// Relative paths from variables are fixed when the configuration is loaded, so a later chdir
+// does not move the caches or the log.
+TEST_F(ConfigEnvTest, RelativePathsAreFromTheWorkingDirectoryAtLoad) {
+  auto const here = fs::current_path();
+  setenv("CUBERT_CACHE_DIR", "rel-cache", 1);
+  setenv("CUBERT_LOG", "logs/all.log", 1);
+  auto const cfg = config::load(dir_);
+  EXPECT_EQ(cfg.autotune.cache_dir, here / "rel-cache");
+  EXPECT_EQ(cfg.compilation.cache_dir, here / "rel-cache" / "kernels");
+  EXPECT_EQ(cfg.memory.log.file, here / "logs" / "all.log");
+  EXPECT_EQ(config{}.autotune.cache_dir, here / "rel-cache");  // The default, from the variable.
+}
+
 TEST_F(ConfigEnvTest, AutotuneLevelByNameAndNumber) {
   char const* names[] = {"minimal", "balanced", "extensive", "full"};
   for (int i = 0; i < 4; ++i) {
