@@ -243,7 +243,8 @@ std::vector<include_directive> find_includes(std::string_view t) {
   // (glibc's memmem: 2-5 times faster than string_view::find here).
   if (t.size() < 7 || ::memmem(t.data(), t.size(), "include", 7) == nullptr) return out;
   bool line_start = true;
-  std::size_t i = 0;
+  // A UTF-8 byte order mark is not a token: a directive right after it starts the line.
+  std::size_t i = t.starts_with("\xEF\xBB\xBF") ? 3 : 0;
   while (i < t.size()) {
     char const c = t[i];
     if (is_ident(c)) {

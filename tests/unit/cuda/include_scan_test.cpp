@@ -41,6 +41,12 @@ TEST(IncludeScanTest, FindsQuotedAndAngleIncludesWithAnySpacing) {
   EXPECT_EQ(names("#include \\\n  \"h.h\"\n"), (strings{"q:h.h"}));
 }
 
+TEST(IncludeScanTest, AByteOrderMarkDoesNotHideAFirstLineDirective) {
+  // Editors on Windows save headers with a UTF-8 BOM; the preprocessor ignores it, so the
+  // directive on the first line is real and its header belongs in the key.
+  EXPECT_EQ(names("\xEF\xBB\xBF#include \"a.h\"\n#include <b.h>\n"), (strings{"q:a.h", "a:b.h"}));
+}
+
 TEST(IncludeScanTest, SkipsCommentsLiteralsAndOtherDirectives) {
   constexpr char const* text = R"src(
 // #include "line_comment.h"
