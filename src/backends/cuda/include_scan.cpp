@@ -36,7 +36,16 @@ std::size_t splice_at(std::string_view t, std::size_t i) {
 
 // Index just past the comment starting at i (a line comment stops before its newline), or i.
 std::size_t skip_comment(std::string_view t, std::size_t i) {
-  if (t.substr(i, 2) == "//") return std::min(t.find('\n', i), t.size());
+  if (t.substr(i, 2) == "//") {
+    // Splicing comes before comments: a line comment ending in a backslash takes the next line
+    // with it, so a "/*" there opens nothing and a "#include" there is no directive.
+    for (auto nl = t.find('\n', i + 2);; nl = t.find('\n', nl + 1)) {
+      if (nl == npos) return t.size();
+      auto end = nl;
+      if (end > i + 2 && t[end - 1] == '\r') --end;
+      if (end == i + 2 || t[end - 1] != '\\') return nl;
+    }
+  }
   if (t.substr(i, 2) == "/*") {
     auto const end = t.find("*/", i + 2);
     return end == npos ? t.size() : end + 2;

@@ -47,6 +47,16 @@ TEST(IncludeScanTest, AByteOrderMarkDoesNotHideAFirstLineDirective) {
   EXPECT_EQ(names("\xEF\xBB\xBF#include \"a.h\"\n#include <b.h>\n"), (strings{"q:a.h", "a:b.h"}));
 }
 
+TEST(IncludeScanTest, ALineCommentEndingInASpliceTakesTheNextLine) {
+  // Lines are spliced before comments are removed: the "#include" continues the comment.
+  EXPECT_EQ(names("// note \\\n#include \"in_comment.h\"\n#include \"real.h\"\n"),
+            (strings{"q:real.h"}));
+  EXPECT_EQ(names("// note \\\r\n#include \"in_comment.h\"\r\n#include \"real.h\"\r\n"),
+            (strings{"q:real.h"}));
+  // The spliced "/*" is inside the comment, so it must not hide the real directive after it.
+  EXPECT_EQ(names("// old \\\n/* disabled\n#include \"real.h\"\n// */\n"), (strings{"q:real.h"}));
+}
+
 TEST(IncludeScanTest, SkipsCommentsLiteralsAndOtherDirectives) {
   constexpr char const* text = R"src(
 // #include "line_comment.h"
