@@ -151,11 +151,16 @@ compiled_code cuda_compiler::compile(compile_request const& request) const {
     // The user's headers, so that editing one misses; the toolkit's (not among request.options)
     // change only with the toolkit, which the NVRTC identity covers. A source without includes
     // adds nothing.
-    headers = scan_includes(request.source, request.source_name, request.options).digest;
-    if (!headers.empty()) joined += "\x1e" + headers;
-    key = kernel_disk_cache::key(request.source, joined, ptx ? "ptx" : "cubin", version);
-    if (auto cached = cache_.load(key)) {
-      return compiled_code{std::move(*cached), ptx, true, {}};
+    auto const scan = scan_includes(request.source, request.source_name, request.options);
+    // A scan cut short by its limits does not name every input: such a kernel bypasses the disk
+    // cache rather than risk a stale hit after an edit past the limit.
+    if (!scan.truncated) {
+      headers = scan.digest;
+      if (!headers.empty()) joined += "\x1e" + headers;
+      key = kernel_disk_cache::key(request.source, joined, ptx ? "ptx" : "cubin", version);
+      if (auto cached = cache_.load(key)) {
+        return compiled_code{std::move(*cached), ptx, true, {}};
+      }
     }
   }
 

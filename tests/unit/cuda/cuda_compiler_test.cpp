@@ -7,6 +7,7 @@
 
 #include <cubert/error.hpp>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nvrtc.h>
 
@@ -168,6 +169,23 @@ extern "C" __global__ void put_magic(unsigned* out) { *out = magic(); })";
   EXPECT_FALSE(edited.from_disk_cache);
   EXPECT_NE(ptx_of(edited).find("7654321"), std::string::npos) << ptx_of(edited);
   EXPECT_TRUE(compiler.compile(request).from_disk_cache);
+}
+
+// Past the scan's 4096 files the key would not cover every header: no disk cache for it.
+TEST(KernelDiskCacheTest, AKernelIncludingMoreThanTheScanCoversBypassesTheCache) {
+  temp_dir cache_dir;
+  temp_dir include;
+  std::string src;
+  for (int i = 0; i < 4100; ++i) {
+    auto const name = fmt::format("h{}.h", i);
+    std::ofstream(include.path() / name) << "\n";
+    src += fmt::format("#include \"{}\"\n", name);
+  }
+  src += R"(extern "C" __global__ void many(unsigned* out) { *out = 1u; })";
+  cuda_compiler const compiler{kernel_disk_cache(cache_dir.path())};
+  compile_request const request{src, "many.cu", {"-I", include.path().string()}, 90, true};
+  EXPECT_FALSE(compiler.compile(request).from_disk_cache);
+  EXPECT_FALSE(compiler.compile(request).from_disk_cache);
 }
 
 // A patch release of NVRTC keeps nvrtcVersion's major.minor; the library file tells it apart.
