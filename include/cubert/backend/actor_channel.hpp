@@ -18,6 +18,15 @@
 
 namespace cubert::backend {
 
+namespace detail {
+/// Keeps a server thread whose channel died on that very thread; it finishes its queue on its
+/// own and is joined when the process exits, before the static objects made earlier (logging,
+/// the driver) are destroyed under it. Call `keep_threads_until_exit()` before such objects are
+/// needed by the thread, so that they outlive the keeper.
+void join_at_exit(std::thread thread) noexcept;
+void keep_threads_until_exit();
+}  // namespace detail
+
 /// One thread owns the server; callers post messages. `execute` and `memory_cleanup` are
 /// fire-and-forget: their errors are kept and rethrown by the next sync/read/flush. Every other
 /// call waits for its reply; an exception thrown on the server thread is rethrown in the caller.
@@ -33,7 +42,7 @@ class actor_channel final : public channel {
   explicit actor_channel(std::unique_ptr<Server> server,
                          std::chrono::microseconds spin = default_spin_budget)
       : properties_(server->properties()),
-        core_(std::make_shared<core>(spin)),
+        core_((detail::keep_threads_until_exit(), std::make_shared<core>(spin))),
         thread_(
             [c = core_, s = std::move(server)]() mutable { serve(std::move(c), std::move(s)); }) {}
 
@@ -48,7 +57,7 @@ class actor_channel final : public channel {
       // A message held the last copy of the client (a CPU kernel that captured it): nobody can
       // post any more, and joining here would join this very thread. The thread owns the core
       // too, so it serves what is queued, destroys the server and ends on its own.
-      thread_.detach();
+      detail::join_at_exit(std::move(thread_));
     } else {
       thread_.join();
     }

@@ -8,7 +8,59 @@
 
 #include <fmt/format.h>
 
+#include <mutex>
+#include <thread>
+#include <vector>
+
 namespace cubert::backend {
+
+namespace {
+
+struct finishing_threads {
+  std::mutex mutex;
+  std::vector<std::thread> threads;
+
+  ~finishing_threads() {
+    // Taken out under the lock and joined outside it: a thread may still be adding itself.
+    for (;;) {
+      std::vector<std::thread> batch;
+      {
+        std::lock_guard lock(mutex);
+        batch.swap(threads);
+      }
+      if (batch.empty()) return;
+      for (auto& t : batch) {
+        // exit() called from such a thread itself cannot wait for it.
+        if (t.get_id() == std::this_thread::get_id()) {
+          t.detach();
+        } else if (t.joinable()) {
+          t.join();
+        }
+      }
+    }
+  }
+};
+
+finishing_threads& finishing() {
+  static finishing_threads threads;
+  return threads;
+}
+
+}  // namespace
+
+void detail::keep_threads_until_exit() {
+  (void)finishing();
+}
+
+void detail::join_at_exit(std::thread thread) noexcept {
+  try {
+    auto& f = finishing();
+    std::lock_guard lock(f.mutex);
+    f.threads.push_back(std::move(thread));
+  } catch (...) {  // No memory for one more entry: let it run out on its own.
+    if (thread.joinable()) thread.detach();
+  }
+}
 
 std::string_view to_string(channel_kind kind) noexcept {
   switch (kind) {

@@ -10,9 +10,14 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
+#include <filesystem>
+#include <fstream>
 #include <memory>
+#include <string>
 #include <thread>
+#include <unistd.h>
 
 namespace {
 
@@ -130,6 +135,53 @@ TEST(ActorChannel, AMessageHoldingTheLastClientEndsTheChannelOnItsOwnThread) {
   EXPECT_TRUE(watch.expired()) << "the queued kernel was never destroyed";
   EXPECT_EQ(ran.load(), 2);
   std::this_thread::sleep_for(20ms);  // Lets the detached thread finish destroying its server.
+}
+
+// The same, with the process exiting at once: the orphaned server thread is joined at exit, so
+// the work queued behind the kernel still runs and its captures are destroyed before the process
+// ends (a detached thread would be cut off). Run in a fresh process, which the exit ends.
+TEST(ActorChannel, AnOrphanedServerThreadFinishesBeforeTheProcessExits) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  // The child re-runs this body in a new process: the parent's pid, passed down, names the file.
+  if (std::getenv("CUBERT_TEST_PARENT_PID") == nullptr) {
+    ::setenv("CUBERT_TEST_PARENT_PID", std::to_string(::getpid()).c_str(), 1);
+  }
+  auto const marker =
+      std::filesystem::temp_directory_path() /
+      (std::string("cubert-actor-exit-") + std::getenv("CUBERT_TEST_PARENT_PID") + ".txt");
+  std::filesystem::remove(marker);
+  auto const orphan_then_exit = [&] {
+    {
+      auto c = actor_client();
+      auto holder = kernel::builder("test::holds_its_client")
+                        .cpu([keep = c](cpu::kernel_context const&) {
+                          std::this_thread::sleep_for(50ms);  // Until every other copy is gone.
+                        })
+                        .build();
+      // Destroyed with its message, after it ran, on the orphaned thread.
+      std::shared_ptr<int> const note(new int(0), [marker](int* p) {
+        std::ofstream(marker) << "finished";
+        delete p;
+      });
+      auto slow =
+          kernel::builder("test::slow_behind")
+              .cpu([note](cpu::kernel_context const&) { std::this_thread::sleep_for(100ms); })
+              .build();
+      c.execute(holder, cube_count{1}, bindings{});
+      std::this_thread::sleep_for(10ms);  // The server takes the holder alone, in its own batch.
+      c.execute(slow, cube_count{1}, bindings{});
+    }
+    // The holder's message dies at ~50 ms with the last client, on the server thread, which
+    // then still has the slow kernel to run: exit while it runs.
+    std::this_thread::sleep_for(80ms);
+    std::exit(0);
+  };
+  EXPECT_EXIT(orphan_then_exit(), ::testing::ExitedWithCode(0), "");
+  std::ifstream in(marker);
+  std::string text;
+  in >> text;
+  EXPECT_EQ(text, "finished");
+  std::filesystem::remove(marker);
 }
 
 }  // namespace
