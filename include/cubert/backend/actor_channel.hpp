@@ -21,10 +21,11 @@ namespace cubert::backend {
 namespace detail {
 /// Keeps a server thread whose channel died on that very thread; it finishes its queue on its
 /// own and is joined when the process exits, before the static objects made earlier (logging,
-/// the driver) are destroyed under it. Call `keep_threads_until_exit()` before such objects are
-/// needed by the thread, so that they outlive the keeper.
+/// the driver) are destroyed under it. `keep_threads_until_exit()` makes the keeper; a channel
+/// calls it once its server exists, so the statics that server uses were made first and are
+/// destroyed after the keeper has joined.
 void join_at_exit(std::thread thread) noexcept;
-void keep_threads_until_exit();
+void keep_threads_until_exit() noexcept;
 }  // namespace detail
 
 /// One thread owns the server; callers post messages. `execute` and `memory_cleanup` are
@@ -42,9 +43,12 @@ class actor_channel final : public channel {
   explicit actor_channel(std::unique_ptr<Server> server,
                          std::chrono::microseconds spin = default_spin_budget)
       : properties_(server->properties()),
-        core_((detail::keep_threads_until_exit(), std::make_shared<core>(spin))),
+        core_(std::make_shared<core>(spin)),
         thread_(
-            [c = core_, s = std::move(server)]() mutable { serve(std::move(c), std::move(s)); }) {}
+            [c = core_, s = std::move(server)]() mutable { serve(std::move(c), std::move(s)); }) {
+    // Before any message can arrive, hence before the thread could be orphaned.
+    detail::keep_threads_until_exit();
+  }
 
   ~actor_channel() override {
     {

@@ -143,14 +143,17 @@ std::optional<std::string_view> option_value(std::span<std::string const> option
   return attached ? std::optional(rest) : std::nullopt;
 }
 
-std::vector<std::string_view> pre_includes(std::span<std::string const> options) {
-  std::vector<std::string_view> names;
+// Every non-empty value of an option spelt `short_name` (attached or not) or `long_name`.
+std::vector<std::string_view> option_values(std::span<std::string const> options,
+                                            std::string_view short_name, bool short_attached,
+                                            std::string_view long_name) {
+  std::vector<std::string_view> values;
   for (std::size_t i = 0; i < options.size(); ++i) {
-    auto v = option_value(options, i, "-include", false);
-    if (!v) v = option_value(options, i, "--pre-include", false);
-    if (v && !v->empty()) names.push_back(*v);
+    auto v = option_value(options, i, short_name, short_attached);
+    if (!v) v = option_value(options, i, long_name, false);
+    if (v && !v->empty()) values.push_back(*v);
   }
-  return names;
+  return values;
 }
 
 bool is_file(fs::path const& p) {
@@ -319,18 +322,13 @@ std::vector<include_directive> find_includes(std::string_view t) {
 }
 
 std::vector<fs::path> include_dirs(std::span<std::string const> options) {
-  std::vector<fs::path> dirs;
-  for (std::size_t i = 0; i < options.size(); ++i) {
-    auto v = option_value(options, i, "-I", true);
-    if (!v) v = option_value(options, i, "--include-path", false);
-    if (v && !v->empty()) dirs.emplace_back(*v);
-  }
-  return dirs;
+  auto const values = option_values(options, "-I", true, "--include-path");
+  return {values.begin(), values.end()};
 }
 
 include_scan scan_includes(std::string_view source, std::string_view source_name,
                            std::span<std::string const> options, include_scan_limits limits) {
-  auto const pre = pre_includes(options);
+  auto const pre = option_values(options, "-include", false, "--pre-include");
   auto const includes = find_includes(source);
   if (pre.empty() && includes.empty()) return {};
   include_walker walker(include_dirs(options), limits);

@@ -48,7 +48,7 @@ finishing_threads& finishing() {
 
 }  // namespace
 
-void detail::keep_threads_until_exit() {
+void detail::keep_threads_until_exit() noexcept {
   (void)finishing();
 }
 
