@@ -35,7 +35,9 @@ enum class forward_severity { trace, debug, info };
 struct log_config {
   log_level level = log_level::disabled;
   std::optional<std::filesystem::path> file;  ///< Append (or truncate) this file.
-  bool append = true;                         ///< False truncates the file when opened.
+  /// False truncates the file when opened. Categories sharing a file must agree (one file is
+  /// opened once); two settings for it are a `config_error`.
+  bool append = true;
   bool to_stdout = false;
   bool to_stderr = false;
   std::optional<forward_severity> forward;  ///< Also log through spdlog's default logger.

@@ -13,6 +13,7 @@
 #include <spdlog/sinks/stdout_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <map>
@@ -94,14 +95,22 @@ spdlog::sink_ptr make_sink(std::string const& id, log_config const& l, forward_s
   }
 }
 
+std::string_view append_word(bool append) noexcept {
+  return append ? "true" : "false";
+}
+
 // `strict` (reconfigure, config::set): a sink that cannot be opened throws, and nothing changes.
 // Otherwise (first use, where nobody can catch) only that category stays silent, said once on
-// stderr; the categories whose sinks opened log as configured.
+// stderr for all the categories one error silences; the categories whose sinks opened log as
+// configured.
 std::shared_ptr<state const> build(config const& cfg, bool strict) {
   std::array<log_config const*, 4> const cats{&cfg.compilation.log, &cfg.profiling.log,
                                               &cfg.autotune.log, &cfg.memory.log};
   auto s = std::make_shared<state>();
   std::map<std::string, spdlog::sink_ptr> shared;
+  std::map<std::string, std::size_t> file_owner;  // File id -> first category naming it.
+  std::map<std::string, std::string> failed;      // Sink id -> why it could not be opened.
+  std::vector<std::pair<std::string, std::string>> silenced;  // (why, categories), in order.
   for (std::size_t i = 0; i < cats.size(); ++i) {
     auto const& l = *cats[i];
     s->configured[i] = l.level;
@@ -118,18 +127,45 @@ std::shared_ptr<state const> build(config const& cfg, bool strict) {
     std::vector<spdlog::sink_ptr> sinks;
     try {
       for (auto const& id : ids) {
+        if (id.starts_with("file:")) {
+          // The file is opened once for every category naming it, so one of two `append`
+          // settings would silently lose.
+          auto const [owner, first] = file_owner.try_emplace(id, i);
+          auto const& other = *cats[owner->second];
+          if (!first && other.append != l.append) {
+            throw config_error(
+                fmt::format(
+                    "log file '{}': [{}.log] sets append = {} but [{}.log] append = {}; categories "
+                    "sharing a file must agree",
+                    l.file->string(), category_names[owner->second], append_word(other.append),
+                    category_names[i], append_word(l.append)),
+                l.file->string(), 0);
+          }
+        }
+        if (auto const why = failed.find(id); why != failed.end()) throw io_error(why->second);
         auto& sink = shared[id];
         if (!sink) {
-          sink = make_sink(id, l, l.forward.value_or(forward_severity::info));
+          try {
+            sink = make_sink(id, l, l.forward.value_or(forward_severity::info));
+          } catch (std::exception const& e) {
+            // The failed sink's empty entry must not be taken for an open sink later.
+            shared.erase(id);
+            failed.emplace(id, e.what());
+            throw;
+          }
           sink->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%n] %v");
         }
         sinks.push_back(sink);
       }
     } catch (std::exception const& e) {
       if (strict) throw;
-      // The failed sink's empty entry must not be taken for an open sink by a later category.
-      std::erase_if(shared, [](auto const& entry) { return entry.second == nullptr; });
-      fmt::print(stderr, "cubert: {} logging disabled: {}\n", category_names[i], e.what());
+      auto same = std::find_if(silenced.begin(), silenced.end(),
+                               [&](auto const& entry) { return entry.first == e.what(); });
+      if (same == silenced.end()) {
+        silenced.emplace_back(e.what(), category_names[i]);
+      } else {
+        same->second += fmt::format(", {}", category_names[i]);
+      }
       continue;
     }
     auto logger = std::make_shared<spdlog::logger>(std::string(category_names[i]), sinks.begin(),
@@ -137,6 +173,9 @@ std::shared_ptr<state const> build(config const& cfg, bool strict) {
     logger->set_level(spdlog::level::trace);
     logger->flush_on(spdlog::level::trace);  // A crash must not lose the last lines.
     s->loggers[i] = std::move(logger);
+  }
+  for (auto const& [why, categories] : silenced) {
+    fmt::print(stderr, "cubert: {} logging disabled: {}\n", categories, why);
   }
   return s;
 }

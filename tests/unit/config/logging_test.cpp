@@ -159,4 +159,51 @@ TEST_F(LoggingTest, AnUnopenableFileAtFirstUseSilencesOnlyItsCategory) {
   EXPECT_EXIT(first_use(), ::testing::ExitedWithCode(0), "memory logging disabled");
 }
 
+// One file is opened once for every category naming it; two `append` settings for it cannot both
+// hold, so the configuration is refused rather than one of them silently ignored.
+TEST_F(LoggingTest, CategoriesDisagreeingOnAppendForOneFileAreRefused) {
+  auto const good = dir_ / "good.log";
+  config c;
+  c.memory.log.level = log_level::full;
+  c.memory.log.file = good;
+  config::set(c);
+  config bad;
+  bad.memory.log.level = log_level::full;
+  bad.memory.log.file = dir_ / "shared.log";
+  bad.memory.log.append = true;
+  bad.autotune.log.level = log_level::basic;
+  bad.autotune.log.file = dir_ / "sub" / ".." / "shared.log";  // The same file, spelt otherwise.
+  bad.autotune.log.append = false;
+  try {
+    config::set(bad);
+    FAIL() << "accepted two append settings for one file";
+  } catch (cubert::config_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("[autotune.log] sets append = false but [memory.log] "
+                                         "append = true"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(config::get().memory.log.file, good);
+  bad.autotune.log.append = true;
+  config::set(bad);  // Agreeing, they share the file.
+  log::write(category::autotune, "agreed");
+  EXPECT_NE(read(dir_ / "shared.log").find("agreed"), std::string::npos);
+  config::set(config{});
+}
+
+// Categories one unopenable file silences are named in one line, not one line each.
+TEST_F(LoggingTest, CategoriesSilencedByOneFileAreReportedTogether) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  write("cubert.toml", fmt::format("[memory.log]\nlevel = \"full\"\nfile = \"{0}\"\n"
+                                   "[autotune.log]\nlevel = \"full\"\nfile = \"{0}\"\n",
+                                   dir_.string()));
+  auto const first_use = [&] {
+    std::filesystem::current_path(dir_);
+    log::write(category::memory, "lost");
+    std::exit(log::enabled(category::autotune) ? 1 : 0);
+  };
+  EXPECT_EXIT(first_use(), ::testing::ExitedWithCode(0),
+              "cubert: autotune, memory logging disabled: cannot open log file");
+}
+
 }  // namespace
