@@ -123,7 +123,7 @@ void replace_file(std::filesystem::path const& path, std::string_view data) {
   static std::uint64_t const salt = std::random_device{}();
   auto const tmp = path.string() + fmt::format(".tmp.{}.{:x}.{}", ::getpid(), salt,
                                                counter.fetch_add(1, std::memory_order_relaxed));
-  {
+  try {
     fd_guard f{::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)};
     if (f.fd < 0) fail("cannot create", tmp);
     std::size_t done = 0;
@@ -134,6 +134,10 @@ void replace_file(std::filesystem::path const& path, std::string_view data) {
       done += static_cast<std::size_t>(n);
     }
     if (::fsync(f.fd) != 0) fail("cannot sync", tmp);
+  } catch (...) {
+    // A full disk must not also collect half-written temporaries no listing ever shows.
+    ::unlink(tmp.c_str());
+    throw;
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     int const err = errno;

@@ -3,14 +3,17 @@
 #include "tune/file_lock.hpp"
 #include "tune_fixture.hpp"
 
+#include <cubert/error.hpp>
 #include <cubert/tune/tune_cache.hpp>
 
 #include <gtest/gtest.h>
 
 #include <barrier>
+#include <csignal>
 #include <fcntl.h>
 #include <fstream>
 #include <sstream>
+#include <sys/resource.h>
 #include <thread>
 #include <vector>
 
@@ -205,6 +208,27 @@ TEST_F(TuneCacheTest, SharedLockOpensTheLockFileReadOnly) {
   EXPECT_EQ(flags & O_ACCMODE, O_RDONLY);
   EXPECT_EQ(flags & O_CREAT, 0);
   EXPECT_EQ(file_lock::open_flags(file_lock::mode::exclusive) & O_ACCMODE, O_RDWR);
+}
+
+// A write that fails part-way (here: the file size limit, as a full disk would) throws and leaves
+// neither a temporary file behind nor the old contents damaged.
+TEST_F(TuneCacheTest, AReplaceThatCannotBeWrittenLeavesNoTemporaryFile) {
+  auto const p = dir_ / "f.txt";
+  cubert::tune::detail::replace_file(p, "old");
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &saved), 0);
+  auto* const previous = std::signal(SIGXFSZ, SIG_IGN);  // write() then fails with EFBIG.
+  rlimit small = saved;
+  small.rlim_cur = 4096;
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  EXPECT_THROW(cubert::tune::detail::replace_file(p, std::string(64 * 1024, 'x')),
+               cubert::io_error);
+  ::setrlimit(RLIMIT_FSIZE, &saved);
+  std::signal(SIGXFSZ, previous);
+  std::size_t files = 0;
+  for ([[maybe_unused]] auto const& e : std::filesystem::directory_iterator(dir_)) ++files;
+  EXPECT_EQ(files, 1U) << "temporary file left behind";
+  EXPECT_EQ(read_file(p), "old");
 }
 
 }  // namespace
