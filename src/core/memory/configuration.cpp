@@ -110,6 +110,9 @@ void check_policy(cache_policy const& p) {
   CUBERT_EXPECTS(std::isfinite(p.growth_fraction) && p.growth_fraction >= 0.0,
                  fmt::format("cache_policy: growth_fraction {} must be a non-negative number",
                              p.growth_fraction));
+  CUBERT_EXPECTS(std::isfinite(p.growth_per_climb) && p.growth_per_climb >= 0.0,
+                 fmt::format("cache_policy: growth_per_climb {} must be a non-negative number",
+                             p.growth_per_climb));
   CUBERT_EXPECTS(std::isfinite(p.large_split_fraction) && p.large_split_fraction > 0.0 &&
                      p.large_split_fraction <= 1.0,
                  fmt::format("cache_policy: large_split_fraction {} must be in (0, 1]",

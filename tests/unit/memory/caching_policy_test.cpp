@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -340,6 +342,19 @@ TEST(CachingPolicy, CachePagesWithoutAPolicyKeepsTheFixedPageBehaviour) {
   auto a = c.manager->reserve(mib);
   auto b = c.manager->reserve(20 * mib);
   EXPECT_EQ(c.calls().alloc_bytes, 28 * mib);  // one 8 MiB page, one page of its own size
+}
+
+TEST(CachingPolicy, GrowthPerClimbMustBeANonNegativeNumber) {
+  // The manager converts climb × growth_per_climb to an integer: a negative or NaN factor was
+  // an undefined conversion on the first growth, not an invalid_argument here.
+  for (double bad : {-1.0, std::nan(""), std::numeric_limits<double>::infinity()}) {
+    cache_policy p;
+    p.growth_per_climb = bad;
+    EXPECT_THROW((void)memory_configuration::caching(p), cubert::invalid_argument) << bad;
+  }
+  cache_policy zero;
+  zero.growth_per_climb = 0.0;  // growth from the minimum page only: allowed
+  EXPECT_NO_THROW((void)memory_configuration::caching(zero));
 }
 
 }  // namespace
