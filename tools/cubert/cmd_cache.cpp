@@ -80,6 +80,8 @@ void do_export(cache_options const& o) {
   }
   std::ofstream out(o.path, std::ios::binary | std::ios::trunc);
   out << bundle << "\n";
+  // A small bundle sits in the stream's buffer until close, so a full disk shows only there.
+  out.close();
   if (!out) throw cubert::io_error(fmt::format("cannot write '{}'", o.path));
   std::cerr << "exported to " << o.path << "\n";
 }
