@@ -6,6 +6,9 @@
 #include <cubert/error.hpp>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <iostream>
 
 namespace cubert::cli {
@@ -39,6 +42,12 @@ int main(int argc, char** argv) {
     return 1;
   } catch (std::exception const& e) {
     std::cerr << "cubert: error: " << e.what() << "\n";
+    return 1;
+  }
+  // Output to a full disk fails only when stdout is flushed, after the command has returned:
+  // `cubert cache export > bundle.json` would otherwise exit 0 with a truncated bundle.
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    std::cerr << "cubert: error: cannot write standard output: " << std::strerror(errno) << "\n";
     return 1;
   }
   return cubert::cli::exit_code();
