@@ -16,6 +16,7 @@
 #include <fstream>
 #include <istream>
 #include <iterator>
+#include <limits>
 #include <unordered_map>
 #include <vector>
 
@@ -70,6 +71,12 @@ allocation_trace parse_text(std::string_view text, std::string name) {
       if (!live.emplace(e.id, std::pair{e.slot, e.size}).second) {
         throw invalid_argument(
             fmt::format("{}:{}: allocation id {} is already live", t.name, line_no, e.id));
+      }
+      if (e.size > std::numeric_limits<std::uint64_t>::max() - live_bytes) {
+        // The peak and every ratio built on it would wrap to a wrong, small figure.
+        throw invalid_argument(
+            fmt::format("{}:{}: allocation id {} of {} bytes takes the live bytes past 2^64 - 1",
+                        t.name, line_no, e.id, e.size));
       }
       live_bytes += e.size;
       t.peak_live_bytes = std::max(t.peak_live_bytes, live_bytes);

@@ -49,6 +49,19 @@ TEST(TraceReplay, MalformedLinesNameTheLine) {
   expect_error("a 1 10 99\n", "trailing fields");
 }
 
+TEST(TraceReplay, LiveBytesPast64BitsAreRejected) {
+  // Two 2^63-byte allocations live at once: the peak is 2^64, which wrapped to 2^63.
+  try {
+    (void)parse("a 1 9223372036854775808\na 2 9223372036854775808\n");
+    ADD_FAILURE() << "no error";
+  } catch (cubert::invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find("test:2:"), std::string::npos) << e.what();
+  }
+  // Freed in between, the same sizes are fine.
+  auto const t = parse("a 1 9223372036854775808\nf 1\na 2 9223372036854775808\n");
+  EXPECT_EQ(t.peak_live_bytes, std::uint64_t{1} << 63);
+}
+
 TEST(TraceReplay, MissingFileIsAnIoError) {
   EXPECT_THROW((void)load_trace("/nonexistent/trace.gz"), cubert::io_error);
 }
