@@ -158,7 +158,19 @@ allocation_trace scale_trace(allocation_trace const& trace, double factor) {
   for (auto& e : out.events) {
     if (e.alloc) {
       auto const scaled = static_cast<double>(e.size) * factor;
+      // Converting 2^64 or more is undefined (x86-64 gave 0, so a 1-byte request), and a live
+      // sum past 2^64 - 1 would wrap the peak: either replays a different trace.
+      if (scaled >= 0x1p64) {
+        throw invalid_argument(
+            fmt::format("scale_trace: {} x {}: allocation id {} of {} bytes scales past 2^64 - 1",
+                        trace.name, factor, e.id, e.size));
+      }
       e.size = e.size == 0 ? 0 : std::max<std::uint64_t>(1, static_cast<std::uint64_t>(scaled));
+      if (e.size > std::numeric_limits<std::uint64_t>::max() - live) {
+        throw invalid_argument(
+            fmt::format("scale_trace: {} x {}: allocation id {} takes the live bytes past 2^64 - 1",
+                        trace.name, factor, e.id));
+      }
       sizes[e.slot] = e.size;
       live += e.size;
       ++live_count;

@@ -256,6 +256,26 @@ TEST(TraceReplay, ScaledTraceMultipliesEverySize) {
   EXPECT_THROW((void)scale_trace(t, -1.0), cubert::invalid_argument);
 }
 
+TEST(TraceReplay, ScalingPast64BitsIsRejected) {
+  auto const t = parse("a 1 100\na 7 4611686018427387904\n");  // 2^62
+  // 100 × 1e18 does not fit in 64 bits: it became a 1-byte request.
+  try {
+    (void)scale_trace(parse("a 1 100\n"), 1e18);
+    ADD_FAILURE() << "no error";
+  } catch (cubert::invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find("allocation id 1"), std::string::npos) << e.what();
+  }
+  // Each 2^62 fits after ×3, but both together do not.
+  try {
+    (void)scale_trace(parse("a 1 4611686018427387904\na 2 4611686018427387904\n"), 3.0);
+    ADD_FAILURE() << "no error";
+  } catch (cubert::invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find("allocation id 2 takes the live bytes"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(scale_trace(t, 2.0).largest_request, std::uint64_t{1} << 63);
+}
+
 TEST(TraceReplay, RequestAbovePageLimitIsOutOfMemory) {
   auto const t = parse("a 1 5000\n");
   replay_options o;
