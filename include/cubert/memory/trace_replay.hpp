@@ -32,10 +32,11 @@ struct allocation_trace {
 };
 
 /// Parses trace text. @throws invalid_argument naming the line of a malformed event (bad
-/// keyword, missing field, reused id, free of an unknown id).
+/// keyword, missing field, an id allocated again while live, free of an id that is not live,
+/// live bytes past 2^64 - 1).
 [[nodiscard]] allocation_trace parse_trace(std::istream& in, std::string name);
 /// Reads a trace file; a name ending in ".gz" is decompressed through `gzip -dc`.
-/// @throws io_error if it cannot be read; invalid_argument if malformed.
+/// @throws io_error if it cannot be read; invalid_argument naming the path and line if malformed.
 [[nodiscard]] allocation_trace load_trace(std::filesystem::path const& path);
 
 /// The same trace with every request size multiplied by `factor` (rounded down, at least 1 byte

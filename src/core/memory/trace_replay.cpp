@@ -48,7 +48,9 @@ std::uint64_t parse_number(std::string_view field, std::string_view what, std::s
   return value;
 }
 
-allocation_trace parse_text(std::string_view text, std::string name) {
+// `source` names the input in error messages: the file's path, where the trace's name drops
+// its directory and suffix.
+allocation_trace parse_text(std::string_view text, std::string name, std::string const& source) {
   allocation_trace t;
   t.name = std::move(name);
   std::unordered_map<std::uint64_t, std::pair<std::uint64_t, std::uint64_t>>
@@ -65,29 +67,29 @@ allocation_trace parse_text(std::string_view text, std::string name) {
     trace_event e;
     if (op == "a") {
       e.alloc = true;
-      e.id = parse_number(next_field(line), "id", line_no, t.name);
-      e.size = parse_number(next_field(line), "size", line_no, t.name);
+      e.id = parse_number(next_field(line), "id", line_no, source);
+      e.size = parse_number(next_field(line), "size", line_no, source);
       e.slot = t.allocations++;
       if (!live.emplace(e.id, std::pair{e.slot, e.size}).second) {
         throw invalid_argument(
-            fmt::format("{}:{}: allocation id {} is already live", t.name, line_no, e.id));
+            fmt::format("{}:{}: allocation id {} is already live", source, line_no, e.id));
       }
       if (e.size > std::numeric_limits<std::uint64_t>::max() - live_bytes) {
         // The peak and every ratio built on it would wrap to a wrong, small figure.
         throw invalid_argument(
             fmt::format("{}:{}: allocation id {} of {} bytes takes the live bytes past 2^64 - 1",
-                        t.name, line_no, e.id, e.size));
+                        source, line_no, e.id, e.size));
       }
       live_bytes += e.size;
       t.peak_live_bytes = std::max(t.peak_live_bytes, live_bytes);
       t.largest_request = std::max(t.largest_request, e.size);
     } else if (op == "f") {
       e.alloc = false;
-      e.id = parse_number(next_field(line), "id", line_no, t.name);
+      e.id = parse_number(next_field(line), "id", line_no, source);
       auto it = live.find(e.id);
       if (it == live.end()) {
         throw invalid_argument(
-            fmt::format("{}:{}: free of id {}, which is not live", t.name, line_no, e.id));
+            fmt::format("{}:{}: free of id {}, which is not live", source, line_no, e.id));
       }
       e.slot = it->second.first;
       e.size = it->second.second;
@@ -95,10 +97,10 @@ allocation_trace parse_text(std::string_view text, std::string name) {
       live.erase(it);
     } else {
       throw invalid_argument(fmt::format(
-          "{}:{}: unknown event '{}' (expected 'a ID SIZE' or 'f ID')", t.name, line_no, op));
+          "{}:{}: unknown event '{}' (expected 'a ID SIZE' or 'f ID')", source, line_no, op));
     }
     if (!next_field(line).empty()) {
-      throw invalid_argument(fmt::format("{}:{}: trailing fields", t.name, line_no));
+      throw invalid_argument(fmt::format("{}:{}: trailing fields", source, line_no));
     }
     t.events.push_back(e);
   }
@@ -127,7 +129,8 @@ std::string read_gzip(std::filesystem::path const& path) {
 
 allocation_trace parse_trace(std::istream& in, std::string name) {
   std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-  return parse_text(text, std::move(name));
+  auto const source = name;
+  return parse_text(text, std::move(name), source);
 }
 
 allocation_trace load_trace(std::filesystem::path const& path) {
@@ -139,10 +142,11 @@ allocation_trace load_trace(std::filesystem::path const& path) {
   for (std::string_view suffix : {".gz", ".trace"}) {
     if (name.ends_with(suffix)) name.resize(name.size() - suffix.size());
   }
-  if (path.extension() == ".gz") return parse_text(read_gzip(path), name);
+  if (path.extension() == ".gz") return parse_text(read_gzip(path), name, path.string());
   std::ifstream in(path, std::ios::binary);
   if (!in) throw io_error(fmt::format("cannot open trace file {}", path.string()));
-  return parse_trace(in, name);
+  std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+  return parse_text(text, name, path.string());
 }
 
 allocation_trace scale_trace(allocation_trace const& trace, double factor) {

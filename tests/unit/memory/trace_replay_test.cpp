@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Trace parsing and replay through a manager.
+#include "temp_dir.hpp"
+
 #include <cubert/error.hpp>
 #include <cubert/memory/trace_replay.hpp>
 
@@ -64,6 +66,31 @@ TEST(TraceReplay, LiveBytesPast64BitsAreRejected) {
 
 TEST(TraceReplay, MissingFileIsAnIoError) {
   EXPECT_THROW((void)load_trace("/nonexistent/trace.gz"), cubert::io_error);
+}
+
+TEST(TraceReplay, ErrorsInAFileNameItsPathAndLine) {
+  cubert::test::temp_dir dir;
+  // The trace's name ("broken") drops the directory and suffix; the error must not.
+  auto const plain = dir.write("broken.trace", "a 1 10\nz 2\n");
+  try {
+    (void)load_trace(plain);
+    ADD_FAILURE() << "no error";
+  } catch (cubert::invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find(plain.string() + ":2: unknown event 'z'"),
+              std::string::npos)
+        << e.what();
+  }
+  auto const gz = dir.write("truncated.trace", "a 1 10\na 2\n");
+  std::string const cmd = "gzip -f '" + gz.string() + "'";
+  ASSERT_EQ(std::system(cmd.c_str()), 0);
+  try {
+    (void)load_trace(gz.string() + ".gz");
+    ADD_FAILURE() << "no error";
+  } catch (cubert::invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find(gz.string() + ".gz:2: expected a non-negative integer"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(TraceReplay, ReadsGzipThroughAPipe) {
