@@ -54,7 +54,10 @@ void print_list(cache_options const& o) {
 std::vector<cache_file_info> select(cache_options const& o) {
   std::vector<cache_file_info> out;
   for (auto const& f : cubert::tune::list_cache(root_of(o))) {
-    if (f.tuner == o.target || f.file == fs::path(o.target)) out.push_back(f);
+    // By identity, not spelling: the listed path is under the root as given, the user's path is
+    // relative to the working directory or spelled another way.
+    std::error_code ec;
+    if (f.tuner == o.target || fs::equivalent(f.file, o.target, ec)) out.push_back(f);
   }
   if (out.empty()) {
     throw cubert::invalid_argument(fmt::format("no tune cache file or tuner named '{}' under {}",
