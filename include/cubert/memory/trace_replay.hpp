@@ -140,7 +140,8 @@ struct replay_result {
 };
 
 /// Replays `trace` through a fresh memory_manager built with `config`.
-/// @throws out_of_memory if the manager cannot serve a request (e.g. one above max_page_size).
+/// @throws out_of_memory if the manager cannot serve a request (e.g. one above max_page_size);
+/// the message names the trace, the allocation id and the event.
 [[nodiscard]] replay_result replay_trace(allocation_trace const& trace,
                                          memory_configuration const& config,
                                          replay_options const& options = {});

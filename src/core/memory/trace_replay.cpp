@@ -216,12 +216,20 @@ pass_result run_pass(allocation_trace const& trace, memory_configuration const& 
   memory_manager manager(std::move(storage), props, config);
   std::vector<slice_handle> live(trace.allocations);
   auto const play = [&](auto first, auto last) {
-    for (auto it = first; it != last; ++it) {
-      if (it->alloc) {
-        live[it->slot] = manager.reserve(it->size);
-      } else {
-        live[it->slot] = slice_handle{};
+    auto it = first;
+    try {
+      for (; it != last; ++it) {
+        if (it->alloc) {
+          live[it->slot] = manager.reserve(it->size);
+        } else {
+          live[it->slot] = slice_handle{};
+        }
       }
+    } catch (out_of_memory const& e) {
+      // The manager's message names neither the trace nor the event that could not be served.
+      throw out_of_memory(fmt::format("trace {}, allocation id {} (event {} of {}) under {}: {}",
+                                      trace.name, it->id, it - trace.events.begin() + 1,
+                                      trace.events.size(), config.name(), e.what()));
     }
   };
   auto const middle = trace.events.begin() + static_cast<std::ptrdiff_t>(trace.events.size() / 2);

@@ -311,4 +311,20 @@ TEST(TraceReplay, RequestAbovePageLimitIsOutOfMemory) {
   EXPECT_THROW((void)replay_trace(t, memory_configuration::sub_slices(), o), cubert::out_of_memory);
 }
 
+TEST(TraceReplay, RequestThatCannotBeServedNamesTheTraceAndEvent) {
+  auto const t = parse("a 1 100\nf 1\na 9 18446744073709551615\n");
+  replay_options o;
+  o.repetitions = 1;
+  try {
+    (void)replay_trace(t, memory_configuration::compact(), o);
+    ADD_FAILURE() << "no error";
+  } catch (cubert::out_of_memory const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("trace test, allocation id 9 (event 3 of 3) under compact: cannot reserve "
+                        "18446744073709551615 bytes"),
+              std::string::npos)
+        << what;
+  }
+}
+
 }  // namespace
