@@ -131,6 +131,10 @@ void cpu_server::execute(kernel const& k, cube_count const& count, bindings args
     throw launch_error(fmt::format("kernel '{}': cube count ({}, {}, {}) exceeds 2^64 cubes",
                                    k.name(), counts[0], counts[1], counts[2]));
   }
+  if (cubes > cpu_thread_pool::max_count) {
+    throw launch_error(fmt::format("kernel '{}': cube count ({}, {}, {}) exceeds 2^63 cubes",
+                                   k.name(), counts[0], counts[1], counts[2]));
+  }
   kernel_context base;
   base.dim = k.cube_dim();
   base.cube_count = {counts[0], counts[1], counts[2]};

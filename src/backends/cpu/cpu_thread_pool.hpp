@@ -26,8 +26,12 @@ class cpu_thread_pool {
   cpu_thread_pool(cpu_thread_pool const&) = delete;
   cpu_thread_pool& operator=(cpu_thread_pool const&) = delete;
 
-  /// Calls `task(i)` for every i in [0, count), in parallel. Rethrows the first exception a
-  /// task threw; the tasks not yet started are skipped then.
+  /// Most tasks one `run` takes: the shared task counter runs a few past `count` (one step per
+  /// thread at the end), and must not wrap around to tasks already run.
+  static constexpr std::uint64_t max_count = std::uint64_t{1} << 63;
+
+  /// Calls `task(i)` for every i in [0, count), in parallel; `count` <= max_count. Rethrows the
+  /// first exception a task threw; the tasks not yet started are skipped then.
   template <typename F>
   void run(std::uint64_t count, F&& task) {
     run_erased(count, &invoke<std::remove_reference_t<F>>, &task);
