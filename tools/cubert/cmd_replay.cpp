@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <iostream>
@@ -160,6 +161,10 @@ void run(replay_args const& args) {
   if (configs.empty()) {
     for (auto name : memory::memory_configuration::preset_names()) configs.emplace_back(name);
   }
+  CUBERT_EXPECTS(!args.large_split_fraction ||
+                     std::find(configs.begin(), configs.end(), "caching") != configs.end(),
+                 "--large-split-fraction applies to the caching configuration only (add "
+                 "--config caching)");
   CUBERT_EXPECTS(std::isfinite(args.call_cost_us) && args.call_cost_us >= 0,
                  "--storage-call-cost-us must be a non-negative number");
   // "US" or "US,US_PER_MIB" for one kind of call.
@@ -272,15 +277,18 @@ void setup(CLI::App& app) {
       ->expected(1, 2)
       ->check(CLI::NonNegativeNumber);
   auto* json = cmd->add_flag("--json", args->json, "Print JSON instead of tables");
-  cmd->add_flag("--sweep", args->sweep,
-                "Search the caching layout's policy space (slack, growth, page size) over the "
-                "traces and print the Pareto front of worst ratio against modelled driver cost")
-      ->excludes(json);
+  auto* sweep =
+      cmd->add_flag("--sweep", args->sweep,
+                    "Search the caching layout's policy space (slack, growth, page size) over the "
+                    "traces and print the Pareto front of worst ratio against modelled driver cost")
+          ->excludes(json);
+  // The sweep's grid starts from the preset's own policy: it would drop this value unseen.
   cmd->add_option("--large-split-fraction", args->large_split_fraction,
                   "For caching: how much smaller a request may be and still take an idle page "
                   "made for a large tensor (default 1/3; lower: fewer storage calls once warm, "
                   "higher: less reserved)")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(CLI::Range(0.0, 1.0))
+      ->excludes(sweep);
   cmd->add_flag("--host-memory", args->host_memory,
                 "Back pages with (untouched) host memory instead of counting them");
   cmd->add_flag("!--no-pools", args->pools, "Omit the per-pool report");
