@@ -51,7 +51,12 @@ std::vector<pool_options> exclusive_pages_pools(device_memory_properties const& 
   std::vector<std::uint64_t> sizes;
   for (int i = 0; i < buckets; ++i) {
     double const p = static_cast<double>(i) / (buckets - 1);
-    auto const raw = static_cast<std::uint64_t>(std::exp(lo + (hi - lo) * p));
+    // exp(log(x)) can come out just below x (32767.99… for 32 KiB, 2^30 - ε for 1 GiB), which
+    // truncates to x - 1: the ends are pinned, or with alignment 1 no bucket takes a request of
+    // exactly max_page_size.
+    auto const raw = i == 0             ? 32 * kib
+                     : i == buckets - 1 ? props.max_page_size
+                                        : static_cast<std::uint64_t>(std::exp(lo + (hi - lo) * p));
     auto const size = ceil_to(raw, props.alignment);
     if (sizes.empty() || sizes.back() != size) sizes.push_back(size);
   }

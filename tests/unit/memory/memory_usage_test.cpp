@@ -1,14 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // The usage report text (cubecl §2.5) and the preset layouts (cubecl §2.2).
+#include "memory/counting_storage.hpp"
 #include "memory/memory_pool.hpp"
 
 #include <cubert/error.hpp>
 #include <cubert/memory/configuration.hpp>
+#include <cubert/memory/memory_manager.hpp>
 #include <cubert/memory/memory_usage.hpp>
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 
 namespace {
 
@@ -102,6 +105,17 @@ TEST(Configuration, ExclusivePagesBuckets) {
   }
   auto const big = memory_configuration::exclusive_pages().pools_for({4 * gib, 32});
   EXPECT_EQ(big.back().dealloc_period, 25000u);  // 5000 · round(1 + 4)
+}
+
+TEST(Configuration, ExclusivePagesEndsAreExactWithAlignmentOne) {
+  // exp(log(2^30)) truncates to 2^30 - 1 and exp(log(32 KiB)) to 32767: without the rounding of
+  // a larger alignment, the top bucket missed a request of exactly max_page_size.
+  auto const pools = memory_configuration::exclusive_pages().pools_for({gib, 1});
+  EXPECT_EQ(pools.front().max_alloc_size, 32u * 1024);
+  EXPECT_EQ(pools.back().max_alloc_size, gib);
+  memory_manager m(std::make_unique<counting_storage>(1), {gib, 1},
+                   memory_configuration::exclusive_pages());
+  EXPECT_NO_THROW((void)m.reserve(gib));
 }
 
 TEST(Configuration, PresetsAcceptRequestsUpToTheDeviceLimit) {
