@@ -27,7 +27,7 @@ namespace cubert {
 /// How make_client builds a device's client (only the first call for a device decides).
 struct client_options {
   backend::channel_kind channel = backend::channel_kind::mutex;
-  unsigned threads = 0;  ///< CPU worker threads including the caller; 0 = hardware concurrency.
+  unsigned threads = 0;  ///< CPU worker threads including the caller; 0 = the usable CPUs.
 };
 
 /// A device's façade. Thread-safe when its channel is (mutex, actor); copies share all state.
