@@ -221,7 +221,8 @@ void run(replay_args const& args) {
     }
   }
   if (args.json) {
-    std::cout << out.dump(2) << "\n";
+    // A trace's name is its file name, which need not be UTF-8: dump() would throw on it.
+    std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return;
   }
   print_table(args, options, results);
