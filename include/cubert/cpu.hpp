@@ -83,7 +83,8 @@ struct kernel_context {
 /// Options of a CPU device.
 struct options {
   /// Threads running cubes, the caller included; 0 = the CPUs this process may run on (its
-  /// affinity mask: fewer than the host's under taskset or a container's cpuset).
+  /// affinity mask and its cgroup CPU quota: fewer than the host's under taskset, a cpuset or
+  /// `docker --cpus`).
   unsigned threads = 0;
   /// `caching` by default: reserved bytes stay within a few percent of the peak live bytes with
   /// few storage calls (trace replays in docs/performance.md); cubecl's `sub_slices` ladder is

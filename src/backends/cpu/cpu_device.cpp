@@ -38,13 +38,17 @@ std::string read_cpu_model() {
 // under taskset or a container's cpuset the pool ran more threads than CPUs, and each launch
 // waited for workers the scheduler had put aside (2.6 times the launch cost on one CPU of two).
 unsigned usable_cpus() {
+  unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
 #if defined(__linux__)
   cpu_set_t set;
   if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    if (int const n = CPU_COUNT(&set); n > 0) return static_cast<unsigned>(n);
+    if (int const n = CPU_COUNT(&set); n > 0) cpus = static_cast<unsigned>(n);
   }
 #endif
-  return std::max(1u, std::thread::hardware_concurrency());
+  // A CPU quota (docker --cpus, Kubernetes limits) leaves every CPU in the mask but throttles
+  // the whole cgroup once the quota is spent, and idle workers spin before they sleep.
+  if (auto const quota = read_cgroup_cpu_limit()) cpus = std::clamp(*quota, 1u, cpus);
+  return cpus;
 }
 
 std::string architecture() {

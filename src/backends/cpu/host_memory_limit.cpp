@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// How much memory this process may use: MemTotal, lowered by cgroup v2 or v1 memory limits.
+// How much memory this process may use: MemTotal, lowered by cgroup v2 or v1 memory limits;
+// and how many CPUs its cgroup CPU quota allows.
 #include "host_memory_limit.hpp"
 
 #include <algorithm>
@@ -57,11 +58,14 @@ std::optional<std::uint64_t> smaller(std::optional<std::uint64_t> a,
   return std::min(*a, *b);
 }
 
+// One cgroup directory's limit (bytes or CPUs); nullopt when it sets none or cannot be read.
+using dir_limit = std::optional<std::uint64_t> (*)(fs::path const& dir);
+
 // A parent's limit applies to its children too, so the smallest from `root` down to the cgroup
 // counts. Directories that do not exist are skipped: without a cgroup namespace, a container sees
 // its own cgroup mounted as the root while /proc/self/cgroup names the host's path to it.
 std::optional<std::uint64_t> smallest_limit_up(fs::path const& root, std::string_view cgroup_path,
-                                               char const* file) {
+                                               dir_limit read_dir) {
   std::vector<std::string_view> parts;
   for (std::size_t at = 0; at <= cgroup_path.size();) {
     auto const slash = std::min(cgroup_path.find('/', at), cgroup_path.size());
@@ -74,11 +78,50 @@ std::optional<std::uint64_t> smallest_limit_up(fs::path const& root, std::string
   std::optional<std::uint64_t> best;
   fs::path dir = root;
   for (std::size_t i = 0;; ++i) {
-    if (auto const text = read_small_file(dir / file)) best = smaller(best, parse_limit(*text));
+    best = smaller(best, read_dir(dir));
     if (i == parts.size()) break;
     dir /= parts[i];
   }
   return best;
+}
+
+std::optional<std::uint64_t> limit_in(fs::path const& file) {
+  auto const text = read_small_file(file);
+  return text ? parse_limit(*text) : std::nullopt;
+}
+
+std::optional<std::uint64_t> v2_memory(fs::path const& dir) {
+  return limit_in(dir / "memory.max");
+}
+std::optional<std::uint64_t> v1_memory(fs::path const& dir) {
+  return limit_in(dir / "memory.limit_in_bytes");
+}
+
+// CPUs a CFS quota of `quota` per `period` microseconds allows, rounded up: 1.5 CPUs keep two
+// threads busy part of the time.
+std::optional<std::uint64_t> cpus_of_quota(std::optional<std::uint64_t> quota,
+                                           std::optional<std::uint64_t> period) {
+  if (!quota || !period || *quota == 0 || *period == 0) return std::nullopt;
+  return *quota / *period + (*quota % *period != 0 ? 1 : 0);
+}
+
+// "<quota> <period>", or "max <period>" for none.
+std::optional<std::uint64_t> v2_cpus(fs::path const& dir) {
+  auto const text = read_small_file(dir / "cpu.max");
+  if (!text) return std::nullopt;
+  auto const fields = trim(*text);
+  auto const space = fields.find(' ');
+  if (space == std::string_view::npos) return std::nullopt;
+  return cpus_of_quota(parse_u64(fields.substr(0, space)),
+                       parse_u64(trim(fields.substr(space + 1))));
+}
+
+// cpu.cfs_quota_us is -1 for none, which does not parse as a count.
+std::optional<std::uint64_t> v1_cpus(fs::path const& dir) {
+  auto const quota = read_small_file(dir / "cpu.cfs_quota_us");
+  auto const period = read_small_file(dir / "cpu.cfs_period_us");
+  if (!quota || !period) return std::nullopt;
+  return cpus_of_quota(parse_u64(trim(*quota)), parse_u64(trim(*period)));
 }
 
 struct cgroup_entry {
@@ -138,11 +181,11 @@ struct v1_mount {
   fs::path mount_point;
 };
 
-// The cgroup v1 mount holding the memory controller, from a mountinfo line:
+// The cgroup v1 mount holding `controller`, from a mountinfo line:
 // "<id> <parent> <dev> <root> <mount point> <options> [optional fields...] - <type> <source>
 // <super options>".
-std::optional<v1_mount> find_v1_memory_mount(std::string const& mountinfo,
-                                             fs::path const& sys_root) {
+std::optional<v1_mount> find_v1_mount(std::string const& mountinfo, fs::path const& sys_root,
+                                      std::string_view controller) {
   std::istringstream lines(mountinfo);
   std::string line;
   while (std::getline(lines, line)) {
@@ -151,7 +194,7 @@ std::optional<v1_mount> find_v1_memory_mount(std::string const& mountinfo,
     for (std::string field; fields >> field;) f.push_back(std::move(field));
     auto const dash = std::find(f.begin(), f.end(), "-");
     if (dash == f.end() || dash - f.begin() < 6 || f.end() - dash < 4) continue;
-    if (*(dash + 1) != "cgroup" || !has_item(*(dash + 3), "memory")) continue;
+    if (*(dash + 1) != "cgroup" || !has_item(*(dash + 3), controller)) continue;
     return v1_mount{unescape_mount_path(f[3]),
                     rebase_mount_point(unescape_mount_path(f[4]), sys_root)};
   }
@@ -170,15 +213,40 @@ std::string_view path_below(std::string_view cgroup_path, std::string_view mount
   return "/";
 }
 
+// What one cgroup controller limits, in both versions.
+struct controller_files {
+  std::string_view v1_name;  // In the v1 controller lists, and the v1 mount's usual directory.
+  dir_limit v1;
+  dir_limit v2;
+};
+
 std::optional<std::uint64_t> v1_limit(std::string_view cgroup_path, fs::path const& proc_root,
-                                      fs::path const& sys_root) {
-  char const* const file = "memory.limit_in_bytes";
+                                      fs::path const& sys_root, controller_files const& files) {
   if (auto const mountinfo = read_small_file(proc_root / "self" / "mountinfo")) {
-    if (auto const mount = find_v1_memory_mount(*mountinfo, sys_root)) {
-      return smallest_limit_up(mount->mount_point, path_below(cgroup_path, mount->root), file);
+    if (auto const mount = find_v1_mount(*mountinfo, sys_root, files.v1_name)) {
+      return smallest_limit_up(mount->mount_point, path_below(cgroup_path, mount->root), files.v1);
     }
   }
-  return smallest_limit_up(sys_root / "fs" / "cgroup" / "memory", cgroup_path, file);
+  return smallest_limit_up(sys_root / "fs" / "cgroup" / files.v1_name, cgroup_path, files.v1);
+}
+
+std::optional<std::uint64_t> read_cgroup_limit(fs::path const& proc_root, fs::path const& sys_root,
+                                               controller_files const& files) {
+  auto const cgroups = read_small_file(proc_root / "self" / "cgroup");
+  if (!cgroups) return std::nullopt;
+  std::optional<std::uint64_t> best;
+  std::istringstream lines(*cgroups);
+  // Both versions are read: a hybrid host has the unified line and v1 controllers side by side.
+  for (std::string line; std::getline(lines, line);) {
+    auto const entry = parse_cgroup_line(line);
+    if (!entry) continue;
+    if (line.rfind("0::", 0) == 0) {
+      best = smaller(best, smallest_limit_up(sys_root / "fs" / "cgroup", entry->path, files.v2));
+    } else if (has_item(entry->controllers, files.v1_name)) {
+      best = smaller(best, v1_limit(entry->path, proc_root, sys_root, files));
+    }
+  }
+  return best;
 }
 
 }  // namespace
@@ -204,24 +272,20 @@ std::uint64_t read_mem_total(fs::path const& proc_root) noexcept {
 std::optional<std::uint64_t> read_cgroup_memory_limit(fs::path const& proc_root,
                                                       fs::path const& sys_root) noexcept {
   try {
-    auto const cgroups = read_small_file(proc_root / "self" / "cgroup");
-    if (!cgroups) return std::nullopt;
-    std::optional<std::uint64_t> best;
-    std::istringstream lines(*cgroups);
-    // Both versions are read: a hybrid host has the unified line and v1 controllers side by side.
-    for (std::string line; std::getline(lines, line);) {
-      auto const entry = parse_cgroup_line(line);
-      if (!entry) continue;
-      if (line.rfind("0::", 0) == 0) {
-        best =
-            smaller(best, smallest_limit_up(sys_root / "fs" / "cgroup", entry->path, "memory.max"));
-      } else if (has_item(entry->controllers, "memory")) {
-        best = smaller(best, v1_limit(entry->path, proc_root, sys_root));
-      }
-    }
-    return best;
+    return read_cgroup_limit(proc_root, sys_root, {"memory", &v1_memory, &v2_memory});
   } catch (...) {
     // As for a malformed file: no limit known.
+    return std::nullopt;
+  }
+}
+
+std::optional<unsigned> read_cgroup_cpu_limit(fs::path const& proc_root,
+                                              fs::path const& sys_root) noexcept {
+  try {
+    auto const cpus = read_cgroup_limit(proc_root, sys_root, {"cpu", &v1_cpus, &v2_cpus});
+    if (!cpus) return std::nullopt;
+    return static_cast<unsigned>(std::min<std::uint64_t>(*cpus, ~0u));
+  } catch (...) {
     return std::nullopt;
   }
 }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// How much memory this process may use: the host's, or less under a cgroup memory limit.
+// How much memory this process may use: the host's, or less under a cgroup memory limit; and
+// how many CPUs its cgroup CPU quota allows.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,13 @@ namespace cubert::cpu {
 /// be read. Missing or malformed files are skipped.
 [[nodiscard]] std::optional<std::uint64_t> read_cgroup_memory_limit(
     std::filesystem::path const& proc_root, std::filesystem::path const& sys_root) noexcept;
+
+/// The CPUs the CFS quota of this process's cgroup and its ancestors allows, rounded up: cgroup
+/// v2 `cpu.max`, v1 `cpu.cfs_quota_us` / `cpu.cfs_period_us` (what `docker --cpus` and
+/// Kubernetes CPU limits set). nullopt when no quota is set or none can be read.
+[[nodiscard]] std::optional<unsigned> read_cgroup_cpu_limit(
+    std::filesystem::path const& proc_root = "/proc",
+    std::filesystem::path const& sys_root = "/sys") noexcept;
 
 /// min(MemTotal, the cgroup limit): in a container the kernel OOM-kills the process at the
 /// cgroup's limit, long before the host's memory runs out. 0 when neither is known.

@@ -220,3 +220,67 @@ TEST_F(host_memory_limit_test, RealHostIsAtMostMemTotal) {
 }
 
 }  // namespace
+
+// --- CPU quota ---------------------------------------------------------------------------------
+
+namespace {
+
+using cubert::cpu::read_cgroup_cpu_limit;
+
+class cgroup_cpu_limit_test : public host_memory_limit_test {
+ protected:
+  [[nodiscard]] std::optional<unsigned> cpus() const {
+    return read_cgroup_cpu_limit(proc(), sys());
+  }
+  void v2_cpu(fs::path const& cgroup, std::string const& text) const {
+    write(sys() / "fs" / "cgroup" / cgroup / "cpu.max", text);
+  }
+};
+
+// docker --cpus=1.5 on a v2 host: 150000 µs per 100000 µs period; a parent's smaller quota wins.
+TEST_F(cgroup_cpu_limit_test, V2QuotaRoundsUpAndTheSmallestAncestorWins) {
+  cgroups("0::/kubepods/pod1/ctr\n");
+  v2_cpu("", "max 100000\n");
+  v2_cpu("kubepods", "max 100000\n");
+  v2_cpu("kubepods/pod1/ctr", "150000 100000\n");
+  EXPECT_EQ(cpus(), 2u);
+  v2_cpu("kubepods/pod1", "50000 100000\n");
+  EXPECT_EQ(cpus(), 1u);
+}
+
+TEST_F(cgroup_cpu_limit_test, V2MaxOrMalformedMeansNoQuota) {
+  cgroups("0::/job\n");
+  EXPECT_EQ(cpus(), std::nullopt);
+  v2_cpu("job", "max 100000\n");
+  EXPECT_EQ(cpus(), std::nullopt);
+  for (char const* bad : {"", "200000", "200000 0", "0 100000", "-1 100000", "2e5 100000"}) {
+    v2_cpu("job", bad);
+    EXPECT_EQ(cpus(), std::nullopt) << bad;
+  }
+}
+
+TEST_F(cgroup_cpu_limit_test, V1QuotaFromTheMountinfoMount) {
+  cgroups("4:memory:/docker/abc\n3:cpu,cpuacct:/docker/abc\n");
+  write(proc() / "self" / "mountinfo",
+        "35 31 0:32 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n");
+  write(sys() / "fs/cgroup/cpu,cpuacct/cpu.cfs_quota_us", "-1\n");
+  write(sys() / "fs/cgroup/cpu,cpuacct/cpu.cfs_period_us", "100000\n");
+  write(sys() / "fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_quota_us", "400000\n");
+  write(sys() / "fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_period_us", "100000\n");
+  EXPECT_EQ(cpus(), 4u);
+  write(sys() / "fs/cgroup/cpu,cpuacct/docker/abc/cpu.cfs_quota_us", "-1\n");
+  EXPECT_EQ(cpus(), std::nullopt);
+}
+
+// The memory limit is read as before, from its own controller's files only.
+TEST_F(cgroup_cpu_limit_test, CpuAndMemoryLimitsDoNotMix) {
+  meminfo(16 * gib);
+  cgroups("0::/job\n");
+  v2_max("job", std::to_string(gib));
+  EXPECT_EQ(cpus(), std::nullopt);
+  v2_cpu("job", "300000 100000\n");
+  EXPECT_EQ(cpus(), 3u);
+  EXPECT_EQ(limit(), gib);
+}
+
+}  // namespace
