@@ -118,20 +118,21 @@ std::optional<slice_handle> sliced_pool::grow(std::uint64_t size, std::uint64_t 
     ++spills_;
     return std::nullopt;
   }
-  auto const storage = storage_->alloc(bytes);  // may throw out_of_memory; nothing changed yet
+  // Host allocations come first: once the storage has handed out a page, nothing may throw, or
+  // the page would leak.
+  if (pages_.size() == pages_.capacity()) pages_.reserve(pages_.size() * 2 + 4);
   auto p = std::make_unique<page>();
-  p->storage = storage;
+  block* b = new_block();
+  try {
+    p->storage = storage_->alloc(bytes);  // may throw out_of_memory
+  } catch (...) {
+    recycle(b);
+    throw;
+  }
   p->oversize = bytes > page_size_;
   p->idle_since = stats_->reservations;
   p->serial = next_serial_++;
   p->index = pages_.size();
-  block* b = nullptr;
-  try {
-    b = new_block();
-  } catch (...) {
-    storage_->dealloc(storage.id);
-    throw;
-  }
   b->owner = p.get();
   b->offset = 0;
   b->size = bytes;
