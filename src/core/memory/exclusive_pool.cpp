@@ -70,14 +70,16 @@ std::optional<slice_handle> exclusive_pool::alloc(std::uint64_t size) {
     }
   }
   if (spare_.empty()) {
+    // Containers grow before the page exists: a bad_alloc after spare_ took the page would
+    // leave it there dangling once the unique_ptr freed it.
     if (slots_.size() == slots_.capacity()) slots_.reserve(slots_.size() * 2 + 8);
+    spare_.reserve(slots_.capacity());
+    free_.reserve(slots_.capacity());
     auto p = std::make_unique<page>(released_);
     auto* control = new slice_control(next_slice_id(), this, p.get());
     control->slot_index = static_cast<std::uint32_t>(slots_.size());
     p->handle = slice_handle(control);
-    spare_.reserve(slots_.capacity());
     spare_.push_back(p.get());
-    free_.reserve(slots_.capacity());
     slots_.push_back(std::move(p));
   }
   auto const storage = storage_->alloc(bytes);  // may throw; nothing changed that matters

@@ -161,4 +161,13 @@ TEST(ExceptionSafety, SlicedPoolGrowthLeaksNoPage) {
   sweep_sizes("cached", memory_configuration::custom({cached}, small_policy()));
 }
 
+TEST(ExceptionSafety, ExclusivePoolSlotIsNotLeftDangling) {
+  // A new page slot went into the spare list before the free list grew: when that growth
+  // threw, the slot was freed but stayed in the spare list, and the next page used it.
+  sweep_sizes("exclusive",
+              memory_configuration::custom({pool_options::exclusive(0),
+                                            pool_options::exclusive(128 * kib, 10, 256 * kib),
+                                            pool_options::exclusive(4 * mib)}));
+}
+
 }  // namespace
