@@ -62,13 +62,14 @@ std::optional<slice_handle> persistent_pool::alloc(std::uint64_t size) {
     slots_.push_back(std::move(e));
   }
   auto& b = buckets_[bytes];
-  // The bucket's free list may later hold every slice of its size; growing it now keeps the
-  // drain path allocation-free.
-  b.free.reserve(b.count + 1);
   backend::storage_handle storage;
   try {
+    // The bucket's free list may later hold every slice of its size; growing it now keeps the
+    // drain path allocation-free.
+    b.free.reserve(b.count + 1);
     storage = storage_->alloc(bytes);
   } catch (...) {
+    // An empty bucket would route later requests of this size here (has_bucket).
     if (b.count == 0) buckets_.erase(bytes);
     throw;
   }

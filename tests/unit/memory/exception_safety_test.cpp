@@ -170,4 +170,30 @@ TEST(ExceptionSafety, ExclusivePoolSlotIsNotLeftDangling) {
                                             pool_options::exclusive(4 * mib)}));
 }
 
+TEST(ExceptionSafety, PersistentPoolLeavesNoEmptyBucket) {
+  // A bad_alloc growing a new bucket's free list left the bucket behind, empty: requests of
+  // that size then went to the persistent pool in automatic mode (a size match).
+  sweep("persistent", memory_configuration::sub_slices(), no_setup, [](memory_manager& m) {
+    m.set_allocation_mode(allocation_mode::persistent);
+    auto h = m.reserve(5000);
+    m.set_allocation_mode(allocation_mode::automatic);
+    return h;
+  });
+}
+
+TEST(ExceptionSafety, EveryPresetStaysConsistent) {
+  auto cached = pool_options::sliced(mib, 4 * mib);
+  cached.cache_pages = true;
+  std::vector<std::pair<std::string, memory_configuration>> configs{
+      {"sub_slices", memory_configuration::sub_slices()},
+      {"exclusive_pages", memory_configuration::exclusive_pages()},
+      {"compact", memory_configuration::compact()},
+      {"caching", memory_configuration::caching(small_policy())},
+      {"capped",
+       memory_configuration::custom({pool_options::sliced(64 * kib, 64 * kib, 64 * kib),
+                                     pool_options::exclusive(128 * kib, 10, 256 * kib), cached},
+                                    small_policy())}};
+  for (auto const& [name, config] : configs) sweep_sizes(name, config);
+}
+
 }  // namespace
