@@ -112,6 +112,7 @@ void check(memory_manager& m, model_storage const& storage, std::vector<live_sli
     auto const page = storage.pages.find(h->id);
     ASSERT_NE(page, storage.pages.end()) << "slice on a page the storage does not hold";
     ASSERT_LE(h->offset, page->second);
+    ASSERT_EQ(h->offset % m.properties().alignment, 0u) << "misaligned slice";
     ASSERT_LE(h->size, page->second - h->offset);
     // A 0-byte slice still takes an address of its own in a sliced page.
     by_page[h->id].emplace_back(h->offset, std::max<std::uint64_t>(h->size, 1));
