@@ -15,6 +15,7 @@
 #include <cstring>
 #include <limits>
 #include <optional>
+#include <utility>
 
 namespace cubert::cuda::detail {
 namespace {
@@ -120,8 +121,11 @@ void cuda_server::make_current() {
 void cuda_server::throw_lost() {
   auto const report = lost_report(info_.ordinal);
   if (!report) return;  // Another device sharing the overflow flag.
-  // The first wait after the fault gets the report itself, like any deferred launch error.
-  errors_.rethrow_if_any();
+  // The first wait after a fault found at a launch gets the report itself, like any deferred
+  // launch error. An ordinary launch error still waiting when the fault was found elsewhere
+  // (another client, a profile being resolved) would hide the loss for one more call.
+  if (std::exchange(fault_waiting_, false)) errors_.rethrow_if_any();
+  errors_.discard();
   // Found elsewhere (another client of the device, or a profile being resolved): this client's
   // own launches since its stream was last idle may hold the kernel that faulted.
   std::string own;
@@ -474,7 +478,10 @@ void cuda_server::launch(kernel const& k, cube_count const& count, bindings cons
 }
 
 void cuda_server::launch_failed(std::string what, CUresult result) {
-  if (is_sticky(result)) what = lose_device(what);
+  if (is_sticky(result)) {
+    what = lose_device(what);
+    fault_waiting_ = true;
+  }
   // Deferred like a fault while running: execute stays fire-and-forget for its callers.
   profiler_->error(what);
   errors_.record(std::make_exception_ptr(device_error(what)));

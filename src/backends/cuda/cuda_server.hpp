@@ -136,6 +136,9 @@ class cuda_server final : public backend::server {
   backend::async_error errors_;
   std::atomic<bool> const* lost_;  // Set when any server of this device finds a kernel fault.
   launch_log launches_;            // Launches since the stream was last seen idle.
+  // errors_ holds the report of a fault this server found at a launch; whatever else waits
+  // there when the device is lost is stale.
+  bool fault_waiting_ = false;
   bool launch_blocking_;
   // Launch scratch, reused so a launch allocates nothing once warm.
   std::vector<CUtensorMap> maps_;  // CUtensorMap is 128-byte aligned; vector honours it.

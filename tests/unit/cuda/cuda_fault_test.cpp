@@ -217,6 +217,27 @@ void fault_supersedes_a_waiting_launch_error(channel_kind kind) {
   checks.finish();
 }
 
+// The same when another client finds the fault: this client's next call says the device is
+// lost, not the ordinary launch failure it still had waiting.
+void fault_found_elsewhere_supersedes_a_waiting_launch_error(channel_kind kind) {
+  child_checks checks;
+  {
+    scenario a(kind);
+    scenario b(kind);
+    a.c.execute(too_big(), cube_count{1}, bindings{}.with_buffer(a.buf.binding()));
+    (void)a.c.memory_usage();  // The launch has failed (a round trip on the actor channel).
+    b.c.execute(poke(), cube_count{1}, bad_pointer());
+    checks.expect_device_error("the other client's sync", [&] { b.c.sync(); },
+                               {"CUDA_ERROR_ILLEGAL_ADDRESS", "cuda:0 is lost"});
+    auto const next = checks.expect_device_error(
+        "this client's sync", [&] { a.c.sync(); },
+        {"cuda:0 is lost", "restart the process", "CUDA_ERROR_ILLEGAL_ADDRESS"});
+    checks.expect(next.find("fault_test::too_big") == std::string::npos,
+                  "the stale launch error comes before the loss: " + next);
+  }
+  checks.finish();
+}
+
 // A read of nothing waits for nothing, so the launches before it stay suspects of a fault.
 void empty_read_keeps_the_suspects(channel_kind kind) {
   child_checks checks;
@@ -290,6 +311,11 @@ TEST_P(CudaKernelFault, LaunchBlockingNamesTheKernelThatFaulted) {
 TEST_P(CudaKernelFault, SupersedesAnOrdinaryLaunchErrorStillWaiting) {
   EXPECT_EXIT(fault_supersedes_a_waiting_launch_error(GetParam()), ::testing::ExitedWithCode(0),
               "");
+}
+
+TEST_P(CudaKernelFault, FoundByAnotherClientSupersedesAnOrdinaryLaunchErrorStillWaiting) {
+  EXPECT_EXIT(fault_found_elsewhere_supersedes_a_waiting_launch_error(GetParam()),
+              ::testing::ExitedWithCode(0), "");
 }
 
 TEST_P(CudaKernelFault, AnEmptyReadKeepsTheSuspects) {
