@@ -9,8 +9,20 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 namespace cubert::memory {
+
+namespace {
+
+// `x` × `f` (f >= 0, as cache_policy requires) saturated at 2^64 - 1: converting 2^64 or more
+// to an integer is undefined (x86-64 gives 0), and a policy may set any finite factor.
+std::uint64_t scale(std::uint64_t x, double f) noexcept {
+  double const v = static_cast<double>(x) * f;
+  return v < 0x1p64 ? static_cast<std::uint64_t>(v) : std::numeric_limits<std::uint64_t>::max();
+}
+
+}  // namespace
 
 memory_manager::memory_manager(std::unique_ptr<backend::storage> storage,
                                device_memory_properties props, memory_configuration config)
@@ -143,7 +155,7 @@ std::optional<slice_handle> memory_manager::grow(memory_pool& pool, std::uint64_
   persistent_->drain();
   auto const live = stats_->in_use + size;
   auto const peak = std::max(stats_->peak_in_use, live);
-  auto const limit = peak + static_cast<std::uint64_t>(static_cast<double>(peak) * policy.slack);
+  auto const limit = peak + std::min(scale(peak, policy.slack), ~std::uint64_t{0} - peak);
   std::uint64_t chunk = 0;
   if (live >= stats_->peak_in_use) {
     // A new high of live bytes is warm-up: a large page saves the next storage calls. While
@@ -151,12 +163,10 @@ std::optional<slice_handle> memory_manager::grow(memory_pool& pool, std::uint64_
     // page at its scaled size; a workload that only edges past its old peak gets a small one.
     // Below the peak the workload has needed more before, so a miss means fragmentation and
     // the pool grows by what this request needs only (chunk 0).
-    auto const scaled =
-        static_cast<std::uint64_t>(static_cast<double>(peak) * policy.growth_fraction);
     auto const climbed = live > live_at_growth_ ? live - live_at_growth_ : 0;
-    auto const by_climb =
-        static_cast<std::uint64_t>(static_cast<double>(climbed) * policy.growth_per_climb);
-    chunk = std::clamp(std::min(scaled, by_climb), policy.min_growth, policy.max_growth);
+    chunk = std::clamp(
+        std::min(scale(peak, policy.growth_fraction), scale(climbed, policy.growth_per_climb)),
+        policy.min_growth, policy.max_growth);
   }
   live_at_growth_ = live;
   auto const room = [&] { return limit > stats_->reserved ? limit - stats_->reserved : 0; };

@@ -132,6 +132,23 @@ TEST(CachingPolicy, WithinBudgetIdlePagesStayCached) {
   EXPECT_EQ(c.reserved(), 164 * mib);
 }
 
+TEST(CachingPolicy, HugeFactorsSaturateInsteadOfWrapping) {
+  // slack 1e30 is valid (finite, non-negative): the budget is unlimited. peak × slack used to
+  // convert to an integer past 2^64 (undefined; x86-64 gives 0), which made the budget the
+  // peak itself and gave idle pages back.
+  auto policy = fixed_growth(8 * mib, 1e30);
+  policy.growth_fraction = 1e30;
+  counted c(arena(policy));
+  {
+    std::vector<slice_handle> live;
+    for (int i = 0; i < 4; ++i) live.push_back(c.manager->reserve(8 * mib));
+  }
+  EXPECT_EQ(c.reserved(), 64 * mib);
+  auto big = c.manager->reserve(100 * mib);
+  EXPECT_EQ(c.calls().frees, 0u);
+  EXPECT_EQ(c.reserved(), 164 * mib);
+}
+
 TEST(CachingPolicy, IdleLargePageWaitsForALargeRequest) {
   counted c(arena(fixed_growth(16 * mib, 10.0), 16 * mib));
   { auto h = c.manager->reserve(64 * mib); }  // an idle oversize page of 64 MiB
