@@ -16,7 +16,7 @@ namespace cubert::memory {
 /// One line of a trace.
 struct trace_event {
   bool alloc = true;       ///< `a` (allocate) or `f` (free).
-  std::uint64_t id = 0;    ///< The allocation's id; ids are never reused.
+  std::uint64_t id = 0;    ///< The allocation's id (may be allocated again once freed).
   std::uint64_t size = 0;  ///< Bytes, for allocations.
   std::uint64_t slot = 0;  ///< Dense index of the allocation (0 .. allocations-1).
 };
