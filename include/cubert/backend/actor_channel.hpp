@@ -264,7 +264,10 @@ class actor_channel final : public channel {
         batch.swap(c->queue);
         c->queued.store(false, std::memory_order_relaxed);
       }
-      for (auto& m : batch) m->run(*server);
+      for (auto& m : batch) {
+        m->run(*server);
+        m.reset();  // Its captures (bindings, a client) go now, not after the rest of the batch.
+      }
       batch.clear();
     }
     server.reset();  // The server dies on the thread that used it.

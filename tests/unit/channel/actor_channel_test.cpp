@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -103,6 +104,23 @@ TEST(ActorChannel, AnIdleServerThreadSleeps) {
   auto const used = process_cpu_time() - before;
   // A spinning thread would use ~200 ms here; a sleeping one next to nothing.
   EXPECT_LT(used, 50ms) << "process CPU time while idle: " << used.count() << " ns";
+}
+
+// What a message captured (here `read_into`'s binding) is released once the message has run, not
+// with its whole batch: a call queued behind it must not count memory the caller already dropped.
+TEST(ActorChannel, AMessageReleasesWhatItHoldsOnceItHasRun) {
+  auto c = actor_client();
+  constexpr std::uint64_t size = 1 << 20;
+  auto const baseline = c.memory_usage().bytes_in_use;
+  std::optional<handle> h = c.empty(size);
+  std::vector<std::byte> dst(size);
+  auto slow = kernel::builder("test::sleep_20ms").cpu(sleep_20ms).build();
+  c.execute(slow, cube_count{1}, bindings{});  // What follows is queued behind it, in one batch.
+  auto done = c.read_into_async(h->binding(), dst);
+  h.reset();
+  auto const usage = c.memory_usage();
+  done.get();
+  EXPECT_EQ(usage.bytes_in_use, baseline);
 }
 
 // A CPU kernel that captured its client, with every other copy dropped while it is queued: the
