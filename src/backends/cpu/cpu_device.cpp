@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The CPU device: what it reports and how its server is made.
+#include "cpu_model.hpp"
 #include "cpu_server.hpp"
 #include "host_memory_limit.hpp"
 
@@ -21,18 +22,6 @@
 namespace cubert::cpu {
 
 namespace {
-
-std::string read_cpu_model() {
-  std::ifstream in("/proc/cpuinfo");
-  std::string line;
-  while (std::getline(in, line)) {
-    if (line.rfind("model name", 0) == 0) {
-      auto const colon = line.find(':');
-      if (colon != std::string::npos) return line.substr(line.find_first_not_of(' ', colon + 1));
-    }
-  }
-  return "host CPU";
-}
 
 // The CPUs this process may run on. hardware_concurrency() counts every CPU of the host, so
 // under taskset or a container's cpuset the pool ran more threads than CPUs, and each launch
@@ -62,6 +51,19 @@ std::string architecture() {
 }
 
 }  // namespace
+
+std::string read_cpu_model(std::filesystem::path const& proc_root) {
+  std::ifstream in(proc_root / "cpuinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("model name", 0) != 0) continue;
+    auto const colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    auto const start = line.find_first_not_of(" \t", colon + 1);
+    if (start != std::string::npos) return line.substr(start);
+  }
+  return "host CPU";
+}
 
 device_properties make_properties(unsigned threads) {
   if (threads == 0) threads = usable_cpus();

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the CPU device reports about the host.
+#include "cpu_model.hpp"
+#include "temp_dir.hpp"
+
 #include <cubert/cpu.hpp>
 
 #include <gtest/gtest.h>
@@ -47,6 +50,17 @@ TEST(CpuDevice, DefaultThreadsAreTheCpusThisProcessMayRunOn) {
   EXPECT_NE(p.name.find("(1 threads)"), std::string::npos) << p.name;
   // An explicit count is kept as given.
   EXPECT_EQ(cpu::make_properties(3).hardware.num_compute_units, 3u);
+}
+
+// An empty `model name` (some emulators print one) used to throw std::out_of_range out of
+// make_client and devices(); such lines are skipped like a missing one.
+TEST(CpuDevice, AnEmptyModelNameFallsBackInsteadOfThrowing) {
+  test::temp_dir dir;
+  dir.write("cpuinfo", "processor\t: 0\nmodel name\t:\nmodel name\t:   \n");
+  EXPECT_EQ(cpu::read_cpu_model(dir.path()), "host CPU");
+  dir.write("cpuinfo", "model name\t:\nmodel name\t: \tSome CPU @ 2.0GHz\n");
+  EXPECT_EQ(cpu::read_cpu_model(dir.path()), "Some CPU @ 2.0GHz");
+  EXPECT_EQ(cpu::read_cpu_model(dir.path() / "missing"), "host CPU");
 }
 
 }  // namespace
