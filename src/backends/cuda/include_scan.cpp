@@ -118,13 +118,14 @@ std::size_t parse_directive(std::string_view t, std::size_t i,
   i = skip_blanks(t, i);
   auto const start = i;
   while (i < t.size() && is_ident(t[i])) ++i;
-  if (t.substr(start, i - start) != "include") return i;
+  auto const name = t.substr(start, i - start);
+  if (name != "include" && name != "include_next") return i;
   i = skip_blanks(t, i);
   if (i >= t.size() || (t[i] != '"' && t[i] != '<')) return i;  // A macro-computed name.
   bool const quoted = t[i] == '"';
   auto const end = t.find_first_of(quoted ? "\"\n" : ">\n", i + 1);
   if (end == npos || t[end] == '\n' || end == i + 1) return i;
-  out.push_back({std::string(t.substr(i + 1, end - i - 1)), quoted});
+  out.push_back({std::string(t.substr(i + 1, end - i - 1)), quoted, name == "include_next"});
   return end + 1;
 }
 
@@ -172,18 +173,29 @@ class include_walker {
 
   // Queues what `d`, included from a file in `from`, resolves to, unless already queued.
   void follow(include_directive const& d, fs::path const& from) {
+    if (!d.next) {
+      if (auto found = resolve(d, from)) queue(std::move(*found));
+      return;
+    }
+    // The search resumes after the directory the including header came from, which resolving
+    // from the start would find again (already seen): every match in the include directories
+    // covers the one NVRTC takes, at worst with a needless miss.
+    for (auto const& dir : dirs_) {
+      if (is_file(dir / d.name)) queue(dir / d.name);
+    }
+  }
+
+  void queue(fs::path found) {
     if (result_.truncated) return;
-    auto found = resolve(d, from);
-    if (!found) return;
     std::error_code ec;
-    fs::path canonical = fs::canonical(*found, ec);
+    fs::path canonical = fs::canonical(found, ec);
     if (ec) return;
     if (!seen_.insert(canonical).second) return;
     if (seen_.size() > limits_.max_files) {
       result_.truncated = true;
       return;
     }
-    queue_.emplace_back(std::move(*found), std::move(canonical));
+    queue_.emplace_back(std::move(found), std::move(canonical));
   }
 
   include_scan run() && {

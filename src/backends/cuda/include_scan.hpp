@@ -12,10 +12,11 @@
 
 namespace cubert::cuda::detail {
 
-/// One `#include "name"` (quoted) or `#include <name>` directive.
+/// One `#include "name"` (quoted) or `#include <name>` directive, or `#include_next`.
 struct include_directive {
   std::string name;
   bool quoted = false;
+  bool next = false;  ///< `#include_next`: the search goes on past the including header's.
 
   friend bool operator==(include_directive const&, include_directive const&) = default;
 };

@@ -183,6 +183,18 @@ TEST(IncludeScanTest, DigestFollowsHeaderContents) {
   EXPECT_NE(after, scan_includes("#include \"a.h\"\n#include <b.h>\n", "k.cu", shadowed).digest);
 }
 
+TEST(IncludeScanTest, IncludeNextReachesTheSameNameFurtherDownTheSearch) {
+  // A wrapper header that adds to the one it shadows: editing the shadowed header must miss.
+  temp_dir d;
+  auto const wrapper = d.write("wrap/h.h", "#include_next <h.h>\n#define W 1\n");
+  auto const real = d.write("real/h.h", "#define V 1\n");
+  strings const options{"-I" + (d.path() / "wrap").string(), "-I" + (d.path() / "real").string()};
+  auto const before = scan_includes("#include <h.h>\n", "k.cu", options);
+  EXPECT_EQ(before.files, (paths{wrapper, real}));
+  d.write("real/h.h", "#define V 2\n");
+  EXPECT_NE(before.digest, scan_includes("#include <h.h>\n", "k.cu", options).digest);
+}
+
 TEST(IncludeScanTest, LimitsStopTheScan) {
   temp_dir d;
   for (int i = 0; i < 10; ++i) {
