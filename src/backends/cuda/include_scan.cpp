@@ -316,6 +316,10 @@ std::vector<include_directive> find_includes(std::string_view t) {
         i = line_start ? parse_directive(t, i + 1, out) : i + 1;
         line_start = false;
         break;
+      case '%':  // "%:" is the digraph of '#'.
+        i = line_start && t.substr(i, 2) == "%:" ? parse_directive(t, i + 2, out) : i + 1;
+        line_start = false;
+        break;
       case '"':
       case '\'':
         i = skip_literal(t, i);

@@ -47,6 +47,12 @@ TEST(IncludeScanTest, AByteOrderMarkDoesNotHideAFirstLineDirective) {
   EXPECT_EQ(names("\xEF\xBB\xBF#include \"a.h\"\n#include <b.h>\n"), (strings{"q:a.h", "a:b.h"}));
 }
 
+TEST(IncludeScanTest, TheDigraphOfTheHashStartsADirectiveToo) {
+  // "%:" is '#' spelt as a digraph, which NVRTC accepts: its includes belong in the key.
+  EXPECT_EQ(names("%:include \"a.h\"\n  %: include <b.h>\nint x; %:include \"no.h\"\n"),
+            (strings{"q:a.h", "a:b.h"}));
+}
+
 TEST(IncludeScanTest, ALineCommentEndingInASpliceTakesTheNextLine) {
   // Lines are spliced before comments are removed: the "#include" continues the comment.
   EXPECT_EQ(names("// note \\\n#include \"in_comment.h\"\n#include \"real.h\"\n"),
