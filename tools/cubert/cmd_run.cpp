@@ -108,7 +108,8 @@ std::vector<check> run_workload(client const& c, run_options const& opts,
 
   // Two-pass sum: per-cube partials, then one cube over the partials.
   std::uint32_t const chunk = 1 << 14;
-  std::uint32_t const parts = (n + chunk - 1) / chunk;
+  // In 64 bits like `cubes`: past 2^32 - chunk elements the sum wrapped to 0 partials.
+  auto const parts = static_cast<std::uint32_t>((std::uint64_t{n} + chunk - 1) / chunk);
   auto partial = c.empty(std::uint64_t{parts} * sizeof(double));
   auto total = c.empty(sizeof(double));
   auto sum_f32 = run_kernels::sum_f32_to_f64();
