@@ -116,9 +116,17 @@ std::size_t skip_number(std::string_view t, std::size_t i) {
 std::size_t parse_directive(std::string_view t, std::size_t i,
                             std::vector<include_directive>& out) {
   i = skip_blanks(t, i);
-  auto const start = i;
-  while (i < t.size() && is_ident(t[i])) ++i;
-  auto const name = t.substr(start, i - start);
+  // Splicing comes before tokens, so a backslash-newline may split the directive's name.
+  std::string name;
+  while (i < t.size()) {
+    if (is_ident(t[i])) {
+      name += t[i++];
+    } else if (std::size_t const n = splice_at(t, i)) {
+      i += n;
+    } else {
+      break;
+    }
+  }
   if (name != "include" && name != "include_next") return i;
   i = skip_blanks(t, i);
   if (i >= t.size() || (t[i] != '"' && t[i] != '<')) return i;  // A macro-computed name.

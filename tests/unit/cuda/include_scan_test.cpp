@@ -53,6 +53,11 @@ TEST(IncludeScanTest, TheDigraphOfTheHashStartsADirectiveToo) {
             (strings{"q:a.h", "a:b.h"}));
 }
 
+TEST(IncludeScanTest, ASpliceInsideTheDirectivesNameIsJoined) {
+  EXPECT_EQ(names("#inc\\\nlude \"a.h\"\n#include_\\\r\nnext <b.h>\n#inc\\ lude \"no.h\"\n"),
+            (strings{"q:a.h", "a:b.h"}));
+}
+
 TEST(IncludeScanTest, ALineCommentEndingInASpliceTakesTheNextLine) {
   // Lines are spliced before comments are removed: the "#include" continues the comment.
   EXPECT_EQ(names("// note \\\n#include \"in_comment.h\"\n#include \"real.h\"\n"),
