@@ -131,10 +131,21 @@ std::size_t parse_directive(std::string_view t, std::size_t i,
   i = skip_blanks(t, i);
   if (i >= t.size() || (t[i] != '"' && t[i] != '<')) return i;  // A macro-computed name.
   bool const quoted = t[i] == '"';
-  auto const end = t.find_first_of(quoted ? "\"\n" : ">\n", i + 1);
-  if (end == npos || t[end] == '\n' || end == i + 1) return i;
-  out.push_back({std::string(t.substr(i + 1, end - i - 1)), quoted, name == "include_next"});
-  return end + 1;
+  char const close = quoted ? '"' : '>';
+  std::string header;  // Spliced lines joined, as in the name.
+  for (std::size_t j = i + 1; j < t.size() && t[j] != '\n';) {
+    if (std::size_t const n = splice_at(t, j)) {
+      j += n;
+    } else if (t[j] != close) {
+      header += t[j++];
+    } else if (header.empty()) {
+      break;
+    } else {
+      out.push_back({std::move(header), quoted, name == "include_next"});
+      return j + 1;
+    }
+  }
+  return i;
 }
 
 // The value of option `name` at options[i] ("name value" as two options, "name=value", or with

@@ -56,6 +56,8 @@ TEST(IncludeScanTest, TheDigraphOfTheHashStartsADirectiveToo) {
 TEST(IncludeScanTest, ASpliceInsideTheDirectivesNameIsJoined) {
   EXPECT_EQ(names("#inc\\\nlude \"a.h\"\n#include_\\\r\nnext <b.h>\n#inc\\ lude \"no.h\"\n"),
             (strings{"q:a.h", "a:b.h"}));
+  // And inside the header's name.
+  EXPECT_EQ(names("#include \"a\\\n.h\"\n#include <b\\\r\n.h>\n"), (strings{"q:a.h", "a:b.h"}));
   // Also where nothing else in the text spells "include".
   EXPECT_EQ(names("#inc\\\nlude \"a.h\"\n"), (strings{"q:a.h"}));
   EXPECT_EQ(names("#inc\\\r\nlude \"a.h\"\n"), (strings{"q:a.h"}));
