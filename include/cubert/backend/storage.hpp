@@ -50,8 +50,10 @@ class storage {
 
   /// Alignment, in bytes, that every slice offset inside a page must respect.
   [[nodiscard]] virtual std::uint64_t alignment() const noexcept = 0;
-  /// Allocates a page of `size` bytes (size may be 0). @throws out_of_memory when the device
-  /// has no room; the memory manager then cleans up and retries.
+  /// Allocates a page of `size` bytes (size may be 0). The handle's size is exactly `size`: the
+  /// pools account in it, so a storage that rounds up keeps the extra to itself.
+  /// @throws out_of_memory when the device has no room; the memory manager then cleans up and
+  /// retries.
   [[nodiscard]] virtual storage_handle alloc(std::uint64_t size) = 0;
   /// Releases a page; may be deferred until `flush()`. Unknown ids are ignored.
   virtual void dealloc(storage_id id) noexcept = 0;
