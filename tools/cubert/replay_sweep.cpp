@@ -27,13 +27,18 @@ struct candidate {
   std::vector<double> ratios;
 };
 
+// The arena page a candidate really gets: aligned, and no larger than the device allows.
+std::uint64_t arena_page(memory::device_memory_properties const& props, std::uint64_t page) {
+  auto const top = memory::floor_to(props.max_page_size, props.alignment);
+  return std::min(memory::ceil_to(page, props.alignment), top);
+}
+
 // The `caching` preset's pools with another arena page size and policy.
 memory::memory_configuration layout(memory::device_memory_properties const& props,
                                     std::uint64_t page, memory::cache_policy const& policy) {
   auto pools = memory::memory_configuration::caching().pools_for(props);
   // The preset's last pool is the arena that every request above the small-slice pool shares.
-  auto const top = memory::floor_to(props.max_page_size, props.alignment);
-  pools.back().page_size = std::min(memory::ceil_to(page, props.alignment), top);
+  pools.back().page_size = arena_page(props, page);
   return memory::memory_configuration::custom(std::move(pools), policy);
 }
 
@@ -41,6 +46,8 @@ void evaluate(candidate& c, std::vector<memory::allocation_trace> const& traces,
               memory::replay_options const& options) {
   bool const modelled = !options.storage_cost.empty();
   auto const config = layout(options.properties, c.page, c.policy);
+  // The row shows the page replayed: under a small --page-limit it is not the grid's.
+  c.page = arena_page(options.properties, c.page);
   for (auto const& t : traces) {
     auto const r = memory::replay_trace(t, config, options);
     c.ratios.push_back(r.ratio);
