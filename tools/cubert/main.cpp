@@ -36,6 +36,12 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (CLI::ParseError const& e) {
+    // CLI11 checks what is required before what is unknown: `cubert bench` said "A subcommand
+    // is required". Name the arguments it did not know instead.
+    if (auto const unknown = app.remaining(true);
+        dynamic_cast<CLI::RequiredError const*>(&e) != nullptr && !unknown.empty()) {
+      return app.exit(CLI::ExtrasError(unknown));
+    }
     return app.exit(e);
   } catch (cubert::error const& e) {
     std::cerr << "cubert: error (" << cubert::to_string(e.code()) << "): " << e.what() << "\n";
