@@ -214,8 +214,8 @@ void run(replay_args const& args) {
                        {"modelled_ns_per_event", r.modelled_ns_per_event},
                        {"max_page_size", options.properties.max_page_size},
                        {"alignment", options.properties.alignment},
-                       {"host_memory", args.host_memory},
-                       {"pools", pools_json(r.report)}});
+                       {"host_memory", args.host_memory}});
+        if (args.pools) out.back()["pools"] = pools_json(r.report);
       }
       results.emplace_back(trace.name, std::move(r));
     }
