@@ -179,6 +179,10 @@ void run(replay_args const& args) {
   auto const [free_ns, free_per_mib] = linear(args.free_cost_us, args.call_cost_us);
   options.storage_cost = {alloc_ns, alloc_per_mib, free_ns, free_per_mib};
   if (args.sweep) {
+    // The sweep replays only the caching layout: another --config would be ignored unseen.
+    CUBERT_EXPECTS(std::all_of(args.configs.begin(), args.configs.end(),
+                               [](auto const& name) { return name == "caching"; }),
+                   "--sweep searches the caching configuration only (drop --config)");
     run_policy_sweep(load_all(args), options);
     return;
   }
