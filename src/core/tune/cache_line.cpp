@@ -89,8 +89,10 @@ candidate_result parse_candidate(json const& j) {
                         ns(s.at("max").get<std::int64_t>()), ns(s.at("mean").get<std::int64_t>()),
                         s.at("stddev").get<double>(),        s.at("samples").get<std::size_t>()};
   }
-  if (r.measured() != r.stats.has_value() && r.status != candidate_status::failed &&
-      r.status != candidate_status::quarantined) {
+  // A failed or quarantined candidate may keep its timings; an ok or eliminated one must have
+  // them (without, it would be cached as measured but never compared).
+  if ((r.status == candidate_status::ok || r.status == candidate_status::eliminated) &&
+      !r.stats) {
     throw json::other_error::create(501, "measured status without statistics", &j);
   }
   return r;

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -70,6 +71,63 @@ std::int64_t time_of(json const& r) {
   return it != r.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
 }
 
+// Every cache file under `root`, sorted: <root>/autotune/<version>/<device>/<tuner>.jsonl. A
+// directory or a dangling link named *.jsonl is not one; listing it made every command fail,
+// `clear` included.
+std::vector<fs::path> cache_files(fs::path const& root) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  auto const base = root / "autotune";
+  if (!fs::is_directory(base, ec)) return out;
+  for (auto const& version : fs::directory_iterator(base, ec)) {
+    if (!version.is_directory(ec)) continue;
+    for (auto const& device : fs::directory_iterator(version.path(), ec)) {
+      if (!device.is_directory(ec)) continue;
+      for (auto const& file : fs::directory_iterator(device.path(), ec)) {
+        if (file.path().extension() == ".jsonl" && file.is_regular_file(ec)) {
+          out.push_back(file.path());
+        }
+      }
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// Why a bundled record is not one a tuner wrote, or nullopt. Checked before anything is written:
+// the merge below reads these fields as strings.
+std::optional<std::string> record_problem(json const& r) {
+  if (!r.is_object()) return "not an object";
+  auto const type = r.find("type");
+  if (type == r.end() || !type->is_string()) return "no 'type'";
+  auto const text = [&](char const* field) -> std::optional<std::string> {
+    auto const it = r.find(field);
+    if (it == r.end() || !it->is_string()) return fmt::format("'{}' is not a string", field);
+    return std::nullopt;
+  };
+  if (auto const why = text("key")) return why;
+  if (auto const t = r.find("time"); t != r.end() && !t->is_number_integer()) {
+    return "'time' is not an integer";
+  }
+  if (*type == "candidate") {
+    try {
+      (void)detail::parse_candidate(r);
+    } catch (json::exception const& e) {
+      return fmt::format("malformed candidate: {}", e.what());
+    }
+    return std::nullopt;
+  }
+  if (*type == "decision") {
+    if (auto const why = text("checksum")) return why;
+    if (auto const why = text("winner_name")) return why;
+    if (!r.contains("winner") || !r["winner"].is_number_unsigned()) {
+      return "'winner' is not an index";
+    }
+    return std::nullopt;
+  }
+  return fmt::format("unknown type {}", type->dump());
+}
+
 json info_json(cache_file_info const& f) {
   return {{"file", f.file.string()},
           {"cubert_version", f.cubert_version},
@@ -87,49 +145,40 @@ json info_json(cache_file_info const& f) {
 
 std::vector<cache_file_info> list_cache(fs::path const& root) {
   std::vector<cache_file_info> out;
-  std::error_code ec;
-  auto const base = root / "autotune";
-  if (!fs::is_directory(base, ec)) return out;
-  for (auto const& version : fs::directory_iterator(base, ec)) {
-    if (!version.is_directory()) continue;
-    for (auto const& device : fs::directory_iterator(version.path(), ec)) {
-      if (!device.is_directory()) continue;
-      for (auto const& file : fs::directory_iterator(device.path(), ec)) {
-        if (file.path().extension() != ".jsonl") continue;
-        cache_file_info info;
-        info.file = file.path();
-        info.cubert_version = version.path().filename().string();
-        info.device_hash = device.path().filename().string();
-        info.device = read_small(device.path() / "device.txt");
-        info.tuner = file.path().stem().string();
-        info.bytes = fs::file_size(file.path(), ec);
-        auto const parsed = parse(file.path());
-        std::set<std::string> keys;
-        for (auto const& r : parsed.records) {
-          keys.insert(r.value("key", std::string{}));
-          (r.value("type", "") == "candidate" ? info.candidates : info.decisions) += 1;
-        }
-        info.keys = keys.size();
-        info.corrupt = parsed.corrupt;
-        out.push_back(std::move(info));
-      }
+  for (auto const& path : cache_files(root)) {
+    std::error_code ec;
+    auto const device_dir = path.parent_path();
+    cache_file_info info;
+    info.file = path;
+    info.cubert_version = device_dir.parent_path().filename().string();
+    info.device_hash = device_dir.filename().string();
+    info.device = read_small(device_dir / "device.txt");
+    info.tuner = path.stem().string();
+    info.bytes = fs::file_size(path, ec);
+    auto const parsed = parse(path);
+    std::set<std::string> keys;
+    for (auto const& r : parsed.records) {
+      keys.insert(r.value("key", std::string{}));
+      (r.value("type", "") == "candidate" ? info.candidates : info.decisions) += 1;
     }
+    info.keys = keys.size();
+    info.corrupt = parsed.corrupt;
+    out.push_back(std::move(info));
   }
-  std::sort(out.begin(), out.end(), [](auto const& a, auto const& b) { return a.file < b.file; });
   return out;
 }
 
 std::string list_cache_json(fs::path const& root) {
   json arr = json::array();
   for (auto const& f : list_cache(root)) arr.push_back(info_json(f));
-  return arr.dump(2);
+  return arr.dump(2, ' ', false, json::error_handler_t::replace);
 }
 
 std::string show_cache_json(cache_file_info const& file) {
   auto parsed = parse(file.file);
   json j = info_json(file);
   j["records"] = std::move(parsed.records);
-  return j.dump(2);
+  return j.dump(2, ' ', false, json::error_handler_t::replace);
 }
 
 std::string export_cache(fs::path const& root) {
@@ -141,7 +190,9 @@ std::string export_cache(fs::path const& root) {
                      {"tuner", f.tuner},
                      {"records", parse(f.file).records}});
   }
-  return json{{"format", "cubert-tune-cache"}, {"format_version", 1}, {"files", files}}.dump();
+  // device.txt and file names are whatever the disk holds; invalid UTF-8 becomes U+FFFD.
+  return json{{"format", "cubert-tune-cache"}, {"format_version", 1}, {"files", files}}.dump(
+      -1, ' ', false, json::error_handler_t::replace);
 }
 
 std::size_t import_cache(fs::path const& root, std::string_view bundle) {
@@ -159,6 +210,15 @@ std::size_t import_cache(fs::path const& root, std::string_view bundle) {
     }
     if (!f.contains("records") || !f["records"].is_array()) {
       throw invalid_argument("bundle entry without 'records'");
+    }
+    if (f.contains("device") && !f["device"].is_string()) {
+      throw invalid_argument("bundle entry whose 'device' is not a string");
+    }
+    for (std::size_t i = 0; i < f["records"].size(); ++i) {
+      if (auto const why = record_problem(f["records"][i])) {
+        throw invalid_argument(fmt::format("bundle entry for tuner '{}': record {}: {}",
+                                           f["tuner"].get<std::string>(), i, *why));
+      }
     }
   }
   std::size_t added = 0;
@@ -238,7 +298,8 @@ std::size_t prune_cache(fs::path const& root, bool other_versions) {
 }
 
 std::size_t clear_cache(fs::path const& root) {
-  auto const n = list_cache(root).size();
+  // Counted without reading them: a file that cannot be read must not stop its own removal.
+  auto const n = cache_files(root).size();
   std::error_code ec;
   fs::remove_all(root / "autotune", ec);
   if (ec)

@@ -9,6 +9,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -140,6 +142,98 @@ TEST_F(TuneCacheStoreTest, ImportingAnOlderBundleKeepsNewerLocalResults) {
   tune_cache after(dir_, "matmul", "gpu A");
   EXPECT_EQ(after.find("k", "x", "")->stats->median, std::chrono::microseconds(7));
   EXPECT_TRUE(after.find("other", "x", "").has_value());
+}
+
+// Every record is checked before anything is written: a bad record in the second tuner's entry
+// used to throw json's type_error after the first tuner's file was already written.
+TEST_F(TuneCacheStoreTest, ImportChecksEveryRecordBeforeWritingAny) {
+  {
+    tune_cache a(dir_ / "src", "matmul", "gpu A");
+    a.append("k1", one("x", 1), cubert::tune::tune_decision{"k1", "c", 0, "x"});
+  }
+  auto const good = nlohmann::json::parse(cubert::tune::export_cache(dir_ / "src"));
+  ASSERT_EQ(good["files"].size(), 1U);
+  auto const with_second = [&](nlohmann::json record) {
+    auto bundle = good;
+    auto entry = good["files"][0];
+    entry["tuner"] = "reduce";
+    entry["records"] = nlohmann::json::array({record});
+    bundle["files"].push_back(entry);
+    return bundle.dump();
+  };
+  auto candidate = good["files"][0]["records"][0];
+  ASSERT_EQ(candidate["type"], "candidate");
+  auto decision = good["files"][0]["records"][1];
+  ASSERT_EQ(decision["type"], "decision");
+  std::vector<nlohmann::json> bad;
+  bad.push_back(nlohmann::json::object({{"type", "x"}, {"key", "k"}}));  // Unknown type.
+  bad.push_back(nlohmann::json::array());
+  auto c = candidate;
+  c["key"] = 5;
+  bad.push_back(c);
+  c = candidate;
+  c["name"] = nullptr;
+  bad.push_back(c);
+  c = candidate;
+  c.erase("stats");
+  bad.push_back(c);
+  c = candidate;
+  c["time"] = "yesterday";
+  bad.push_back(c);
+  auto d = decision;
+  d["checksum"] = 7;
+  bad.push_back(d);
+  d = decision;
+  d["winner"] = -1;
+  bad.push_back(d);
+  for (auto const& record : bad) {
+    EXPECT_THROW(cubert::tune::import_cache(dir_ / "dst", with_second(record)),
+                 cubert::invalid_argument)
+        << record.dump();
+    EXPECT_TRUE(cubert::tune::list_cache(dir_ / "dst").empty()) << record.dump();
+  }
+  auto device_not_text = good;
+  device_not_text["files"][0]["device"] = 3;
+  EXPECT_THROW(cubert::tune::import_cache(dir_ / "dst", device_not_text.dump()),
+               cubert::invalid_argument);
+  EXPECT_EQ(cubert::tune::import_cache(dir_ / "dst", with_second(candidate)), 3U);
+}
+
+// A directory (or a dangling link) named like a cache file is not one: it made list, show,
+// export, prune and even clear fail.
+TEST_F(TuneCacheStoreTest, WhatIsNotAFileIsNotListedAndClearStillWorks) {
+  {
+    tune_cache a(dir_, "matmul", "gpu A");
+    a.append("k1", one("x", 1), std::nullopt);
+  }
+  auto const listed = cubert::tune::list_cache(dir_);
+  ASSERT_EQ(listed.size(), 1U);
+  auto const device_dir = listed[0].file.parent_path();
+  std::filesystem::create_directories(device_dir / "a-directory.jsonl");
+  std::filesystem::create_symlink(device_dir / "gone", device_dir / "dangling.jsonl");
+  EXPECT_EQ(cubert::tune::list_cache(dir_).size(), 1U);
+  EXPECT_NO_THROW((void)cubert::tune::export_cache(dir_));
+  EXPECT_EQ(cubert::tune::prune_cache(dir_, false), 0U);
+  EXPECT_EQ(cubert::tune::clear_cache(dir_), 1U);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "autotune"));
+}
+
+// device.txt holds whatever the tuner was given; bytes that are not UTF-8 are shown as U+FFFD
+// instead of making the JSON listings and the export throw.
+TEST_F(TuneCacheStoreTest, ADeviceNameThatIsNotUtf8IsWrittenAsReplacementCharacters) {
+  {
+    tune_cache a(dir_, "matmul", "gpu A");
+    a.append("k1", one("x", 1), std::nullopt);
+  }
+  auto const listed = cubert::tune::list_cache(dir_);
+  ASSERT_EQ(listed.size(), 1U);
+  std::ofstream(listed[0].file.parent_path() / "device.txt", std::ios::trunc) << "gpu \xff\xfe";
+  auto const info = cubert::tune::list_cache(dir_)[0];
+  std::string const replacement = "\xEF\xBF\xBD";
+  for (auto const& text : {cubert::tune::list_cache_json(dir_), cubert::tune::show_cache_json(info),
+                           cubert::tune::export_cache(dir_)}) {
+    EXPECT_NE(text.find("gpu " + replacement), std::string::npos) << text;
+  }
 }
 
 }  // namespace
