@@ -272,12 +272,12 @@ void setup(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--alloc-cost-us", args->alloc_cost_us,
                   "Modelled cost of one storage allocation as US[,US_PER_MIB] (overrides "
-                  "--storage-call-cost-us for allocations; e.g. 33,0.01 on an H200)")
+                  "--storage-call-cost-us for allocations; about 40 on an H200)")
       ->delimiter(',')
       ->expected(1, 2)
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--free-cost-us", args->free_cost_us,
-                  "Modelled cost of one storage free as US[,US_PER_MIB] (e.g. 30,0.7 on an H200)")
+                  "Modelled cost of one storage free as US[,US_PER_MIB] (about 30,0.2 on an H200)")
       ->delimiter(',')
       ->expected(1, 2)
       ->check(CLI::NonNegativeNumber);
