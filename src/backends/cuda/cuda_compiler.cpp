@@ -11,9 +11,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
+#include <cstdlib>
 #include <dlfcn.h>
 #include <filesystem>
 #include <memory>
+#include <mutex>
 
 namespace cubert::cuda::detail {
 namespace {
@@ -85,6 +88,59 @@ bool has_arch_specific(int arch) {
   return arch == 90 ? version >= 1200 : arch > 90 && version >= 1208;
 }
 
+// Closed when the process starts exiting, by a handler registered at the first compile. A client
+// held in a static object was made before that compile, so it is destroyed after everything the
+// compile made (the statics below, NVRTC's own state), and its server may still be compiling
+// then, or have kernels queued. The handler runs before any of that is destroyed: it refuses
+// new compiles and waits for those in flight.
+struct exit_gate {
+  std::mutex mutex;
+  std::condition_variable idle;
+  int running = 0;
+  bool closed = false;
+};
+
+exit_gate& gate() {
+  static exit_gate g;
+  return g;
+}
+
+void close_gate() noexcept {
+  auto& g = gate();
+  std::unique_lock lock(g.mutex);
+  g.closed = true;
+  g.idle.wait(lock, [&] { return g.running == 0; });
+}
+
+// A compile in flight; once the gate is closed, a compilation_error instead.
+class gate_pass {
+ public:
+  explicit gate_pass(std::string const& source_name) {
+    // After the gate itself exists, so the handler runs before the gate is destroyed, and
+    // before the statics of compile() exist, so it runs before they are destroyed.
+    [[maybe_unused]] static bool const registered = std::atexit(close_gate) == 0;
+    std::lock_guard lock(gate_.mutex);
+    if (gate_.closed) {
+      throw compilation_error(
+          fmt::format("{} was not compiled: the process is exiting, and what compiling needs may "
+                      "already be destroyed (a kernel still queued when a client held in a "
+                      "static object is destroyed)",
+                      source_name),
+          {}, source_name);
+    }
+    ++gate_.running;
+  }
+  ~gate_pass() {
+    std::lock_guard lock(gate_.mutex);
+    if (--gate_.running == 0) gate_.idle.notify_all();
+  }
+  gate_pass(gate_pass const&) = delete;
+  gate_pass& operator=(gate_pass const&) = delete;
+
+ private:
+  exit_gate& gate_ = gate();
+};
+
 }  // namespace
 
 std::string cuda_compiler::nvrtc_version() {
@@ -128,6 +184,7 @@ compiled_code cuda_compiler::compile(compile_request const& request) const {
   if (request.source.empty()) {
     throw invalid_argument(fmt::format("cuda_compiler: {} is empty", request.source_name));
   }
+  gate_pass const pass(request.source_name);
   // A device newer than NVRTC gets PTX for NVRTC's newest architecture; the driver JITs it.
   static int const newest = newest_arch();
   bool const ptx = request.ptx || request.arch > newest;
@@ -174,6 +231,9 @@ compiled_code cuda_compiler::compile(compile_request const& request) const {
   argv.reserve(options.size());
   for (auto const& o : options) argv.push_back(o.c_str());
   nvrtcResult const result = nvrtcCompileProgram(raw, static_cast<int>(argv.size()), argv.data());
+  // NVRTC's first compile registers exit handlers of its own that tear its state down; the gate
+  // must close before they run, so it is registered again after them.
+  [[maybe_unused]] static bool const after_nvrtc = std::atexit(close_gate) == 0;
   std::string log = program_log(raw);
   if (result != NVRTC_SUCCESS) {
     throw compilation_error(

@@ -5,11 +5,14 @@
 // the path runs under the CI sanitizers.
 #include "cuda_server_fixture.hpp"
 
+#include <cubert/backend/channel.hpp>
+#include <cubert/client.hpp>
 #include <cubert/error.hpp>
 #include <cubert/kernel.hpp>
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -95,6 +98,34 @@ extern "C" __global__ void cubert_fake_static_shared_k(unsigned* out) {
   server_->execute(with_shared(20 * 1024), cube_count{1}, bindings{}.with_buffer(out.binding()),
                    execution_mode::checked);
   EXPECT_NO_THROW(server_->sync().get());
+}
+
+// A client held in a static is destroyed at exit after whatever the first compile made (cubert's
+// own strings, NVRTC's state), so its actor thread's queued kernels used to compile with freed
+// options (a use-after-free; a crash inside NVRTC once those strings outlived exit). Kernels
+// still queued at exit are now refused instead. Run in a fresh process, which the exit ends.
+TEST(CudaModuleAtExit, KernelsStillQueuedWhenAStaticClientIsDestroyedAreNotCompiled) {
+  if (cubert::cuda::device_count() == 0) {
+    GTEST_SKIP() << "no CUDA device: " << cubert::cuda::unavailable_reason();
+  }
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto const make = [](char const* name) {
+    return kernel::builder(name)
+        .cuda_source(std::string("extern \"C\" __global__ void ") + name + "() {}", name)
+        .build();
+  };
+  auto const run = [&] {
+    cubert::cuda::options opts;
+    opts.kernel_cache_dir = std::filesystem::path{};
+    static cubert::client held(cubert::backend::make_channel(cubert::cuda::make_server(0, opts),
+                                                             cubert::backend::channel_kind::actor));
+    held.execute(make("cubert_exit_first"), cube_count{1}, bindings{});
+    held.sync();  // The first compile is done: its state now dies before `held`.
+    held.execute(make("cubert_exit_second"), cube_count{1}, bindings{});
+    held.execute(make("cubert_exit_third"), cube_count{1}, bindings{});
+    std::exit(0);
+  };
+  EXPECT_EXIT(run(), ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace
