@@ -312,6 +312,77 @@ TEST(CudaStagingFailure, APinnedBlockThatCannotBeHadCorruptsNoEarlierUpload) {
   }
 }
 
+// The fake driver's hook that lets `after` 1D copies through and fails the next `n`.
+using fail_copies_fn = void (*)(int, int);
+fail_copies_fn fake_copy_failures() {
+  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) return nullptr;
+  auto* const fn = reinterpret_cast<fail_copies_fn>(::dlsym(lib, "cubert_fake_fail_copies"));
+  ::dlclose(lib);
+  return fn;
+}
+
+// A copy failing part-way through a pipelined transfer (upload, read, read_into; the first
+// block or a later one, one copy thread or several) is a device_error naming the driver call;
+// nothing is left in flight, and the next transfers move the right bytes.
+TEST(CudaCopyFailure, ACopyFailingMidTransferIsNamedAndTheNextTransferWorks) {
+  if (cubert::cuda::device_count() == 0) GTEST_SKIP() << cubert::cuda::unavailable_reason();
+  auto const fail = fake_copy_failures();
+  if (!fail) GTEST_SKIP() << "needs the fake driver's failure hook";
+  for (unsigned const threads : {1U, 4U}) {
+    for (int const after : {0, 1, 3, 7}) {
+      SCOPED_TRACE(testing::Message() << threads << " copy threads, failing copy " << after + 1);
+      cubert::cuda::options opts;
+      opts.kernel_cache_dir = std::filesystem::path{};
+      opts.copy_threads = threads;
+      opts.staging_block_size = 256 * 1024;
+      opts.staging_blocks = 6;
+      opts.read_pool_bytes = 0;
+      cuda_server server(0, opts);
+      auto const big = pattern(5 * mib + 3, 11);
+      auto const small = pattern(3000, 12);
+      auto const hs = server.create(small);
+      fail(after, 1);
+      try {
+        (void)server.create(big);
+        ADD_FAILURE() << "the upload did not fail";
+      } catch (cubert::device_error const& e) {
+        EXPECT_NE(std::string(e.what()).find("cuMemcpyHtoDAsync"), std::string::npos) << e.what();
+      }
+      fail(0, 0);
+      auto const hb = server.create(big);
+      EXPECT_TRUE(same_bytes(server.read({hb.binding()}).get().at(0), big));
+      EXPECT_TRUE(same_bytes(server.read({hs.binding()}).get().at(0), small));
+      fail(after, 1);
+      try {
+        (void)server.read({hb.binding()}).get();
+        ADD_FAILURE() << "the read did not fail";
+      } catch (cubert::device_error const& e) {
+        EXPECT_NE(std::string(e.what()).find("cuMemcpyDtoHAsync"), std::string::npos) << e.what();
+      }
+      fail(0, 0);
+      EXPECT_TRUE(same_bytes(server.read({hb.binding()}).get().at(0), big));
+      std::vector<std::byte> dst(big.size());
+      fail(after, 1);
+      EXPECT_THROW(server.read_into(hb.binding(), dst).get(), cubert::device_error);
+      fail(0, 0);
+      server.read_into(hb.binding(), dst).get();
+      EXPECT_TRUE(same_bytes(dst, big));
+      auto const packed = pattern(5000, 13);
+      fail(after, 1);
+      try {
+        (void)server.create(packed);  // Small: packed into a block; it may fail or not.
+      } catch (cubert::device_error const&) {
+      }
+      fail(0, 0);
+      auto const hp = server.create(packed);
+      EXPECT_TRUE(same_bytes(server.read({hp.binding()}).get().at(0), packed));
+      server.sync().get();
+      EXPECT_TRUE(same_bytes(server.read({hs.binding()}).get().at(0), small));
+    }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Rings, CudaTransferTest,
                          ::testing::Values(ring{"default_ring", 0, 0, 4},
                                            ring{"tight_ring", 256 * 1024, 3, 3},

@@ -387,8 +387,25 @@ CUresult CUDAAPI cuMemGetInfo(size_t* free_bytes, size_t* total) {
   return CUDA_SUCCESS;
 }
 
+// Set by cubert_fake_fail_copies: 1D copies to let through, then copies to fail.
+static std::mutex copy_failures_m;
+static int copies_to_pass = 0;
+static int copies_to_fail = 0;
+
+static bool copy_fails() {
+  std::lock_guard lock(copy_failures_m);
+  if (copies_to_fail == 0) return false;
+  if (copies_to_pass > 0) {
+    --copies_to_pass;
+    return false;
+  }
+  --copies_to_fail;
+  return true;
+}
+
 CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dst, void const* src, size_t n, CUstream s) {
   FAKE_NEED_CONTEXT();
+  if (copy_fails()) return CUDA_ERROR_INVALID_VALUE;
   if (n == 0) return CUDA_SUCCESS;
   if (!device_range(dst, n)) return CUDA_ERROR_INVALID_VALUE;
   if (pinned_range(src, n)) {
@@ -404,6 +421,7 @@ CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dst, void const* src, size_t n, C
 }
 CUresult CUDAAPI cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream s) {
   FAKE_NEED_CONTEXT();
+  if (copy_fails()) return CUDA_ERROR_INVALID_VALUE;
   if (n == 0) return CUDA_SUCCESS;
   if (!device_range(src, n)) return CUDA_ERROR_INVALID_VALUE;
   auto& st = stream_of(s);
@@ -605,6 +623,11 @@ CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
 
 __attribute__((visibility("default"))) void cubert_fake_fail_host_allocs(int n) {
   failing_host_allocs.store(n);
+}
+__attribute__((visibility("default"))) void cubert_fake_fail_copies(int after, int n) {
+  std::lock_guard lock(copy_failures_m);
+  copies_to_pass = after;
+  copies_to_fail = n;
 }
 
 }  // extern "C"
