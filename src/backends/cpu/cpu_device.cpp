@@ -2,7 +2,7 @@
 // The CPU device: what it reports and how its server is made.
 #include "cpu_model.hpp"
 #include "cpu_server.hpp"
-#include "host_memory_limit.hpp"
+#include "host/host_limits.hpp"
 
 #include <cubert/build_config.hpp>
 #include <cubert/cpu.hpp>
@@ -15,30 +15,9 @@
 #include <string>
 #include <thread>
 
-#if defined(__linux__)
-#include <sched.h>
-#endif
-
 namespace cubert::cpu {
 
 namespace {
-
-// The CPUs this process may run on. hardware_concurrency() counts every CPU of the host, so
-// under taskset or a container's cpuset the pool ran more threads than CPUs, and each launch
-// waited for workers the scheduler had put aside (2.6 times the launch cost on one CPU of two).
-unsigned usable_cpus() {
-  unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
-#if defined(__linux__)
-  cpu_set_t set;
-  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
-    if (int const n = CPU_COUNT(&set); n > 0) cpus = static_cast<unsigned>(n);
-  }
-#endif
-  // A CPU quota (docker --cpus, Kubernetes limits) leaves every CPU in the mask but throttles
-  // the whole cgroup once the quota is spent, and idle workers spin before they sleep.
-  if (auto const quota = read_cgroup_cpu_limit()) cpus = std::clamp(*quota, 1u, cpus);
-  return cpus;
-}
 
 std::string architecture() {
 #if defined(__x86_64__)
@@ -66,14 +45,17 @@ std::string read_cpu_model(std::filesystem::path const& proc_root) {
 }
 
 device_properties make_properties(unsigned threads) {
-  if (threads == 0) threads = usable_cpus();
+  // hardware_concurrency() counted every CPU of the host, so under taskset, a cpuset or a CPU
+  // quota the pool ran more threads than CPUs, and each launch waited for workers the scheduler
+  // had put aside (2.6 times the launch cost on one CPU of two).
+  if (threads == 0) threads = host::usable_cpus();
   device_properties p;
   p.name = fmt::format("{} ({} threads)", read_cpu_model(), threads);
   p.backend = "cpu";
   p.index = 0;
   // The memory this process may use, not the host's: under a cgroup limit the kernel would
   // OOM-kill the process long before cubert could report out_of_memory.
-  p.total_memory = host_memory_limit();
+  p.total_memory = host::host_memory_limit();
   // One page may hold up to 1 GiB: bigger requests still get a page of their own size, up to
   // that memory (a larger request is refused at once; one the heap refuses is out of memory
   // after a cleanup and a retry).

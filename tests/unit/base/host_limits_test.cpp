@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The CPU device's memory size under cgroup v2 and v1 limits, on fake /proc and /sys trees.
-#include "host_memory_limit.hpp"
+// The host's memory and CPU limits under cgroup v2 and v1, on fake /proc and /sys trees.
+#include "host/host_limits.hpp"
 
 #include <gtest/gtest.h>
 
@@ -13,9 +13,9 @@
 namespace {
 
 namespace fs = std::filesystem;
-using cubert::cpu::host_memory_limit;
-using cubert::cpu::read_cgroup_memory_limit;
-using cubert::cpu::read_mem_total;
+using cubert::host::host_memory_limit;
+using cubert::host::read_cgroup_memory_limit;
+using cubert::host::read_mem_total;
 
 constexpr std::uint64_t gib = std::uint64_t{1} << 30;
 constexpr std::uint64_t mib = std::uint64_t{1} << 20;
@@ -225,7 +225,7 @@ TEST_F(host_memory_limit_test, RealHostIsAtMostMemTotal) {
 
 namespace {
 
-using cubert::cpu::read_cgroup_cpu_limit;
+using cubert::host::read_cgroup_cpu_limit;
 
 class cgroup_cpu_limit_test : public host_memory_limit_test {
  protected:

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // How much memory this process may use: MemTotal, lowered by cgroup v2 or v1 memory limits;
-// and how many CPUs its cgroup CPU quota allows.
-#include "host_memory_limit.hpp"
+// and how many CPUs it may use: its affinity mask, lowered by its cgroup CPU quota.
+#include "host/host_limits.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -9,9 +9,14 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
-namespace cubert::cpu {
+#if defined(__linux__)
+#include <sched.h>
+#endif
+
+namespace cubert::host {
 
 namespace fs = std::filesystem;
 
@@ -297,4 +302,16 @@ std::uint64_t host_memory_limit(fs::path const& proc_root, fs::path const& sys_r
   return total == 0 ? *limit : std::min(total, *limit);
 }
 
-}  // namespace cubert::cpu
+unsigned usable_cpus() noexcept {
+  unsigned cpus = std::max(1u, std::thread::hardware_concurrency());
+#if defined(__linux__)
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof(set), &set) == 0) {
+    if (int const n = CPU_COUNT(&set); n > 0) cpus = static_cast<unsigned>(n);
+  }
+#endif
+  if (auto const quota = read_cgroup_cpu_limit()) cpus = std::clamp(*quota, 1u, cpus);
+  return cpus;
+}
+
+}  // namespace cubert::host

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// How much memory this process may use: the host's, or less under a cgroup memory limit; and
-// how many CPUs its cgroup CPU quota allows.
+// What this process may use of the host: its memory (less under a cgroup memory limit) and its
+// CPUs (affinity mask, cgroup CPU quota). Shared by the CPU device and the CUDA copy threads.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <optional>
 
-namespace cubert::cpu {
+namespace cubert::host {
 
 /// MemTotal of `<proc_root>/meminfo` in bytes; 0 when it cannot be read.
 [[nodiscard]] std::uint64_t read_mem_total(std::filesystem::path const& proc_root) noexcept;
@@ -33,4 +33,9 @@ namespace cubert::cpu {
     std::filesystem::path const& proc_root = "/proc",
     std::filesystem::path const& sys_root = "/sys") noexcept;
 
-}  // namespace cubert::cpu
+/// The CPUs this process may run on: its affinity mask (`taskset`, cpusets), capped by its cgroup
+/// CPU quota (`docker --cpus`, Kubernetes limits), as Rust's `available_parallelism` does; at
+/// least 1. `std::thread::hardware_concurrency()` counts every CPU of the host instead.
+[[nodiscard]] unsigned usable_cpus() noexcept;
+
+}  // namespace cubert::host
