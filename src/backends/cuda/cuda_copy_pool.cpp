@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cuda_copy_pool.hpp"
 
+#include "host/host_limits.hpp"
+
 #include <cubert/backend/spin_wait.hpp>
 
 #include <algorithm>
@@ -12,7 +14,9 @@ cuda_copy_pool::cuda_copy_pool(unsigned threads, std::chrono::microseconds spin)
     : threads_(threads == 0 ? default_threads() : threads), spin_(spin) {}
 
 unsigned cuda_copy_pool::default_threads() noexcept {
-  return std::clamp(std::thread::hardware_concurrency() / 2, 1u, 8u);
+  // Half the CPUs this process may use (not the host's: under taskset or a CPU quota the
+  // threads would crowd the few it has, and they spin between transfers).
+  return std::clamp(host::usable_cpus() / 2, 1u, 8u);
 }
 
 cuda_copy_pool::~cuda_copy_pool() {

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <ctime>
 #include <mutex>
+#include <sched.h>
 #include <set>
 #include <stdexcept>
 #include <thread>
@@ -22,6 +23,23 @@ TEST(CudaCopyPoolTest, DefaultSizeIsBetweenOneAndEight) {
   EXPECT_GE(n, 1u);
   EXPECT_LE(n, 8u);
   EXPECT_EQ(cuda_copy_pool(0).threads(), n);
+}
+
+// Half the CPUs this process may use, not the host's: under taskset (or a CPU quota) eight copy
+// threads spinning between transfers would crowd the one or two CPUs it has.
+TEST(CudaCopyPoolTest, DefaultSizeFollowsTheCpusThisProcessMayUse) {
+  cpu_set_t saved;
+  ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
+  int first = 0;
+  while (first < CPU_SETSIZE && !CPU_ISSET(first, &saved)) ++first;
+  ASSERT_LT(first, CPU_SETSIZE);
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(first, &one);
+  ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
+  auto const n = cuda_copy_pool::default_threads();
+  ASSERT_EQ(sched_setaffinity(0, sizeof(saved), &saved), 0);
+  EXPECT_EQ(n, 1u);
 }
 
 TEST(CudaCopyPoolTest, EveryWorkerRunsOnceAndTheCallerIsWorkerZero) {
