@@ -91,8 +91,7 @@ candidate_result parse_candidate(json const& j) {
   }
   // A failed or quarantined candidate may keep its timings; an ok or eliminated one must have
   // them (without, it would be cached as measured but never compared).
-  if ((r.status == candidate_status::ok || r.status == candidate_status::eliminated) &&
-      !r.stats) {
+  if ((r.status == candidate_status::ok || r.status == candidate_status::eliminated) && !r.stats) {
     throw json::other_error::create(501, "measured status without statistics", &j);
   }
   return r;
