@@ -3,6 +3,8 @@
 // its pools consistent and usable: no storage page is leaked or freed twice, the usage report
 // still matches the live slices. Each test fails the 1st, 2nd, ... host allocation of one call
 // until the call runs through.
+#include "memory_test_support.hpp"
+
 #include <cubert/error.hpp>
 #include <cubert/memory/memory_manager.hpp>
 
@@ -40,37 +42,10 @@ void operator delete(void* p, std::size_t) noexcept {
 namespace {
 
 using namespace cubert::memory;
-using cubert::backend::storage_handle;
-using cubert::backend::storage_id;
 constexpr std::uint64_t kib = 1024;
 constexpr std::uint64_t mib = 1024 * kib;
 
-class page_storage final : public cubert::backend::storage {
- public:
-  [[nodiscard]] std::uint64_t alignment() const noexcept override { return 1; }
-  [[nodiscard]] storage_handle alloc(std::uint64_t size) override {
-    auto const id = cubert::backend::next_storage_id();
-    pages.emplace(id, size);  // may throw bad_alloc: nothing allocated then
-    held += size;
-    return {id, 0, size};
-  }
-  void dealloc(storage_id id) noexcept override {
-    auto it = pages.find(id);
-    if (it == pages.end()) {
-      ++unknown_frees;
-      return;
-    }
-    held -= it->second;
-    pages.erase(it);
-  }
-  [[nodiscard]] cubert::backend::resource get(storage_handle const&) const override {
-    throw cubert::unsupported("page_storage has no memory");
-  }
-
-  std::map<storage_id, std::uint64_t> pages;
-  std::uint64_t held = 0;
-  std::uint64_t unknown_frees = 0;
-};
+using page_storage = cubert::memory::test::ledger_storage;
 
 struct armed {
   explicit armed(long n) { fail_countdown.store(n); }

@@ -21,43 +21,21 @@ namespace {
 
 using namespace cubert::memory;
 using namespace cubert::memory::test;
-using cubert::backend::storage_handle;
 using cubert::backend::storage_id;
 constexpr std::uint64_t kib = 1024;
 
 // Records every page; refuses past a capacity and, at random, `fail_rate` of the requests.
-class model_storage final : public cubert::backend::storage {
+class model_storage final : public ledger_storage {
  public:
   model_storage(std::mt19937_64& rng, std::uint64_t capacity, double fail_rate)
       : rng_(&rng), capacity_(capacity), fail_rate_(fail_rate) {}
 
-  [[nodiscard]] std::uint64_t alignment() const noexcept override { return 1; }
-  [[nodiscard]] storage_handle alloc(std::uint64_t size) override {
+ private:
+  void admit(std::uint64_t size) override {
     if (size > capacity_ - held || std::uniform_real_distribution<>(0, 1)(*rng_) < fail_rate_)
       throw cubert::out_of_memory("model_storage: refused");
-    auto const id = cubert::backend::next_storage_id();
-    pages[id] = size;
-    held += size;
-    return {id, 0, size};
-  }
-  void dealloc(storage_id id) noexcept override {
-    auto it = pages.find(id);
-    if (it == pages.end()) {
-      ++unknown_frees;
-      return;
-    }
-    held -= it->second;
-    pages.erase(it);
-  }
-  [[nodiscard]] cubert::backend::resource get(storage_handle const&) const override {
-    throw cubert::unsupported("model_storage has no memory");
   }
 
-  std::map<storage_id, std::uint64_t> pages;
-  std::uint64_t held = 0;
-  std::uint64_t unknown_frees = 0;
-
- private:
   std::mt19937_64* rng_;
   std::uint64_t capacity_;
   double fail_rate_;
