@@ -22,6 +22,8 @@ struct live_candidate {
   ns best = ns::max();
   int stale_rounds = 0;  // Consecutive samples that did not improve `best` by > 2 %.
   bool live = true;
+  bool timed_warm_up = false;
+  std::string sample_error;  // The last failed sample's, for the record if none succeeds.
 };
 
 std::string describe(std::exception_ptr const& e) {
@@ -84,6 +86,7 @@ std::vector<candidate_result> run_benchmarks(benchmark_target& target,
       if (timed) {
         c.samples.push_back(timed->resolve());
         c.best = c.samples.back();
+        c.timed_warm_up = true;
       }
     } catch (check_failure const& e) {
       results[s].status = candidate_status::quarantined;
@@ -101,8 +104,9 @@ std::vector<candidate_result> run_benchmarks(benchmark_target& target,
       try {
         pending.emplace_back(&c, target.sample(indices[c.slot]));
       } catch (...) {  // A failing sample is dropped; the candidate passed its warm-up.
+        c.sample_error = describe(std::current_exception());
         log::warn(log::category::autotune, "sample of candidate {} failed: {}", indices[c.slot],
-                  describe(std::current_exception()));
+                  c.sample_error);
       }
     }
     if (pending.empty()) break;
@@ -112,8 +116,9 @@ std::vector<candidate_result> run_benchmarks(benchmark_target& target,
       try {
         t = d->resolve();
       } catch (...) {
+        c->sample_error = describe(std::current_exception());
         log::warn(log::category::autotune, "sample of candidate {} could not be timed: {}",
-                  indices[c->slot], describe(std::current_exception()));
+                  indices[c->slot], c->sample_error);
         continue;
       }
       bool const improved =
@@ -130,9 +135,11 @@ std::vector<candidate_result> run_benchmarks(benchmark_target& target,
 
   for (auto& c : cands) {
     auto& r = results[c.slot];
-    if (c.samples.empty()) {
+    // The cold warm-up alone says nothing: a candidate that fails every measured run would
+    // otherwise be scored (and could win, and be stored ok) on that one run.
+    if (c.samples.size() == (c.timed_warm_up ? 1U : 0U)) {
       r.status = candidate_status::failed;
-      r.error = "no valid sample";
+      r.error = c.sample_error.empty() ? "no valid sample" : "no valid sample: " + c.sample_error;
       continue;
     }
     // The first sample often pays for cold caches; drop it once there are enough others.

@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -96,6 +99,29 @@ TEST(Benchmark, FailedCandidateIsRecordedAndSkipped) {
   EXPECT_EQ(results[0].error, "does not compile");
   EXPECT_EQ(target.samples_.count(0), 0U);
   EXPECT_EQ(*cubert::tune::select_winner(results, 0.02), 1U);
+}
+
+// Candidate 1 passes its (timed, fast) warm-up, then throws on every measured run.
+class fails_after_warm_up final : public cubert::tune::benchmark_target {
+ public:
+  std::optional<cubert::profile_duration> warm_up(std::size_t i) override {
+    auto const t = i == 0 ? ns(100us) : ns(1us);
+    return cubert::profile_duration::from_device([t] { return t; });
+  }
+  cubert::profile_duration sample(std::size_t i) override {
+    if (i == 1) throw std::runtime_error("out of memory");
+    return cubert::profile_duration::from_device([] { return ns(100us); });
+  }
+};
+
+TEST(Benchmark, CandidateWhoseMeasuredRunsAllFailIsFailedNotScoredOnItsWarmUp) {
+  fails_after_warm_up target;
+  std::vector<std::size_t> idx{0, 1};
+  auto results = cubert::tune::run_benchmarks(target, idx, {});
+  EXPECT_EQ(results[0].status, candidate_status::ok);
+  EXPECT_EQ(results[1].status, candidate_status::failed);
+  EXPECT_NE(results[1].error.find("out of memory"), std::string::npos) << results[1].error;
+  EXPECT_EQ(*cubert::tune::select_winner(results, 0.02), 0U);
 }
 
 TEST(Benchmark, NonAdaptiveTakesEverySample) {
