@@ -269,6 +269,8 @@ class tuner {
           } catch (std::exception const& e) {
             log::warn(log::category::autotune, "background tuning of {} failed: {}", name_,
                       e.what());
+          } catch (...) {  // User code (a priority, a key's formatter) may throw anything.
+            log::warn(log::category::autotune, "background tuning of {} failed", name_);
           }
           finished->store(true, std::memory_order_release);
         });

@@ -126,6 +126,28 @@ TEST_F(TunerThreadedTest, ClearWhileAnotherThreadTunesIsSafe) {
   EXPECT_FALSE(tuner.tuner_for("d", client)->fastest("k").has_value());  // A fresh tuner.
 }
 
+TEST_F(TunerThreadedTest, BackgroundTuningThatThrowsANonStandardExceptionIsContained) {
+  auto opts = options(false);
+  opts.background = true;
+  local_tuner<std::string> tuner("bg-throws", opts);
+  // The plan asks the group for its priority on the worker: it throws something that is not a
+  // std::exception (a C library's status code, say).
+  cubert::tune::tune_group<std::string> group([](std::string const&) -> int { throw 42; });
+  auto one = [](std::string const&) { return 1; };
+  auto set = std::make_shared<int_set const>(
+      int_set([](int const&) { return std::string("k"); },
+              [](std::string const&, int const& x) { return std::tuple<int>(x); })
+          .with(int_set::tunable_type("a", [](int x) { return x; }).group(group, one))
+          .with(int_set::tunable_type("b", [](int x) { return x; }).group(group, one)));
+  fake_client client;
+  EXPECT_EQ(tuner.execute("d", client, set, 3), 3);  // Candidate 0 now; the worker fails.
+  auto const t = tuner.tuner_for("d", client);
+  t->wait_idle();
+  EXPECT_FALSE(t->fastest("k").has_value());
+  EXPECT_EQ(tuner.execute("d", client, set, 4), 4);  // The key was forgotten, not stuck.
+  t->wait_idle();
+}
+
 std::size_t mapping_count() {
   std::ifstream in("/proc/self/maps");
   std::string line;
