@@ -30,6 +30,12 @@ conformance_backend cuda_with(channel_kind kind) {
       "a CUDA kernel fault poisons the context for the process (tested in cuda_fault_test)";
   b.excluded["FailingKernelSurfacesAtReadIntoAndClientRecovers"] =
       "a CUDA kernel fault poisons the context for the process (tested in cuda_fault_test)";
+  for (char const* name :
+       {"FailingKernelSurfacesAtFlushOnceForSeveralFailures", "FailingKernelSurfacesAtReadOnce",
+        "FailingKernelInsideProfileIsProfileError"}) {
+    b.excluded[name] =
+        "a CUDA kernel fault poisons the context for the process (tested in cuda_fault_test)";
+  }
   return b;
 }
 

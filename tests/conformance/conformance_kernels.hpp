@@ -112,6 +112,27 @@ extern "C" __global__ void echo(unsigned int* meta_out, unsigned int* pos_out, m
       .build();
 }
 
+/// out[i] = value for i < n. Scalars: u32 value, u32 n. cube_dim 64.
+inline kernel fill_u32() {
+  return kernel::builder("conformance::fill_u32")
+      .cube_dim(64)
+      .cpu([](cpu::kernel_context const& ctx) {
+        auto out = ctx.buffer<std::uint32_t>(0);
+        auto const value = ctx.scalar<std::uint32_t>(0);
+        auto const n = ctx.scalar<std::uint32_t>(1);
+        std::uint64_t const base = ctx.cube_index() * ctx.dim.units();
+        std::uint64_t const end = std::min<std::uint64_t>(n, base + ctx.dim.units());
+        for (auto i = base; i < end; ++i) out[i] = value;
+      })
+      .cuda_source(R"(extern "C" __global__ void fill_u32(unsigned int* out, unsigned int value,
+                                                unsigned int n) {
+  unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = value;
+})",
+                   "fill_u32")
+      .build();
+}
+
 /// Fails while running: throws on the CPU, traps on CUDA.
 inline kernel failing() {
   return kernel::builder("conformance::failing")
