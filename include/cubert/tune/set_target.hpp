@@ -95,6 +95,9 @@ class set_target final : public benchmark_target {
       reference_failed_ = true;
       log::warn(log::category::autotune, "correctness checks skipped: candidate 0 failed: {}",
                 e.what());
+    } catch (...) {  // Escaping, it would be charged to the candidate being checked.
+      reference_failed_ = true;
+      log::warn(log::category::autotune, "correctness checks skipped: candidate 0 failed");
     }
   }
 

@@ -227,6 +227,23 @@ TEST_F(TunerTest, ChecksQuarantineAWrongCandidate) {
   EXPECT_EQ(stored->status, candidate_status::quarantined);
 }
 
+TEST_F(TunerTest, ChecksChargeANonStandardThrowOfCandidateZeroToItAlone) {
+  auto opts = options(false);
+  opts.checks = true;
+  local_tuner<std::string> tuner("checks_int", opts);
+  auto set = std::make_shared<int_set const>(
+      int_set_of()
+          .with("reference", [](int) -> int { throw 7; })  // A C library's status code, say.
+          .with("other", [](int x) { return x + 1; }));
+  fake_client client;
+  EXPECT_EQ(tuner.execute("d", client, set, 1), 2);
+  auto results = tuner.tuner_for("d", client)->results("key");
+  ASSERT_EQ(results.size(), 2U);
+  EXPECT_EQ(results[0].status, candidate_status::failed);
+  EXPECT_EQ(results[1].status, candidate_status::ok) << results[1].error;
+  EXPECT_FALSE(results[1].checked);
+}
+
 TEST_F(TunerTest, WithoutChecksTheFastWrongCandidateWins) {
   local_tuner<std::string> tuner("nochecks", options(false));
   auto set = std::make_shared<int_set const>(int_set_of()
