@@ -121,7 +121,7 @@ class client {
       fn();
       return scope.finish();
     } else {
-      auto out = fn();
+      [[maybe_unused]] auto out = fn();
       return scope.finish();  // `out` dies after end_profile, as cubecl's profile does.
     }
   }

@@ -209,6 +209,16 @@ TEST_P(ClientTest, ProfileMeasuresTheWorkOfFn) {
   EXPECT_GE(nested.resolve(), 1ms);
 }
 
+// A body returning a trivially destructible value (here an int) used to fail to compile under
+// -Wall -Werror: the value profile() keeps until the measurement ends was an unused variable.
+TEST_P(ClientTest, ProfileOfABodyReturningAValueCompilesAndMeasures) {
+  auto c = cpu_client(GetParam());
+  int runs = 0;
+  auto d = c.profile([&] { return ++runs; }, "value");
+  EXPECT_EQ(runs, 1);
+  EXPECT_GE(d.resolve().count(), 0);
+}
+
 TEST_P(ClientTest, ProfileOfAFailingLaunchIsProfileError) {
   auto c = cpu_client(GetParam());
   EXPECT_THROW(
