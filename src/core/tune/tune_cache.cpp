@@ -46,14 +46,19 @@ void tune_cache::read_from_cursor() {
   std::string text;
   try {
     detail::file_lock lock(path_, detail::file_lock::mode::shared);
+    // Only what lies past the cursor is read: every key tuned refreshes, and reading the whole
+    // file each time made a process's tuning quadratic in the size of the cache.
     std::uint64_t inode = 0;
-    text = detail::read_from(path_, 0, &inode);
-    if (inode != inode_ || text.size() < cursor_) {  // Compacted (renamed) by someone: reload.
+    text = detail::read_from(path_, cursor_, &inode);
+    auto const size = std::filesystem::file_size(path_, ec);
+    if (inode != inode_ || (!ec && size < cursor_)) {  // Compacted (renamed) or cut: reload.
       results_.clear();
-      cursor_ = 0;
+      if (cursor_ != 0) {
+        cursor_ = 0;
+        text = detail::read_from(path_, 0, &inode);
+      }
       inode_ = inode;
     }
-    text.erase(0, cursor_);
   } catch (io_error const& e) {
     log::warn(log::category::autotune, "tune cache unreadable, ignored: {}", e.what());
     return;

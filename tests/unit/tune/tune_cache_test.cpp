@@ -10,9 +10,11 @@
 
 #include <barrier>
 #include <csignal>
+#include <cstdint>
 #include <fcntl.h>
 #include <fstream>
 #include <sstream>
+#include <string>
 #include <sys/resource.h>
 #include <thread>
 #include <vector>
@@ -135,6 +137,49 @@ TEST_F(TuneCacheTest, RefreshSeesOtherWriters) {
   EXPECT_FALSE(reader.find("k", "a", "").has_value());
   reader.refresh();
   EXPECT_TRUE(reader.find("k", "a", "").has_value());
+}
+
+// Bytes this thread has read through read()/pread() so far.
+std::uint64_t bytes_read() {
+  std::ifstream in("/proc/thread-self/io");
+  std::string field;
+  std::uint64_t value = 0;
+  while (in >> field >> value) {
+    if (field == "rchar:") return value;
+  }
+  return 0;
+}
+
+TEST_F(TuneCacheTest, RefreshReadsOnlyWhatWasAppended) {
+  {
+    tune_cache writer(dir_, "t", "dev");
+    for (int k = 0; k < 500; ++k) {
+      writer.append("k" + std::to_string(k), std::vector{result("a", k)}, std::nullopt);
+    }
+  }
+  tune_cache c(dir_, "t", "dev");
+  auto const file_size = std::filesystem::file_size(c.path());
+  if (bytes_read() == 0) GTEST_SKIP() << "no /proc/thread-self/io";
+  auto const before = bytes_read();
+  for (int i = 0; i < 20; ++i) c.refresh();
+  // Every tuned key refreshes: reading the whole file each time was quadratic.
+  EXPECT_LT(bytes_read() - before, file_size) << "refresh re-reads what it already has";
+  tune_cache writer(dir_, "t", "dev");
+  writer.append("new", std::vector{result("b", 1)}, std::nullopt);
+  c.refresh();
+  EXPECT_TRUE(c.find("new", "b", "").has_value());
+  EXPECT_TRUE(c.find("k0", "a", "").has_value());
+}
+
+TEST_F(TuneCacheTest, RefreshReloadsACutFile) {
+  tune_cache c(dir_, "t", "dev");
+  c.append("k", std::vector{result("a", 1), result("b", 2)}, std::nullopt);
+  c.refresh();  // The cursor is past both lines now.
+  auto const whole = read_file(c.path());
+  write_file(c.path(), whole.substr(0, whole.find('\n') + 1));  // In place: same inode.
+  c.refresh();
+  EXPECT_TRUE(c.find("k", "a", "").has_value());
+  EXPECT_FALSE(c.find("k", "b", "").has_value());
 }
 
 TEST_F(TuneCacheTest, LatestEntryWins) {
