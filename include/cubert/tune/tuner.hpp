@@ -108,6 +108,9 @@ class tuner {
 
   /// Blocks until every background tuning has finished.
   void wait_idle() {
+    // Held while joining: a second caller would otherwise find the list already taken and
+    // return while the first still waits for those workers.
+    std::lock_guard joining(joining_mutex_);
     std::vector<worker> workers;
     {
       std::lock_guard lock(workers_mutex_);
@@ -349,6 +352,7 @@ class tuner {
   std::unordered_map<Key, std::vector<entry>> entries_;
   std::size_t benchmarked_ = 0;
   std::uint64_t finished_ = 0;
+  std::mutex joining_mutex_;
   std::mutex workers_mutex_;
   std::vector<worker> workers_;
 };

@@ -148,6 +148,38 @@ TEST_F(TunerThreadedTest, BackgroundTuningThatThrowsANonStandardExceptionIsConta
   t->wait_idle();
 }
 
+TEST_F(TunerThreadedTest, WaitIdleFromTwoThreadsBothWaitForTheWorker) {
+  auto opts = options(false);
+  opts.background = true;
+  local_tuner<std::string> tuner("idle-twice", opts);
+  std::latch release(1);
+  auto set = std::make_shared<int_set const>(
+      int_set([](int const&) { return std::string("k"); },
+              [](std::string const&, int const&) { return std::tuple<int>(-1); })
+          .with("a",
+                [&](int x) {
+                  if (x == -1) release.wait();  // Benchmark inputs only: the worker blocks.
+                  return x;
+                })
+          .with("b", [](int x) { return x; }));
+  fake_client client;
+  EXPECT_EQ(tuner.execute("d", client, set, 5), 5);
+  auto const t = tuner.tuner_for("d", client);
+  std::thread first([&] { t->wait_idle(); });
+  while (t->pending_workers() != 0) std::this_thread::yield();  // `first` is joining it.
+  std::atomic<bool> second_returned{false};
+  std::thread second([&] {
+    t->wait_idle();
+    second_returned = true;
+  });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(second_returned) << "wait_idle returned while a background tuning still ran";
+  release.count_down();
+  first.join();
+  second.join();
+  EXPECT_TRUE(t->fastest("k").has_value());
+}
+
 std::size_t mapping_count() {
   std::ifstream in("/proc/self/maps");
   std::string line;
