@@ -65,26 +65,35 @@ class set_target final : public benchmark_target {
   [[nodiscard]] bool compared(std::size_t i) const override { return compared_.contains(i); }
 
   profile_duration sample(std::size_t i) override {
+    // Only the candidate is timed: its inputs are copied before and its output dropped after,
+    // or an input costly to copy (or an output costly to free) would pad every candidate
+    // alike and push clearly different ones into the tie band.
+    auto args = arguments();
+    std::optional<stored> out;
     return client_.profile(
-        [this, i] {
+        [&] {
           if constexpr (std::is_void_v<output>) {
-            call(i);
+            run(i, std::move(args));
           } else {
-            auto out = call(i);  // Dropped after the measurement, not inside it.
-            (void)out;
+            out.emplace(run(i, std::move(args)));
           }
         },
         set_.at(i).name());
   }
 
  private:
-  output call(std::size_t i) {
+  // A copy: every run sees the same generated inputs, as cubecl's clone per run.
+  std::tuple<Inputs...> arguments() {
     if (!inputs_) inputs_.emplace(generate_());
-    // Copies: every run sees the same generated inputs, as cubecl's clone per run.
-    auto args = *inputs_;
+    return *inputs_;
+  }
+
+  output run(std::size_t i, std::tuple<Inputs...>&& args) {
     return std::apply([&](auto&&... a) -> output { return set_.run(i, std::move(a)...); },
                       std::move(args));
   }
+
+  output call(std::size_t i) { return run(i, arguments()); }
 
   void ensure_reference() {
     if (reference_ || reference_failed_) return;

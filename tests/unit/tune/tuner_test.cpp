@@ -387,6 +387,50 @@ TEST_F(TunerTest, CandidateNeverComparedIsNotStoredAsChecked) {
   EXPECT_TRUE(r[1].checked);
 }
 
+// An input slow to copy and an output slow to free, as large host buffers are.
+struct slow_copy {
+  slow_copy() = default;
+  slow_copy(slow_copy const&) { spin_for(3ms); }
+  slow_copy(slow_copy&&) noexcept = default;
+  slow_copy& operator=(slow_copy const&) = default;
+  slow_copy& operator=(slow_copy&&) noexcept = default;
+  ~slow_copy() = default;
+};
+struct slow_free {
+  explicit slow_free(int v) : value(v) {}
+  slow_free(slow_free const&) = delete;
+  slow_free(slow_free&& o) noexcept : value(o.value) { o.owner = false; }
+  slow_free& operator=(slow_free const&) = delete;
+  slow_free& operator=(slow_free&&) = delete;
+  ~slow_free() {
+    if (owner) spin_for(3ms);
+  }
+  int value = 0;
+  bool owner = true;
+};
+using slow_set = cubert::tune::tunable_set<std::string, slow_free, slow_copy>;
+
+TEST_F(TunerTest, OnlyTheCandidateIsTimedNotCopyingItsInputsOrFreeingItsOutput) {
+  local_tuner<std::string> tuner("timed_alone", options(false));
+  auto set = std::make_shared<slow_set const>(
+      slow_set([](slow_copy const&) { return std::string("k"); },
+               [](std::string const&, slow_copy const&) { return std::tuple<slow_copy>(); })
+          .with("a",
+                [](slow_copy) {
+                  spin_for(100us);
+                  return slow_free(0);
+                })
+          .with("b", [](slow_copy) { return slow_free(1); }));
+  fake_client client;
+  EXPECT_EQ(tuner.execute("d", client, set, slow_copy{}).value, 1);
+  auto const results = tuner.tuner_for("d", client)->results("k");
+  ASSERT_EQ(results.size(), 2U);
+  for (auto const& r : results) {
+    ASSERT_TRUE(r.measured()) << r.name;
+    EXPECT_LT(r.stats->median, 1500us) << r.name << " was timed with a 3 ms copy or free";
+  }
+}
+
 // Inputs whose copy can be made to throw, as a copy that runs out of memory would.
 std::atomic<bool> copy_throws{false};
 struct fragile {
