@@ -52,16 +52,26 @@ class local_tuner {
       make_t const fn = make;
       id.address = reinterpret_cast<std::uintptr_t>(fn);
     }
+    std::shared_ptr<set_slot> slot;
     {
       std::shared_lock lock(sets_mutex_);
       if (auto it = sets_.find(id); it != sets_.end()) {
-        return std::static_pointer_cast<set_t const>(it->second);
+        if (it->second->set) return std::static_pointer_cast<set_t const>(it->second->set);
+        slot = it->second;
       }
     }
-    auto built = std::make_shared<set_t const>(make());  // Outside the lock: may be slow.
+    if (!slot) {
+      std::unique_lock lock(sets_mutex_);
+      slot = sets_.try_emplace(id, std::make_shared<set_slot>()).first->second;
+    }
+    // Built once, outside sets_mutex_ (it may be slow, and may init other sets): threads racing
+    // to the first call wait for one build instead of each building a set of their own.
+    std::lock_guard building(slot->mutex);
+    if (slot->set) return std::static_pointer_cast<set_t const>(slot->set);
+    auto built = std::make_shared<set_t const>(make());
     std::unique_lock lock(sets_mutex_);
-    auto [it, inserted] = sets_.try_emplace(id, built);
-    return std::static_pointer_cast<set_t const>(it->second);
+    slot->set = built;
+    return built;
   }
 
   /// Runs the best candidate of `set` for `inputs` on device `id`, tuning first if needed.
@@ -121,10 +131,15 @@ class local_tuner {
     }
   };
 
+  struct set_slot {
+    std::mutex mutex;                 // Held while building.
+    std::shared_ptr<void const> set;  // Written holding both mutex and sets_mutex_.
+  };
+
   std::string name_;
   std::optional<tuner_options> options_;
   std::shared_mutex sets_mutex_;
-  std::unordered_map<factory_id, std::shared_ptr<void const>, factory_hash> sets_;
+  std::unordered_map<factory_id, std::shared_ptr<set_slot>, factory_hash> sets_;
   std::shared_mutex tuners_mutex_;
   std::unordered_map<Id, std::shared_ptr<tuner<Key>>> tuners_;
 };

@@ -14,6 +14,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace {
 
@@ -178,6 +179,31 @@ TEST_F(TunerThreadedTest, WaitIdleFromTwoThreadsBothWaitForTheWorker) {
   first.join();
   second.join();
   EXPECT_TRUE(t->fastest("k").has_value());
+}
+
+TEST_F(TunerThreadedTest, InitRacedByManyThreadsBuildsTheSetOnce) {
+  local_tuner<std::string> tuner("init-race", options(false));
+  std::atomic<int> builds{0};
+  auto make = [&] {
+    builds.fetch_add(1);
+    std::this_thread::sleep_for(20ms);  // Building compiles kernels: slow.
+    return int_set([](int const&) { return std::string("k"); },
+                   [](std::string const&, int const& x) { return std::tuple<int>(x); })
+        .with("a", [](int x) { return x; });
+  };
+  constexpr int threads = 8;
+  std::barrier start(threads);
+  std::vector<std::shared_ptr<int_set const>> got(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      start.arrive_and_wait();
+      got[t] = tuner.init(make);
+    });
+  }
+  for (auto& th : pool) th.join();
+  EXPECT_EQ(builds.load(), 1);
+  for (auto const& g : got) EXPECT_EQ(g, got[0]);
 }
 
 std::size_t mapping_count() {
