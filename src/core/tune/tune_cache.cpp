@@ -42,7 +42,14 @@ void tune_cache::refresh() {
 
 void tune_cache::read_from_cursor() {
   std::error_code ec;
-  if (!std::filesystem::exists(path_, ec)) return;
+  if (!std::filesystem::exists(path_, ec)) {
+    if (!ec && inode_ != 0) {  // Removed (`cubert cache clear`): its results are gone, so re-tune.
+      results_.clear();
+      cursor_ = 0;
+      inode_ = 0;
+    }
+    return;
+  }
   std::string text;
   try {
     detail::file_lock lock(path_, detail::file_lock::mode::shared);

@@ -182,6 +182,18 @@ TEST_F(TuneCacheTest, RefreshReloadsACutFile) {
   EXPECT_FALSE(c.find("k", "b", "").has_value());
 }
 
+TEST_F(TuneCacheTest, RefreshForgetsAFileThatWasRemoved) {
+  tune_cache c(dir_, "t", "dev");
+  c.append("k", std::vector{result("a", 1)}, std::nullopt);
+  c.refresh();
+  std::filesystem::remove_all(dir_ / "autotune");  // What `cubert cache clear` does.
+  c.refresh();
+  EXPECT_FALSE(c.find("k", "a", "").has_value()) << "results of a cleared cache still used";
+  c.append("k", std::vector{result("a", 2)}, std::nullopt);
+  c.refresh();
+  EXPECT_EQ(c.find("k", "a", "")->stats->median, 2us);
+}
+
 TEST_F(TuneCacheTest, LatestEntryWins) {
   tune_cache c(dir_, "t", "dev");
   c.append("k", std::vector{result("a", 1)}, std::nullopt);
