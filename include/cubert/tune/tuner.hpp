@@ -12,10 +12,11 @@
 
 #include <fmt/format.h>
 
-#include <atomic>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -57,7 +58,13 @@ class tuner {
 
   tuner(tuner const&) = delete;
   tuner& operator=(tuner const&) = delete;
-  ~tuner() { wait_idle(); }
+  ~tuner() {
+    {
+      std::lock_guard lock(workers_mutex_);
+      queue_.clear();  // Tunings not started yet: nobody is left to use their results.
+    }
+    wait_idle();
+  }
 
   /// Runs the best candidate of `set` for `inputs`' key, tuning the key first if needed.
   /// @throws autotune_error when tuning finds no working candidate; whatever the chosen
@@ -108,21 +115,15 @@ class tuner {
 
   /// Blocks until every background tuning has finished.
   void wait_idle() {
-    // Held while joining: a second caller would otherwise find the list already taken and
-    // return while the first still waits for those workers.
-    std::lock_guard joining(joining_mutex_);
-    std::vector<worker> workers;
-    {
-      std::lock_guard lock(workers_mutex_);
-      workers.swap(workers_);
-    }
-    for (auto& w : workers) w.thread.join();
+    std::unique_lock lock(workers_mutex_);
+    idle_.wait(lock, [this] { return !worker_busy_; });
+    if (worker_.joinable()) worker_.join();  // It has left drain(): this returns at once.
   }
 
-  /// Background worker threads not yet joined (finished ones are joined when the next starts).
+  /// Background tunings not finished yet: queued, or running on the worker.
   [[nodiscard]] std::size_t pending_workers() {
     std::lock_guard lock(workers_mutex_);
-    return workers_.size();
+    return queue_.size() + running_;
   }
 
   [[nodiscard]] std::string const& name() const noexcept { return name_; }
@@ -139,11 +140,6 @@ class tuner {
     std::uint64_t finished = 0;  // Order of completion, for fastest()/results().
     std::string checksum;
     std::vector<candidate_result> results;
-  };
-
-  struct worker {
-    std::thread thread;
-    std::shared_ptr<std::atomic<bool>> finished;
   };
 
   // Caller holds mutex_. The entry of the set with `uid` for `key`, or null.
@@ -199,16 +195,23 @@ class tuner {
     bool armed_ = true;
   };
 
-  // Joins background workers that have finished. Caller holds workers_mutex_.
-  void reap_finished_workers() {
-    for (auto it = workers_.begin(); it != workers_.end();) {
-      if (it->finished->load(std::memory_order_acquire)) {
-        it->thread.join();  // It has left its function: this returns at once.
-        it = workers_.erase(it);
-      } else {
-        ++it;
-      }
+  // The background worker's loop: one tuning at a time, so that tunings of different keys
+  // neither measure each other's load nor start a thread each.
+  void drain() {
+    std::unique_lock lock(workers_mutex_);
+    while (!queue_.empty()) {
+      {
+        auto job = std::move(queue_.front());
+        queue_.pop_front();
+        ++running_;
+        lock.unlock();
+        job();  // Catches everything itself.
+      }         // Its copies of the client and inputs die outside the lock.
+      lock.lock();
+      --running_;
     }
+    worker_busy_ = false;
+    idle_.notify_all();
   }
 
   template <typename Client, typename Output, typename... Inputs>
@@ -262,11 +265,8 @@ class tuner {
     auto generate = [set, key, inputs...]() { return set->generate_inputs(key, inputs...); };
     if constexpr (std::copy_constructible<Client>) {
       if (options_.background) {
-        auto finished = std::make_shared<std::atomic<bool>>(false);
         std::lock_guard wl(workers_mutex_);
-        reap_finished_workers();
-        workers_.reserve(workers_.size() + 1);  // So that nothing throws once it runs.
-        std::thread t([this, c = client, set, key, generate, finished]() mutable {
+        queue_.emplace_back([this, c = client, set, key, generate]() mutable {
           try {
             tune(c, *set, key, generate);
           } catch (std::exception const& e) {
@@ -275,10 +275,18 @@ class tuner {
           } catch (...) {  // User code (a priority, a key's formatter) may throw anything.
             log::warn(log::category::autotune, "background tuning of {} failed", name_);
           }
-          finished->store(true, std::memory_order_release);
         });
+        if (!worker_busy_) {
+          if (worker_.joinable()) worker_.join();  // Idle: it has left drain().
+          try {
+            worker_ = std::thread([this] { drain(); });
+          } catch (...) {
+            queue_.pop_back();
+            throw;
+          }
+          worker_busy_ = true;
+        }
         guard.dismiss();  // The worker owns the key now; tune() forgets it if it fails.
-        workers_.push_back(worker{std::move(t), std::move(finished)});
         return s.run(0, std::move(inputs)...);
       }
     }
@@ -352,9 +360,12 @@ class tuner {
   std::unordered_map<Key, std::vector<entry>> entries_;
   std::size_t benchmarked_ = 0;
   std::uint64_t finished_ = 0;
-  std::mutex joining_mutex_;
   std::mutex workers_mutex_;
-  std::vector<worker> workers_;
+  std::condition_variable idle_;
+  std::deque<std::function<void()>> queue_;  // Background tunings not started yet.
+  std::size_t running_ = 0;
+  bool worker_busy_ = false;  // worker_ is in drain().
+  std::thread worker_;
 };
 
 }  // namespace cubert::tune
