@@ -30,6 +30,14 @@ class LoggingTest : public cubert::test::config_fixture {
     config_fixture::TearDown();
   }
 
+  // A configuration that logs the memory category, in full, to `file` only.
+  static config memory_logging_to(std::filesystem::path const& file) {
+    config c;
+    c.memory.log.level = log_level::full;
+    c.memory.log.file = file;
+    return c;
+  }
+
   static std::string read(std::filesystem::path const& p) {
     std::ifstream in(p);
     std::stringstream ss;
@@ -110,10 +118,7 @@ TEST_F(LoggingTest, ForwardUsesTheNamedSeverity) {
 
 TEST_F(LoggingTest, SetReconfiguresLogging) {
   auto const file = dir_ / "set.log";
-  config c;
-  c.memory.log.level = log_level::full;
-  c.memory.log.file = file;
-  config::set(c);
+  config::set(memory_logging_to(file));
   log::write(category::memory, "via set");
   EXPECT_NE(read(file).find("via set"), std::string::npos);
   config::set(config{});
@@ -124,10 +129,7 @@ TEST_F(LoggingTest, SetReconfiguresLogging) {
 // be installed either, or config::get() would name a log file nothing is written to.
 TEST_F(LoggingTest, SetWithAnUnopenableLogFileChangesNothing) {
   auto const good = dir_ / "good.log";
-  config c;
-  c.memory.log.level = log_level::full;
-  c.memory.log.file = good;
-  config::set(c);
+  config::set(memory_logging_to(good));
   config bad;
   bad.memory.log.level = log_level::full;
   bad.memory.log.file = dir_;  // A directory: spdlog cannot open it.
@@ -163,10 +165,7 @@ TEST_F(LoggingTest, AnUnopenableFileAtFirstUseSilencesOnlyItsCategory) {
 // hold, so the configuration is refused rather than one of them silently ignored.
 TEST_F(LoggingTest, CategoriesDisagreeingOnAppendForOneFileAreRefused) {
   auto const good = dir_ / "good.log";
-  config c;
-  c.memory.log.level = log_level::full;
-  c.memory.log.file = good;
-  config::set(c);
+  config::set(memory_logging_to(good));
   config bad;
   bad.memory.log.level = log_level::full;
   bad.memory.log.file = dir_ / "shared.log";
