@@ -110,7 +110,10 @@ tuning_outcome run_tuning(tuning_request const& req, tune_plan plan, benchmark_t
   std::string why =
       fmt::format("no autotune candidate of {} works for key {}:", req.tuner_name, req.key);
   for (auto const& r : out.results) why += "\n  " + describe(r);
-  if (out.results.empty()) why += " every candidate has a negative priority for this key";
+  if (out.results.empty()) {
+    why += req.names.empty() ? " the set has no candidates"
+                             : " every candidate has a negative priority for this key";
+  }
   throw autotune_error(why);
 }
 

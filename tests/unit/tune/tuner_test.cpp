@@ -183,6 +183,20 @@ TEST_F(TunerTest, NextBatchIsTriedWhenTheFirstFails) {
   EXPECT_EQ(tuner.tuner_for("d", client)->fastest("key"), 2U);
 }
 
+// A set without candidates is said to be one; it was reported as "every candidate has a negative
+// priority for this key".
+TEST_F(TunerTest, AnEmptySetIsNamedAsSuch) {
+  local_tuner<std::string> tuner("empty", options(false));
+  auto empty = std::make_shared<int_set const>(int_set_of());
+  fake_client client;
+  try {
+    (void)tuner.execute("d", client, empty, 1);
+    FAIL() << "no error";
+  } catch (cubert::error const& e) {
+    EXPECT_NE(std::string(e.what()).find("has no candidates"), std::string::npos) << e.what();
+  }
+}
+
 TEST_F(TunerTest, AllFailingNamesEveryFailureAndTunerKeepsWorking) {
   local_tuner<std::string> tuner("allfail", options(false));
   auto bad = std::make_shared<int_set const>(
