@@ -27,13 +27,10 @@ namespace {
 
 using test::byte_ramp;
 using test::bytes_of;
+using test::same;
 using test::values_of;
 
 class Contract : public conformance_fixture {};
-
-bool same(std::span<std::byte const> a, std::span<std::byte const> b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
-}
 
 // cubecl §1.2: a slice is free for reuse only when no handle *or* binding is alive.
 TEST_P(Contract, BindingKeepsItsSliceAfterTheHandleIsDropped) {

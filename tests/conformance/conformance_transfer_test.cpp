@@ -21,12 +21,9 @@ namespace {
 
 using test::byte_ramp;
 using test::bytes_of;
+using test::same;
 
 class Transfers : public conformance_fixture {};
-
-bool same(std::span<std::byte const> a, std::span<std::byte const> b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
-}
 
 TEST_P(Transfers, AllocHostGivesWritableAlignedMemory) {
   for (std::size_t size : {std::size_t{1}, std::size_t{4097}, (std::size_t{1} << 20) + 3}) {

@@ -31,4 +31,9 @@ inline std::vector<std::byte> byte_ramp(std::size_t n, unsigned seed = 0) {
   return out;
 }
 
+/// Whether two byte ranges are equal (sizes included).
+inline bool same(std::span<std::byte const> a, std::span<std::byte const> b) {
+  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
+}
+
 }  // namespace cubert::test
