@@ -10,7 +10,9 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <random>
+#include <set>
 #include <system_error>
 #include <unistd.h>
 
@@ -26,6 +28,27 @@ struct entry_header {
   std::uint64_t size;
   std::uint64_t checksum;
 };
+
+// The prefix and infix of every temp file name (see store); entries start with "cuda-".
+constexpr std::string_view temp_prefix = ".cuda-";
+constexpr std::string_view temp_infix = ".tmp.";
+
+bool is_temp_name(std::string const& name) {
+  return name.starts_with(temp_prefix) && name.find(temp_infix) != std::string::npos;
+}
+
+// The sweep runs once per process and directory: a store follows an NVRTC compile of tens of
+// milliseconds, which hides one directory listing, but not one per kernel of a tuning run.
+bool first_store_in(std::filesystem::path const& dir) {
+  struct swept_dirs {
+    std::mutex mutex;
+    std::set<std::filesystem::path> dirs;
+  };
+  // Never destroyed: a compile still in flight while statics are torn down at exit may store.
+  static auto* const swept = new swept_dirs;
+  std::lock_guard const lock(swept->mutex);
+  return swept->dirs.insert(dir).second;
+}
 
 std::filesystem::path env_path(char const* name) {
   char const* value = std::getenv(name);
@@ -90,6 +113,7 @@ bool kernel_disk_cache::store(std::string const& key,
     std::error_code ec;
     std::filesystem::create_directories(dir_, ec);
     if (ec) return false;
+    if (first_store_in(dir_)) remove_abandoned_temps();
     // A name unique per process and per call, so concurrent writers never share a temp file;
     // the random part covers processes in different PID namespaces (containers sharing a
     // cache volume, each its own pid 1).
@@ -98,8 +122,8 @@ bool kernel_disk_cache::store(std::string const& key,
       return (std::uint64_t{rd()} << 32) ^ rd();
     }();
     static std::atomic<std::uint64_t> counter{0};
-    auto const tmp =
-        dir_ / fmt::format(".cuda-{}.tmp.{}.{:x}.{}", key, ::getpid(), process_nonce, counter++);
+    auto const tmp = dir_ / fmt::format("{}{}{}{}.{:x}.{}", temp_prefix, key, temp_infix,
+                                        ::getpid(), process_nonce, counter++);
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
       entry_header const header{magic, bytes.size(), XXH3_64bits(bytes.data(), bytes.size())};
@@ -122,6 +146,34 @@ bool kernel_disk_cache::store(std::string const& key,
   } catch (...) {
     return false;
   }
+}
+
+std::size_t kernel_disk_cache::remove_abandoned_temps() const noexcept {
+  if (!enabled()) return 0;
+  std::size_t removed = 0;
+  try {
+    // Age is the only sign of abandonment that holds across PID namespaces (the pid in a temp
+    // name may belong to another container). A temp name is never reused, so an old write
+    // time means that very writer stopped long ago; were it only stalled, its rename fails and
+    // its store returns false, which costs a recompilation.
+    auto const now = std::filesystem::file_time_type::clock::now();
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(dir_, ec), end; !ec && it != end;
+         it.increment(ec)) {
+      std::error_code entry_ec;
+      // A link or a directory with such a name was not made by store: not ours to remove.
+      if (!is_temp_name(it->path().filename().string()) ||
+          !std::filesystem::is_regular_file(it->symlink_status(entry_ec))) {
+        continue;
+      }
+      auto const written = std::filesystem::last_write_time(it->path(), entry_ec);
+      if (entry_ec || now - written < abandoned_after) continue;
+      if (std::filesystem::remove(it->path(), entry_ec)) ++removed;
+    }
+  } catch (...) {
+    // Only a failed allocation gets here; the leftovers wait for another process.
+  }
+  return removed;
 }
 
 }  // namespace cubert::cuda::detail

@@ -2,6 +2,7 @@
 // Content-addressed on-disk cache of compiled kernels (cubin or PTX), shared between processes.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <filesystem>
 #include <optional>
@@ -14,10 +15,17 @@ namespace cubert::cuda::detail {
 /// A directory of compiled kernels named by the hash of everything that determines their
 /// bytes. Writes go to a temporary file renamed into place, so readers in other processes see
 /// either nothing or a whole entry; an entry whose header or checksum does not match is
-/// treated as a miss (and later overwritten). Never throws: a cache that cannot be read or
-/// written only costs a recompilation. Thread-safe (it holds no mutable state).
+/// treated as a miss (and later overwritten). The temporary files of writers that died before
+/// renaming are removed once they are a day old, at a process's first store in the directory.
+/// Never throws: a cache that cannot be read or written only costs a recompilation.
+/// Thread-safe.
 class kernel_disk_cache {
  public:
+  /// How old a temporary file must be before it counts as abandoned. A writer holds its file
+  /// for milliseconds, so a day is far past any live one, clock skew on a network filesystem
+  /// included; a crashed writer's leftovers cost only disk space meanwhile.
+  static constexpr std::chrono::hours abandoned_after{24};
+
   /// A cache in `dir` (created on first store). An empty path disables the cache.
   explicit kernel_disk_cache(std::filesystem::path dir) : dir_(std::move(dir)) {}
 
@@ -33,6 +41,10 @@ class kernel_disk_cache {
   [[nodiscard]] std::optional<std::vector<std::byte>> load(std::string const& key) const;
   /// Stores `bytes` under `key`; returns false (and leaves no partial file) on failure.
   bool store(std::string const& key, std::vector<std::byte> const& bytes) const noexcept;
+  /// Removes the temporary files, left by writers that died before renaming them, whose last
+  /// write is `abandoned_after` or more ago; returns how many it removed. Files that cannot be
+  /// removed, or that vanish meanwhile, are skipped.
+  std::size_t remove_abandoned_temps() const noexcept;
 
   [[nodiscard]] bool enabled() const noexcept { return !dir_.empty(); }
   [[nodiscard]] std::filesystem::path const& dir() const noexcept { return dir_; }

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+// The kernel disk cache's files: the temporaries that crashed writers leave behind.
+#include "kernel_disk_cache.hpp"
+
+#include "temp_dir.hpp"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <sys/types.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using cubert::cuda::detail::kernel_disk_cache;
+using cubert::test::temp_dir;
+using namespace std::chrono_literals;
+
+// A temp file as a writer (pid 4242 of some process) names it, last written `age` ago.
+fs::path temp_file(fs::path const& dir, std::string const& key, fs::file_time_type::duration age) {
+  auto const path = dir / (".cuda-" + key + ".tmp.4242.5eed.0");
+  std::ofstream(path, std::ios::binary) << "half an entry";
+  fs::last_write_time(path, fs::file_time_type::clock::now() - age);
+  return path;
+}
+
+std::vector<std::byte> const image(64, std::byte{0x42});
+
+// Runs `body` without the right to write to a directory whose mode forbids it: as root, which
+// passes every permission check, under the effective uid of `nobody`.
+template <class Body>
+void unprivileged(Body body) {
+  bool const root = ::geteuid() == 0;
+  if (root) {
+    ASSERT_EQ(::seteuid(65534), 0);
+  }
+  struct restore {
+    bool root;
+    ~restore() {
+      if (root) (void)::seteuid(0);
+    }
+  } const guard{root};
+  body();
+}
+
+TEST(KernelDiskCacheTempsTest, AStaleTempGoesAtTheFirstStoreAFreshOneStays) {
+  temp_dir dir;
+  kernel_disk_cache const cache(dir.path());
+  auto const stale = temp_file(dir.path(), "aaaa", 25h);
+  auto const recent = temp_file(dir.path(), "bbbb", 23h);
+  auto const fresh = temp_file(dir.path(), "cccc", 0s);
+  // Old files that are not store's temporaries: an entry, a directory and a link named like a
+  // temp (its target must survive too).
+  auto const entry = dir.path() / "cuda-dddd.bin";
+  std::ofstream(entry) << "entry";
+  fs::last_write_time(entry, fs::file_time_type::clock::now() - 48h);
+  auto const temp_named_dir = dir.path() / ".cuda-eeee.tmp.1.2.3";
+  fs::create_directory(temp_named_dir);
+  fs::last_write_time(temp_named_dir, fs::file_time_type::clock::now() - 48h);
+  auto const link_target = dir.path() / "target";
+  std::ofstream(link_target) << "target";
+  fs::create_symlink(link_target, dir.path() / ".cuda-ffff.tmp.1.2.3");
+
+  // Loading is the hot path of every launch: it leaves the directory alone.
+  EXPECT_FALSE(cache.load("aaaa").has_value());
+  EXPECT_TRUE(fs::exists(stale));
+
+  ASSERT_TRUE(cache.store("1234", image));
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(fs::exists(recent));
+  EXPECT_TRUE(fs::exists(fresh));
+  EXPECT_TRUE(fs::exists(entry));
+  EXPECT_TRUE(fs::is_directory(temp_named_dir));
+  EXPECT_TRUE(fs::is_symlink(dir.path() / ".cuda-ffff.tmp.1.2.3"));
+  EXPECT_TRUE(fs::exists(link_target));
+  EXPECT_EQ(cache.load("1234"), image);
+}
+
+TEST(KernelDiskCacheTempsTest, AReadOnlyDirectoryKeepsItsTempsAndStoresFailQuietly) {
+  temp_dir dir;
+  kernel_disk_cache const cache(dir.path());
+  auto const stale = temp_file(dir.path(), "aaaa", 25h);
+  fs::permissions(dir.path(), fs::perms::owner_write | fs::perms::group_write,
+                  fs::perm_options::remove);
+  unprivileged([&] {
+    EXPECT_EQ(cache.remove_abandoned_temps(), 0U);
+    EXPECT_FALSE(cache.store("1234", image));
+  });
+  EXPECT_TRUE(fs::exists(stale));
+  fs::permissions(dir.path(), fs::perms::owner_write, fs::perm_options::add);
+  EXPECT_EQ(cache.remove_abandoned_temps(), 1U);
+  EXPECT_FALSE(fs::exists(stale));
+  EXPECT_TRUE(cache.store("1234", image));
+}
+
+// Sweeps racing each other see files vanish between listing, inspecting and removing them:
+// each file is removed by exactly one, and none fails.
+TEST(KernelDiskCacheTempsTest, TempsVanishingDuringASweepAreSkipped) {
+  temp_dir dir;
+  kernel_disk_cache const cache(dir.path());
+  constexpr std::size_t temps = 400;
+  for (std::size_t i = 0; i < temps; ++i) temp_file(dir.path(), std::to_string(i), 25h);
+  std::atomic<std::size_t> removed{0};
+  std::vector<std::thread> sweepers;
+  for (int t = 0; t < 4; ++t) {
+    sweepers.emplace_back([&] { removed += cache.remove_abandoned_temps(); });
+  }
+  for (auto& s : sweepers) s.join();
+  EXPECT_EQ(removed.load(), temps);
+  EXPECT_TRUE(fs::is_empty(dir.path()));
+}
+
+TEST(KernelDiskCacheTempsTest, AMissingOrDisabledDirectoryHasNothingToRemove) {
+  EXPECT_EQ(kernel_disk_cache({}).remove_abandoned_temps(), 0U);
+  temp_dir dir;
+  EXPECT_EQ(kernel_disk_cache(dir.path() / "absent").remove_abandoned_temps(), 0U);
+}
+
+}  // namespace
