@@ -11,13 +11,18 @@
 #include <cubert/cuda.hpp>
 #include <cubert/error.hpp>
 
+#include <cuda.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <dlfcn.h>
 #include <filesystem>
+#include <limits>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace {
@@ -290,6 +295,69 @@ void fault_found_by_a_profile(channel_kind kind) {
   checks.finish();
 }
 
+// The fake driver's context of another device, lost to `fault` unless that is CUDA_SUCCESS,
+// made current on the calling thread; false on a real driver, which has no such hook.
+bool enter_other_context(CUresult fault) {
+  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) return false;
+  using other_context_fn = CUcontext (*)(CUresult);
+  using set_current_fn = CUresult (*)(CUcontext);
+  auto* const other = reinterpret_cast<other_context_fn>(::dlsym(lib, "cubert_fake_other_context"));
+  auto* const set_current = reinterpret_cast<set_current_fn>(::dlsym(lib, "cuCtxSetCurrent"));
+  ::dlclose(lib);  // The backend holds its own reference.
+  return other && set_current && set_current(other(fault)) == CUDA_SUCCESS;
+}
+
+// More than any reservation can be: refused by the memory manager before the driver is called,
+// so the server has not made its context current when it looks at what the failure means.
+constexpr std::uint64_t unreservable = std::numeric_limits<std::uint64_t>::max();
+
+// A call failing on a thread left in another device's context (by other code on it), whose
+// device a fault lost, is an ordinary failure: cuda:0 is not lost for the other device's fault.
+void failure_under_a_lost_devices_context() {
+  child_checks checks;
+  {
+    scenario s(channel_kind::mutex);  // Calls run on this thread.
+    auto& [zeros, c, buf] = s;
+    checks.expect(enter_other_context(CUDA_ERROR_ILLEGAL_ADDRESS), "no other context");
+    try {
+      (void)c.empty(unreservable);
+      checks.expect(false, "an unreservable size was reserved");
+    } catch (out_of_memory const&) {
+    } catch (std::exception const& e) {
+      checks.expect(false, std::string("not out_of_memory: ") + e.what());
+    }
+    std::vector<std::uint32_t> const xs{1, 2, 3, 4};
+    try {
+      auto const h = c.create(bytes_of(xs));
+      checks.expect(test::same(c.read_one(h.binding()), bytes_of(xs)), "the round trip differs");
+      c.sync();
+    } catch (std::exception const& e) {
+      checks.expect(false, std::string("cuda:0 no longer works: ") + e.what());
+    }
+  }
+  checks.finish();
+}
+
+// And a fault of cuda:0 found by such a call is reported as the fault, not missed because the
+// thread's context is another (healthy) device's.
+void fault_found_under_another_context() {
+  child_checks checks;
+  {
+    scenario s(channel_kind::mutex);
+    auto& [zeros, c, buf] = s;
+    c.execute(poke(), cube_count{1}, bad_pointer());
+    // The fake driver faults when its stream reaches the kernel, 20 µs late.
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    checks.expect(enter_other_context(CUDA_SUCCESS), "no other context");
+    checks.expect_device_error(
+        "a refused reservation", [&] { (void)c.empty(unreservable); },
+        {"cuda:0 is lost", "'fault_test::poke' grid (1, 1, 1) block (32, 1, 1)"});
+    checks.expect_device_error("the next sync", [&] { c.sync(); }, {"cuda:0 is lost"});
+  }
+  checks.finish();
+}
+
 class CudaKernelFault : public ::testing::TestWithParam<channel_kind> {
  protected:
   void SetUp() override {
@@ -324,6 +392,29 @@ TEST_P(CudaKernelFault, AnEmptyReadKeepsTheSuspects) {
 
 TEST_P(CudaKernelFault, FoundByResolvingAProfileIsReportedThereThenTheDeviceIsLost) {
   EXPECT_EXIT(fault_found_by_a_profile(GetParam()), ::testing::ExitedWithCode(0), "");
+}
+
+// Needs the fake driver's second context; skipped elsewhere.
+class CudaFaultUnderAnotherContext : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cuda::device_count() == 0) {
+      GTEST_SKIP() << "no CUDA device: " << cuda::unavailable_reason();
+    }
+    void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    bool const fake = lib && ::dlsym(lib, "cubert_fake_other_context");
+    if (lib) ::dlclose(lib);
+    if (!fake) GTEST_SKIP() << "needs the fake driver's second context";
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+  }
+};
+
+TEST_F(CudaFaultUnderAnotherContext, AnotherDevicesFaultDoesNotLoseThisOne) {
+  EXPECT_EXIT(failure_under_a_lost_devices_context(), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_F(CudaFaultUnderAnotherContext, ThisDevicesFaultIsFoundFromAnotherContext) {
+  EXPECT_EXIT(fault_found_under_another_context(), ::testing::ExitedWithCode(0), "");
 }
 
 INSTANTIATE_TEST_SUITE_P(Channels, CudaKernelFault,

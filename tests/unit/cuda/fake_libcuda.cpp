@@ -17,6 +17,11 @@
 // so the sanitizers see no leak). Tests that fault therefore run in a child process.
 // `cubert_fake_fail_host_allocs(n)` (found with dlsym) makes the next n pinned allocations fail
 // with CUDA_ERROR_OUT_OF_MEMORY, as a host that will not pin more does.
+// `cubert_fake_other_context(fault)` returns the context of another device, which owns nothing
+// and runs nothing: calls made under it fail with `fault` (a device a kernel fault lost) unless
+// that is CUDA_SUCCESS, and stream queries and syncs made under it with a stream of the primary
+// context fail with CUDA_ERROR_INVALID_CONTEXT. So a thread left in another context by other
+// code, which then calls into cubert, can be tested.
 #include "fake_cuda_stream.hpp"
 
 #include <cuda.h>
@@ -51,8 +56,10 @@ using clock_type = std::chrono::steady_clock;
 struct driver_state {
   std::mutex m;
   CUctx_st primary;
+  CUctx_st other;                                // cubert_fake_other_context's.
   std::map<std::uintptr_t, std::size_t> device;  // Allocations: begin -> size.
   std::map<std::uintptr_t, std::size_t> pinned;
+  std::map<CUstream, CUcontext> stream_owners;  // Created streams: the context current then.
 };
 
 driver_state& state() {
@@ -66,6 +73,9 @@ std::atomic<CUresult> fault{CUDA_SUCCESS};
 CUresult sticky() {
   return fault.load(std::memory_order_acquire);
 }
+
+// The error a fault left in the other device's context (cubert_fake_other_context).
+std::atomic<CUresult> other_fault{CUDA_SUCCESS};
 
 thread_local std::vector<CUcontext> context_stack;
 
@@ -110,15 +120,42 @@ CUstream_st& stream_of(CUstream s) {
   return s ? *s : *legacy;
 }
 
+bool in_other_context() {
+  return current() == &state().other;
+}
+
+// The sticky error of the calling thread's context.
+CUresult sticky_here() {
+  return in_other_context() ? other_fault.load(std::memory_order_acquire) : sticky();
+}
+
+// What a stream query or sync gets from the calling thread's context before the stream is
+// looked at: none, or one that a fault lost, fails; so does a stream created under another
+// context (the null stream is each context's own).
+CUresult stream_context_check(CUstream s) {
+  CUcontext const here = current();
+  if (here == nullptr) return CUDA_ERROR_INVALID_CONTEXT;
+  if (in_other_context()) {
+    if (CUresult lost = other_fault.load(std::memory_order_acquire); lost != CUDA_SUCCESS) {
+      return lost;
+    }
+  }
+  if (s == nullptr) return CUDA_SUCCESS;
+  std::lock_guard lock(state().m);
+  auto it = state().stream_owners.find(s);
+  return it == state().stream_owners.end() || it->second == here ? CUDA_SUCCESS
+                                                                 : CUDA_ERROR_INVALID_CONTEXT;
+}
+
 }  // namespace
 
 #define FAKE_NEED_CONTEXT_ONLY() \
   if (current() == nullptr) return CUDA_ERROR_INVALID_CONTEXT
 
-#define FAKE_NEED_CONTEXT()                               \
-  FAKE_NEED_CONTEXT_ONLY();                               \
-  if (CUresult lost_ = sticky(); lost_ != CUDA_SUCCESS) { \
-    return lost_;                                         \
+#define FAKE_NEED_CONTEXT()                                    \
+  FAKE_NEED_CONTEXT_ONLY();                                    \
+  if (CUresult lost_ = sticky_here(); lost_ != CUDA_SUCCESS) { \
+    return lost_;                                              \
   }
 
 extern "C" {
@@ -232,20 +269,29 @@ CUresult CUDAAPI cuCtxPopCurrent(CUcontext* ctx) {
 CUresult CUDAAPI cuStreamCreate(CUstream* s, unsigned int) {
   FAKE_NEED_CONTEXT();
   *s = new CUstream_st;
+  std::lock_guard lock(state().m);
+  state().stream_owners[*s] = current();
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuStreamDestroy(CUstream s) {
   s->wait(s->last());
+  {
+    std::lock_guard lock(state().m);
+    state().stream_owners.erase(s);
+  }
   delete s;
   return sticky();
 }
 CUresult CUDAAPI cuStreamSynchronize(CUstream s) {
-  FAKE_NEED_CONTEXT_ONLY();
+  if (CUresult r = stream_context_check(s); r != CUDA_SUCCESS) return r;
+  if (in_other_context()) return CUDA_SUCCESS;  // Its null stream: nothing runs there.
   auto& st = stream_of(s);
   st.wait(st.last());
   return sticky();
 }
 CUresult CUDAAPI cuStreamQuery(CUstream s) {
+  if (CUresult r = stream_context_check(s); r != CUDA_SUCCESS) return r;
+  if (in_other_context()) return CUDA_SUCCESS;
   if (CUresult lost = sticky(); lost != CUDA_SUCCESS) return lost;
   auto& st = stream_of(s);
   return st.reached(st.last()) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
@@ -628,6 +674,10 @@ __attribute__((visibility("default"))) void cubert_fake_fail_copies(int after, i
   std::lock_guard lock(copy_failures_m);
   copies_to_pass = after;
   copies_to_fail = n;
+}
+__attribute__((visibility("default"))) CUcontext cubert_fake_other_context(CUresult fault) {
+  other_fault.store(fault, std::memory_order_release);
+  return &state().other;
 }
 
 }  // extern "C"
