@@ -39,28 +39,54 @@ int file_lock::open_flags(mode m) noexcept {
 
 file_lock::file_lock(std::filesystem::path const& path, mode m) {
   auto const lock_path = path.string() + ".lock";
-  if (m == mode::exclusive) {
-    std::error_code ec;
-    std::filesystem::create_directories(path.parent_path(), ec);
-  }
-  fd_ = ::open(lock_path.c_str(), open_flags(m), 0644);
-  if (fd_ < 0 && m == mode::shared && errno == ENOENT) {
-    // No lock file yet: create it, unless the folder is not ours to write (a read-only or
-    // shipped cache), where nobody can be writing either and we read without a lock.
-    fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0 && (errno == EACCES || errno == EPERM || errno == EROFS || errno == ENOENT)) {
+  // Each retry follows a `cubert cache clear` that removed the file or its folder meanwhile.
+  constexpr int attempts = 100;
+  for (int attempt = 1;; ++attempt) {
+    if (m == mode::exclusive) {
+      std::error_code ec;
+      std::filesystem::create_directories(path.parent_path(), ec);
+    }
+    fd_ = ::open(lock_path.c_str(), open_flags(m), 0644);
+    if (fd_ < 0 && m == mode::shared && errno == ENOENT) {
+      // No lock file yet: create it, unless the folder is not ours to write (a read-only or
+      // shipped cache), where nobody can be writing either and we read without a lock.
+      fd_ = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+      if (fd_ < 0 && (errno == EACCES || errno == EPERM || errno == EROFS || errno == ENOENT)) {
+        return;
+      }
+    }
+    if (fd_ < 0 && errno == ENOENT && attempt < attempts) continue;  // Folder just removed.
+    if (fd_ < 0) fail("cannot open lock file", lock_path);
+    int rc = 0;
+    do {
+      rc = ::flock(fd_, m == mode::shared ? LOCK_SH : LOCK_EX);
+    } while (rc != 0 && errno == EINTR);
+    if (rc != 0) {
+      ::close(fd_);
+      fd_ = -1;
+      fail("cannot lock", lock_path);
+    }
+    // A lock on a file that is no longer at the path excludes nobody: whoever comes next
+    // creates and locks a new one. So only the file still at the path counts.
+    struct stat held {};
+    struct stat now {};
+    if (::fstat(fd_, &held) == 0 && ::stat(lock_path.c_str(), &now) == 0 &&
+        held.st_ino == now.st_ino && held.st_dev == now.st_dev) {
       return;
     }
-  }
-  if (fd_ < 0) fail("cannot open lock file", lock_path);
-  int rc = 0;
-  do {
-    rc = ::flock(fd_, m == mode::shared ? LOCK_SH : LOCK_EX);
-  } while (rc != 0 && errno == EINTR);
-  if (rc != 0) {
     ::close(fd_);
     fd_ = -1;
-    fail("cannot lock", lock_path);
+    if (attempt == attempts) {
+      errno = ESTALE;
+      fail("lock file keeps being removed", lock_path);
+    }
+  }
+}
+
+void file_lock::remove_held(std::filesystem::path const& path) {
+  auto const lock_path = path.string() + ".lock";
+  if (fd_ >= 0 && ::unlink(lock_path.c_str()) != 0 && errno != ENOENT) {
+    fail("cannot remove", lock_path);
   }
 }
 

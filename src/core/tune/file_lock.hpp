@@ -14,7 +14,9 @@ class file_lock {
 
   /// Locks `<path>.lock`. An exclusive lock creates it (and its folder) if needed. A shared
   /// lock opens it read-only (a reader needs no write access); when it does not exist and
-  /// cannot be created (read-only folder), the reader goes on without a lock. @throws io_error.
+  /// cannot be created (read-only folder), the reader goes on without a lock. A lock file that
+  /// was removed while this waited for it (`remove_held`) is let go and the one now at the path
+  /// is locked instead. @throws io_error.
   file_lock(std::filesystem::path const& path, mode m);
 
   /// The `open()` flags used for the lock file in mode `m` (first attempt).
@@ -22,6 +24,10 @@ class file_lock {
 
   /// Whether a lock is held (false: a shared reader of a read-only folder without lock file).
   [[nodiscard]] bool locked() const noexcept { return fd_ >= 0; }
+
+  /// Removes the lock file while still holding it (clearing the cache): lockers waiting on it
+  /// then lock a fresh file at the path. @throws io_error.
+  void remove_held(std::filesystem::path const& path);
   ~file_lock();
   file_lock(file_lock const&) = delete;
   file_lock& operator=(file_lock const&) = delete;

@@ -128,6 +128,61 @@ std::optional<std::string> record_problem(json const& r) {
   return fmt::format("unknown type {}", type->dump());
 }
 
+[[noreturn]] void cannot_remove(fs::path const& p, std::error_code ec) {
+  throw io_error(fmt::format("cannot remove '{}': {}", p.string(), ec.message()));
+}
+
+// Removes a file that is not a lock file nor a cache file (device.txt, a temporary file, a link).
+void remove_plain(fs::path const& p) {
+  std::error_code ec;
+  fs::remove(p, ec);
+  if (ec && ec != std::errc::no_such_file_or_directory) cannot_remove(p, ec);
+}
+
+// Removes `dir` with what it holds; returns the cache files (*.jsonl) removed, counted without
+// reading them, so that a damaged cache can still be cleared. A cache file and its lock file go
+// under that lock, as writers take it: an append or prune in progress ends first, one waiting
+// starts over on a new file, and two writers never hold the lock of one file at once.
+std::size_t remove_tree(fs::path const& dir) {
+  std::error_code ec;
+  std::vector<fs::directory_entry> entries;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    entries.push_back(*it);
+  }
+  if (ec && ec != std::errc::no_such_file_or_directory) cannot_remove(dir, ec);
+  std::size_t removed = 0;
+  std::vector<fs::path> plain;
+  for (auto const& e : entries) {
+    auto const& p = e.path();
+    if (e.is_directory(ec) && !e.is_symlink(ec)) {
+      removed += remove_tree(p);
+    } else if (p.extension() == ".jsonl" && e.is_regular_file(ec)) {
+      detail::file_lock lock(p, detail::file_lock::mode::exclusive);
+      if (fs::remove(p, ec)) ++removed;
+      if (ec && ec != std::errc::no_such_file_or_directory) cannot_remove(p, ec);
+      lock.remove_held(p);
+    } else if (p.extension() == ".lock" && e.is_regular_file(ec)) {
+      if (!fs::exists(p, ec)) continue;  // Removed with its cache file above.
+      auto const locked = fs::path(p).replace_extension();
+      detail::file_lock lock(locked, detail::file_lock::mode::exclusive);
+      lock.remove_held(locked);
+    } else {
+      plain.push_back(p);
+    }
+  }
+  // Only now: a writer that held a lock when the folder was listed may have been writing
+  // device.txt through a temporary file, and is done once its lock was had.
+  for (auto const& p : plain) remove_plain(p);
+  fs::remove(dir, ec);
+  // Not empty: a writer started a new file after its folder was emptied. It is newer than the
+  // clear and stays.
+  if (ec && ec != std::errc::directory_not_empty && ec != std::errc::no_such_file_or_directory) {
+    cannot_remove(dir, ec);
+  }
+  return removed;
+}
+
 json info_json(cache_file_info const& f) {
   return {{"file", f.file.string()},
           {"cubert_version", f.cubert_version},
@@ -298,14 +353,10 @@ std::size_t prune_cache(fs::path const& root, bool other_versions) {
 }
 
 std::size_t clear_cache(fs::path const& root) {
-  // Counted without reading them: a file that cannot be read must not stop its own removal.
-  auto const n = cache_files(root).size();
+  auto const base = root / "autotune";
   std::error_code ec;
-  fs::remove_all(root / "autotune", ec);
-  if (ec)
-    throw io_error(
-        fmt::format("cannot remove '{}': {}", (root / "autotune").string(), ec.message()));
-  return n;
+  if (!fs::exists(fs::symlink_status(base, ec))) return 0;
+  return remove_tree(base);
 }
 
 }  // namespace cubert::tune

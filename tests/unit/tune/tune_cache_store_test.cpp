@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Whole-cache operations: list, export → import into an empty root, prune, clear.
+#include "tune/cache_line.hpp"
+#include "tune/file_lock.hpp"
 #include "tune_fixture.hpp"
 
 #include <cubert/error.hpp>
@@ -9,11 +11,18 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <atomic>
+#include <cerrno>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
+#include <sys/file.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -21,6 +30,8 @@ using cubert::tune::candidate_result;
 using cubert::tune::candidate_stats;
 using cubert::tune::candidate_status;
 using cubert::tune::tune_cache;
+using cubert::tune::detail::file_lock;
+using namespace std::chrono_literals;
 
 class TuneCacheStoreTest : public cubert::test::tune_fixture {
  protected:
@@ -234,6 +245,92 @@ TEST_F(TuneCacheStoreTest, ADeviceNameThatIsNotUtf8IsWrittenAsReplacementCharact
                            cubert::tune::export_cache(dir_)}) {
     EXPECT_NE(text.find("gpu " + replacement), std::string::npos) << text;
   }
+}
+
+// A writer in the middle of an append holds the file's lock: clear waits for it instead of
+// removing the folder under it (the writer's append then failed, and clear could fail with
+// "Directory not empty" when the writer created a file meanwhile).
+TEST_F(TuneCacheStoreTest, ClearWaitsForAWriterHoldingTheLock) {
+  {
+    tune_cache a(dir_, "matmul", "gpu A");
+    a.append("k1", one("x", 1), std::nullopt);
+  }
+  auto const file = tune_cache::file_for(dir_, "matmul", "gpu A");
+  std::optional<file_lock> writer(std::in_place, file, file_lock::mode::exclusive);
+  std::atomic<bool> cleared{false};
+  std::size_t removed = 0;
+  std::thread clear([&] {
+    removed = cubert::tune::clear_cache(dir_);
+    cleared = true;
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_FALSE(cleared) << "clear did not wait for the writer's lock";
+  auto const line = cubert::tune::detail::encode_line(
+      cubert::tune::detail::candidate_record("k2", one("y", 2)[0]));
+  EXPECT_NO_THROW(cubert::tune::detail::append_lines(file, line))
+      << "the writer's file was removed under it";
+  writer.reset();
+  clear.join();
+  EXPECT_EQ(removed, 1U);
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "autotune"));
+}
+
+// Clear removes a lock file while holding it; a writer that was waiting for that file then holds
+// a lock nobody else takes. It must lock the file now at the path instead, or two writers hold
+// "the" lock at once.
+TEST_F(TuneCacheStoreTest, AWriterWaitingOnARemovedLockFileLocksTheNewOne) {
+  auto const file = dir_ / "t.jsonl";
+  auto const lock_path = file.string() + ".lock";
+  std::optional<file_lock> first(std::in_place, file, file_lock::mode::exclusive);
+  std::atomic<bool> locked{false};
+  std::atomic<bool> excludes{false};
+  std::thread waiter([&] {
+    file_lock second(file, file_lock::mode::exclusive);
+    locked = true;
+    // Anyone locking the file at the path now must be kept out.
+    int const fd = ::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    excludes = fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
+    if (fd >= 0) ::close(fd);
+  });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(locked);
+  ASSERT_EQ(::unlink(lock_path.c_str()), 0);  // What clear does while holding it.
+  first.reset();
+  waiter.join();
+  EXPECT_TRUE(locked);
+  EXPECT_TRUE(excludes) << "the waiter's lock is on a removed file and excludes nobody";
+}
+
+// Tuners of several "processes" keep appending while the cache is cleared again and again.
+TEST_F(TuneCacheStoreTest, ClearsInterleavedWithAppendsNeverFailAndLeaveIntactFiles) {
+  constexpr int writers = 4;
+  std::atomic<int> running{writers};
+  std::vector<std::thread> pool;
+  for (int w = 0; w < writers; ++w) {
+    pool.emplace_back([&, w] {
+      tune_cache c(dir_, "matmul", w % 2 == 0 ? "gpu A" : "gpu B");
+      for (int i = 0; i < 300; ++i) {
+        c.append("k" + std::to_string(i), one("w" + std::to_string(w), i + 1), std::nullopt);
+      }
+      running.fetch_sub(1);
+    });
+  }
+  int clears = 0;
+  std::vector<std::string> failures;
+  while (running.load() > 0 || clears == 0) {
+    try {
+      (void)cubert::tune::clear_cache(dir_);
+    } catch (std::exception const& e) {
+      failures.emplace_back(e.what());
+    }
+    ++clears;
+  }
+  for (auto& th : pool) th.join();
+  EXPECT_TRUE(failures.empty()) << failures.size() << " of " << clears
+                                << " clears failed, first: " << failures.front();
+  for (auto const& f : cubert::tune::list_cache(dir_)) EXPECT_EQ(f.corrupt, 0U) << f.file;
+  EXPECT_NO_THROW((void)cubert::tune::clear_cache(dir_));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "autotune"));
 }
 
 }  // namespace
