@@ -6,13 +6,16 @@
 
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <fstream>
 #include <mutex>
 #include <random>
 #include <set>
+#include <sys/stat.h>
 #include <system_error>
 #include <unistd.h>
 
@@ -48,6 +51,28 @@ bool first_store_in(std::filesystem::path const& dir) {
   static auto* const swept = new swept_dirs;
   std::lock_guard const lock(swept->mutex);
   return swept->dirs.insert(dir).second;
+}
+
+struct fd_closer {
+  int fd;
+  explicit fd_closer(int f) noexcept : fd(f) {}
+  fd_closer(fd_closer const&) = delete;
+  fd_closer& operator=(fd_closer const&) = delete;
+  ~fd_closer() { ::close(fd); }
+};
+
+// Reads exactly `n` bytes at `offset`; false on an error or an early end of file.
+bool read_at(int fd, void* out, std::size_t n, std::uint64_t offset) {
+  auto* p = static_cast<char*>(out);
+  while (n > 0) {
+    ssize_t const got = ::pread(fd, p, n, static_cast<off_t>(offset));
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return false;
+    p += got;
+    n -= static_cast<std::size_t>(got);
+    offset += static_cast<std::uint64_t>(got);
+  }
+  return true;
 }
 
 std::filesystem::path env_path(char const* name) {
@@ -87,21 +112,22 @@ std::filesystem::path kernel_disk_cache::path_of(std::string const& key) const {
 
 std::optional<std::vector<std::byte>> kernel_disk_cache::load(std::string const& key) const {
   if (!enabled()) return std::nullopt;
-  std::ifstream in(path_of(key), std::ios::binary);
-  if (!in) return std::nullopt;
+  // O_NONBLOCK: a FIFO under an entry's name would block a plain open until some writer came.
+  int const fd = ::open(path_of(key).c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return std::nullopt;
+  fd_closer const closer{fd};
+  // The open file is measured, not the path, which a writer may have replaced since. Only a
+  // regular file can be an entry: a FIFO, a device or a directory is a miss.
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
   entry_header header{};
-  if (!in.read(reinterpret_cast<char*>(&header), sizeof header)) return std::nullopt;
+  if (!read_at(fd, &header, sizeof header, 0)) return std::nullopt;
   if (header.magic != magic || header.size > (std::uint64_t{1} << 32)) return std::nullopt;
-  // The payload is allocated before it is read: a corrupt size must not cost gigabytes of
-  // memory for a file that cannot hold them. The open file is measured, not the path, which a
-  // writer may have replaced since.
-  if (!in.seekg(0, std::ios::end)) return std::nullopt;
-  auto const end = static_cast<std::uint64_t>(std::streamoff(in.tellg()));
-  if (end != sizeof header + header.size || !in.seekg(sizeof header)) return std::nullopt;
+  // Checked before the payload is allocated: a corrupt size must not cost gigabytes of memory
+  // for a file that cannot hold them.
+  if (static_cast<std::uint64_t>(st.st_size) != sizeof header + header.size) return std::nullopt;
   std::vector<std::byte> bytes(header.size);
-  if (!in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()))) {
-    return std::nullopt;
-  }
+  if (!read_at(fd, bytes.data(), bytes.size(), sizeof header)) return std::nullopt;
   if (XXH3_64bits(bytes.data(), bytes.size()) != header.checksum) return std::nullopt;
   return bytes;
 }

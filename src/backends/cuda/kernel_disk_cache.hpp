@@ -37,7 +37,8 @@ class kernel_disk_cache {
   [[nodiscard]] static std::string key(std::string_view source, std::string_view options,
                                        std::string_view arch, std::string_view compiler_version);
 
-  /// The stored bytes for `key`, or nullopt on a miss, a corrupt or a truncated entry.
+  /// The stored bytes for `key`, or nullopt on a miss, a corrupt or a truncated entry, or an
+  /// entry's name that holds no regular file (a link to one is followed).
   [[nodiscard]] std::optional<std::vector<std::byte>> load(std::string const& key) const;
   /// Stores `bytes` under `key`; returns false (and leaves no partial file) on failure.
   bool store(std::string const& key, std::vector<std::byte> const& bytes) const noexcept;

@@ -9,9 +9,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <string>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <thread>
 #include <unistd.h>
@@ -122,6 +125,38 @@ TEST(KernelDiskCacheTempsTest, AMissingOrDisabledDirectoryHasNothingToRemove) {
   EXPECT_EQ(kernel_disk_cache({}).remove_abandoned_temps(), 0U);
   temp_dir dir;
   EXPECT_EQ(kernel_disk_cache(dir.path() / "absent").remove_abandoned_temps(), 0U);
+}
+
+// A name in the cache that holds no regular file is a miss, and answers at once: a FIFO blocked
+// the open of a load until some process wrote to it.
+TEST(KernelDiskCacheEntriesTest, ANameHoldingNoRegularFileIsAMiss) {
+  temp_dir dir;
+  kernel_disk_cache const cache(dir.path());
+  ASSERT_EQ(::mkfifo(cache.path_of("fifo").c_str(), 0600), 0);
+  auto load = std::async(std::launch::async, [&] { return cache.load("fifo"); });
+  if (load.wait_for(5s) != std::future_status::ready) {
+    // Unblocks the load (its open returns, its read sees the end) so that the test can end.
+    int const fd = ::open(cache.path_of("fifo").c_str(), O_WRONLY | O_NONBLOCK);
+    if (fd >= 0) ::close(fd);
+    ADD_FAILURE() << "loading a FIFO blocked";
+  }
+  EXPECT_FALSE(load.get().has_value());
+
+  fs::create_directory(cache.path_of("dir"));
+  EXPECT_FALSE(cache.load("dir").has_value());
+  EXPECT_FALSE(cache.store("dir", image));  // rename(2) does not replace a directory.
+  fs::create_symlink("/dev/zero", cache.path_of("device"));
+  EXPECT_FALSE(cache.load("device").has_value());
+
+  // A link to a whole entry is followed; a dangling one is a miss.
+  ASSERT_TRUE(cache.store("real", image));
+  fs::create_symlink(cache.path_of("real"), cache.path_of("linked"));
+  EXPECT_EQ(cache.load("linked"), image);
+  fs::create_symlink(dir.path() / "nowhere", cache.path_of("dangling"));
+  EXPECT_FALSE(cache.load("dangling").has_value());
+  // The FIFO is replaced by a store like any bad entry.
+  ASSERT_TRUE(cache.store("fifo", image));
+  EXPECT_EQ(cache.load("fifo"), image);
 }
 
 }  // namespace
