@@ -442,11 +442,18 @@ void cuda_server::launch(kernel const& k, cube_count const& count, bindings cons
   auto const& api = driver();
   if (shared > fn.shared_limit) [[unlikely]] {
     // Beyond the default the function must opt in; done once, the limit is kept per function.
-    CUresult const r =
-        shared > static_cast<std::uint64_t>(std::numeric_limits<int>::max())
-            ? CUDA_ERROR_INVALID_VALUE
-            : api.cuFuncSetAttribute(fn.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                     static_cast<int>(shared));
+    if (shared > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) {
+      // The opt-in takes an int: a larger request cannot even be put to the driver.
+      return launch_failed(
+          fmt::format("kernel '{}' asks for {} B of dynamic shared memory on top of its {} B of "
+                      "static shared memory; cuda:{} allows {} B per block in all, and the "
+                      "driver cannot be asked for more than {} B (an int)",
+                      k.name(), shared, fn.static_shared, info_.ordinal,
+                      info_.max_shared_memory_per_block_optin, std::numeric_limits<int>::max()),
+          CUDA_ERROR_INVALID_VALUE);
+    }
+    CUresult const r = api.cuFuncSetAttribute(
+        fn.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(shared));
     if (r != CUDA_SUCCESS) {
       return launch_failed(
           fmt::format("kernel '{}' asks for {} B of dynamic shared memory on top of its {} B of "

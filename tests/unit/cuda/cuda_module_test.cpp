@@ -100,6 +100,34 @@ extern "C" __global__ void cubert_fake_static_shared_k(unsigned* out) {
   EXPECT_NO_THROW(server_->sync().get());
 }
 
+// A request that does not fit the int the driver's opt-in takes is never put to the driver, so
+// the report must not blame cuFuncSetAttribute; it names the kernel, the size and the limits.
+TEST_F(CudaModuleTest, DynamicSharedMemoryBeyondAnIntIsRefusedWithoutBlamingTheDriver) {
+  constexpr std::uint64_t huge = std::uint64_t{1} << 32;
+  auto const k = kernel::builder("shared_beyond_int")
+                     .cube_dim(32)
+                     .shared_memory(huge)
+                     .cuda_source("extern \"C\" __global__ void k() {}", "k")
+                     .build();
+  server_->execute(k, cube_count{1}, bindings{}, execution_mode::checked);
+  try {
+    server_->sync().get();
+    FAIL() << "expected device_error";
+  } catch (cubert::device_error const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("shared_beyond_int"), std::string::npos) << what;
+    EXPECT_NE(what.find("4294967296 B of dynamic shared memory"), std::string::npos) << what;
+    EXPECT_NE(what.find("2147483647 B (an int)"), std::string::npos) << what;
+    EXPECT_EQ(what.find("cuFuncSetAttribute"), std::string::npos) << what;
+  }
+  // The failure was the caller's: the server keeps working.
+  std::vector<std::uint32_t> const xs{4, 5, 6};
+  auto const h = server_->create(std::as_bytes(std::span{xs}));
+  auto const back = read(h.binding());
+  ASSERT_EQ(back.size(), sizeof(std::uint32_t) * xs.size());
+  EXPECT_EQ(std::memcmp(back.data(), xs.data(), back.size()), 0);
+}
+
 // A client held in a static is destroyed at exit after whatever the first compile made (cubert's
 // own strings, NVRTC's state), so its actor thread's queued kernels used to compile with freed
 // options (a use-after-free; a crash inside NVRTC once those strings outlived exit). Kernels
