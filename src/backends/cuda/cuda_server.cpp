@@ -157,6 +157,10 @@ std::exception_ptr cuda_server::on_failure(std::exception_ptr e) noexcept {
     } catch (...) {
       what = "an unknown failure";
     }
+    // A failure of cubert's own (a refused reservation, say) does not name the fault itself.
+    if (auto const found = describe(state); what.find(found) == std::string::npos) {
+      what = fmt::format("cuStreamQuery: {}, found after another failure: {}", found, what);
+    }
     return std::make_exception_ptr(device_error(lose_device(what)));
   } catch (...) {
     return e;

@@ -350,9 +350,9 @@ void fault_found_under_another_context() {
     // The fake driver faults when its stream reaches the kernel, 20 µs late.
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     checks.expect(enter_other_context(CUDA_SUCCESS), "no other context");
-    checks.expect_device_error(
-        "a refused reservation", [&] { (void)c.empty(unreservable); },
-        {"cuda:0 is lost", "'fault_test::poke' grid (1, 1, 1) block (32, 1, 1)"});
+    checks.expect_device_error("a refused reservation", [&] { (void)c.empty(unreservable); },
+                               {"CUDA_ERROR_ILLEGAL_ADDRESS", "cuda:0 is lost",
+                                "'fault_test::poke' grid (1, 1, 1) block (32, 1, 1)"});
     checks.expect_device_error("the next sync", [&] { c.sync(); }, {"cuda:0 is lost"});
   }
   checks.finish();
