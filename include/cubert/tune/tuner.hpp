@@ -44,7 +44,8 @@ struct tuner_options {
 
 /// Chooses the fastest candidate of a `tunable_set` per key, once, and remembers it in memory
 /// and (optionally) on disk. Thread-safe: threads asking for a key being tuned run candidate 0
-/// or wait (`concurrent_policy`); no lock is held while a candidate runs.
+/// or wait (`concurrent_policy`), also when the background worker tunes it; no lock is held
+/// while a candidate runs.
 template <typename Key>
 class tuner {
  public:
@@ -245,8 +246,10 @@ class tuner {
         lock.unlock();
         return s.run(winner, std::move(inputs)...);
       }
-      // Someone else is tuning this key for this set (or one with the same candidates).
-      if (options_.concurrent == concurrent_policy::wait && !options_.background) {
+      // Someone else is tuning this key for this set (or one with the same candidates). With
+      // `wait`, so is a caller of a key the background worker tunes: it asked for the winner,
+      // and only the caller that queued the tuning runs candidate 0 (it asked for background).
+      if (options_.concurrent == concurrent_policy::wait) {
         tuned_.wait(lock);
         continue;
       }

@@ -84,6 +84,41 @@ TEST_F(TunerThreadedTest, WaitPolicyGivesEveryCallerTheWinner) {
   for (int r : results) EXPECT_EQ(r, 1);
 }
 
+// `wait` used to be ignored with `background`: a caller finding the key being tuned by the
+// worker ran candidate 0 instead of waiting for the winner.
+TEST_F(TunerThreadedTest, WaitPolicyWithBackgroundGivesOtherCallersTheWinner) {
+  auto opts = options(false);
+  opts.background = true;
+  opts.concurrent = cubert::concurrent_policy::wait;
+  local_tuner<std::string> tuner("bg-wait", opts);
+  std::latch release(1);
+  std::atomic<bool> first{true};
+  auto set = std::make_shared<int_set const>(
+      int_set([](int const&) { return std::string("k"); },
+              [](std::string const&, int const&) { return std::tuple<int>(-1); })
+          .with("slow",
+                [&](int x) {
+                  if (x < 0 && first.exchange(false)) release.wait();  // The worker blocks.
+                  spin_for(300us);
+                  return 0;
+                })
+          .with("fast", [](int) { return 1; }));
+  fake_client client;
+  EXPECT_EQ(tuner.execute("d", client, set, 5), 0);  // Queued it: candidate 0 now.
+  std::atomic<bool> returned{false};
+  int other = -1;
+  std::thread th([&] {
+    other = tuner.execute("d", client, set, 6);
+    returned = true;
+  });
+  std::this_thread::sleep_for(50ms);
+  EXPECT_FALSE(returned) << "a caller asking to wait did not wait for the background tuning";
+  release.count_down();
+  th.join();
+  EXPECT_EQ(other, 1);
+  tuner.tuner_for("d", client)->wait_idle();
+}
+
 TEST_F(TunerThreadedTest, ManyThreadsWithPersistentCacheAndBackground) {
   auto opts = options(true);
   opts.background = true;
