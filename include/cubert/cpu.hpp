@@ -31,10 +31,19 @@ struct buffer_view {
   std::uint64_t size = 0;
 
   /// The buffer as elements of T (trailing bytes that do not fill a T are left out).
+  /// @throws invalid_argument if the bytes do not start on a T's alignment (a binding offset
+  /// that is not a multiple of it): reading T through such a pointer is undefined, and on some
+  /// targets it traps or tears.
   template <typename T>
-  [[nodiscard]] std::span<T> as() const noexcept {
+  [[nodiscard]] std::span<T> as() const {
+    if (reinterpret_cast<std::uintptr_t>(data) % alignof(T) != 0) [[unlikely]] {
+      throw_misaligned(alignof(T));
+    }
     return {reinterpret_cast<T*>(data), static_cast<std::size_t>(size / sizeof(T))};
   }
+
+ private:
+  [[noreturn]] void throw_misaligned(std::size_t alignment) const;
 };
 
 /// What one cube of a CPU kernel receives. Valid only during the call.
@@ -65,6 +74,8 @@ struct kernel_context {
   /// The scalars of group `type` viewed as T (for f16/bf16 bits, use std::uint16_t).
   template <typename T>
   [[nodiscard]] std::span<T const> scalars_as(elem type) const {
+    // Scalar groups are packed into 64-bit words, so wider alignments cannot be honoured.
+    static_assert(alignof(T) <= alignof(std::uint64_t), "scalars are 8-byte aligned");
     CUBERT_EXPECTS(scalar_groups != nullptr, "cpu kernel: no scalars bound");
     auto it = scalar_groups->find(type);
     CUBERT_EXPECTS(it != scalar_groups->end(), "cpu kernel: no scalar of the requested type");
