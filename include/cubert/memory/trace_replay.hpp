@@ -140,6 +140,9 @@ struct replay_result {
 };
 
 /// Replays `trace` through a fresh memory_manager built with `config`.
+/// @throws invalid_argument naming the event if the trace is inconsistent (possible only for one
+/// built by hand: a slot past `allocations`, allocated while live or freed while not, or a
+/// `peak_live_bytes` its events do not reach).
 /// @throws out_of_memory if the manager cannot serve a request (e.g. one above max_page_size);
 /// the message names the trace, the allocation id and the event.
 [[nodiscard]] replay_result replay_trace(allocation_trace const& trace,

@@ -252,6 +252,47 @@ pass_result run_pass(allocation_trace const& trace, memory_configuration const& 
   return r;
 }
 
+// A trace built in code rather than parsed skipped parse_trace's checks; an event whose slot is
+// past `allocations` would write past the replay's table, and a wrong peak would misstate the
+// ratio. Checked once, before any timed pass.
+void check_trace(allocation_trace const& trace) {
+  std::vector<std::uint64_t> live_size(trace.allocations, 0);
+  std::vector<bool> live(trace.allocations, false);
+  std::uint64_t live_bytes = 0;
+  std::uint64_t peak = 0;
+  auto const refuse = [&](std::size_t index, std::string_view why) {
+    throw invalid_argument(fmt::format("trace {}: event {} of {} (id {}): {}", trace.name,
+                                       index + 1, trace.events.size(), trace.events[index].id,
+                                       why));
+  };
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    auto const& e = trace.events[i];
+    if (e.slot >= trace.allocations) {
+      refuse(i, fmt::format("slot {} is not below the trace's {} allocations", e.slot,
+                            trace.allocations));
+    }
+    if (e.alloc) {
+      if (live[e.slot]) refuse(i, fmt::format("slot {} is allocated while live", e.slot));
+      if (e.size > std::numeric_limits<std::uint64_t>::max() - live_bytes) {
+        refuse(i, "live bytes pass 2^64 - 1");
+      }
+      live[e.slot] = true;
+      live_size[e.slot] = e.size;
+      live_bytes += e.size;
+      peak = std::max(peak, live_bytes);
+    } else {
+      if (!live[e.slot]) refuse(i, fmt::format("slot {} is freed while not live", e.slot));
+      live[e.slot] = false;
+      live_bytes -= live_size[e.slot];
+    }
+  }
+  if (peak != trace.peak_live_bytes) {
+    throw invalid_argument(
+        fmt::format("trace {}: peak_live_bytes says {} but its events peak at {} live bytes",
+                    trace.name, trace.peak_live_bytes, peak));
+  }
+}
+
 }  // namespace
 
 double storage_cost_model::cost_ns(storage_counts const& calls) const noexcept {
@@ -270,6 +311,7 @@ replay_result replay_trace(allocation_trace const& trace, memory_configuration c
         std::isfinite(term) && term >= 0,
         fmt::format("replay_options: storage cost term {} must be a non-negative number", term));
   }
+  check_trace(trace);
   replay_result out;
   out.configuration = std::string(config.name());
   out.events = trace.events.size();

@@ -327,4 +327,33 @@ TEST(TraceReplay, RequestThatCannotBeServedNamesTheTraceAndEvent) {
   }
 }
 
+// A trace built in code skips parse_trace's checks: a slot past `allocations` wrote past the
+// replay's table (heap overflow under ASan), and a wrong peak misstated the ratio.
+TEST(TraceReplay, AnInconsistentHandBuiltTraceIsRefusedNamingTheEvent) {
+  replay_options o;
+  o.repetitions = 1;
+  auto const expect_refused = [&](allocation_trace const& t, std::string const& needle) {
+    try {
+      (void)replay_trace(t, memory_configuration::compact(), o);
+      ADD_FAILURE() << "no error for a trace that should contain: " << needle;
+    } catch (cubert::invalid_argument const& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  auto const good = parse("a 1 100\na 2 300\nf 1\nf 2\n");
+  auto t = good;
+  t.events[1].slot = 7;
+  expect_refused(t, "trace test: event 2 of 4 (id 2): slot 7 is not below the trace's 2");
+  t = good;
+  t.events[2].slot = 1;  // frees slot 1 early: the last event frees it again
+  expect_refused(t, "event 4 of 4 (id 2): slot 1 is freed while not live");
+  t = good;
+  t.events[1].slot = 0;
+  expect_refused(t, "event 2 of 4 (id 2): slot 0 is allocated while live");
+  t = good;
+  t.peak_live_bytes = 100;
+  expect_refused(t, "peak_live_bytes says 100 but its events peak at 400");
+  EXPECT_EQ(replay_trace(good, memory_configuration::compact(), o).peak_live_bytes, 400u);
+}
+
 }  // namespace
