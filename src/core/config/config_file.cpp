@@ -29,18 +29,19 @@ class file_reader {
       : file_(file.string()), base_dir_(file.parent_path()) {}
 
   void read(toml::table const& root, config& cfg) const {
+    // The name is matched before the type: `checks = true` above every header is an unknown
+    // key, not a section that should have been a table.
     for (auto const& [key, node] : root) {
-      auto const* section = as_table(key, node);
       if (key == "profiling") {
-        read_profiling(*section, cfg.profiling);
+        read_profiling(*as_table(key, node), cfg.profiling);
       } else if (key == "autotune") {
-        read_autotune(*section, cfg.autotune);
+        read_autotune(*as_table(key, node), cfg.autotune);
       } else if (key == "compilation") {
-        read_compilation(*section, cfg.compilation);
+        read_compilation(*as_table(key, node), cfg.compilation);
       } else if (key == "memory") {
-        read_memory(*section, cfg.memory);
+        read_memory(*as_table(key, node), cfg.memory);
       } else if (key == "channel") {
-        read_channel(*section, cfg.channel);
+        read_channel(*as_table(key, node), cfg.channel);
       } else {
         unknown(key);
       }

@@ -133,6 +133,15 @@ TEST_F(ConfigTest, UnknownKeyNamesFileAndLine) {
   expect_error_at(f, 1, "autotun");
 }
 
+// A key above every header belongs to no section: it is unknown, not a section of the wrong
+// type ("'checks' must be a table" sent the reader looking for a [checks] section).
+TEST_F(ConfigTest, AKeyOutsideEverySectionIsUnknown) {
+  auto f = write("cubert.toml", "# tuning\nchecks = true\n[autotune]\nlevel = \"full\"\n");
+  expect_error_at(f, 2, "unknown key 'checks'");
+  f = write("cubert.toml", "level = \"full\"\n");
+  expect_error_at(f, 1, "unknown key 'level'");
+}
+
 TEST_F(ConfigTest, WrongTypeNamesFileAndLine) {
   auto f = write("cubert.toml", "[autotune]\ncache = \"yes\"\n");
   expect_error_at(f, 2, "boolean");
