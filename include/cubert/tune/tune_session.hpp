@@ -40,4 +40,8 @@ struct tuning_outcome {
 [[nodiscard]] tuning_outcome run_tuning(tuning_request const& request, tune_plan plan,
                                         benchmark_target& target);
 
+/// Whether this thread is inside `run_tuning` (of any tuner): a candidate being benchmarked, or
+/// the background worker, is calling.
+[[nodiscard]] bool tuning_on_this_thread() noexcept;
+
 }  // namespace cubert::tune::detail

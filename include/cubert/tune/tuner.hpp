@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cubert/config.hpp>
+#include <cubert/error.hpp>
 #include <cubert/logging.hpp>
 #include <cubert/tune/set_target.hpp>
 #include <cubert/tune/tunable_set.hpp>
@@ -60,11 +61,9 @@ class tuner {
   tuner(tuner const&) = delete;
   tuner& operator=(tuner const&) = delete;
   ~tuner() {
-    {
-      std::lock_guard lock(workers_mutex_);
-      queue_.clear();  // Tunings not started yet: nobody is left to use their results.
-    }
-    wait_idle();
+    std::unique_lock lock(workers_mutex_);
+    queue_.clear();  // Tunings not started yet: nobody is left to use their results.
+    join_worker(lock);
   }
 
   /// Runs the best candidate of `set` for `inputs`' key, tuning the key first if needed.
@@ -115,10 +114,17 @@ class tuner {
   }
 
   /// Blocks until every background tuning has finished.
+  /// @throws invalid_argument when called by the worker itself (a candidate being tuned in the
+  /// background), which would wait for itself for ever.
   void wait_idle() {
     std::unique_lock lock(workers_mutex_);
-    idle_.wait(lock, [this] { return !worker_busy_; });
-    if (worker_.joinable()) worker_.join();  // It has left drain(): this returns at once.
+    if (worker_busy_ && worker_.get_id() == std::this_thread::get_id()) {
+      throw invalid_argument(fmt::format(
+          "tuner {}: wait_idle() called from its own background worker (by a candidate being "
+          "tuned): it would wait for itself",
+          name_));
+    }
+    join_worker(lock);
   }
 
   /// Background tunings not finished yet: queued, or running on the worker.
@@ -196,6 +202,12 @@ class tuner {
     bool armed_ = true;
   };
 
+  // Caller holds workers_mutex_ through `lock`.
+  void join_worker(std::unique_lock<std::mutex>& lock) {
+    idle_.wait(lock, [this] { return !worker_busy_; });
+    if (worker_.joinable()) worker_.join();  // It has left drain(): this returns at once.
+  }
+
   // The background worker's loop: one tuning at a time, so that tunings of different keys
   // neither measure each other's load nor start a thread each.
   void drain() {
@@ -249,7 +261,9 @@ class tuner {
       // Someone else is tuning this key for this set (or one with the same candidates). With
       // `wait`, so is a caller of a key the background worker tunes: it asked for the winner,
       // and only the caller that queued the tuning runs candidate 0 (it asked for background).
-      if (options_.concurrent == concurrent_policy::wait) {
+      // A thread inside a tuning never waits: the tuning it would wait for may be its own (a
+      // candidate calling execute), queued behind it (the worker), or waiting for it.
+      if (options_.concurrent == concurrent_policy::wait && !detail::tuning_on_this_thread()) {
         tuned_.wait(lock);
         continue;
       }

@@ -58,9 +58,25 @@ bool reusable(candidate_result const& r, bool checks) {
   return true;
 }
 
+thread_local int tunings_on_this_thread = 0;
+
+// Counts the tunings running on this thread: a candidate may call execute, and tune another key.
+class tuning_scope {
+ public:
+  tuning_scope() noexcept { ++tunings_on_this_thread; }
+  ~tuning_scope() { --tunings_on_this_thread; }
+  tuning_scope(tuning_scope const&) = delete;
+  tuning_scope& operator=(tuning_scope const&) = delete;
+};
+
 }  // namespace
 
+bool tuning_on_this_thread() noexcept {
+  return tunings_on_this_thread > 0;
+}
+
 tuning_outcome run_tuning(tuning_request const& req, tune_plan plan, benchmark_target& target) {
+  tuning_scope const scope;
   auto const start = std::chrono::steady_clock::now();
   if (req.cache != nullptr) req.cache->refresh();  // Pick up other processes' results.
   tuning_outcome out;

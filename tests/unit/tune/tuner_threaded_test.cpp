@@ -9,7 +9,10 @@
 
 #include <atomic>
 #include <barrier>
+#include <cstdio>
+#include <cstdlib>
 #include <fstream>
+#include <future>
 #include <latch>
 #include <memory>
 #include <string>
@@ -270,6 +273,126 @@ TEST_F(TunerThreadedTest, BackgroundTuningsOfManyKeysRunOneAtATime) {
   for (int k = 0; k < 32; ++k) EXPECT_TRUE(t->fastest(std::to_string(k)).has_value()) << k;
   // Tunings measured side by side time each other's load (and took a thread per key).
   EXPECT_EQ(most.load(), 1) << "background tunings of different keys ran at once";
+}
+
+// Runs `fn` on a thread of its own. Still running after `limit`, it is taken for a deadlock: the
+// test fails and the binary exits at once, instead of hanging the suite.
+void within(std::chrono::seconds limit, std::function<void()> const& fn) {
+  std::packaged_task<void()> task(fn);
+  auto done = task.get_future();
+  std::thread th(std::move(task));
+  if (done.wait_for(limit) == std::future_status::timeout) {
+    ADD_FAILURE() << "deadlock: still running after " << limit.count() << " s";
+    std::fflush(stdout);
+    std::_Exit(1);
+  }
+  th.join();
+  done.get();
+}
+
+// A candidate that calls execute for the key being tuned (here on the benchmark inputs only,
+// negative) waited, with `wait`, for its own tuning.
+void expect_nested_execute_runs_the_default(cubert::tune::tuner_options opts) {
+  local_tuner<std::string> tuner("nested", opts);
+  fake_client client;
+  std::atomic<int> nested{0};
+  std::shared_ptr<int_set const> set;
+  set = std::make_shared<int_set const>(
+      int_set([](int const&) { return std::string("k"); },
+              [](std::string const&, int const&) { return std::tuple<int>(-1); })
+          .with("outer",
+                [&](int x) {
+                  if (x < 0) nested = tuner.execute("d", client, set, 7);
+                  return x;
+                })
+          .with("other", [](int x) { return x; }));
+  within(5s, [&] {
+    EXPECT_EQ(tuner.execute("d", client, set, 5), 5);
+    tuner.tuner_for("d", client)->wait_idle();
+  });
+  EXPECT_EQ(nested.load(), 7) << "the nested execute did not run candidate 0";
+  EXPECT_TRUE(tuner.tuner_for("d", client)->fastest("k").has_value());
+}
+
+TEST_F(TunerThreadedTest, CandidateCallingExecuteOnItsOwnKeyWithWaitRunsTheDefault) {
+  auto opts = options(false);
+  opts.concurrent = cubert::concurrent_policy::wait;
+  expect_nested_execute_runs_the_default(opts);
+}
+
+TEST_F(TunerThreadedTest, BackgroundWorkerCallingExecuteOnItsOwnKeyWithWaitRunsTheDefault) {
+  auto opts = options(false);
+  opts.concurrent = cubert::concurrent_policy::wait;
+  opts.background = true;
+  expect_nested_execute_runs_the_default(opts);
+}
+
+// Two threads tune two keys; each one's candidate needs the other key: with `wait`, each waited
+// for the other's tuning.
+TEST_F(TunerThreadedTest, TuningsWaitingForEachOthersKeyDoNotDeadlock) {
+  auto opts = options(false);
+  opts.concurrent = cubert::concurrent_policy::wait;
+  local_tuner<std::string> tuner("crossed", opts);
+  fake_client client;
+  std::latch both_tuning(2);
+  std::atomic<bool> first_a{true};
+  std::atomic<bool> first_b{true};
+  std::shared_ptr<int_set const> set;
+  // Key "a" for 1, "b" for 2; benchmark inputs are the key's input negated.
+  auto other_key = [&](int x, std::atomic<bool>& first) {
+    if (x < 0 && first.exchange(false)) {
+      both_tuning.arrive_and_wait();
+      return tuner.execute("d", client, set, x == -1 ? 2 : 1);
+    }
+    return x;
+  };
+  set = std::make_shared<int_set const>(
+      int_set([](int const& x) { return std::string(std::abs(x) == 1 ? "a" : "b"); },
+              [](std::string const&, int const& x) { return std::tuple<int>(-x); })
+          .with("crossing", [&](int x) { return other_key(x, x == -1 ? first_a : first_b); })
+          .with("plain", [](int x) { return x; }));
+  within(5s, [&] {
+    int a = 0;
+    int b = 0;
+    std::thread ta([&] { a = tuner.execute("d", client, set, 1); });
+    std::thread tb([&] { b = tuner.execute("d", client, set, 2); });
+    ta.join();
+    tb.join();
+    EXPECT_EQ(a, 1);
+    EXPECT_EQ(b, 2);
+  });
+}
+
+// wait_idle() from a candidate tuned in the background waited for itself.
+TEST_F(TunerThreadedTest, WaitIdleFromTheBackgroundWorkerThrows) {
+  auto opts = options(false);
+  opts.background = true;
+  local_tuner<std::string> tuner("idle-self", opts);
+  fake_client client;
+  auto const t = tuner.tuner_for("d", client);
+  std::atomic<bool> refused{false};
+  auto set = std::make_shared<int_set const>(
+      int_set([](int const&) { return std::string("k"); },
+              [](std::string const&, int const&) { return std::tuple<int>(-1); })
+          .with("a",
+                [&](int x) {
+                  if (x < 0 && !refused) {
+                    try {
+                      t->wait_idle();
+                    } catch (cubert::invalid_argument const& e) {
+                      refused = std::string(e.what()).find("its own background worker") !=
+                                std::string::npos;
+                    }
+                  }
+                  return x;
+                })
+          .with("b", [](int x) { return x; }));
+  within(5s, [&] {
+    EXPECT_EQ(tuner.execute("d", client, set, 3), 3);
+    t->wait_idle();
+  });
+  EXPECT_TRUE(refused);
+  EXPECT_TRUE(t->fastest("k").has_value());
 }
 
 std::size_t mapping_count() {
