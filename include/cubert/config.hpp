@@ -60,7 +60,8 @@ struct log_config {
 /// TOML layout (all keys optional; unknown keys are errors):
 /// ```toml
 /// [profiling]
-/// level = "disabled"        # disabled | minimal | basic | medium | full
+/// level = "disabled"        # disabled | minimal | basic | medium | full; or in [profiling.log],
+///                           # not in both
 /// [autotune]
 /// level = "balanced"        # minimal | balanced | extensive | full
 /// cache_dir = "/path"       # relative paths are relative to the file's folder

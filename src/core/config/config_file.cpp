@@ -132,6 +132,15 @@ class file_reader {
         unknown(key);
       }
     }
+    // Both name the one profiling level; taking either silently would ignore the other.
+    auto const* log = t.get_as<toml::table>("log");
+    auto const* inner = log ? log->get("level") : nullptr;
+    if (auto const* outer = t.get("level"); outer && inner) {
+      fail(fmt::format("the profiling level is set twice: 'level' in [profiling] (line {}) and "
+                       "in [profiling.log]; keep one",
+                       outer->source().begin.line),
+           inner->source());
+    }
   }
 
   void read_autotune(toml::table const& t, config::autotune_section& out) const {

@@ -133,6 +133,18 @@ TEST_F(ConfigTest, UnknownKeyNamesFileAndLine) {
   expect_error_at(f, 1, "autotun");
 }
 
+// [profiling] level and [profiling.log] level are the same setting: the one read last (by key
+// order, not by line) won without a word.
+TEST_F(ConfigTest, TheProfilingLevelSetTwiceIsRefused) {
+  auto f =
+      write("cubert.toml", "[profiling]\nlevel = \"full\"\n[profiling.log]\nlevel = \"minimal\"\n");
+  expect_error_at(f, 4, "set twice");
+  f = write("cubert.toml", "[profiling.log]\nlevel = \"basic\"\n[profiling]\nlevel = \"full\"\n");
+  expect_error_at(f, 2, "(line 4)");
+  f = write("cubert.toml", "[profiling]\nlevel = \"full\"\n[profiling.log]\nstdout = true\n");
+  EXPECT_EQ(config::from_file(f).profiling.log.level, cubert::log_level::full);
+}
+
 // A key above every header belongs to no section: it is unknown, not a section of the wrong
 // type ("'checks' must be a table" sent the reader looking for a [checks] section).
 TEST_F(ConfigTest, AKeyOutsideEverySectionIsUnknown) {
