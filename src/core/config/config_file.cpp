@@ -93,8 +93,9 @@ class file_reader {
                std::string_view accepted) const {
     auto const s = string_of(key, node);
     auto v = parse(s);
+    // Quoted with escapes: a NUL from "\u0000" would end what() before the accepted names.
     if (!v)
-      fail(fmt::format("'{}' = \"{}\": expected one of {}", key.str(), s, accepted), node.source());
+      fail(fmt::format("'{}' = {:?}: expected one of {}", key.str(), s, accepted), node.source());
     return *v;
   }
 

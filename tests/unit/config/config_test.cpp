@@ -133,6 +133,21 @@ TEST_F(ConfigTest, UnknownKeyNamesFileAndLine) {
   expect_error_at(f, 1, "autotun");
 }
 
+// The bad value is quoted with escapes: a raw NUL in the message ended what() there, before
+// the list of accepted values.
+TEST_F(ConfigTest, ABadValueWithControlCharactersIsQuotedEscaped) {
+  auto const f = write("cubert.toml", "[autotune]\nlevel = \"full\\u0000er\\n\"\n");
+  try {
+    (void)config::from_file(f);
+    FAIL() << "no error";
+  } catch (config_error const& e) {
+    std::string const what = e.what();  // Up to the first NUL, as every reader of what() sees.
+    EXPECT_NE(what.find(R"("full\x00er\n": expected one of minimal|balanced|extensive|full)"),
+              std::string::npos)
+        << what;
+  }
+}
+
 // [profiling] level and [profiling.log] level are the same setting: the one read last (by key
 // order, not by line) won without a word.
 TEST_F(ConfigTest, TheProfilingLevelSetTwiceIsRefused) {
