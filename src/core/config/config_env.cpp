@@ -72,6 +72,9 @@ void apply_log(std::string const& value, config& cfg) {
   cfg.memory.log.level = log_level::basic;
   for (auto* l : all) {
     l->file.reset();
+    // One file for every category, opened once: an `append = false` the file gave one of them
+    // would clash with the others' default (a config_error when logging is built).
+    l->append = true;
     l->to_stdout = same_word(value, "stdout");
     l->to_stderr = same_word(value, "stderr") || flag.value_or(false);
     if (!l->to_stdout && !l->to_stderr) l->file = absolute(value);

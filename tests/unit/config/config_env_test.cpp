@@ -4,6 +4,7 @@
 
 #include <cubert/config.hpp>
 #include <cubert/error.hpp>
+#include <cubert/logging.hpp>
 
 #include <gtest/gtest.h>
 
@@ -84,6 +85,21 @@ TEST_F(ConfigEnvTest, LogVariableSetsEveryCategory) {
   cfg = config::load(dir_);
   EXPECT_EQ(cfg.autotune.log.level, cubert::log_level::disabled);
   EXPECT_EQ(cfg.compilation.log.level, cubert::log_level::disabled);
+}
+
+// CUBERT_LOG=<file> sends every category to one file, so they must agree on `append`: one
+// left at `append = false` by cubert.toml made building the logging a config_error.
+TEST_F(ConfigEnvTest, LogVariableFileOverridesAFileCategoryThatTruncates) {
+  write("cubert.toml", "[autotune.log]\nfile = \"tune.log\"\nappend = false\n");
+  setenv("CUBERT_LOG", (dir_ / "all.log").c_str(), 1);
+  auto const cfg = config::load(dir_);
+  for (auto const* l :
+       {&cfg.compilation.log, &cfg.profiling.log, &cfg.autotune.log, &cfg.memory.log}) {
+    EXPECT_EQ(l->file, dir_ / "all.log");
+    EXPECT_TRUE(l->append);
+  }
+  EXPECT_NO_THROW(cubert::log::reconfigure(cfg));
+  cubert::log::reconfigure(config{});
 }
 
 // A bad value is refused with the variable's name, and a later good value works.
