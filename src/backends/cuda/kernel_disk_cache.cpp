@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "kernel_disk_cache.hpp"
 
+#include "config/config_names.hpp"
+
 #include <fmt/format.h>
 #include <xxhash.h>
 
@@ -83,7 +85,9 @@ std::filesystem::path env_path(char const* name) {
 }  // namespace
 
 std::filesystem::path kernel_disk_cache::default_dir() {
-  if (char const* off = std::getenv("CUBERT_KERNEL_CACHE"); off && std::string_view(off) == "0") {
+  // The words the configuration takes for the same variable (false, off, no, 0).
+  if (char const* on = std::getenv("CUBERT_KERNEL_CACHE");
+      on && cubert::detail::parse_bool(on) == std::optional<bool>(false)) {
     return {};
   }
   if (auto dir = env_path("CUBERT_CACHE_DIR"); !dir.empty()) return dir / "kernels";

@@ -127,6 +127,20 @@ TEST(KernelDiskCacheTempsTest, AMissingOrDisabledDirectoryHasNothingToRemove) {
   EXPECT_EQ(kernel_disk_cache(dir.path() / "absent").remove_abandoned_temps(), 0U);
 }
 
+// The configuration reads CUBERT_KERNEL_CACHE as a boolean; the default directory took only "0"
+// as off, so a configuration set without a cache directory still cached for "false" or "off".
+TEST(KernelDiskCacheTest, DefaultDirectoryIsOffForEveryFalseWord) {
+  ::setenv("CUBERT_CACHE_DIR", "/tmp/cubert-x", 1);
+  for (char const* off : {"0", "false", "OFF", "no"}) {
+    ::setenv("CUBERT_KERNEL_CACHE", off, 1);
+    EXPECT_TRUE(kernel_disk_cache::default_dir().empty()) << off;
+  }
+  ::setenv("CUBERT_KERNEL_CACHE", "on", 1);
+  EXPECT_EQ(kernel_disk_cache::default_dir(), fs::path("/tmp/cubert-x/kernels"));
+  ::unsetenv("CUBERT_KERNEL_CACHE");
+  ::unsetenv("CUBERT_CACHE_DIR");
+}
+
 // A name in the cache that holds no regular file is a miss, and answers at once: a FIFO blocked
 // the open of a load until some process wrote to it.
 TEST(KernelDiskCacheEntriesTest, ANameHoldingNoRegularFileIsAMiss) {
