@@ -30,7 +30,8 @@ class kernel_disk_cache {
   explicit kernel_disk_cache(std::filesystem::path dir) : dir_(std::move(dir)) {}
 
   /// The default directory: $CUBERT_CACHE_DIR/kernels, else $XDG_CACHE_HOME/cubert/kernels,
-  /// else ~/.cache/cubert/kernels; empty when CUBERT_KERNEL_CACHE=0 or no home is known.
+  /// else ~/.cache/cubert/kernels; empty when CUBERT_KERNEL_CACHE is off (0, false, off, no) or
+  /// no home is known.
   [[nodiscard]] static std::filesystem::path default_dir();
 
   /// The cache key of a compilation: a 128-bit hash of the parts, as 32 hex digits.
