@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <exception>
 #include <map>
 
@@ -32,11 +33,16 @@ void profiling_summary::reset() {
 
 namespace {
 
+// Three significant digits. "{:.3}" writes them in exponent form from 1000 on ("1e+03ms" for
+// 999.9996 ms, "1.23e+03s" for a 20-minute total), so a value that rounds to 1000 of a unit
+// takes the next one, and seconds, the last unit, are written whole from 1000 on.
 std::string format_ns(std::chrono::nanoseconds d) {
   auto const ns = static_cast<double>(d.count());
-  if (ns >= 1e9) return fmt::format("{:.3}s", ns / 1e9);
-  if (ns >= 1e6) return fmt::format("{:.3}ms", ns / 1e6);
-  if (ns >= 1e3) return fmt::format("{:.3}µs", ns / 1e3);
+  auto const size = std::abs(ns);
+  if (size >= 999.5e9) return fmt::format("{:.0f}s", ns / 1e9);
+  if (size >= 999.5e6) return fmt::format("{:.3}s", ns / 1e9);
+  if (size >= 999.5e3) return fmt::format("{:.3}ms", ns / 1e6);
+  if (size >= 1e3) return fmt::format("{:.3}µs", ns / 1e3);
   return fmt::format("{}ns", d.count());
 }
 

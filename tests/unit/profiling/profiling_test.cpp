@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // cubecl-common benchmark.rs statistics and the timestamp profiler (cubecl-behaviour.md §4.4,
 // §5.3).
+#include "profiling/profiling_summary.hpp"
+
 #include <cubert/error.hpp>
 #include <cubert/profiling.hpp>
 
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -109,6 +112,22 @@ TEST(ProfileDuration, ConcurrentResolvesCallTheResolverOnce) {
   for (auto& t : threads) t.join();
   EXPECT_EQ(calls.load(), 1);
   EXPECT_EQ(right.load(), 8);
+}
+
+// Durations are written with three significant digits; from 1000 of a unit on, "{:.3}" used an
+// exponent ("1.23e+03s" for a 20-minute total, "1e+03ms" just under a second).
+TEST(ProfilingSummary, DurationsAreWrittenWithoutExponents) {
+  cubert::profiling::profiling_summary s;
+  s.record("long", 1234s + 200ms);
+  s.record("almost a second", 999'999'600ns);
+  s.record("almost a millisecond", 999'999ns);
+  s.record("short", 1500ns);
+  s.record("tiny", 999ns);
+  auto const t = s.table();
+  EXPECT_EQ(t.find("e+"), std::string::npos) << t;
+  for (auto const* cell : {"| 1234s ", "| 1235s ", "| 1s ", "| 1ms ", "| 1.5µs ", "| 999ns "}) {
+    EXPECT_NE(t.find(cell), std::string::npos) << cell << " in\n" << t;
+  }
 }
 
 }  // namespace
