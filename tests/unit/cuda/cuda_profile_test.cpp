@@ -7,12 +7,15 @@
 
 #include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
+#include <cubert/error.hpp>
+#include <cubert/kernel.hpp>
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <filesystem>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace {
@@ -45,6 +48,46 @@ TEST_P(CudaProfile, ResolvesAfterItsClientIsGone) {
   EXPECT_NO_THROW(measured = kept->resolve());
   EXPECT_GE(measured.count(), 0);
   kept.reset();
+}
+
+// A launch failing inside a window fails that profile (and one around it) with the launch's
+// text; the failure is still reported once at the next sync, and later profiles measure.
+TEST_P(CudaProfile, AroundAFailingLaunchFailsWithItsTextAndLaterOnesMeasure) {
+  cubert::cuda::options opts;
+  opts.kernel_cache_dir = std::filesystem::path{};
+  cubert::client const c(
+      cubert::backend::make_channel(cubert::cuda::make_server(0, opts), GetParam()));
+  // More threads per block than any device has: refused by cuLaunchKernel.
+  auto const too_big = cubert::kernel::builder("profile_test::too_big")
+                           .cuda_source("extern \"C\" __global__ void k() {}", "k")
+                           .cube_dim(2048)
+                           .build();
+  auto const launch = [&] { c.execute(too_big, cubert::cube_count{1}, cubert::bindings{}); };
+  std::string inner;
+  std::string outer;
+  try {
+    (void)c.profile(
+        [&] {
+          try {
+            (void)c.profile(launch, "profile_test::inner");
+          } catch (cubert::profile_error const& e) {
+            inner = e.what();
+          }
+        },
+        "profile_test::outer");
+  } catch (cubert::profile_error const& e) {
+    outer = e.what();
+  }
+  for (auto const* what : {&inner, &outer}) {
+    EXPECT_NE(what->find("cuLaunchKernel (kernel 'profile_test::too_big'"), std::string::npos)
+        << *what;
+  }
+  EXPECT_THROW(c.sync(), cubert::device_error);
+  EXPECT_NO_THROW(c.sync());
+  std::vector<std::uint32_t> const xs(1024, 3);
+  auto const d =
+      c.profile([&] { (void)c.create(cubert::test::bytes_of(xs)); }, "profile_test::after");
+  EXPECT_GE(d.resolve().count(), 0);
 }
 
 INSTANTIATE_TEST_SUITE_P(Channels, CudaProfile,
