@@ -129,7 +129,8 @@ struct config {
   [[nodiscard]] static config const& get();
 
   /// Replaces the process-wide configuration and reconfigures logging. For tests and apps.
-  /// @throws io_error if a log file cannot be opened; neither changes then.
+  /// @throws io_error if a log file cannot be opened, config_error if categories sharing a log
+  /// file disagree on `append`; neither changes then.
   static void set(config cfg);
 
   /// Finds `cubert.toml` in `start_dir` or its nearest ancestor, applies CUBERT_* variables.

@@ -257,4 +257,19 @@ TEST_F(ConfigTest, SetReplacesGlobalAndOldReferencesStayValid) {
   EXPECT_EQ(config::get().autotune.level, cubert::autotune_level::extensive);
 }
 
+// A configuration logging cannot be built from is refused whole: the one in place stays.
+TEST_F(ConfigTest, SetRefusesLogFilesThatDisagreeOnAppendAndKeepsTheCurrentOne) {
+  config c;
+  c.autotune.level = cubert::autotune_level::full;
+  config::set(c);
+  config bad;
+  bad.autotune.level = cubert::autotune_level::minimal;
+  bad.memory.log = bad.compilation.log = cubert::log_config::at(cubert::log_level::full);
+  bad.memory.log.file = bad.compilation.log.file = dir_ / "shared.log";
+  bad.memory.log.append = false;
+  EXPECT_THROW(config::set(bad), config_error);
+  EXPECT_EQ(config::get().autotune.level, cubert::autotune_level::full);
+  config::set(config{});
+}
+
 }  // namespace
