@@ -25,8 +25,13 @@ namespace {
 
 class file_reader {
  public:
-  explicit file_reader(fs::path const& file)
-      : file_(file.string()), base_dir_(file.parent_path()) {}
+  // The folder is made absolute now: relative paths in the file name places at load time, not
+  // wherever the program's working directory moves later (a relative `file` gave relative ones).
+  explicit file_reader(fs::path const& file) : file_(file.string()) {
+    std::error_code ec;
+    auto const absolute = fs::absolute(file, ec);
+    base_dir_ = (ec ? file : absolute).parent_path();
+  }
 
   void read(toml::table const& root, config& cfg) const {
     // The name is matched before the type: `checks = true` above every header is an unknown

@@ -257,6 +257,24 @@ TEST_F(ConfigTest, SetReplacesGlobalAndOldReferencesStayValid) {
   EXPECT_EQ(config::get().autotune.level, cubert::autotune_level::extensive);
 }
 
+// Paths in a file named by a relative path are fixed when it is read: a later chdir of the
+// program must not move its log files and caches.
+TEST_F(ConfigTest, RelativePathsOfAFileNamedRelativelyAreFixedAtLoad) {
+  write("cubert.toml", "[memory.log]\nfile = \"m.log\"\n[autotune]\ncache_dir = \"tune\"\n");
+  auto const cwd = fs::current_path();
+  fs::current_path(dir_);
+  config cfg;
+  try {
+    cfg = config::from_file("cubert.toml");
+  } catch (...) {
+    fs::current_path(cwd);
+    throw;
+  }
+  fs::current_path(cwd);
+  EXPECT_EQ(cfg.memory.log.file, dir_ / "m.log");
+  EXPECT_EQ(cfg.autotune.cache_dir, dir_ / "tune");
+}
+
 // A configuration logging cannot be built from is refused whole: the one in place stays.
 TEST_F(ConfigTest, SetRefusesLogFilesThatDisagreeOnAppendAndKeepsTheCurrentOne) {
   config c;
