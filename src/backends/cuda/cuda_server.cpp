@@ -373,17 +373,19 @@ std::future<std::vector<bytes>> cuda_server::read_tensor(std::vector<binding_wit
   }
 }
 
-std::array<std::uint32_t, 3> cuda_server::resolve_count(cube_count const& count) {
+std::array<std::uint32_t, 3> cuda_server::resolve_count(kernel const& k, cube_count const& count) {
   if (!count.is_dynamic()) return count.counts();
   // The count lives on the device and the driver takes it from the host: wait for the work
-  // that writes it. (Indirect launch would need a device-side launch; not worth it yet.)
-  auto const raw = read_one(count.dynamic_binding());
-  if (raw.size() < 3 * sizeof(std::uint32_t)) {
-    throw invalid_argument(
-        fmt::format("cuda: a dynamic cube count needs 12 bytes, got {}", raw.size()));
-  }
+  // that writes it. (Indirect launch would need a device-side launch; not worth it yet.) Only
+  // its 12 bytes come back: the binding may be a large buffer whose first words are the count.
+  auto const res = memory_->get_resource(count.dynamic_binding());
   std::array<std::uint32_t, 3> c{};
-  std::memcpy(c.data(), raw.data(), sizeof c);
+  if (res.size < sizeof c) {
+    throw invalid_argument(fmt::format("kernel '{}': a dynamic cube count needs 12 bytes, got {}",
+                                       k.name(), res.size));
+  }
+  staging_->download(std::as_writable_bytes(std::span{c}), res.address());
+  launches_.clear();  // The download came after every launch, and they all completed.
   return c;
 }
 
@@ -439,7 +441,7 @@ void cuda_server::launch(kernel const& k, cube_count const& count, bindings cons
                          execution_mode mode) {
   marshal(k, args);  // Bad bindings are refused before anything is compiled.
   loaded_kernel& fn = modules_->get(k, mode);
-  auto const grid = resolve_count(count);
+  auto const grid = resolve_count(k, count);
   if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return;  // Nothing to run.
   auto const dim = k.cube_dim();
   auto const shared = k.shared_memory();

@@ -115,7 +115,9 @@ class cuda_server final : public backend::server {
   /// Marks the device lost by a fault found while `what` failed, and returns the report: `what`
   /// and the launches the fault may have come from.
   [[nodiscard]] std::string lose_device(std::string_view what);
-  [[nodiscard]] std::array<std::uint32_t, 3> resolve_count(cube_count const& count);
+  /// The grid; a dynamic count's 12 bytes are downloaded (waiting for the work before them).
+  [[nodiscard]] std::array<std::uint32_t, 3> resolve_count(kernel const& k,
+                                                           cube_count const& count);
   void marshal(kernel const& k, bindings const& args);
   [[nodiscard]] bytes read_one(cubert::binding const& b);
   void upload_padded(CUdeviceptr dst, std::span<std::byte const> src, tensor_layout const& l);

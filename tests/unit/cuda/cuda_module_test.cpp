@@ -128,6 +128,38 @@ TEST_F(CudaModuleTest, DynamicSharedMemoryBeyondAnIntIsRefusedWithoutBlamingTheD
   EXPECT_EQ(std::memcmp(back.data(), xs.data(), back.size()), 0);
 }
 
+class CudaLaunchTest : public cubert::test::cuda_server_fixture {};
+
+// A dynamic count is the first 12 bytes of its binding, which may be a large buffer: only those
+// come back (reading the whole binding pinned a read-pool block of its size per launch). A
+// binding too small for a count is refused naming the kernel.
+TEST_F(CudaLaunchTest, ADynamicCountReadsTwelveBytesOfALargeBuffer) {
+  auto const k = kernel::builder("launch_test::counted")
+                     .cube_dim(32)
+                     .cuda_source("extern \"C\" __global__ void k(unsigned* p) {}", "k")
+                     .build();
+  std::vector<std::uint32_t> words(std::size_t{1} << 20, 0);  // 4 MiB.
+  words[0] = 2;
+  words[1] = 1;
+  words[2] = 1;
+  auto const counts = server_->create(std::as_bytes(std::span{words}));
+  server_->execute(k, cube_count::dynamic(counts.binding()),
+                   bindings{}.with_buffer(counts.binding()), execution_mode::checked);
+  EXPECT_NO_THROW(server_->sync().get());
+  EXPECT_EQ(server_->read_pool().stats().pinned, 0U);
+  auto const small = server_->create(std::as_bytes(std::span{words}.first(2)));
+  try {
+    server_->execute(k, cube_count::dynamic(small.binding()),
+                     bindings{}.with_buffer(counts.binding()), execution_mode::checked);
+    FAIL() << "expected invalid_argument";
+  } catch (cubert::invalid_argument const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("kernel 'launch_test::counted'"), std::string::npos) << what;
+    EXPECT_NE(what.find("needs 12 bytes, got 8"), std::string::npos) << what;
+  }
+  EXPECT_NO_THROW(server_->sync().get());
+}
+
 // A client held in a static is destroyed at exit after whatever the first compile made (cubert's
 // own strings, NVRTC's state), so its actor thread's queued kernels used to compile with freed
 // options (a use-after-free; a crash inside NVRTC once those strings outlived exit). Kernels
