@@ -38,13 +38,12 @@ fs::path temp_file(fs::path const& dir, std::string const& key, fs::file_time_ty
 std::vector<std::byte> const image(64, std::byte{0x42});
 
 // Runs `body` without the right to write to a directory whose mode forbids it: as root, which
-// passes every permission check, under the effective uid of `nobody`.
+// passes every permission check, under the effective uid of `nobody`. False when root cannot
+// take that uid (a user namespace that does not map it).
 template <class Body>
-void unprivileged(Body body) {
+bool unprivileged(Body body) {
   bool const root = ::geteuid() == 0;
-  if (root) {
-    ASSERT_EQ(::seteuid(65534), 0);
-  }
+  if (root && ::seteuid(65534) != 0) return false;
   struct restore {
     bool root;
     ~restore() {
@@ -52,6 +51,7 @@ void unprivileged(Body body) {
     }
   } const guard{root};
   body();
+  return true;
 }
 
 TEST(KernelDiskCacheTempsTest, AStaleTempGoesAtTheFirstStoreAFreshOneStays) {
@@ -93,10 +93,12 @@ TEST(KernelDiskCacheTempsTest, AReadOnlyDirectoryKeepsItsTempsAndStoresFailQuiet
   auto const stale = temp_file(dir.path(), "aaaa", 25h);
   fs::permissions(dir.path(), fs::perms::owner_write | fs::perms::group_write,
                   fs::perm_options::remove);
-  unprivileged([&] {
-    EXPECT_EQ(cache.remove_abandoned_temps(), 0U);
-    EXPECT_FALSE(cache.store("1234", image));
-  });
+  if (!unprivileged([&] {
+        EXPECT_EQ(cache.remove_abandoned_temps(), 0U);
+        EXPECT_FALSE(cache.store("1234", image));
+      })) {
+    GTEST_SKIP() << "root cannot run as uid 65534 here, and passes every permission check";
+  }
   EXPECT_TRUE(fs::exists(stale));
   fs::permissions(dir.path(), fs::perms::owner_write, fs::perm_options::add);
   EXPECT_EQ(cache.remove_abandoned_temps(), 1U);
