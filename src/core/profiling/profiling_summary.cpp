@@ -101,12 +101,12 @@ std::string profiling_summary::format(std::vector<entry> const& entries) {
                    [](row const& a, row const& b) { return a.total > b.total; });
   std::size_t width = 5;
   for (auto const& r : sorted) width = std::max(width, r.name.size());
-  auto const micros = [](std::chrono::nanoseconds d) {
-    return std::chrono::duration_cast<std::chrono::microseconds>(d).count();
-  };
+  // cubecl divides whole microseconds, which rounds every row of a table under 1 µs to 100%
+  // and short rows to 0%; nanoseconds (in long double: 100× may pass 2^63) keep the shares.
   auto const ratio = [&](std::chrono::nanoseconds d) {
-    auto const all = micros(total);
-    return all == 0 ? 100 : 100 * micros(d) / all;
+    if (total.count() == 0) return std::int64_t{100};
+    return static_cast<std::int64_t>(100.0L * static_cast<long double>(d.count()) /
+                                     static_cast<long double>(total.count()));
   };
   std::string out = fmt::format("| {:<{}} | {:<12} | {:<12} | {:<5} |\n", "Name", width, "Duration",
                                 "Num Computed", "Ratio");

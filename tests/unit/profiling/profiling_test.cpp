@@ -130,4 +130,21 @@ TEST(ProfilingSummary, DurationsAreWrittenWithoutExponents) {
   }
 }
 
+// The ratio divided whole microseconds: every row of a table shorter than 1 µs read 100%, and
+// rows of 1.9 µs each read a third of 3 µs.
+TEST(ProfilingSummary, RatiosAreSharesOfTheExactTotal) {
+  cubert::profiling::profiling_summary s;
+  s.record("a", 400ns);
+  s.record("b", 300ns);
+  auto t = s.take_table();
+  EXPECT_NE(t.find("| 400ns        | 1            |   57% |"), std::string::npos) << t;
+  EXPECT_NE(t.find("| 300ns        | 1            |   42% |"), std::string::npos) << t;
+  s.record("c", 1900ns);
+  s.record("d", 1900ns);
+  t = s.take_table();
+  auto const half = t.find("|   50% |");
+  ASSERT_NE(half, std::string::npos) << t;
+  EXPECT_NE(t.find("|   50% |", half + 1), std::string::npos) << t;
+}
+
 }  // namespace
