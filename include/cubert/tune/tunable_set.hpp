@@ -12,6 +12,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -67,7 +68,9 @@ class tunable_set {
     return with(tunable_type(std::move(name), std::move(fn), std::move(version)));
   }
 
-  /// Replaces the computed checksum (e.g. with a hash of the kernels' sources).
+  /// Replaces the computed checksum (e.g. with a hash of the kernels' sources). Results stored
+  /// on disk under one explicit checksum are only reused by sets with that checksum: changing it
+  /// re-tunes every candidate.
   tunable_set& with_checksum(std::string checksum) {
     checksum_override_ = std::move(checksum);
     changed();
@@ -84,6 +87,10 @@ class tunable_set {
   [[nodiscard]] std::size_t size() const noexcept { return tunables_.size(); }
   [[nodiscard]] tunable_type const& at(std::size_t i) const { return tunables_.at(i); }
   [[nodiscard]] std::string const& checksum() const noexcept { return checksum_; }
+  /// The checksum given to `with_checksum`, or "" (results are then stored per candidate).
+  [[nodiscard]] std::string_view explicit_checksum() const noexcept {
+    return checksum_override_ ? std::string_view(*checksum_override_) : std::string_view();
+  }
   [[nodiscard]] std::uint64_t uid() const noexcept { return uid_; }
   [[nodiscard]] output_check const& check() const noexcept { return check_; }
 

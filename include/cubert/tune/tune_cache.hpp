@@ -46,14 +46,18 @@ class tune_cache {
   /// Reads whatever other processes appended since the last read.
   void refresh();
 
-  /// The latest result stored for this key and candidate identity.
+  /// The latest result stored for this key and candidate identity, under the set's explicit
+  /// checksum (`tunable_set::with_checksum`; "" for a set without one).
   [[nodiscard]] std::optional<candidate_result> find(std::string_view key, std::string_view name,
-                                                     std::string_view version) const;
+                                                     std::string_view version,
+                                                     std::string_view explicit_checksum = {}) const;
 
-  /// Appends `results` (and `decision`) atomically with respect to other writers.
+  /// Appends `results` (and `decision`) atomically with respect to other writers; the results
+  /// are stored under `explicit_checksum`.
   /// Failures to write are logged, never thrown: the cache is an optimisation.
   void append(std::string_view key, std::span<candidate_result const> results,
-              std::optional<tune_decision> const& decision);
+              std::optional<tune_decision> const& decision,
+              std::string_view explicit_checksum = {});
 
   [[nodiscard]] std::filesystem::path const& path() const noexcept { return path_; }
   /// Lines skipped as corrupt so far.
@@ -61,12 +65,13 @@ class tune_cache {
 
  private:
   void read_from_cursor();  // Caller holds mutex_.
-  void remember(std::string const& key, candidate_result r);
+  void remember(std::string_view key, std::string_view explicit_checksum, candidate_result r);
 
   std::filesystem::path path_;
   std::string fingerprint_;
   mutable std::mutex mutex_;
-  std::unordered_map<std::string, candidate_result> results_;  // key \x1f name \x1f version
+  // key \x1f name \x1f version \x1f explicit checksum
+  std::unordered_map<std::string, candidate_result> results_;
   std::uint64_t cursor_ = 0;
   std::uint64_t inode_ = 0;
   std::size_t skipped_ = 0;

@@ -19,6 +19,7 @@ struct tuning_request {
   std::string_view tuner_name;
   std::string_view key;
   std::string_view checksum;
+  std::string_view explicit_checksum;  ///< The set's `with_checksum`, or "": scopes stored results.
   std::span<std::string const> names;
   std::span<std::string const> versions;
   benchmark_options options{};

@@ -325,6 +325,7 @@ class tuner {
       detail::tuning_request req{name_,
                                  key_text,
                                  s.checksum(),
+                                 s.explicit_checksum(),
                                  names,
                                  versions,
                                  options_.bench,

@@ -44,12 +44,14 @@ std::optional<json> decode_line(std::string_view line) {
   return j;
 }
 
-json candidate_record(std::string_view key, candidate_result const& r) {
+json candidate_record(std::string_view key, candidate_result const& r,
+                      std::string_view explicit_checksum) {
   json j{{"type", "candidate"},  {"key", key},
          {"name", r.name},       {"version", r.version},
          {"index", r.index},     {"status", to_string(r.status)},
          {"checked", r.checked}, {"time", std::time(nullptr)}};
   if (!r.error.empty()) j["error"] = r.error;
+  if (!explicit_checksum.empty()) j["checksum"] = explicit_checksum;
   if (r.stats) {
     j["stats"] = {{"min", r.stats->min.count()},  {"median", r.stats->median.count()},
                   {"max", r.stats->max.count()},  {"mean", r.stats->mean.count()},

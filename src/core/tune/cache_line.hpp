@@ -22,7 +22,9 @@ namespace cubert::tune::detail {
 /// The record of an intact line (without its '\n'), or nullopt when torn or corrupt.
 [[nodiscard]] std::optional<nlohmann::json> decode_line(std::string_view line);
 
-[[nodiscard]] nlohmann::json candidate_record(std::string_view key, candidate_result const& r);
+/// With a non-empty `explicit_checksum` (the set's `with_checksum`), stored as "checksum".
+[[nodiscard]] nlohmann::json candidate_record(std::string_view key, candidate_result const& r,
+                                              std::string_view explicit_checksum = {});
 [[nodiscard]] nlohmann::json decision_record(tune_decision const& d);
 /// The candidate result in a "candidate" record. @throws nlohmann::json::exception if malformed.
 [[nodiscard]] candidate_result parse_candidate(nlohmann::json const& record);

@@ -13,10 +13,12 @@ namespace {
 
 // Keys, names and versions are stored as valid UTF-8 (see encode_line): look them up that way
 // too, so a result written with a replaced byte is found again.
-std::string composite(std::string_view key, std::string_view name, std::string_view version) {
+std::string composite(std::string_view key, std::string_view name, std::string_view version,
+                      std::string_view explicit_checksum) {
   std::string s = detail::valid_utf8(key);
   s.append(1, '\x1f').append(detail::valid_utf8(name));
   s.append(1, '\x1f').append(detail::valid_utf8(version));
+  s.append(1, '\x1f').append(detail::valid_utf8(explicit_checksum));
   return s;
 }
 
@@ -79,7 +81,9 @@ void tune_cache::read_from_cursor() {
     try {
       if (!record) throw std::runtime_error("torn or corrupt");
       if ((*record)["type"] == "candidate") {
-        remember((*record).at("key").get<std::string>(), detail::parse_candidate(*record));
+        // Records written before explicit checksums were stored have none: "" (no scope).
+        remember((*record).at("key").get<std::string>(), (*record).value("checksum", std::string{}),
+                 detail::parse_candidate(*record));
       }
     } catch (std::exception const& e) {
       ++skipped_;
@@ -90,25 +94,30 @@ void tune_cache::read_from_cursor() {
   cursor_ += consumed;
 }
 
-void tune_cache::remember(std::string const& key, candidate_result r) {
-  auto id = composite(key, r.name, r.version);
+void tune_cache::remember(std::string_view key, std::string_view explicit_checksum,
+                          candidate_result r) {
+  auto id = composite(key, r.name, r.version, explicit_checksum);
   results_.insert_or_assign(std::move(id), std::move(r));
 }
 
 std::optional<candidate_result> tune_cache::find(std::string_view key, std::string_view name,
-                                                 std::string_view version) const {
+                                                 std::string_view version,
+                                                 std::string_view explicit_checksum) const {
   std::lock_guard lock(mutex_);
-  auto it = results_.find(composite(key, name, version));
+  auto it = results_.find(composite(key, name, version, explicit_checksum));
   if (it == results_.end()) return std::nullopt;
   return it->second;
 }
 
 void tune_cache::append(std::string_view key, std::span<candidate_result const> results,
-                        std::optional<tune_decision> const& decision) {
+                        std::optional<tune_decision> const& decision,
+                        std::string_view explicit_checksum) {
   std::lock_guard lock(mutex_);
   try {
     std::string data;
-    for (auto const& r : results) data += detail::encode_line(detail::candidate_record(key, r));
+    for (auto const& r : results) {
+      data += detail::encode_line(detail::candidate_record(key, r, explicit_checksum));
+    }
     if (decision) data += detail::encode_line(detail::decision_record(*decision));
     detail::file_lock flock(path_, detail::file_lock::mode::exclusive);
     auto const device_file = path_.parent_path() / "device.txt";
@@ -125,7 +134,7 @@ void tune_cache::append(std::string_view key, std::span<candidate_result const> 
     log::warn(log::category::autotune, "tune results not saved: {}", e.what());
   }
   try {
-    for (auto const& r : results) remember(std::string(key), r);
+    for (auto const& r : results) remember(key, explicit_checksum, r);
   } catch (std::exception const& e) {
     log::warn(log::category::autotune, "tune results not remembered: {}", e.what());
   }

@@ -55,12 +55,13 @@ std::string read_small(fs::path const& p) {
   return ss.str();
 }
 
-// Identity of a record for de-duplication: a candidate by (key, name, version), a decision by
-// (key, checksum). The latest one of each identity is the one that counts.
+// Identity of a record for de-duplication: a candidate by (key, name, version, explicit set
+// checksum), a decision by (key, checksum). The latest one of each identity is the one that counts.
 std::string identity(json const& r) {
   auto const key = r.value("key", std::string{});
   if (r.value("type", "") == "candidate") {
-    return "c\x1f" + key + '\x1f' + r.value("name", "") + '\x1f' + r.value("version", "");
+    return "c\x1f" + key + '\x1f' + r.value("name", "") + '\x1f' + r.value("version", "") + '\x1f' +
+           r.value("checksum", "");
   }
   return "d\x1f" + key + '\x1f' + r.value("checksum", "");
 }
@@ -110,6 +111,9 @@ std::optional<std::string> record_problem(json const& r) {
     return "'time' is not an integer";
   }
   if (*type == "candidate") {
+    if (auto const c = r.find("checksum"); c != r.end() && !c->is_string()) {
+      return "'checksum' is not a string";
+    }
     try {
       (void)detail::parse_candidate(r);
     } catch (json::exception const& e) {

@@ -85,7 +85,9 @@ tuning_outcome run_tuning(tuning_request const& req, tune_plan plan, benchmark_t
     std::vector<std::size_t> to_run;
     for (auto i : batch) {
       std::optional<candidate_result> cached;
-      if (req.cache != nullptr) cached = req.cache->find(req.key, req.names[i], req.versions[i]);
+      if (req.cache != nullptr) {
+        cached = req.cache->find(req.key, req.names[i], req.versions[i], req.explicit_checksum);
+      }
       if (cached && reusable(*cached, req.checks)) {
         cached->index = i;  // The set may have been reordered since it was stored.
         results.push_back(std::move(*cached));
@@ -110,7 +112,7 @@ tuning_outcome run_tuning(tuning_request const& req, tune_plan plan, benchmark_t
         decision =
             tune_decision{std::string(req.key), std::string(req.checksum), *w, req.names[*w]};
       }
-      if (req.cache != nullptr) req.cache->append(req.key, fresh, decision);
+      if (req.cache != nullptr) req.cache->append(req.key, fresh, decision, req.explicit_checksum);
       results = std::move(all);
     }
     out.results.insert(out.results.end(), results.begin(), results.end());

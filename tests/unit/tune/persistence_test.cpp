@@ -5,6 +5,7 @@
 
 #include <cubert/error.hpp>
 #include <cubert/tune/local_tuner.hpp>
+#include <cubert/tune/tune_cache_store.hpp>
 
 #include <gtest/gtest.h>
 
@@ -140,6 +141,38 @@ TEST_F(PersistenceTest, QuarantinedCandidateStaysQuarantinedInALaterTuner) {
     EXPECT_EQ(tuner.execute("dev", client, set, 4), 8);
     EXPECT_EQ(tuner.tuner_for("dev", client)->benchmarked(), i == 0 ? 2U : 0U);
   }
+}
+
+// Two sets of one tuner with the same candidate names and their own explicit checksums (say, the
+// f32 and the f16 kernels): each candidate's stored results belonged to both, so the second set
+// took the first one's timings and winner without running anything.
+TEST_F(PersistenceTest, SetsWithTheSameNamesAndOtherExplicitChecksumsKeepTheirOwnResults) {
+  // Candidate `fast` of the set is the fast one; every candidate returns its index.
+  auto const make_set = [](std::string checksum, std::size_t fast) {
+    int_set s([](int const& x) { return "k" + std::to_string(x); },
+              [](std::string const&, int const& x) { return std::tuple<int>(x); });
+    for (std::size_t i = 0; i < 2; ++i) {
+      s.with("c" + std::to_string(i), [i, fast](int) {
+        spin_for(i == fast ? 20us : 400us);
+        return static_cast<int>(i);
+      });
+    }
+    s.with_checksum(std::move(checksum));
+    return std::make_shared<int_set const>(std::move(s));
+  };
+  auto const f32 = make_set("f32 sources", 0);
+  auto const f16 = make_set("f16 sources", 1);
+  EXPECT_EQ(run(f32), std::make_pair(0, std::size_t{2}));
+  EXPECT_EQ(run(f16), std::make_pair(1, std::size_t{2})) << "f16 took f32's results";
+  EXPECT_EQ(run(f32), std::make_pair(0, std::size_t{0}));
+  EXPECT_EQ(run(f16), std::make_pair(1, std::size_t{0}));
+  (void)cubert::tune::prune_cache(dir_, false);  // Keeps the latest record of each set.
+  EXPECT_EQ(run(f32), std::make_pair(0, std::size_t{0})) << "prune dropped f32's results";
+  EXPECT_EQ(run(f16), std::make_pair(1, std::size_t{0})) << "prune dropped f16's results";
+  // A set without an explicit checksum uses the records written without one (as every record
+  // was before explicit checksums were stored), never those of f32 or f16.
+  EXPECT_EQ(run(make({{"c0", ""}, {"c1", ""}})).second, 2U);
+  EXPECT_EQ(run(make({{"c0", ""}, {"c1", ""}})).second, 0U);
 }
 
 }  // namespace
