@@ -17,11 +17,14 @@
 // so the sanitizers see no leak). Tests that fault therefore run in a child process.
 // `cubert_fake_fail_host_allocs(n)` (found with dlsym) makes the next n pinned allocations fail
 // with CUDA_ERROR_OUT_OF_MEMORY, as a host that will not pin more does.
-// `cubert_fake_other_context(fault)` returns the context of another device, which owns nothing
-// and runs nothing: calls made under it fail with `fault` (a device a kernel fault lost) unless
-// that is CUDA_SUCCESS, and stream queries and syncs made under it with a stream of the primary
-// context fail with CUDA_ERROR_INVALID_CONTEXT. So a thread left in another context by other
-// code, which then calls into cubert, can be tested.
+// `cubert_fake_other_context(fault)` returns a second context, which owns nothing and runs
+// nothing: calls made under it fail with `fault` unless that is CUDA_SUCCESS, and stream queries
+// and syncs made under it with a stream of the primary context fail with
+// CUDA_ERROR_INVALID_CONTEXT. It shows whether the server asks its own context or the one other
+// code left the thread in. The real driver differs (580 on an H100 and on two H200s, probed
+// 2026-11-22): it answers for another context's stream, with the current context's sticky
+// error, and one kernel fault poisons every context of the process, on every device; a fault
+// kept per context is only this driver's way of telling the two contexts apart.
 #include "fake_cuda_stream.hpp"
 
 #include <cuda.h>
