@@ -144,8 +144,8 @@ std::exception_ptr cuda_server::on_failure(std::exception_ptr e) noexcept {
   try {
     if (lost_->load(std::memory_order_acquire)) return e;  // Already reported as lost.
     // The failure may have come before the context was made current (a refused reservation,
-    // a failing cuCtxSetCurrent): a query under the thread's other context would ask about the
-    // wrong device (and lose this one to another device's fault) or miss this one's fault.
+    // a failing cuCtxSetCurrent), and the driver answers a query with the current context's
+    // sticky error (the null stream being that context's own): ask about this server's context.
     if (make_context_current(context_) != CUDA_SUCCESS) return e;
     CUresult const state = driver_state().cuStreamQuery(stream_);
     if (!is_sticky(state)) return e;  // An ordinary failure; the device still works.
