@@ -69,7 +69,8 @@ requires(sizeof...(Args) > 0) void warn(category c, fmt::format_string<Args...> 
 }
 
 /// Rebuilds every category's sinks from `cfg`. Files shared by several categories get one sink.
-/// Thread-safe. @throws io_error if a log file cannot be opened.
+/// Thread-safe. @throws io_error if a log file cannot be opened; config_error if categories
+/// sharing a file disagree on `append`. The current logging is kept either way.
 void reconfigure(config const& cfg);
 
 /// Flushes every sink.
