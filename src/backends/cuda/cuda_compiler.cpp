@@ -6,7 +6,6 @@
 #include <cubert/error.hpp>
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <nvrtc.h>
 
 #include <algorithm>
@@ -204,7 +203,11 @@ compiled_code cuda_compiler::compile(compile_request const& request) const {
   std::string headers;
   if (cache_.enabled()) {
     static std::string const version = nvrtc_identity();
-    auto joined = fmt::format("{}", fmt::join(options, "\x1f"));
+    // The source name is part of the key: with -lineinfo or -G the image carries it, so a hit
+    // compiled under another name would point a debugger or a profiler at the wrong file. Each
+    // part is length-prefixed so that an option holding a separator cannot pass for two.
+    auto joined = fmt::format("{}:{}", request.source_name.size(), request.source_name);
+    for (auto const& o : options) joined += fmt::format("\x1f{}:{}", o.size(), o);
     // The user's headers, so that editing one misses; the toolkit's (not among request.options)
     // change only with the toolkit, which the NVRTC identity covers. A source without includes
     // adds nothing.

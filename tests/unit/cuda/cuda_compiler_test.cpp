@@ -139,6 +139,20 @@ TEST(KernelDiskCacheTest, SecondCompilationInProcessHitsTheDisk) {
   }
 }
 
+// With -lineinfo the image names its source file, so a hit must not come from a compile under
+// another name; and options are told apart one by one (they were joined with a separator byte, so
+// one option holding it matched two options).
+TEST(KernelDiskCacheTest, TheSourceNameAndEachOptionAreInTheKey) {
+  temp_dir dir;
+  cuda_compiler const compiler{kernel_disk_cache(dir.path())};
+  EXPECT_FALSE(compiler.compile({good_source, "add.cu", {"-lineinfo"}, 90}).from_disk_cache);
+  EXPECT_TRUE(compiler.compile({good_source, "add.cu", {"-lineinfo"}, 90}).from_disk_cache);
+  EXPECT_FALSE(compiler.compile({good_source, "other.cu", {"-lineinfo"}, 90}).from_disk_cache);
+  EXPECT_FALSE(compiler.compile({good_source, "add.cu", {"-DA=1\x1f-DB=2"}, 90}).from_disk_cache);
+  EXPECT_FALSE(compiler.compile({good_source, "add.cu", {"-DA=1", "-DB=2"}, 90}).from_disk_cache);
+  EXPECT_TRUE(compiler.compile({good_source, "add.cu", {"-DA=1", "-DB=2"}, 90}).from_disk_cache);
+}
+
 // The key covers the headers a source includes: an edited one, even two levels down and
 // reached through a quoted include relative to its includer, is a miss that compiles the edit.
 TEST(KernelDiskCacheTest, EditingAnIncludedHeaderMisses) {
