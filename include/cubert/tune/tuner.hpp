@@ -79,7 +79,7 @@ class tuner {
       std::shared_lock lock(mutex_);
       if (auto it = entries_.find(key); it != entries_.end()) {
         for (auto const& e : it->second) {
-          if (e.done && e.set_uid == s.uid()) {
+          if (e.done && shares(e, s)) {
             auto const winner = e.winner;
             lock.unlock();
             return s.run(winner, std::move(inputs)...);
@@ -138,8 +138,8 @@ class tuner {
 
  private:
   // One set's state for one key. Entries are per (key, set): two sets sharing a key each keep
-  // their own choice. A set with the same checksum (same candidates) as a tuned entry takes
-  // that entry over instead of tuning again.
+  // their own choice. A set with the same checksum (same candidates) as a tuned entry shares
+  // that entry instead of tuning again.
   struct entry {
     bool done = false;
     std::size_t winner = 0;
@@ -148,6 +148,13 @@ class tuner {
     std::string checksum;
     std::vector<candidate_result> results;
   };
+
+  // Whether `s` uses entry `e`: its own, or that of a set with the same candidates (checksum).
+  // Not by `uid` alone: two such sets used in turn took the slow path each time.
+  template <typename Set>
+  static bool shares(entry const& e, Set const& s) noexcept {
+    return e.set_uid == s.uid() || (e.checksum == s.checksum() && e.winner < s.size());
+  }
 
   // Caller holds mutex_. The entry of the set with `uid` for `key`, or null.
   entry* find_entry(Key const& key, std::uint64_t uid) {
@@ -253,7 +260,6 @@ class tuner {
       }
       auto& e = mine != nullptr ? *mine : *same;
       if (e.done) {
-        if (mine == nullptr) e.set_uid = s.uid();
         auto const winner = e.winner;
         lock.unlock();
         return s.run(winner, std::move(inputs)...);

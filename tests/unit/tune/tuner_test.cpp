@@ -6,9 +6,11 @@
 #include <cubert/error.hpp>
 #include <cubert/tune/local_tuner.hpp>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <new>
 #include <stdexcept>
@@ -335,6 +337,59 @@ TEST_F(TunerTest, AlternatingSetsOfOneKeyEachTuneOnce) {
     EXPECT_EQ(tuner.execute("d", client, neg, 3), -3);
   }
   EXPECT_EQ(tuner.tuner_for("d", client)->benchmarked(), 4U);  // Two candidates per set, once.
+}
+
+// A key whose hashing is counted: a hit looks the key up once, a miss twice (the slow path).
+std::atomic<int> key_hashes{0};
+struct counted_key {
+  int value = 0;
+  bool operator==(counted_key const&) const = default;
+};
+
+}  // namespace
+
+template <>
+struct std::hash<counted_key> {
+  std::size_t operator()(counted_key const& k) const noexcept {
+    key_hashes.fetch_add(1, std::memory_order_relaxed);
+    return std::hash<int>{}(k.value);
+  }
+};
+
+template <>
+struct fmt::formatter<counted_key> : fmt::formatter<int> {
+  auto format(counted_key const& k, fmt::format_context& ctx) const {
+    return fmt::formatter<int>::format(k.value, ctx);
+  }
+};
+
+namespace {
+
+// Two set objects with the same candidates share one choice; used in turn, each took the slow
+// path every time (each took the entry over from the other).
+TEST_F(TunerTest, TwoSetObjectsWithOneChecksumUsedInTurnStayOnTheFastPath) {
+  using counted_set = cubert::tune::tunable_set<counted_key, int, int>;
+  auto make = [] {
+    return std::make_shared<counted_set const>(
+        counted_set([](int const&) { return counted_key{1}; },
+                    [](counted_key const&, int const& x) { return std::tuple<int>(x); })
+            .with("a", [](int x) { return x; })
+            .with("b", [](int x) { return x; }));
+  };
+  auto const first = make();
+  auto const second = make();
+  ASSERT_EQ(first->checksum(), second->checksum());
+  cubert::tune::tuner<counted_key> tuner("alternate-same", "fake|d", options(false));
+  fake_client client;
+  EXPECT_EQ(tuner.execute(client, first, 1), 1);
+  EXPECT_EQ(tuner.execute(client, second, 2), 2);
+  EXPECT_EQ(tuner.benchmarked(), 2U) << "the second set tuned again";
+  key_hashes = 0;
+  for (int i = 0; i < 10; ++i) {
+    EXPECT_EQ(tuner.execute(client, first, i), i);
+    EXPECT_EQ(tuner.execute(client, second, i), i);
+  }
+  EXPECT_EQ(key_hashes.load(), 20) << "calls took the slow path (two lookups each)";
 }
 
 TEST_F(TunerTest, AFailingSetDoesNotForgetAnotherSetsChoiceForTheKey) {
