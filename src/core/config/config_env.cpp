@@ -35,7 +35,7 @@ auto parse_env(char const* name, std::string const& value, Parse parse, std::str
   return *v;
 }
 
-constexpr std::string_view bool_names = "true|1|on|false|0|off";
+constexpr std::string_view bool_names = "true|1|on|yes|false|0|off|no";
 
 // Relative paths in variables are taken from the working directory when the configuration is
 // loaded (as paths in the file are from its folder), not wherever the program has moved since.

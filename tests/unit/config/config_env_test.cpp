@@ -131,4 +131,21 @@ TEST_F(ConfigEnvTest, BadValuesNameTheVariable) {
   expect_bad("CUBERT_CHANNEL_SPIN_US", "", dir_);
 }
 
+// The message lists every word a boolean variable takes (yes and no were accepted, not listed).
+TEST_F(ConfigEnvTest, ABadBooleanListsEveryAcceptedWord) {
+  setenv("CUBERT_AUTOTUNE_CHECKS", "maybe", 1);
+  try {
+    (void)config::load(dir_);
+    ADD_FAILURE() << "maybe accepted";
+  } catch (config_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("true|1|on|yes|false|0|off|no"), std::string::npos)
+        << e.what();
+  }
+  for (char const* word : {"yes", "No", "ON", "0"}) {
+    setenv("CUBERT_AUTOTUNE_CHECKS", word, 1);
+    EXPECT_NO_THROW((void)config::load(dir_)) << word;
+  }
+  unsetenv("CUBERT_AUTOTUNE_CHECKS");
+}
+
 }  // namespace
