@@ -332,6 +332,10 @@ std::size_t prune_cache(fs::path const& root, bool other_versions) {
   }
   for (auto const& f : list_cache(root)) {
     detail::file_lock lock(f.file, detail::file_lock::mode::exclusive);
+    if (!fs::exists(f.file, ec)) {  // Cleared since it was listed: rewriting it would revive it.
+      lock.remove_held(f.file);
+      continue;
+    }
     std::string text = detail::read_from(f.file, 0);
     std::vector<json> records;
     std::size_t lines = 0;

@@ -333,4 +333,23 @@ TEST_F(TuneCacheStoreTest, ClearsInterleavedWithAppendsNeverFailAndLeaveIntactFi
   EXPECT_FALSE(std::filesystem::exists(dir_ / "autotune"));
 }
 
+// A prune that listed a file the cache's clear then removed wrote it back, empty.
+TEST_F(TuneCacheStoreTest, APruneAfterAClearDoesNotBringTheFileBack) {
+  {
+    tune_cache a(dir_, "matmul", "gpu A");
+    a.append("k1", one("x", 1), std::nullopt);
+  }
+  auto const file = tune_cache::file_for(dir_, "matmul", "gpu A");
+  std::optional<file_lock> clearing(std::in_place, file, file_lock::mode::exclusive);
+  std::thread prune([&] { (void)cubert::tune::prune_cache(dir_, false); });
+  std::this_thread::sleep_for(100ms);  // The prune has listed the file and waits for its lock.
+  // What clear does while holding the lock.
+  std::filesystem::remove(file);
+  clearing->remove_held(file);
+  clearing.reset();
+  prune.join();
+  EXPECT_FALSE(std::filesystem::exists(file)) << "the prune wrote the cleared file back";
+  EXPECT_TRUE(cubert::tune::list_cache(dir_).empty());
+}
+
 }  // namespace
