@@ -40,8 +40,8 @@ CUevent make_event() {
   auto what = fmt::format("{} while resolving a profile: {}", call, describe(r));
   if (is_sticky(r)) {
     what += fmt::format(
-        ". This is a kernel fault: CUDA keeps it for the rest of the process, so cuda:{} is lost "
-        "and every later call on it fails",
+        ". This is a kernel fault: CUDA keeps it for the rest of the process, so cuda:{} is lost, "
+        "with every other CUDA device of this process, and every later call fails",
         ordinal);
     mark_lost(ordinal, what);
   }

@@ -4,32 +4,22 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <array>
 #include <cstdlib>
-#include <map>
 #include <mutex>
 #include <string_view>
 
 namespace cubert::cuda::detail {
 namespace {
 
-// More devices than any host has; an ordinal past it shares the last flag, which only makes
-// servers of those devices look at the report map once more.
-constexpr int flag_count = 256;
-
-struct lost_devices {
-  std::array<std::atomic<bool>, flag_count> flags{};
+struct lost_state {
+  std::atomic<bool> flag{false};
   std::mutex mutex;
-  std::map<int, std::string> reports;
+  std::optional<fault_record> fault;
 };
 
-lost_devices& registry() {
-  static lost_devices r;
+lost_state& registry() {
+  static lost_state r;
   return r;
-}
-
-int flag_index(int ordinal) noexcept {
-  return ordinal >= 0 && ordinal < flag_count ? ordinal : flag_count - 1;
 }
 
 bool set_in(char const* name) {
@@ -71,21 +61,28 @@ void mark_lost(int ordinal, std::string report) {
   auto& r = registry();
   {
     std::lock_guard lock(r.mutex);
-    r.reports.try_emplace(ordinal, std::move(report));
+    if (!r.fault) r.fault = fault_record{ordinal, std::move(report)};
   }
-  r.flags[static_cast<std::size_t>(flag_index(ordinal))].store(true, std::memory_order_release);
+  r.flag.store(true, std::memory_order_release);
 }
 
-std::optional<std::string> lost_report(int ordinal) {
+std::optional<fault_record> lost_fault() {
   auto& r = registry();
-  if (!lost_flag(ordinal).load(std::memory_order_acquire)) return std::nullopt;
+  if (!r.flag.load(std::memory_order_acquire)) return std::nullopt;
   std::lock_guard lock(r.mutex);
-  if (auto it = r.reports.find(ordinal); it != r.reports.end()) return it->second;
-  return std::nullopt;
+  return r.fault;
 }
 
-std::atomic<bool> const& lost_flag(int ordinal) noexcept {
-  return registry().flags[static_cast<std::size_t>(flag_index(ordinal))];
+std::atomic<bool> const& lost_flag() noexcept {
+  return registry().flag;
+}
+
+std::string lost_because(int ordinal, fault_record const& fault) {
+  if (fault.ordinal == ordinal) return fault.report;
+  return fmt::format(
+      "The fault was on cuda:{}, and CUDA fails every context of a process after one (driver "
+      "580: even cuMemAlloc on another device returns the fault's error). {}",
+      fault.ordinal, fault.report);
 }
 
 std::string launch_log::describe(loaded_kernel const& kernel, std::array<std::uint32_t, 3> grid,

@@ -5,8 +5,10 @@
 // An illegal address, a trap or a misaligned access in a kernel leaves CUDA's context in a
 // state that every later call reports (driver 580 on an H100, probed 2026-11-21: allocations,
 // frees, new streams, and a primary context retained again or reset all fail with the same
-// error). So a fault is reported once with what is known about it, and from then on every
-// server of the device fails fast with that report instead of with whatever call came next.
+// error), and not that device's alone: after a fault on cuda:1, cuMemAlloc on cuda:0 returns
+// the same error (driver 580, an H100 and two H200s, probed 2026-11-22). So a fault is reported
+// once with what is known about it, and from then on every server of every device fails fast
+// with that report instead of with whatever call came next.
 #pragma once
 
 #include "cuda_module_cache.hpp"
@@ -24,14 +26,24 @@ namespace cubert::cuda::detail {
 /// True for results that CUDA keeps for the rest of the process once a kernel faulted.
 [[nodiscard]] bool is_sticky(CUresult result) noexcept;
 
-/// Records that device `ordinal` is lost, with the report of the fault (the first one wins).
+/// The kernel fault that lost CUDA for this process: the device it was found on, and its report.
+struct fault_record {
+  int ordinal = 0;
+  std::string report;
+};
+
+/// Records a kernel fault found on device `ordinal`, with its report; the first one wins.
 void mark_lost(int ordinal, std::string report);
 
-/// The fault report of a lost device, or nullopt while it works.
-[[nodiscard]] std::optional<std::string> lost_report(int ordinal);
+/// The fault that lost every device of this process, or nullopt while none has faulted.
+[[nodiscard]] std::optional<fault_record> lost_fault();
 
-/// A flag that turns true when `ordinal` is lost; servers test it on every call (one load).
-[[nodiscard]] std::atomic<bool> const& lost_flag(int ordinal) noexcept;
+/// True once a fault is recorded; servers test it on every call (one load).
+[[nodiscard]] std::atomic<bool> const& lost_flag() noexcept;
+
+/// Why device `ordinal` is lost after `fault`: the report itself when the fault was found there,
+/// else a sentence naming the device where it was, then the report.
+[[nodiscard]] std::string lost_because(int ordinal, fault_record const& fault);
 
 /// The most recent launches of one server since its stream was last seen idle: the kernels a
 /// fault found at the next wait may have come from. Recording is a few stores, so it stays on

@@ -52,12 +52,12 @@ device_properties make_device_properties(device_info const& info);
 cuda_server::cuda_server(int ordinal, options const& opts)
     : info_(query_device(ordinal)),
       props_(make_device_properties(info_)),
-      lost_(&lost_flag(ordinal)),
+      lost_(&lost_flag()),
       launch_blocking_(launch_blocking(opts.launch_blocking)) {
-  if (auto report = lost_report(ordinal)) {
+  if (auto fault = lost_fault()) {
     throw device_error(
         fmt::format("cuda:{} cannot be used again in this process: a kernel fault lost it. {}",
-                    ordinal, *report));
+                    ordinal, lost_because(ordinal, *fault)));
   }
   CUBERT_CU_CALL(cuDevicePrimaryCtxRetain, &context_, info_.device);
   try {
@@ -119,8 +119,8 @@ void cuda_server::make_current() {
 }
 
 void cuda_server::throw_lost() {
-  auto const report = lost_report(info_.ordinal);
-  if (!report) return;  // Another device sharing the overflow flag.
+  auto const fault = lost_fault();
+  if (!fault) return;  // Not reached: the flag is set after the record.
   // The first wait after a fault found at a launch gets the report itself, like any deferred
   // launch error. An ordinary launch error still waiting when the fault was found elsewhere
   // (another client, a profile being resolved) would hide the loss for one more call.
@@ -137,7 +137,7 @@ void cuda_server::throw_lost() {
   throw device_error(fmt::format(
       "cuda:{} is lost: a kernel fault earlier in this process left CUDA unable to run anything "
       "more on it (restart the process to use it again). {}{}",
-      info_.ordinal, *report, own));
+      info_.ordinal, lost_because(info_.ordinal, *fault), own));
 }
 
 std::exception_ptr cuda_server::on_failure(std::exception_ptr e) noexcept {
@@ -169,8 +169,9 @@ std::exception_ptr cuda_server::on_failure(std::exception_ptr e) noexcept {
 
 std::string cuda_server::lose_device(std::string_view what) {
   auto report = fmt::format(
-      "{}. This is a kernel fault: CUDA keeps it for the rest of the process, so cuda:{} is lost "
-      "and every later call on it fails. Launched by this client since its stream was last idle, "
+      "{}. This is a kernel fault: CUDA keeps it for the rest of the process, so cuda:{} is lost, "
+      "with every other CUDA device of this process, and every later call fails. Launched by this "
+      "client since its stream was last idle, "
       "oldest first: {}.{}",
       what, info_.ordinal, launches_.describe(),
       launch_blocking_ ? ""

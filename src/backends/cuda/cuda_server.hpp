@@ -136,7 +136,7 @@ class cuda_server final : public backend::server {
   // Shared with every leased block, so results may outlive the server.
   std::shared_ptr<cuda_pinned_pool> read_pool_;
   backend::async_error errors_;
-  std::atomic<bool> const* lost_;  // Set when any server of this device finds a kernel fault.
+  std::atomic<bool> const* lost_;  // Set when any server of any device finds a kernel fault.
   launch_log launches_;            // Launches since the stream was last seen idle.
   // errors_ holds the report of a fault this server found at a launch; whatever else waits
   // there when the device is lost is stale.

@@ -4,6 +4,8 @@
 // case, and the child reports its checks through its exit code and stderr. Runs on a GPU (a
 // real illegal address) and on the fake driver (ctest `cuda_fault_fake_driver`, where a kernel
 // whose entry point begins with `cubert_fake_fault` faults); skipped where neither is present.
+#include "cuda_fault.hpp"
+
 #include "byte_helpers.hpp"
 #include "channel_kind_print.hpp"
 
@@ -359,6 +361,33 @@ void fault_found_under_another_context() {
   checks.finish();
 }
 
+// One fault fails every context of the process (driver 580: after a fault on cuda:1,
+// cuMemAlloc on cuda:0 returns the fault's error). A fault recorded on cuda:1 (this host may
+// have one device, so it is recorded directly) loses cuda:0 too, saying where the fault was:
+// cuda:0 used to go on and fail with whatever driver call came next.
+void a_fault_on_another_device_loses_this_one(channel_kind kind) {
+  child_checks checks;
+  {
+    scenario s(kind);
+    auto& [zeros, c, buf] = s;
+    cuda::detail::mark_lost(1,
+                            "cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory "
+                            "access was encountered). This is a kernel fault on cuda:1");
+    std::vector<std::string> const lost{"cuda:0 is lost", "restart the process",
+                                        "The fault was on cuda:1", "CUDA_ERROR_ILLEGAL_ADDRESS"};
+    checks.expect_device_error(
+        "sync", [&] { c.sync(); }, lost);
+    checks.expect_device_error(
+        "empty", [&] { (void)c.empty(64); }, lost);
+    checks.expect_device_error(
+        "read", [&] { (void)c.read_one(buf.binding()); }, lost);
+    checks.expect_device_error(
+        "a new server", [&] { (void)cuda::make_server(0, test_options()); },
+        {"cuda:0 cannot be used again", "The fault was on cuda:1", "CUDA_ERROR_ILLEGAL_ADDRESS"});
+  }
+  checks.finish();
+}
+
 class CudaKernelFault : public ::testing::TestWithParam<channel_kind> {
  protected:
   void SetUp() override {
@@ -371,6 +400,11 @@ class CudaKernelFault : public ::testing::TestWithParam<channel_kind> {
 
 TEST_P(CudaKernelFault, IsReportedOnceWithItsSuspectsThenTheDeviceIsLost) {
   EXPECT_EXIT(fault_then_lost(GetParam()), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_P(CudaKernelFault, OnAnotherDeviceLosesThisOneToo) {
+  EXPECT_EXIT(a_fault_on_another_device_loses_this_one(GetParam()), ::testing::ExitedWithCode(0),
+              "");
 }
 
 TEST_P(CudaKernelFault, LaunchBlockingNamesTheKernelThatFaulted) {
