@@ -41,7 +41,7 @@ struct device_properties {
   std::string architecture;    ///< "sm_90", "x86_64".
   std::string driver_version;  ///< "580.65", or the cubert version for the CPU.
 
-  /// "name|architecture|compute units|driver": the device part of autotune and kernel cache keys.
+  /// "backend|name|architecture|compute units|driver": the device part of autotune cache keys.
   [[nodiscard]] std::string fingerprint() const;
 };
 

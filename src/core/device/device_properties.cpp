@@ -6,7 +6,10 @@
 namespace cubert {
 
 std::string device_properties::fingerprint() const {
-  return fmt::format("{}|{}|{}|{}", name, architecture, hardware.num_compute_units, driver_version);
+  // The backend leads: one GPU seen through CUDA and through OpenCL has one name and may report
+  // one architecture and driver, but runs other kernels, so their tunings must not mix.
+  return fmt::format("{}|{}|{}|{}|{}", backend, name, architecture, hardware.num_compute_units,
+                     driver_version);
 }
 
 }  // namespace cubert

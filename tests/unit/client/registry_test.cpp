@@ -24,6 +24,23 @@ TEST(RegistryTest, SameClientForTheSameDevice) {
   EXPECT_EQ(c.channel_kind(), a.channel_kind());
 }
 
+// The fingerprint names the device in autotune caches: one GPU seen through two backends
+// (same name, architecture and driver) runs other kernels there, so it must differ.
+TEST(RegistryTest, TheFingerprintTellsBackendsApart) {
+  cubert::device_properties cuda;
+  cuda.name = "NVIDIA H100";
+  cuda.backend = "cuda";
+  cuda.architecture = "sm_90";
+  cuda.hardware.num_compute_units = 132;
+  cuda.driver_version = "580.65";
+  auto opencl = cuda;
+  opencl.backend = "opencl";
+  EXPECT_NE(cuda.fingerprint(), opencl.fingerprint());
+  EXPECT_EQ(cuda.fingerprint(), "cuda|NVIDIA H100|sm_90|132|580.65");
+  auto const cpu = cubert::make_client("cpu").properties();
+  EXPECT_TRUE(cpu.fingerprint().starts_with("cpu|")) << cpu.fingerprint();
+}
+
 TEST(RegistryTest, UnknownOrAbsentDevicesAreUnsupported) {
   EXPECT_THROW((void)cubert::make_client("tpu"), cubert::unsupported);
   EXPECT_THROW((void)cubert::make_client("cpu:1"), cubert::unsupported);
