@@ -89,8 +89,9 @@ struct cache_policy {
   /// is idle again (small slices in it would pin the page, and the next large tensor would need
   /// a new one). Lower values reuse such pages more and call the storage less in a training
   /// loop's steady state; higher ones keep reserved memory closer to live. On the gpt_train
-  /// trace 1/3 makes 16 storage calls per step once warm where 1/2 makes 32, for peak reserved
-  /// ÷ live 1.029 instead of 1.028 (docs/performance-cuda.md, *Warm replay*). In (0, 1].
+  /// trace 1/3 makes 16 storage calls in a warm pass of its three steps where 1/2 makes 32, for
+  /// peak reserved ÷ live 1.029 instead of 1.028 (docs/performance-cuda.md, *Warm replay*).
+  /// In (0, 1].
   double large_split_fraction = 1.0 / 3.0;
 };
 
