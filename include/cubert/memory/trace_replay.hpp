@@ -31,8 +31,9 @@ struct allocation_trace {
   std::uint64_t never_freed = 0;  ///< Allocations still alive at the end.
 };
 
-/// Parses trace text. @throws invalid_argument naming the line of a malformed event (bad
-/// keyword, missing field, an id allocated again while live, free of an id that is not live,
+/// Parses trace text; blank lines and lines starting with `#` are skipped. @throws
+/// invalid_argument naming the line of a malformed event (bad keyword, missing or non-numeric
+/// field, trailing fields, an id allocated again while live, free of an id that is not live,
 /// live bytes past 2^64 - 1).
 [[nodiscard]] allocation_trace parse_trace(std::istream& in, std::string name);
 /// Reads a trace file; a name ending in ".gz" is decompressed through `gzip -dc`.
@@ -41,7 +42,8 @@ struct allocation_trace {
 
 /// The same trace with every request size multiplied by `factor` (rounded down, at least 1 byte
 /// for nonzero requests), named e.g. "gpt_trainx0.8": checks that a policy's figures do not hinge
-/// on the exact sizes of a recorded workload. @throws invalid_argument unless factor > 0.
+/// on the exact sizes of a recorded workload. @throws invalid_argument unless factor is finite
+/// and > 0, or when a scaled size or the live bytes would pass 2^64 - 1.
 [[nodiscard]] allocation_trace scale_trace(allocation_trace const& trace, double factor);
 
 /// Shapes of generated traces (to check a policy away from the recorded ones).
@@ -101,8 +103,9 @@ struct storage_cost_model {
 
 /// How to replay.
 struct replay_options {
-  /// H200-like by default: 2 GiB max page (cubecl's CUDA value is device memory / 4; larger
-  /// pages only inflate reserved bytes), 256-byte alignment as CUDA allocations.
+  /// 2 GiB max page and 256-byte alignment by default. The alignment is CUDA's; the page is not
+  /// (the CUDA device's is device memory / 4, ~35 GiB on an H200): a larger page changes what
+  /// `sub_slices` and `exclusive_pages` reserve, not what `compact` or `caching` do.
   device_memory_properties properties{std::uint64_t{2} << 30, 256};
   /// Back pages with real host memory (untouched) instead of counting storage only.
   bool host_memory = false;
