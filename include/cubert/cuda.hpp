@@ -38,8 +38,9 @@ struct options {
   /// one option away.
   memory::memory_configuration memory = memory::memory_configuration::caching();
   /// Where compiled kernels are cached on disk; nullopt = `config::get().compilation` (itself
-  /// defaulting to $CUBERT_CACHE_DIR/kernels or ~/.cache/cubert/kernels); an empty path
-  /// disables the disk cache.
+  /// defaulting to `config::cache_root()`/kernels: $CUBERT_CACHE_DIR/kernels, else
+  /// $XDG_CACHE_HOME/cubert/kernels, else ~/.cache/cubert/kernels); an empty path disables the
+  /// disk cache.
   std::optional<std::filesystem::path> kernel_cache_dir;
   /// Bytes per pinned staging block, and the chunk size of large pageable transfers: small
   /// enough that the first DMA starts early and a copy thread's blocks stay in its core's cache
@@ -48,7 +49,7 @@ struct options {
   std::size_t staging_block_size = std::size_t{1} << 20;
   std::size_t staging_blocks = 32;  ///< Most pinned blocks held at once.
   /// Threads sharing the host-side copies of large pageable transfers, the caller included;
-  /// 0 = min(8, hardware threads / 2).
+  /// 0 = half the CPUs this process may use (its affinity mask and cgroup CPU quota), 1 to 8.
   unsigned copy_threads = 0;
   /// Whether the copy threads write the caller's pageable memory in downloads (`read_into`,
   /// `read` beyond the read pool) of 1 MiB or more with streaming stores, which skip reading
