@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Global configuration: `cubert.toml` (found by walking up from the working directory), then
-// CUBERT_* environment overrides, then defaults. See docs/configuration in config.hpp's comments.
+// CUBERT_* environment overrides, then defaults. The TOML layout is documented on `config` below.
 #pragma once
 
 #include <cstdint>
@@ -140,11 +140,16 @@ struct config {
   /// Parses exactly `file` (no environment overrides). @throws config_error, io_error.
   [[nodiscard]] static config from_file(std::filesystem::path const& file);
 
-  /// Applies CUBERT_* environment variables on top of `cfg`. @throws config_error naming the
-  /// variable on a bad value.
+  /// Applies CUBERT_* environment variables on top of `cfg`: CUBERT_AUTOTUNE_LEVEL,
+  /// CUBERT_CACHE_DIR (both cache folders), CUBERT_AUTOTUNE_CHECKS, CUBERT_AUTOTUNE_BACKGROUND,
+  /// CUBERT_AUTOTUNE_CACHE, CUBERT_AUTOTUNE_LOG_DECISIONS, CUBERT_KERNEL_CACHE,
+  /// CUBERT_AUTOTUNE_CONCURRENT, CUBERT_CHANNEL_SPIN_US, CUBERT_PROFILE (the profiling level) and
+  /// CUBERT_LOG (stdout, stderr, a file path, or off: every category to one sink, or none).
+  /// @throws config_error naming the variable on a bad value.
   static void apply_environment(config& cfg);
 
-  /// CUBERT_CACHE_DIR, else $XDG_CACHE_HOME/cubert, else ~/.cache/cubert.
+  /// CUBERT_CACHE_DIR, else $XDG_CACHE_HOME/cubert, else ~/.cache/cubert, else (no HOME)
+  /// <temp dir>/cubert-cache; made absolute from the working directory.
   [[nodiscard]] static std::filesystem::path cache_root();
 
   /// Name of the configuration file searched for.
