@@ -28,7 +28,8 @@ struct reservation_stats;
 /// handles that outlive it stay valid objects but resolve to nothing.
 class memory_manager {
  public:
-  /// Builds the pools of `config` for `props`. @throws invalid_argument on bad properties.
+  /// Builds the pools of `config` for `props`. @throws invalid_argument on a null storage, bad
+  /// properties, or a custom layout with a persistent pool (every manager has its own).
   memory_manager(std::unique_ptr<backend::storage> storage, device_memory_properties props,
                  memory_configuration config = memory_configuration::sub_slices());
   ~memory_manager();
