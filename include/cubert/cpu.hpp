@@ -60,7 +60,8 @@ struct kernel_context {
   [[nodiscard]] std::uint64_t cube_index() const noexcept {
     return (std::uint64_t{cube_pos.z} * cube_count.y + cube_pos.y) * cube_count.x + cube_pos.x;
   }
-  /// Buffer `i` as elements of T. @throws invalid_argument if there is no buffer i.
+  /// Buffer `i` as elements of T. @throws invalid_argument if there is no buffer i, or if it
+  /// does not start on a T's alignment (see `buffer_view::as`).
   template <typename T>
   [[nodiscard]] std::span<T> buffer(std::size_t i) const {
     CUBERT_EXPECTS(i < buffers.size(), "cpu kernel: buffer index out of range");
@@ -107,7 +108,8 @@ struct options {
   backend::channel_kind channel = backend::channel_kind::mutex;
 };
 
-/// A CPU server (for channels and tests). @throws invalid_argument on bad options.
+/// A CPU server (for channels and tests). @throws invalid_argument on bad options (an
+/// inconsistent memory layout); device_error when a worker thread cannot be started.
 [[nodiscard]] std::unique_ptr<backend::server> make_server(options const& opts = {});
 
 /// The properties a CPU device with `threads` workers reports.
