@@ -85,7 +85,8 @@ struct binding_with_meta {
 };
 
 /// Sub-handles of one buffer laid out back to back: handle i starts at the sum of the earlier
-/// sizes, each rounded up to `align`. @throws invalid_argument if they do not fit in `base`.
+/// sizes, each rounded up to `align`. @throws invalid_argument if they do not fit in `base`, or
+/// if `align` is 0.
 [[nodiscard]] std::vector<handle> offset_handles(handle const& base,
                                                  std::span<std::uint64_t const> sizes,
                                                  std::uint64_t align = 1);
