@@ -104,7 +104,8 @@ class kernel {
   std::shared_ptr<definition const> def_;
 };
 
-/// Builds a kernel: `kernel::builder{"add"}.cube_dim(256).cpu(fn).build()`.
+/// Builds a kernel: `kernel::builder{"add"}.cube_dim(256).cpu(fn).build()`. A builder builds
+/// once: any call after `build()` throws invalid_argument.
 class kernel::builder {
  public:
   /// @throws invalid_argument on an empty name.
@@ -120,6 +121,7 @@ class kernel::builder {
   /// Anything that changes the generated code (type names, tile sizes, flags): part of the id.
   builder& info(std::string info);
   /// The native CPU body. A callable cannot be hashed: name + info must tell variants apart.
+  /// @throws invalid_argument on an empty callable.
   builder& cpu(cpu_kernel_fn fn);
   builder& cuda_source(std::string source, std::string entry_point,
                        std::vector<std::string> options = {});
