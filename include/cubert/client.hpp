@@ -95,8 +95,9 @@ class client {
   void execute_unchecked(kernel const& k, cube_count const& count, bindings args) const;
   /// Submits outstanding work; rethrows a deferred error.
   void flush() const;
-  /// Waits for all submitted work; rethrows a deferred error; then prints the profiling
-  /// summary when profiling is on.
+  /// Waits for all submitted work; rethrows a deferred error; then, when profiling (level basic
+  /// or more) recorded launches since the last sync, writes their summary table to the
+  /// profiling log and starts a new one.
   void sync() const;
 
   /// The raw resource behind a binding, for interop.
