@@ -95,12 +95,13 @@ struct options {
 /// invalid_argument for an ordinal out of range, device_error if the driver fails or the device
 /// is lost.
 ///
-/// A kernel fault (illegal address, trap, misaligned access...) loses the device for the rest of
-/// the process: CUDA keeps the error in the context, and neither releasing nor resetting the
-/// primary context clears it. cubert reports the fault once, at the next wait (`sync`, a read, or
-/// `flush` with launch blocking), as a `device_error` naming the driver error and the launches
-/// it may have come from; after that every call on any server of that device, and every new
-/// server, throws `device_error` with that report at once.
+/// A kernel fault (illegal address, trap, misaligned access...) loses every CUDA device for the
+/// rest of the process: CUDA keeps the error in the context, neither releasing nor resetting the
+/// primary context clears it, and other devices' calls return it too (driver 580). cubert
+/// reports the fault once, at the next wait (`sync`, a read, or `flush` with launch blocking),
+/// as a `device_error` naming the driver error and the launches it may have come from; after
+/// that every call on any server of any device, and every new server, throws `device_error`
+/// with that report (naming the faulting device) at once.
 [[nodiscard]] std::unique_ptr<backend::server> make_server(int ordinal, options const& opts = {});
 
 }  // namespace cubert::cuda
