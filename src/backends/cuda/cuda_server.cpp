@@ -87,9 +87,9 @@ cuda_server::cuda_server(int ordinal, options const& opts)
     profiler_ = std::make_unique<cuda_event_profiler>(stream_, info_.ordinal, info_.device);
     read_pool_ = cuda_pinned_pool::make(info_.device, opts.read_pool_bytes);
   } catch (...) {
-    memory_.reset();
-    if (owns_stream_) driver().cuStreamDestroy(stream_);
-    driver().cuDevicePrimaryCtxRelease(info_.device);
+    // Whatever was made before the failure holds pinned blocks, modules, events or slices of
+    // the stream and context: it must go first, as in the destructor.
+    release();
     throw;
   }
 }
@@ -98,6 +98,11 @@ cuda_server::~cuda_server() {
   auto const& api = driver_state();
   api.cuCtxSetCurrent(context_);
   api.cuStreamSynchronize(stream_);  // A fault here was reported (or is lost with the server).
+  release();
+}
+
+void cuda_server::release() noexcept {
+  auto const& api = driver_state();
   read_pool_.reset();  // Leased blocks keep the pool alive; each retains the context it needs.
   profiler_.reset();
   modules_.reset();

@@ -78,6 +78,9 @@ class cuda_server final : public backend::server {
   [[nodiscard]] cuda_pinned_pool const& read_pool() const noexcept { return *read_pool_; }
 
  private:
+  /// Destroys what the server made, then its stream, then its context reference: the
+  /// destructor's end, and a failed constructor's.
+  void release() noexcept;
   /// Throws the device's fault report if it is lost.
   void check_lost();
   /// check_lost, then makes the context current.

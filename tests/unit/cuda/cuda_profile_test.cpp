@@ -13,6 +13,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstddef>
+#include <dlfcn.h>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -87,6 +89,47 @@ TEST_P(CudaProfile, AroundAFailingLaunchFailsWithItsTextAndLaterOnesMeasure) {
   std::vector<std::uint32_t> const xs(1024, 3);
   auto const d =
       c.profile([&] { (void)c.create(cubert::test::bytes_of(xs)); }, "profile_test::after");
+  EXPECT_GE(d.resolve().count(), 0);
+}
+
+// A hook of the fake driver (fake_libcuda.cpp); null on a real driver.
+template <typename Fn>
+Fn fake_hook(char const* name) {
+  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) return nullptr;
+  auto* const fn = reinterpret_cast<Fn>(::dlsym(lib, name));
+  ::dlclose(lib);  // The backend holds its own reference.
+  return fn;
+}
+
+// A constructor failing late (the profiler cannot retain the context) gives back the context
+// and the stream, and the next server works.
+TEST_P(CudaProfile, AServerThatCannotRetainItsContextForProfilesLeavesNothingBehind) {
+  auto const fail_retains = fake_hook<void (*)(int, int)>("cubert_fake_fail_context_retains");
+  auto const refs = fake_hook<int (*)()>("cubert_fake_context_refs");
+  auto const streams = fake_hook<std::size_t (*)()>("cubert_fake_live_streams");
+  if (!fail_retains || !refs || !streams) GTEST_SKIP() << "needs the fake driver's hooks";
+  cubert::cuda::options opts;
+  opts.kernel_cache_dir = std::filesystem::path{};
+  int const refs_before = refs();
+  std::size_t const streams_before = streams();
+  fail_retains(1, 1);  // The server's own retain passes; the profiler's fails.
+  try {
+    (void)cubert::cuda::make_server(0, opts);
+    ADD_FAILURE() << "expected out_of_memory";
+  } catch (cubert::out_of_memory const& e) {
+    EXPECT_NE(std::string(e.what()).find("cuDevicePrimaryCtxRetain"), std::string::npos)
+        << e.what();
+  }
+  fail_retains(0, 0);
+  EXPECT_EQ(refs(), refs_before);
+  EXPECT_EQ(streams(), streams_before);
+  cubert::client const c(
+      cubert::backend::make_channel(cubert::cuda::make_server(0, opts), GetParam()));
+  std::vector<std::uint32_t> const xs(1024, 5);
+  auto const h = c.create(cubert::test::bytes_of(xs));
+  EXPECT_TRUE(cubert::test::same(c.read_one(h.binding()), cubert::test::bytes_of(xs)));
+  auto const d = c.profile([&] { (void)c.create(cubert::test::bytes_of(xs)); }, "profile_test::ok");
   EXPECT_GE(d.resolve().count(), 0);
 }
 

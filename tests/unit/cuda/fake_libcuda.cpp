@@ -17,6 +17,9 @@
 // so the sanitizers see no leak). Tests that fault therefore run in a child process.
 // `cubert_fake_fail_host_allocs(n)` (found with dlsym) makes the next n pinned allocations fail
 // with CUDA_ERROR_OUT_OF_MEMORY, as a host that will not pin more does.
+// `cubert_fake_fail_context_retains(after, n)` lets `after` cuDevicePrimaryCtxRetain calls through
+// and fails the next n with CUDA_ERROR_OUT_OF_MEMORY; `cubert_fake_context_refs()` and
+// `cubert_fake_live_streams()` say what a failed construction left behind.
 // `cubert_fake_other_context(fault)` returns a second context, which owns nothing and runs
 // nothing: calls made under it fail with `fault` unless that is CUDA_SUCCESS, and stream queries
 // and syncs made under it with a stream of the primary context fail with
@@ -231,8 +234,20 @@ CUresult CUDAAPI cuDeviceGetUuid(CUuuid* uuid, CUdevice) {
   std::memset(uuid->bytes, 0x5a, sizeof uuid->bytes);
   return CUDA_SUCCESS;
 }
+// Set by cubert_fake_fail_context_retains: retains to let through, then retains to fail.
+static int retains_to_pass = 0;
+static int retains_to_fail = 0;
+
 CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice) {
   std::lock_guard lock(state().m);
+  if (retains_to_fail > 0) {
+    if (retains_to_pass > 0) {
+      --retains_to_pass;
+    } else {
+      --retains_to_fail;
+      return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+  }
   ++state().primary.refs;
   *ctx = &state().primary;
   return CUDA_SUCCESS;
@@ -677,6 +692,19 @@ __attribute__((visibility("default"))) void cubert_fake_fail_copies(int after, i
   std::lock_guard lock(copy_failures_m);
   copies_to_pass = after;
   copies_to_fail = n;
+}
+__attribute__((visibility("default"))) void cubert_fake_fail_context_retains(int after, int n) {
+  std::lock_guard lock(state().m);
+  retains_to_pass = after;
+  retains_to_fail = n;
+}
+__attribute__((visibility("default"))) int cubert_fake_context_refs() {
+  std::lock_guard lock(state().m);
+  return state().primary.refs;
+}
+__attribute__((visibility("default"))) std::size_t cubert_fake_live_streams() {
+  std::lock_guard lock(state().m);
+  return state().stream_owners.size();
 }
 __attribute__((visibility("default"))) CUcontext cubert_fake_other_context(CUresult fault) {
   other_fault.store(fault, std::memory_order_release);
