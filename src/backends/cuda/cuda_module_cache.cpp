@@ -9,8 +9,19 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
+#include <utility>
 
 namespace cubert::cuda::detail {
+namespace {
+
+struct module_unloader {
+  void operator()(CUmodule m) const noexcept {
+    if (driver_state().loaded) driver_state().cuModuleUnload(m);
+  }
+};
+
+}  // namespace
 
 cuda_module_cache::~cuda_module_cache() {
   auto const& api = driver_state();
@@ -53,9 +64,10 @@ loaded_kernel& cuda_module_cache::load(kernel const& k, execution_mode mode, ker
     throw launch_error(
         fmt::format("cuModuleLoadData (kernel '{}' for sm_{}): {}", k.name(), arch_, describe(r)));
   }
+  // Unloaded on any way out until the map holds it (inserting may throw bad_alloc).
+  std::unique_ptr<CUmod_st, module_unloader> owned(loaded.module);
   if (CUresult r = api.cuModuleGetFunction(&loaded.function, loaded.module, entry.c_str());
       r != CUDA_SUCCESS) {
-    api.cuModuleUnload(loaded.module);
     throw launch_error(fmt::format("cuModuleGetFunction (kernel '{}', entry point '{}'): {}",
                                    k.name(), entry, describe(r)));
   }
@@ -75,7 +87,9 @@ loaded_kernel& cuda_module_cache::load(kernel const& k, execution_mode mode, ker
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   log::write(log::category::compilation, "cuda: kernel '{}' ({}) ready in {:.2f} ms", k.name(),
              id.to_string(), ms);
-  return kernels_.emplace(id, loaded).first->second;
+  auto const [it, inserted] = kernels_.emplace(id, std::move(loaded));
+  if (inserted) (void)owned.release();
+  return it->second;
 }
 
 }  // namespace cubert::cuda::detail
