@@ -8,31 +8,40 @@
 
 #include <fmt/format.h>
 
+#include <chrono>
+#include <cstdint>
 #include <memory>
+#include <utility>
 
 namespace cubert::cuda::detail {
 namespace {
 
-// An event destroyed with its last owner; destruction never throws (the driver may be gone).
-// It keeps the primary context that owns it alive: a duration may be resolved after its
-// server is gone, and the context dies with its last reference.
-struct event_owner {
-  CUevent event = nullptr;
-  std::shared_ptr<void const> context;  // Released after the event is destroyed.
-  event_owner(CUevent e, std::shared_ptr<void const> c) noexcept
-      : event(e), context(std::move(c)) {}
-  event_owner(event_owner const&) = delete;
-  event_owner& operator=(event_owner const&) = delete;
-  ~event_owner() {
-    if (event && driver_state().loaded) driver_state().cuEventDestroy(event);
+// Destroys an event; never throws (the driver may be gone).
+struct event_destroyer {
+  void operator()(CUevent e) const noexcept {
+    if (driver_state().loaded) driver_state().cuEventDestroy(e);
   }
 };
+using unique_event = std::unique_ptr<CUevent_st, event_destroyer>;
 
-CUevent make_event() {
+// Owned from the moment it exists, so nothing that throws after (an allocation) leaks it.
+unique_event make_event() {
   CUevent e = nullptr;
   CUBERT_CU_CALL(cuEventCreate, &e, CU_EVENT_DEFAULT);  // Timing enabled.
-  return e;
+  return unique_event(e);
 }
+
+// An event destroyed with its last owner. It keeps the primary context that owns it alive: a
+// duration may be resolved after its server is gone, and the context dies with its last
+// reference.
+struct event_owner {
+  std::shared_ptr<void const> context;  // Declared first: released after the event is destroyed.
+  unique_event event;
+  event_owner(unique_event e, std::shared_ptr<void const> c) noexcept
+      : context(std::move(c)), event(std::move(e)) {}
+  event_owner(event_owner const&) = delete;
+  event_owner& operator=(event_owner const&) = delete;
+};
 
 // Resolving runs outside the server, on the caller's thread, so a kernel fault it finds first
 // is marked here; the server's next call then says the device is lost, naming its launches.
@@ -60,15 +69,15 @@ cuda_event_profiler::cuda_event_profiler(CUstream stream, int ordinal, CUdevice 
 }
 
 cuda_event_profiler::~cuda_event_profiler() {
-  for (auto& [id, e] : open_) event_owner{e.start, nullptr};
+  for (auto& [id, e] : open_) event_destroyer{}(e.start);
 }
 
 profiling_token cuda_event_profiler::start() {
-  auto start = std::make_unique<event_owner>(make_event(), nullptr);
-  CUBERT_CU_CALL(cuEventRecord, start->event, stream_);
+  auto start = make_event();
+  CUBERT_CU_CALL(cuEventRecord, start.get(), stream_);
   auto const id = next_id_++;
-  open_.emplace(id, entry{start->event, std::nullopt});
-  start->event = nullptr;  // Now owned by the entry.
+  open_.emplace(id, entry{start.get(), std::nullopt});
+  (void)start.release();  // Now owned by the entry.
   return profiling_token{id};
 }
 
@@ -77,20 +86,22 @@ profile_duration cuda_event_profiler::stop(profiling_token token) {
   if (it == open_.end()) {
     throw profile_error(fmt::format("profiling token {} is not registered", token.id));
   }
-  auto start = std::make_shared<event_owner>(it->second.start, context_);
+  // The entry keeps the event until the owner exists: make_shared may throw.
+  auto start = std::make_shared<event_owner>(unique_event(), context_);
+  start->event.reset(it->second.start);
   auto failure = std::move(it->second.failure);
   open_.erase(it);
   if (failure) throw profile_error(*failure);
   auto end = std::make_shared<event_owner>(make_event(), context_);
-  CUBERT_CU_CALL(cuEventRecord, end->event, stream_);
+  CUBERT_CU_CALL(cuEventRecord, end->event.get(), stream_);
   // Resolving waits for the end event only: the caller decides when to pay for the wait, and
   // other work on the device keeps running.
   return profile_duration::from_device([start, end, ordinal = ordinal_]() {
     auto const& api = driver();
-    CUresult r = api.cuEventSynchronize(end->event);
+    CUresult r = api.cuEventSynchronize(end->event.get());
     if (r != CUDA_SUCCESS) fail(ordinal, "cuEventSynchronize", r);
     float ms = 0.0F;
-    r = api.cuEventElapsedTime(&ms, start->event, end->event);
+    r = api.cuEventElapsedTime(&ms, start->event.get(), end->event.get());
     if (r != CUDA_SUCCESS) fail(ordinal, "cuEventElapsedTime", r);
     return std::chrono::nanoseconds(static_cast<std::int64_t>(static_cast<double>(ms) * 1e6));
   });
