@@ -57,6 +57,21 @@ struct event_owner {
   throw device_error(what);
 }
 
+// Converting a NaN, an infinity or a value beyond the range of int64 nanoseconds (292 years) is
+// undefined; a driver that reports one has not measured anything.
+std::chrono::nanoseconds to_duration(float ms) {
+  double const ns = static_cast<double>(ms) * 1e6;
+  // 2^63 is exact in a double; every double below it converts.
+  constexpr double limit = 9223372036854775808.0;
+  if (!(ns >= 0.0 && ns < limit)) {
+    throw device_error(fmt::format(
+        "cuEventElapsedTime while resolving a profile: the driver reported {} ms, which is no "
+        "duration",
+        ms));
+  }
+  return std::chrono::nanoseconds(static_cast<std::int64_t>(ns));
+}
+
 }  // namespace
 
 cuda_event_profiler::cuda_event_profiler(CUstream stream, int ordinal, CUdevice device)
@@ -103,7 +118,7 @@ profile_duration cuda_event_profiler::stop(profiling_token token) {
     float ms = 0.0F;
     r = api.cuEventElapsedTime(&ms, start->event.get(), end->event.get());
     if (r != CUDA_SUCCESS) fail(ordinal, "cuEventElapsedTime", r);
-    return std::chrono::nanoseconds(static_cast<std::int64_t>(static_cast<double>(ms) * 1e6));
+    return to_duration(ms);
   });
 }
 

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <dlfcn.h>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -100,6 +101,37 @@ Fn fake_hook(char const* name) {
   auto* const fn = reinterpret_cast<Fn>(::dlsym(lib, name));
   ::dlclose(lib);  // The backend holds its own reference.
   return fn;
+}
+
+// An elapsed time that is no duration (NaN, infinite, negative, beyond int64 nanoseconds) is
+// refused when resolved, naming the call and the value; it used to be converted to an integer,
+// which is undefined. Later profiles measure.
+TEST_P(CudaProfile, AnElapsedTimeThatIsNoDurationIsRefused) {
+  auto const next_elapsed = fake_hook<void (*)(float)>("cubert_fake_next_elapsed_ms");
+  if (!next_elapsed) GTEST_SKIP() << "needs the fake driver's elapsed-time hook";
+  cubert::cuda::options opts;
+  opts.kernel_cache_dir = std::filesystem::path{};
+  cubert::client const c(
+      cubert::backend::make_channel(cubert::cuda::make_server(0, opts), GetParam()));
+  std::vector<std::uint32_t> const xs(1024, 3);
+  auto const profiled = [&] {
+    return c.profile([&] { (void)c.create(cubert::test::bytes_of(xs)); }, "profile_test::odd");
+  };
+  for (float const ms : {std::numeric_limits<float>::quiet_NaN(),
+                         std::numeric_limits<float>::infinity(), -1.0F, 1e30F}) {
+    SCOPED_TRACE(ms);
+    auto const d = profiled();
+    next_elapsed(ms);
+    try {
+      (void)d.resolve();
+      ADD_FAILURE() << "expected device_error";
+    } catch (cubert::device_error const& e) {
+      EXPECT_NE(std::string(e.what()).find("cuEventElapsedTime"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("which is no duration"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(c.sync());
+  EXPECT_GE(profiled().resolve().count(), 0);
 }
 
 // A constructor failing late (the profiler cannot retain the context) gives back the context

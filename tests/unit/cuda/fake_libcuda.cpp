@@ -20,6 +20,8 @@
 // `cubert_fake_fail_context_retains(after, n)` lets `after` cuDevicePrimaryCtxRetain calls through
 // and fails the next n with CUDA_ERROR_OUT_OF_MEMORY; `cubert_fake_context_refs()` and
 // `cubert_fake_live_streams()` say what a failed construction left behind.
+// `cubert_fake_next_elapsed_ms(ms)` makes the next cuEventElapsedTime report `ms`, whatever it
+// is (NaN, infinite, negative), as a driver could.
 // `cubert_fake_other_context(fault)` returns a second context, which owns nothing and runs
 // nothing: calls made under it fail with `fault` unless that is CUDA_SUCCESS, and stream queries
 // and syncs made under it with a stream of the primary context fail with
@@ -42,6 +44,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 // An entry point named cubert_fake_static_shared* has 32 KiB of static shared memory, which
@@ -672,11 +675,23 @@ CUresult CUDAAPI cuEventQuery(CUevent e) {
   std::lock_guard lock(e->state->m);
   return e->state->reached >= e->state->recorded ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
+// Set by cubert_fake_next_elapsed_ms: what the next cuEventElapsedTime reports.
+static std::mutex elapsed_m;
+static bool elapsed_set = false;
+static float elapsed_ms = 0.0F;
+
 CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
   if (context_destroyed()) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
   cuEventSynchronize(start);
   cuEventSynchronize(end);
   if (CUresult lost = sticky(); lost != CUDA_SUCCESS) return lost;
+  {
+    std::lock_guard lock(elapsed_m);
+    if (std::exchange(elapsed_set, false)) {
+      *ms = elapsed_ms;
+      return CUDA_SUCCESS;
+    }
+  }
   auto const at = [](CUevent e) {
     std::lock_guard lock(e->state->m);
     return e->state->when;
@@ -705,6 +720,11 @@ __attribute__((visibility("default"))) int cubert_fake_context_refs() {
 __attribute__((visibility("default"))) std::size_t cubert_fake_live_streams() {
   std::lock_guard lock(state().m);
   return state().stream_owners.size();
+}
+__attribute__((visibility("default"))) void cubert_fake_next_elapsed_ms(float ms) {
+  std::lock_guard lock(elapsed_m);
+  elapsed_set = true;
+  elapsed_ms = ms;
 }
 __attribute__((visibility("default"))) CUcontext cubert_fake_other_context(CUresult fault) {
   other_fault.store(fault, std::memory_order_release);
