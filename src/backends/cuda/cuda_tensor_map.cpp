@@ -282,8 +282,10 @@ CUtensorMap encode_tensor_map(tensor_map_args const& a) {
           a.interleave, CU_TENSOR_MAP_IM2COL_WIDE_MODE_W, a.swizzle, a.l2_promotion, a.oob_fill);
       break;
   }
-  // The driver refuses only what its rules forbid: the caller's description is at fault.
-  check(r, call, errc::invalid_argument);
+  // CUDA_ERROR_NOT_SUPPORTED refuses the request on this device or driver, not its
+  // description, which may be valid elsewhere; anything else the driver refuses is forbidden by
+  // its rules, so the caller's description is at fault.
+  check(r, call, r == CUDA_ERROR_NOT_SUPPORTED ? errc::unsupported : errc::invalid_argument);
   return map;
 }
 

@@ -42,7 +42,8 @@ struct tensor_map_args {
                                                    std::uint64_t size, int arch);
 
 /// The descriptor from the driver. @throws invalid_argument with the driver's error when it
-/// refuses the arguments; unsupported when the driver lacks the entry point.
+/// refuses the arguments; unsupported when the driver lacks the entry point or answers
+/// CUDA_ERROR_NOT_SUPPORTED.
 [[nodiscard]] CUtensorMap encode_tensor_map(tensor_map_args const& args);
 
 }  // namespace cubert::cuda::detail

@@ -10,10 +10,12 @@
 #include <cubert/error.hpp>
 #include <cubert/kernel.hpp>
 
+#include <cuda.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <string>
 #include <vector>
 
@@ -129,6 +131,62 @@ TEST_F(CudaModuleTest, DynamicSharedMemoryBeyondAnIntIsRefusedWithoutBlamingTheD
 }
 
 class CudaLaunchTest : public cubert::test::cuda_server_fixture {};
+
+// A driver answering CUDA_ERROR_NOT_SUPPORTED to a tensor map that passed cubert's checks cannot
+// encode it (the request may be valid elsewhere): unsupported, not the caller's invalid_argument
+// it used to be. Other refusals stay invalid_argument. Both name the kernel and the call, and the
+// server keeps working. Needs the fake driver, which can be told what the encoder answers.
+TEST_F(CudaLaunchTest, ATensorMapTheDriverCannotEncodeIsUnsupported) {
+  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  using result_fn = void (*)(CUresult);
+  auto* const encoder_answers =
+      lib ? reinterpret_cast<result_fn>(::dlsym(lib, "cubert_fake_tensor_map_result")) : nullptr;
+  if (lib) ::dlclose(lib);  // The backend holds its own reference.
+  if (!encoder_answers) GTEST_SKIP() << "needs the fake driver's tensor-map hook";
+  auto const in = server_->empty(64 * 64 * sizeof(float));
+  cubert::tensor_map_meta meta;
+  meta.rank = 2;
+  meta.shape = {64, 64};
+  meta.strides = {64, 1};
+  meta.type = cubert::elem::f32;
+  meta.format = cubert::tensor_map_tiled{{8, 8}};
+  auto const k = kernel::builder("launch_test::mapped")
+                     .cube_dim(32)
+                     .cuda_source("extern \"C\" __global__ void k() {}", "k")
+                     .build();
+  auto const launch = [&] {
+    server_->execute(k, cube_count{1},
+                     bindings{}.with_tensor_maps({cubert::tensor_map_binding{in.binding(), meta}}),
+                     execution_mode::checked);
+  };
+  encoder_answers(CUDA_ERROR_NOT_SUPPORTED);
+  try {
+    launch();
+    ADD_FAILURE() << "expected unsupported";
+  } catch (cubert::unsupported const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("kernel 'launch_test::mapped', tensor map 0"), std::string::npos) << what;
+    EXPECT_NE(what.find("cuTensorMapEncodeTiled: CUDA_ERROR_NOT_SUPPORTED"), std::string::npos)
+        << what;
+  }
+  encoder_answers(CUDA_ERROR_INVALID_VALUE);
+  try {
+    launch();
+    ADD_FAILURE() << "expected invalid_argument";
+  } catch (cubert::invalid_argument const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("kernel 'launch_test::mapped', tensor map 0"), std::string::npos) << what;
+    EXPECT_NE(what.find("cuTensorMapEncodeTiled: CUDA_ERROR_INVALID_VALUE"), std::string::npos)
+        << what;
+  }
+  encoder_answers(CUDA_ERROR_NOT_SUPPORTED);  // The fake's own answer.
+  EXPECT_NO_THROW(server_->sync().get());
+  std::vector<std::uint32_t> const xs{1, 2, 3};
+  auto const h = server_->create(std::as_bytes(std::span{xs}));
+  auto const back = read(h.binding());
+  ASSERT_EQ(back.size(), sizeof(std::uint32_t) * xs.size());
+  EXPECT_EQ(std::memcmp(back.data(), xs.data(), back.size()), 0);
+}
 
 // A dynamic count is the first 12 bytes of its binding, which may be a large buffer: only those
 // come back (reading the whole binding pinned a read-pool block of its size per launch). A

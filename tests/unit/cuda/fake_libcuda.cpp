@@ -22,6 +22,8 @@
 // `cubert_fake_live_streams()` say what a failed construction left behind.
 // `cubert_fake_next_elapsed_ms(ms)` makes the next cuEventElapsedTime report `ms`, whatever it
 // is (NaN, infinite, negative), as a driver could.
+// `cubert_fake_tensor_map_result(r)` sets what cuTensorMapEncode* return (default
+// CUDA_ERROR_NOT_SUPPORTED: this driver cannot encode).
 // `cubert_fake_other_context(fault)` returns a second context, which owns nothing and runs
 // nothing: calls made under it fail with `fault` unless that is CUDA_SUCCESS, and stream queries
 // and syncs made under it with a stream of the primary context fail with
@@ -610,19 +612,21 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int, unsigned int, unsign
   return CUDA_SUCCESS;
 }
 // Tensor maps are only ever passed to kernels, which this driver does not run.
+static std::atomic<CUresult> tensor_map_result{CUDA_ERROR_NOT_SUPPORTED};
+
 CUresult CUDAAPI cuTensorMapEncodeTiled(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
                                         cuuint64_t const*, cuuint64_t const*, cuuint32_t const*,
                                         cuuint32_t const*, CUtensorMapInterleave,
                                         CUtensorMapSwizzle, CUtensorMapL2promotion,
                                         CUtensorMapFloatOOBfill) {
-  return CUDA_ERROR_NOT_SUPPORTED;
+  return tensor_map_result.load();
 }
 CUresult CUDAAPI cuTensorMapEncodeIm2col(CUtensorMap*, CUtensorMapDataType, cuuint32_t, void*,
                                          cuuint64_t const*, cuuint64_t const*, int const*,
                                          int const*, cuuint32_t, cuuint32_t, cuuint32_t const*,
                                          CUtensorMapInterleave, CUtensorMapSwizzle,
                                          CUtensorMapL2promotion, CUtensorMapFloatOOBfill) {
-  return CUDA_ERROR_NOT_SUPPORTED;
+  return tensor_map_result.load();
 }
 
 CUresult CUDAAPI cuEventCreate(CUevent* e, unsigned int) {
@@ -725,6 +729,9 @@ __attribute__((visibility("default"))) void cubert_fake_next_elapsed_ms(float ms
   std::lock_guard lock(elapsed_m);
   elapsed_set = true;
   elapsed_ms = ms;
+}
+__attribute__((visibility("default"))) void cubert_fake_tensor_map_result(CUresult r) {
+  tensor_map_result.store(r);
 }
 __attribute__((visibility("default"))) CUcontext cubert_fake_other_context(CUresult fault) {
   other_fault.store(fault, std::memory_order_release);
