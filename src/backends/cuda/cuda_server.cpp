@@ -125,7 +125,8 @@ void cuda_server::make_current() {
 
 void cuda_server::throw_lost() {
   auto const fault = lost_fault();
-  if (!fault) return;  // Not reached: the flag is set after the record.
+  if (!fault) return;   // Not reached: the flag is set after the record.
+  lost_thrown_ = true;  // What on_failure receives next is this report: it passes it on.
   // The first wait after a fault found at a launch gets the report itself, like any deferred
   // launch error. An ordinary launch error still waiting when the fault was found elsewhere
   // (another client, a profile being resolved) would hide the loss for one more call.
@@ -147,7 +148,19 @@ void cuda_server::throw_lost() {
 
 std::exception_ptr cuda_server::on_failure(std::exception_ptr e) noexcept {
   try {
-    if (lost_->load(std::memory_order_acquire)) return e;  // Already reported as lost.
+    if (lost_->load(std::memory_order_acquire)) {
+      if (std::exchange(lost_thrown_, false)) return e;  // throw_lost's report.
+      // Lost while this call ran (another client or a profile found a fault): its failure is
+      // most likely the fault's error, and the caller must hear that the device is lost.
+      try {
+        throw_lost();
+      } catch (...) {
+        lost_thrown_ = false;
+        return std::current_exception();
+      }
+      lost_thrown_ = false;
+      return e;
+    }
     // The failure may have come before the context was made current (a refused reservation,
     // a failing cuCtxSetCurrent), and the driver answers a query with the current context's
     // sticky error (the null stream being that context's own): ask about this server's context.

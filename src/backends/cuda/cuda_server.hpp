@@ -144,6 +144,8 @@ class cuda_server final : public backend::server {
   // errors_ holds the report of a fault this server found at a launch; whatever else waits
   // there when the device is lost is stale.
   bool fault_waiting_ = false;
+  // Set by throw_lost: the failure on_failure sees next is already the lost report.
+  bool lost_thrown_ = false;
   bool launch_blocking_;
   // Launch scratch, reused so a launch allocates nothing once warm.
   std::vector<CUtensorMap> maps_;  // CUtensorMap is 128-byte aligned; vector honours it.

@@ -388,6 +388,44 @@ void a_fault_on_another_device_loses_this_one(channel_kind kind) {
   checks.finish();
 }
 
+// What marks the process lost in the middle of a call: a fault recorded on cuda:1, as another
+// client finding one would.
+void lose_cuda1() {
+  cuda::detail::mark_lost(1,
+                          "cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory "
+                          "access was encountered). This is a kernel fault on cuda:1");
+}
+
+// A call whose driver call fails after another thread marked the process lost (between the
+// call's check and its failure) says the device is lost; it used to pass the driver's error on
+// as an ordinary failure. Needs the fake driver's copy-failure hooks.
+void lost_during_a_call(channel_kind kind) {
+  child_checks checks;
+  {
+    void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+    using fail_copies_fn = void (*)(int, int);
+    using on_failed_copy_fn = void (*)(void (*)());
+    auto* const fail_copies =
+        lib ? reinterpret_cast<fail_copies_fn>(::dlsym(lib, "cubert_fake_fail_copies")) : nullptr;
+    auto* const on_failed_copy =
+        lib ? reinterpret_cast<on_failed_copy_fn>(::dlsym(lib, "cubert_fake_on_failed_copy"))
+            : nullptr;
+    if (lib) ::dlclose(lib);  // The backend holds its own reference.
+    checks.expect(fail_copies && on_failed_copy, "no copy-failure hooks");
+    if (fail_copies && on_failed_copy) {
+      scenario s(kind);
+      auto& [zeros, c, buf] = s;
+      on_failed_copy(&lose_cuda1);
+      fail_copies(0, 1);
+      checks.expect_device_error(
+          "the read", [&] { (void)c.read_one(buf.binding()); },
+          {"cuda:0 is lost", "restart the process", "The fault was on cuda:1"});
+      checks.expect_device_error("the next sync", [&] { c.sync(); }, {"cuda:0 is lost"});
+    }
+  }
+  checks.finish();
+}
+
 class CudaKernelFault : public ::testing::TestWithParam<channel_kind> {
  protected:
   void SetUp() override {
@@ -427,6 +465,14 @@ TEST_P(CudaKernelFault, AnEmptyReadKeepsTheSuspects) {
 
 TEST_P(CudaKernelFault, FoundByResolvingAProfileIsReportedThereThenTheDeviceIsLost) {
   EXPECT_EXIT(fault_found_by_a_profile(GetParam()), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_P(CudaKernelFault, FoundElsewhereDuringACallIsReportedAsTheLoss) {
+  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  bool const fake = lib && ::dlsym(lib, "cubert_fake_on_failed_copy");
+  if (lib) ::dlclose(lib);
+  if (!fake) GTEST_SKIP() << "needs the fake driver's copy-failure hooks";
+  EXPECT_EXIT(lost_during_a_call(GetParam()), ::testing::ExitedWithCode(0), "");
 }
 
 // Needs the fake driver's second context; skipped elsewhere.

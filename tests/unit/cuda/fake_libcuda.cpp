@@ -20,6 +20,8 @@
 // `cubert_fake_fail_context_retains(after, n)` lets `after` cuDevicePrimaryCtxRetain calls through
 // and fails the next n with CUDA_ERROR_OUT_OF_MEMORY; `cubert_fake_context_refs()` and
 // `cubert_fake_live_streams()` say what a failed construction left behind.
+// `cubert_fake_on_failed_copy(fn)` calls `fn` (null: nothing) whenever an injected copy failure
+// happens, before the copy returns, as another thread could do anything meanwhile.
 // `cubert_fake_next_elapsed_ms(ms)` makes the next cuEventElapsedTime report `ms`, whatever it
 // is (NaN, infinite, negative), as a driver could.
 // `cubert_fake_tensor_map_result(r)` sets what cuTensorMapEncode* return (default
@@ -461,14 +463,19 @@ static std::mutex copy_failures_m;
 static int copies_to_pass = 0;
 static int copies_to_fail = 0;
 
+static std::atomic<void (*)()> on_failed_copy{nullptr};
+
 static bool copy_fails() {
-  std::lock_guard lock(copy_failures_m);
-  if (copies_to_fail == 0) return false;
-  if (copies_to_pass > 0) {
-    --copies_to_pass;
-    return false;
+  {
+    std::lock_guard lock(copy_failures_m);
+    if (copies_to_fail == 0) return false;
+    if (copies_to_pass > 0) {
+      --copies_to_pass;
+      return false;
+    }
+    --copies_to_fail;
   }
-  --copies_to_fail;
+  if (auto* fn = on_failed_copy.load()) fn();
   return true;
 }
 
@@ -724,6 +731,9 @@ __attribute__((visibility("default"))) int cubert_fake_context_refs() {
 __attribute__((visibility("default"))) std::size_t cubert_fake_live_streams() {
   std::lock_guard lock(state().m);
   return state().stream_owners.size();
+}
+__attribute__((visibility("default"))) void cubert_fake_on_failed_copy(void (*fn)()) {
+  on_failed_copy.store(fn);
 }
 __attribute__((visibility("default"))) void cubert_fake_next_elapsed_ms(float ms) {
   std::lock_guard lock(elapsed_m);
