@@ -43,6 +43,15 @@ void sleep_20ms(cpu::kernel_context const&) {
   std::this_thread::sleep_for(20ms);
 }
 
+// Waits until `flag` is set, for at most 10 s: ample on a loaded machine, and a lost signal
+// still ends the test (which then fails on what it checks) instead of hanging it.
+void wait_for(std::atomic<bool> const& flag) {
+  auto const deadline = std::chrono::steady_clock::now() + 10s;
+  while (!flag.load() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(100us);
+  }
+}
+
 std::chrono::nanoseconds process_cpu_time() {
   timespec t{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
@@ -62,9 +71,18 @@ TEST(ActorChannel, BlockingCallsInABurstGetTheirOwnReplies) {
 
 TEST(ActorChannel, AReplyLongerThanTheSpinStillArrives) {
   auto c = actor_client();
-  auto slow = kernel::builder("test::sleep_20ms").cpu(sleep_20ms).build();
+  // The kernel keeps the server thread until the caller is about to call, then 20 ms more: with a
+  // plain 20 ms kernel, a caller descheduled after `execute` (a loaded machine) found it done.
+  auto const go = std::make_shared<std::atomic<bool>>(false);
+  auto slow = kernel::builder("test::sleep_20ms_after_go")
+                  .cpu([go](cpu::kernel_context const&) {
+                    wait_for(*go);
+                    std::this_thread::sleep_for(20ms);
+                  })
+                  .build();
   c.execute(slow, cube_count{1}, bindings{});
   auto const start = std::chrono::steady_clock::now();
+  go->store(true);
   auto h = c.empty(64);  // Queued behind the kernel: the caller outlasts its spin and sleeps.
   auto const waited = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(h.size(), 64u);
@@ -114,10 +132,20 @@ TEST(ActorChannel, AMessageReleasesWhatItHoldsOnceItHasRun) {
   auto const baseline = c.memory_usage().bytes_in_use;
   std::optional<handle> h = c.empty(size);
   std::vector<std::byte> dst(size);
-  auto slow = kernel::builder("test::sleep_20ms").cpu(sleep_20ms).build();
-  c.execute(slow, cube_count{1}, bindings{});  // What follows is queued behind it, in one batch.
+  // The kernel holds the server thread until the read is queued and the handle dropped, then
+  // 20 ms more for `memory_usage` to be queued too: what follows is taken in one batch, however
+  // late this thread runs (a plain 20 ms kernel could end first on a loaded machine).
+  auto const go = std::make_shared<std::atomic<bool>>(false);
+  auto slow = kernel::builder("test::sleep_20ms_after_go")
+                  .cpu([go](cpu::kernel_context const&) {
+                    wait_for(*go);
+                    std::this_thread::sleep_for(20ms);
+                  })
+                  .build();
+  c.execute(slow, cube_count{1}, bindings{});
   auto done = c.read_into_async(h->binding(), dst);
   h.reset();
+  go->store(true);
   auto const usage = c.memory_usage();
   done.get();
   EXPECT_EQ(usage.bytes_in_use, baseline);
@@ -128,13 +156,14 @@ TEST(ActorChannel, AMessageReleasesWhatItHoldsOnceItHasRun) {
 // join that very thread (std::terminate); now the thread serves what is queued and ends.
 TEST(ActorChannel, AMessageHoldingTheLastClientEndsTheChannelOnItsOwnThread) {
   std::atomic<int> ran{0};
+  std::atomic<bool> dropped{false};
   auto sentinel = std::make_shared<int>(0);
   std::weak_ptr<int> const watch = sentinel;
   {
     auto c = actor_client();
     auto holder = kernel::builder("test::holds_its_client")
-                      .cpu([keep = c, &ran](cpu::kernel_context const&) {
-                        std::this_thread::sleep_for(20ms);  // Still queued when `c` is dropped.
+                      .cpu([keep = c, &ran, &dropped](cpu::kernel_context const&) {
+                        wait_for(dropped);  // Still running when `c` is dropped.
                         ran.fetch_add(1);
                       })
                       .build();
@@ -145,6 +174,7 @@ TEST(ActorChannel, AMessageHoldingTheLastClientEndsTheChannelOnItsOwnThread) {
     c.execute(holder, cube_count{1}, bindings{});
     c.execute(after, cube_count{1}, bindings{});
   }
+  dropped = true;
   // Both kernels run and their messages die with the server thread's queue.
   auto const deadline = std::chrono::steady_clock::now() + 10s;
   while (!watch.expired() && std::chrono::steady_clock::now() < deadline) {
@@ -169,11 +199,16 @@ TEST(ActorChannel, AnOrphanedServerThreadFinishesBeforeTheProcessExits) {
       (std::string("cubert-actor-exit-") + std::getenv("CUBERT_TEST_PARENT_PID") + ".txt");
   std::filesystem::remove(marker);
   auto const orphan_then_exit = [&] {
+    // Signals, not sleeps, order the steps: on a loaded machine a 50 ms kernel could end before
+    // the last other copy was dropped, or still run when the process exits (not yet orphaned,
+    // hence not joined at exit).
+    auto const dropped = std::make_shared<std::atomic<bool>>(false);
+    auto const slow_started = std::make_shared<std::atomic<bool>>(false);
     {
       auto c = actor_client();
       auto holder = kernel::builder("test::holds_its_client")
-                        .cpu([keep = c](cpu::kernel_context const&) {
-                          std::this_thread::sleep_for(50ms);  // Until every other copy is gone.
+                        .cpu([keep = c, dropped](cpu::kernel_context const&) {
+                          wait_for(*dropped);  // Until every other copy is gone.
                         })
                         .build();
       // Destroyed with its message, after it ran, on the orphaned thread.
@@ -181,17 +216,19 @@ TEST(ActorChannel, AnOrphanedServerThreadFinishesBeforeTheProcessExits) {
         std::ofstream(marker) << "finished";
         delete p;
       });
-      auto slow =
-          kernel::builder("test::slow_behind")
-              .cpu([note](cpu::kernel_context const&) { std::this_thread::sleep_for(100ms); })
-              .build();
+      auto slow = kernel::builder("test::slow_behind")
+                      .cpu([note, slow_started](cpu::kernel_context const&) {
+                        slow_started->store(true);
+                        std::this_thread::sleep_for(100ms);
+                      })
+                      .build();
       c.execute(holder, cube_count{1}, bindings{});
-      std::this_thread::sleep_for(10ms);  // The server takes the holder alone, in its own batch.
       c.execute(slow, cube_count{1}, bindings{});
     }
-    // The holder's message dies at ~50 ms with the last client, on the server thread, which
-    // then still has the slow kernel to run: exit while it runs.
-    std::this_thread::sleep_for(80ms);
+    dropped->store(true);
+    // The holder's message dies with the last client, on the server thread, before the slow
+    // kernel starts (each message is released once it has run): exit while the slow one runs.
+    wait_for(*slow_started);
     std::exit(0);
   };
   EXPECT_EXIT(orphan_then_exit(), ::testing::ExitedWithCode(0), "");
