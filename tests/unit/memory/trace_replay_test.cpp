@@ -94,8 +94,10 @@ TEST(TraceReplay, ErrorsInAFileNameItsPathAndLine) {
 }
 
 TEST(TraceReplay, ReadsGzipThroughAPipe) {
-  auto const dir = std::filesystem::temp_directory_path() / "cubert_trace_test";
-  std::filesystem::create_directories(dir);
+  // A directory of its own: a fixed name under /tmp was shared with every other run of this
+  // test on the machine (another build's ctest, another user) and left behind by a failure.
+  cubert::test::temp_dir scratch;
+  auto const& dir = scratch.path();
   auto const plain = dir / "small's.trace";  // a quote in the name must not reach the shell
   {
     std::ofstream out(plain);
@@ -113,7 +115,6 @@ TEST(TraceReplay, ReadsGzipThroughAPipe) {
   EXPECT_EQ(p.events.size(), 4u);
   std::ofstream(dir / "bad.gz") << "not gzip";
   EXPECT_THROW((void)load_trace(dir / "bad.gz"), cubert::io_error);
-  std::filesystem::remove_all(dir);
 }
 
 TEST(TraceReplay, ReplayReportsPeaksForEveryPreset) {
