@@ -59,9 +59,11 @@ struct armed {
 };
 
 // Runs `call` with the n-th host allocation failing, for n = 0, 1, ... until it succeeds, and
-// checks the manager after each failure. `setup` builds the state before the call.
+// checks the manager after each failure. `setup` builds the state before the call. Returns how
+// many failures it injected: a call that never reached the failing allocation (operator new not
+// replaced, or no longer called) checked no failure path at all.
 template <typename Setup, typename Call>
-void sweep(std::string const& name, memory_configuration const& config, Setup setup, Call call) {
+long sweep(std::string const& name, memory_configuration const& config, Setup setup, Call call) {
   for (long n = 0;; ++n) {
     SCOPED_TRACE(name + ", failing host allocation " + std::to_string(n));
     auto owned = std::make_unique<page_storage>();
@@ -99,7 +101,7 @@ void sweep(std::string const& name, memory_configuration const& config, Setup se
     EXPECT_EQ(storage.unknown_frees, 0u);
     EXPECT_TRUE(storage.pages.empty()) << storage.pages.size() << " pages left";
     EXPECT_EQ(m.usage(), memory_usage{});
-    if (testing::Test::HasFailure() || !threw) return;
+    if (testing::Test::HasFailure() || !threw) return threw ? n + 1 : n;
   }
 }
 
@@ -115,11 +117,12 @@ cache_policy small_policy() {
 
 // A fresh page, the split of a hole in a held page, a page of its own, a zero-byte request:
 // each on a fresh manager and on one that already holds slices.
-void sweep_sizes(std::string const& name, memory_configuration const& config) {
+long sweep_sizes(std::string const& name, memory_configuration const& config) {
+  long injected = 0;
   for (std::uint64_t size : {std::uint64_t{100}, 40 * kib, 3 * mib, std::uint64_t{0}}) {
     auto const reserve = [size](memory_manager& m) { return m.reserve(size); };
-    sweep(name + " fresh " + std::to_string(size), config, no_setup, reserve);
-    sweep(
+    injected += sweep(name + " fresh " + std::to_string(size), config, no_setup, reserve);
+    injected += sweep(
         name + " after others " + std::to_string(size), config,
         [](memory_manager& m, auto& live) {
           for (std::uint64_t s : {std::uint64_t{64}, 10 * kib, 30 * kib, 200 * kib})
@@ -128,6 +131,7 @@ void sweep_sizes(std::string const& name, memory_configuration const& config) {
         },
         reserve);
   }
+  return injected;
 }
 
 TEST(ExceptionSafety, SlicedPoolGrowthLeaksNoPage) {
@@ -135,29 +139,35 @@ TEST(ExceptionSafety, SlicedPoolGrowthLeaksNoPage) {
   // storage page allocated and counted nowhere.
   auto cached = pool_options::sliced(mib, 4 * mib);
   cached.cache_pages = true;
-  sweep_sizes("sliced", memory_configuration::custom({pool_options::sliced(64 * kib, 64 * kib),
-                                                      pool_options::sliced(mib, 4 * mib)}));
-  sweep_sizes("cached", memory_configuration::custom({cached}, small_policy()));
+  EXPECT_GT(sweep_sizes("sliced",
+                        memory_configuration::custom({pool_options::sliced(64 * kib, 64 * kib),
+                                                      pool_options::sliced(mib, 4 * mib)})),
+            0);
+  EXPECT_GT(sweep_sizes("cached", memory_configuration::custom({cached}, small_policy())), 0);
 }
 
 TEST(ExceptionSafety, ExclusivePoolSlotIsNotLeftDangling) {
   // A new page slot went into the spare list before the free list grew: when that growth
   // threw, the slot was freed but stayed in the spare list, and the next page used it.
-  sweep_sizes("exclusive",
-              memory_configuration::custom({pool_options::exclusive(0),
-                                            pool_options::exclusive(128 * kib, 10, 256 * kib),
-                                            pool_options::exclusive(4 * mib)}));
+  EXPECT_GT(sweep_sizes("exclusive",
+                        memory_configuration::custom(
+                            {pool_options::exclusive(0),
+                             pool_options::exclusive(128 * kib, 10, 256 * kib),
+                             pool_options::exclusive(4 * mib)})),
+            0);
 }
 
 TEST(ExceptionSafety, PersistentPoolLeavesNoEmptyBucket) {
   // A bad_alloc growing a new bucket's free list left the bucket behind, empty: requests of
   // that size then went to the persistent pool in automatic mode (a size match).
-  sweep("persistent", memory_configuration::sub_slices(), no_setup, [](memory_manager& m) {
-    m.set_allocation_mode(allocation_mode::persistent);
-    auto h = m.reserve(5000);
-    m.set_allocation_mode(allocation_mode::automatic);
-    return h;
-  });
+  auto const injected =
+      sweep("persistent", memory_configuration::sub_slices(), no_setup, [](memory_manager& m) {
+        m.set_allocation_mode(allocation_mode::persistent);
+        auto h = m.reserve(5000);
+        m.set_allocation_mode(allocation_mode::automatic);
+        return h;
+      });
+  EXPECT_GT(injected, 0);
 }
 
 TEST(ExceptionSafety, EveryPresetStaysConsistent) {
@@ -172,7 +182,7 @@ TEST(ExceptionSafety, EveryPresetStaysConsistent) {
        memory_configuration::custom({pool_options::sliced(64 * kib, 64 * kib, 64 * kib),
                                      pool_options::exclusive(128 * kib, 10, 256 * kib), cached},
                                     small_policy())}};
-  for (auto const& [name, config] : configs) sweep_sizes(name, config);
+  for (auto const& [name, config] : configs) EXPECT_GT(sweep_sizes(name, config), 0) << name;
 }
 
 }  // namespace
