@@ -14,7 +14,9 @@
 #include <atomic>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <thread>
+#include <vector>
 
 namespace cubert::conformance {
 namespace {
@@ -106,12 +108,23 @@ TEST_P(Transfers, ReadIntoUnknownBindingIsInvalidArgument) {
 
 TEST_P(Transfers, ReadIntoZeroBytes) {
   auto const h = c().create({});
+  EXPECT_EQ(h.size(), 0u);
   c().read_into(h.binding(), {});
   auto none = c().alloc_host(0);
+  EXPECT_EQ(none.size(), 0u);
   c().read_into_async(h.binding(), none.span()).get();
   auto const full = c().create(byte_ramp(16));
-  c().read_into(full.offset_start(16).binding(), {});  // An empty view of a live buffer.
-  c().read_into(full.offset_start(8).offset_end(8).binding(), {});
+  // Empty spans that point into live memory: a zero-byte read must write none of it.
+  std::vector<std::byte> guard(8, std::byte{0x5a});
+  std::span<std::byte> const nothing(guard.data(), 0);
+  c().read_into(full.offset_start(16).binding(), nothing);  // An empty view of a live buffer.
+  c().read_into(full.offset_start(8).offset_end(8).binding(), nothing);
+  c().read_into(h.binding(), nothing);
+  EXPECT_EQ(guard, std::vector<std::byte>(8, std::byte{0x5a}));
+  // The client goes on: the buffer behind the empty views still reads back whole.
+  std::vector<std::byte> dst(16);
+  c().read_into(full.binding(), dst);
+  EXPECT_TRUE(same(dst, byte_ramp(16)));
 }
 
 TEST_P(Transfers, ReadIntoAsyncSeesEarlierLaunches) {
