@@ -270,11 +270,15 @@ TEST(ManagerPolicy, ResetPeaksAlsoRestartsThePoolRows) {
   m->reset_peaks();
   auto const r = m->report();
   EXPECT_EQ(r.peak_bytes_in_use, 1000u);
+  ASSERT_FALSE(r.pools.empty());  // The loop below checks every row: none would check nothing.
+  std::uint64_t in_use = 0;
   for (auto const& row : r.pools) {
     EXPECT_EQ(row.peak_bytes_in_use, row.usage.bytes_in_use) << row.description;
     EXPECT_EQ(row.peak_bytes_reserved, row.usage.bytes_reserved) << row.description;
     EXPECT_EQ(row.peak_pages, row.pages) << row.description;
+    in_use += row.usage.bytes_in_use;
   }
+  EXPECT_EQ(in_use, 1000u);  // The rows are the live ones: `keep` is in one of them.
 }
 
 TEST(ManagerPolicy, ResetPeaksCountsDropsNotYetDrained) {
