@@ -115,7 +115,9 @@ TEST(Configuration, ExclusivePagesEndsAreExactWithAlignmentOne) {
   EXPECT_EQ(pools.back().max_alloc_size, gib);
   memory_manager m(std::make_unique<counting_storage>(1), {gib, 1},
                    memory_configuration::exclusive_pages());
-  EXPECT_NO_THROW((void)m.reserve(gib));
+  auto const h = m.reserve(gib);
+  ASSERT_TRUE(m.get(h).has_value());
+  EXPECT_EQ(m.get(h)->size, gib);
 }
 
 TEST(Configuration, PresetsAcceptRequestsUpToTheDeviceLimit) {
