@@ -15,7 +15,13 @@ using namespace cubert;
 
 // Reserves (without touching) about two thirds of the host's memory twice: untouched pages cost
 // no memory, but sanitizers shadow them, so the case runs in plain builds only.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// GCC names the sanitizers with macros; Clang (14 here) only through __has_feature.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CUBERT_TEST_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(CUBERT_TEST_SANITIZED)
 constexpr bool sanitized = true;
 #else
 constexpr bool sanitized = false;

@@ -448,7 +448,13 @@ TEST_F(CorruptConfig, IsAConfigErrorAndAValidFileLoadsAfterwards) {
   EXPECT_EQ(config::load(dir_).autotune.level, autotune_level::full);
 }
 
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+// GCC names the sanitizers with macros; Clang (14 here) only through __has_feature.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CUBERT_TEST_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(CUBERT_TEST_SANITIZED)
 constexpr bool sanitized = true;  // They reserve terabytes of address space up front.
 #else
 constexpr bool sanitized = false;
