@@ -56,6 +56,11 @@ TEST_P(Conformance, ReadHonoursOffsets) {
   for (auto& p : parts) bs.push_back(p.binding());
   auto got = c().read(std::move(bs));
   ASSERT_EQ(got.size(), 3u);
+  // Each part has its own size (memcmp would read past a short one) and its own bytes.
+  ASSERT_EQ(got[0].size(), 10u);
+  ASSERT_EQ(got[1].size(), 1u);
+  ASSERT_EQ(got[2].size(), 500u);
+  EXPECT_EQ(std::memcmp(got[0].data(), data.data(), 10), 0);
   EXPECT_EQ(std::memcmp(got[1].data(), data.data() + 10, 1), 0);
   EXPECT_EQ(std::memcmp(got[2].data(), data.data() + 11, 500), 0);
 }
