@@ -348,7 +348,7 @@ TEST_P(Contract, SharedClientCreateReadDropFromSeveralThreads) {
         auto pending = c().read_async({view.binding(), h.binding()});
         auto const got = c().read_one(h.binding());
         auto both = pending.get();
-        if (!same(got, data) || !same(both[1], data) ||
+        if (both.size() != 2 || !same(got, data) || !same(both[1], data) ||
             !same(both[0], std::span(data).subspan(size / 3))) {
           ++failures;
         }
