@@ -139,21 +139,20 @@ TEST(ExceptionSafety, SlicedPoolGrowthLeaksNoPage) {
   // storage page allocated and counted nowhere.
   auto cached = pool_options::sliced(mib, 4 * mib);
   cached.cache_pages = true;
-  EXPECT_GT(sweep_sizes("sliced",
-                        memory_configuration::custom({pool_options::sliced(64 * kib, 64 * kib),
-                                                      pool_options::sliced(mib, 4 * mib)})),
-            0);
+  EXPECT_GT(
+      sweep_sizes("sliced", memory_configuration::custom({pool_options::sliced(64 * kib, 64 * kib),
+                                                          pool_options::sliced(mib, 4 * mib)})),
+      0);
   EXPECT_GT(sweep_sizes("cached", memory_configuration::custom({cached}, small_policy())), 0);
 }
 
 TEST(ExceptionSafety, ExclusivePoolSlotIsNotLeftDangling) {
   // A new page slot went into the spare list before the free list grew: when that growth
   // threw, the slot was freed but stayed in the spare list, and the next page used it.
-  EXPECT_GT(sweep_sizes("exclusive",
-                        memory_configuration::custom(
-                            {pool_options::exclusive(0),
-                             pool_options::exclusive(128 * kib, 10, 256 * kib),
-                             pool_options::exclusive(4 * mib)})),
+  EXPECT_GT(sweep_sizes("exclusive", memory_configuration::custom(
+                                         {pool_options::exclusive(0),
+                                          pool_options::exclusive(128 * kib, 10, 256 * kib),
+                                          pool_options::exclusive(4 * mib)})),
             0);
 }
 
