@@ -126,16 +126,26 @@ TEST(ProfileWindow, TheProfilingThreadsOwnCallsAndNestedProfilesProceed) {
   opts.threads = 1;
   client const c(backend::make_channel(cpu::make_server(opts), backend::channel_kind::mutex));
   auto const k = kernel::builder("test::nothing").cpu(nothing).build();
+  int inner_ran = 0;
+  int outer_ran = 0;  // The check inside the body counts only if the body ran to its end.
   auto const outer = c.profile(
       [&] {
         c.execute(k, cube_count{1}, bindings{});
-        (void)c.profile([&] { c.execute(k, cube_count{1}, bindings{}); }, "inner");
+        (void)c.profile(
+            [&] {
+              c.execute(k, cube_count{1}, bindings{});
+              ++inner_ran;
+            },
+            "inner");
         auto h = c.empty(16);
         EXPECT_EQ(c.read_one(h.binding()).size(), 16u);
+        ++outer_ran;
       },
       "outer");
   (void)outer;
   c.sync();
+  EXPECT_EQ(inner_ran, 1);
+  EXPECT_EQ(outer_ran, 1);
 }
 
 }  // namespace
