@@ -16,19 +16,36 @@ namespace cubert::backend {
 
 namespace {
 
-struct finishing_threads {
+// What the keeper holds. Never destroyed: a server thread may orphan itself after the keeper's
+// destructor ran (the process exiting while a message held a client's last copy), and must then
+// find a live mutex that tells it the keeper is gone, not a destroyed one.
+struct finishing_state {
   std::mutex mutex;
   std::vector<std::thread> threads;
+  bool closed = false;  // The keeper has joined what it had; later threads are detached.
+};
 
+finishing_state& finishing() {
+  static auto* const state = new finishing_state;
+  return *state;
+}
+
+// Destroyed at exit, before the statics made before it (logging, the driver), once it has joined
+// every orphaned server thread.
+struct finishing_threads {
   ~finishing_threads() {
+    auto& f = finishing();
     // Taken out under the lock and joined outside it: a thread may still be adding itself.
     for (;;) {
       std::vector<std::thread> batch;
       {
-        std::lock_guard lock(mutex);
-        batch.swap(threads);
+        std::lock_guard lock(f.mutex);
+        if (f.threads.empty()) {
+          f.closed = true;
+          return;
+        }
+        batch.swap(f.threads);
       }
-      if (batch.empty()) return;
       for (auto& t : batch) {
         // exit() called from such a thread itself cannot wait for it.
         if (t.get_id() == std::this_thread::get_id()) {
@@ -41,21 +58,22 @@ struct finishing_threads {
   }
 };
 
-finishing_threads& finishing() {
-  static finishing_threads threads;
-  return threads;
-}
-
 }  // namespace
 
 void detail::keep_threads_until_exit() noexcept {
   (void)finishing();
+  static finishing_threads keeper;
 }
 
 void detail::join_at_exit(std::thread thread) noexcept {
   try {
     auto& f = finishing();
     std::lock_guard lock(f.mutex);
+    if (f.closed) {
+      // Orphaned after the keeper joined its last thread: nobody is left to join this one.
+      thread.detach();
+      return;
+    }
     f.threads.push_back(std::move(thread));
   } catch (...) {  // No memory for one more entry: let it run out on its own.
     if (thread.joinable()) thread.detach();

@@ -185,6 +185,34 @@ TEST(ActorChannel, AMessageHoldingTheLastClientEndsTheChannelOnItsOwnThread) {
   std::this_thread::sleep_for(20ms);  // Lets the detached thread finish destroying its server.
 }
 
+// Set by the exit handler of the test below, read by its kernel.
+std::atomic<bool> exit_reached{false};
+
+// The process exits while a message still holds a client's last copy: the keeper of orphaned
+// threads is destroyed first (it had nothing to join), and only then does the message end and
+// the channel die on its own thread. That thread used to add itself to the destroyed keeper's
+// vector under its destroyed mutex; it now finds the keeper closed and is detached. The exit
+// handler is registered before the channel exists, so it runs after the keeper's destructor.
+TEST(ActorChannel, AServerThreadOrphanedAfterTheKeeperIsGoneDoesNotTouchIt) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto const exit_while_held = [] {
+    std::atexit(+[] {
+      exit_reached.store(true);
+      // Time for the kernel to return and the channel to die on its thread, which no one joins.
+      std::this_thread::sleep_for(200ms);
+    });
+    {
+      auto c = actor_client();
+      auto holder = kernel::builder("test::holds_its_client_past_exit")
+                        .cpu([keep = c](cpu::kernel_context const&) { wait_for(exit_reached); })
+                        .build();
+      c.execute(holder, cube_count{1}, bindings{});
+    }
+    std::exit(0);
+  };
+  EXPECT_EXIT(exit_while_held(), ::testing::ExitedWithCode(0), "");
+}
+
 // The same, with the process exiting at once: the orphaned server thread is joined at exit, so
 // the work queued behind the kernel still runs and its captures are destroyed before the process
 // ends (a detached thread would be cut off). Run in a fresh process, which the exit ends.
