@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The CPU device's pages together stay within the memory the process may use.
+#include "sanitizers.hpp"
+
 #include <cubert/client.hpp>
 #include <cubert/cpu.hpp>
 #include <cubert/error.hpp>
@@ -15,17 +17,7 @@ using namespace cubert;
 
 // Reserves (without touching) about two thirds of the host's memory twice: untouched pages cost
 // no memory, but sanitizers shadow them, so the case runs in plain builds only.
-// GCC names the sanitizers with macros; Clang (14 here) only through __has_feature.
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define CUBERT_TEST_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(CUBERT_TEST_SANITIZED)
-constexpr bool sanitized = true;
-#else
-constexpr bool sanitized = false;
-#endif
+using test::sanitized;
 
 TEST(CpuCapacity, PagesBeyondTheHostsMemoryAreOutOfMemoryWithAReport) {
   if (sanitized) GTEST_SKIP() << "reserves most of the host's memory (virtual only)";

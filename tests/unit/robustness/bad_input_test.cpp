@@ -6,6 +6,7 @@
 #include "byte_helpers.hpp"
 #include "channel_kind_print.hpp"
 #include "cpu_kernels.hpp"
+#include "sanitizers.hpp"
 
 #include <cubert/client.hpp>
 #include <cubert/config.hpp>
@@ -448,17 +449,7 @@ TEST_F(CorruptConfig, IsAConfigErrorAndAValidFileLoadsAfterwards) {
   EXPECT_EQ(config::load(dir_).autotune.level, autotune_level::full);
 }
 
-// GCC names the sanitizers with macros; Clang (14 here) only through __has_feature.
-#if defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define CUBERT_TEST_SANITIZED 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__) || defined(CUBERT_TEST_SANITIZED)
-constexpr bool sanitized = true;  // They reserve terabytes of address space up front.
-#else
-constexpr bool sanitized = false;
-#endif
+using test::sanitized;  // The sanitizers reserve terabytes of address space up front.
 
 // With an address-space limit that leaves room for a few thread stacks, a server asking for 64
 // threads cannot start them all: a device_error, not a terminate from the threads already running.

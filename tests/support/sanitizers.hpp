@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: Apache-2.0
+// Whether this test binary runs under AddressSanitizer or ThreadSanitizer: a few cases reserve
+// address space or count memory mappings the sanitizers' shadow memory would distort.
+#pragma once
+
+// GCC names the sanitizers with macros; Clang (14 here) only through __has_feature.
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CUBERT_TEST_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CUBERT_TEST_SANITIZED 1
+#endif
+
+namespace cubert::test {
+#if defined(CUBERT_TEST_SANITIZED)
+inline constexpr bool sanitized = true;
+#else
+inline constexpr bool sanitized = false;
+#endif
+}  // namespace cubert::test
