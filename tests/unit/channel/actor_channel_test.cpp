@@ -52,6 +52,17 @@ void wait_for(std::atomic<bool> const& flag) {
   }
 }
 
+// A kernel that holds the server thread until `go`, then 20 ms more: what the caller queues
+// before setting `go` waits behind it however late the caller runs.
+kernel sleep_20ms_after(std::shared_ptr<std::atomic<bool>> const& go) {
+  return kernel::builder("test::sleep_20ms_after_go")
+      .cpu([go](cpu::kernel_context const&) {
+        wait_for(*go);
+        std::this_thread::sleep_for(20ms);
+      })
+      .build();
+}
+
 std::chrono::nanoseconds process_cpu_time() {
   timespec t{};
   clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
@@ -74,12 +85,7 @@ TEST(ActorChannel, AReplyLongerThanTheSpinStillArrives) {
   // The kernel keeps the server thread until the caller is about to call, then 20 ms more: with a
   // plain 20 ms kernel, a caller descheduled after `execute` (a loaded machine) found it done.
   auto const go = std::make_shared<std::atomic<bool>>(false);
-  auto slow = kernel::builder("test::sleep_20ms_after_go")
-                  .cpu([go](cpu::kernel_context const&) {
-                    wait_for(*go);
-                    std::this_thread::sleep_for(20ms);
-                  })
-                  .build();
+  auto const slow = sleep_20ms_after(go);
   c.execute(slow, cube_count{1}, bindings{});
   auto const start = std::chrono::steady_clock::now();
   go->store(true);
@@ -136,12 +142,7 @@ TEST(ActorChannel, AMessageReleasesWhatItHoldsOnceItHasRun) {
   // 20 ms more for `memory_usage` to be queued too: what follows is taken in one batch, however
   // late this thread runs (a plain 20 ms kernel could end first on a loaded machine).
   auto const go = std::make_shared<std::atomic<bool>>(false);
-  auto slow = kernel::builder("test::sleep_20ms_after_go")
-                  .cpu([go](cpu::kernel_context const&) {
-                    wait_for(*go);
-                    std::this_thread::sleep_for(20ms);
-                  })
-                  .build();
+  auto const slow = sleep_20ms_after(go);
   c.execute(slow, cube_count{1}, bindings{});
   auto done = c.read_into_async(h->binding(), dst);
   h.reset();
