@@ -5,6 +5,7 @@
 // small valid one.
 #include "byte_helpers.hpp"
 #include "channel_kind_print.hpp"
+#include "config_fixture.hpp"
 #include "cpu_kernels.hpp"
 #include "sanitizers.hpp"
 
@@ -22,7 +23,6 @@
 #include <fstream>
 #include <limits>
 #include <optional>
-#include <random>
 #include <string>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -408,19 +408,9 @@ TEST_P(BadInput, ProfileWhoseFunctionThrowsRethrowsAndReleases) {
 
 // --- configuration files -----------------------------------------------------------------------
 
-class CorruptConfig : public ::testing::Test {
+// Every CUBERT_* variable is cleared (one left in CI's environment would change what loads).
+class CorruptConfig : public test::config_fixture {
  protected:
-  void SetUp() override {
-    for (auto const* v : {"CUBERT_AUTOTUNE_LEVEL", "CUBERT_LOG", "CUBERT_PROFILE"}) unsetenv(v);
-    std::random_device rd;
-    dir_ = std::filesystem::temp_directory_path() /
-           ("cubert-robustness-" + std::to_string(rd()) + std::to_string(rd()));
-    std::filesystem::create_directories(dir_);
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
   // Writes `text` as the directory's cubert.toml; load must refuse it, naming the file.
   void expect_refused(std::string const& text) {
     auto const file = dir_ / "cubert.toml";
@@ -433,7 +423,6 @@ class CorruptConfig : public ::testing::Test {
       EXPECT_GE(e.line(), 1);
     }
   }
-  std::filesystem::path dir_;
 };
 
 TEST_F(CorruptConfig, IsAConfigErrorAndAValidFileLoadsAfterwards) {
