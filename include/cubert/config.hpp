@@ -20,7 +20,10 @@ enum class autotune_level { minimal, balanced, extensive, full };
 /// What a thread does when another thread is already tuning the key it needs.
 enum class concurrent_policy {
   run_default,  ///< Run candidate 0 now (cubecl's behaviour).
-  wait,         ///< Block until the tuning thread has chosen, then run the winner.
+  /// Block until the tuning thread (or the background worker) has chosen, then run the winner.
+  /// The caller that queued a background tuning still runs candidate 0 at once, and a thread
+  /// inside a tuning (a candidate calling execute) never waits.
+  wait,
 };
 
 /// Severity at which a category's lines are forwarded to the application's spdlog logger.
