@@ -5,6 +5,7 @@
 #include "byte_helpers.hpp"
 #include "channel_kind_print.hpp"
 #include "kernel_disk_cache.hpp"
+#include "temp_dir.hpp"
 
 #include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
@@ -18,7 +19,6 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <random>
 #include <string>
 #include <sys/resource.h>
 #include <vector>
@@ -178,10 +178,8 @@ long max_rss_kib() {
 }
 
 TEST(CudaKernelDiskCache, EntryClaimingMoreBytesThanItsFileHoldsCostsNoMemory) {
-  std::random_device rd;
-  auto const dir = std::filesystem::temp_directory_path() /
-                   ("cubert-robustness-" + std::to_string(rd()) + std::to_string(rd()));
-  cuda::detail::kernel_disk_cache const cache(dir);
+  test::temp_dir const dir;  // Removed also when an ASSERT below ends the test early.
+  cuda::detail::kernel_disk_cache const cache(dir.path());
   std::vector<std::byte> payload(64, std::byte{7});
   ASSERT_TRUE(cache.store("k", payload));
   {  // The size field (after the 8-byte magic) now claims 2 GiB; the file holds 64 bytes.
@@ -196,8 +194,6 @@ TEST(CudaKernelDiskCache, EntryClaimingMoreBytesThanItsFileHoldsCostsNoMemory) {
   EXPECT_LT(max_rss_kib() - before, 256 * 1024);
   ASSERT_TRUE(cache.store("k", payload));  // Overwritten: a hit again.
   EXPECT_EQ(cache.load("k"), payload);
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);
 }
 
 // A malformed CUBERT_* variable is a config_error from make_server, not a terminate: the first
