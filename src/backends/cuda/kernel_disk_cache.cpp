@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "kernel_disk_cache.hpp"
 
+#include "base/fd_guard.hpp"
 #include "config/config_names.hpp"
 
 #include <fmt/format.h>
@@ -54,14 +55,6 @@ bool first_store_in(std::filesystem::path const& dir) {
   std::lock_guard const lock(swept->mutex);
   return swept->dirs.insert(dir).second;
 }
-
-struct fd_closer {
-  int fd;
-  explicit fd_closer(int f) noexcept : fd(f) {}
-  fd_closer(fd_closer const&) = delete;
-  fd_closer& operator=(fd_closer const&) = delete;
-  ~fd_closer() { ::close(fd); }
-};
 
 // Reads exactly `n` bytes at `offset`; false on an error or an early end of file.
 bool read_at(int fd, void* out, std::size_t n, std::uint64_t offset) {
@@ -119,7 +112,7 @@ std::optional<std::vector<std::byte>> kernel_disk_cache::load(std::string const&
   // O_NONBLOCK: a FIFO under an entry's name would block a plain open until some writer came.
   int const fd = ::open(path_of(key).c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return std::nullopt;
-  fd_closer const closer{fd};
+  cubert::detail::fd_guard const closer{fd};
   // The open file is measured, not the path, which a writer may have replaced since. Only a
   // regular file can be an entry: a FIFO, a device or a directory is a miss.
   struct stat st {};

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "tune/file_lock.hpp"
 
+#include "base/fd_guard.hpp"
+
 #include <cubert/error.hpp>
 
 #include <fmt/format.h>
@@ -23,12 +25,7 @@ namespace {
   throw io_error(fmt::format("{} '{}': {}", what, p.string(), std::strerror(errno)));
 }
 
-struct fd_guard {
-  int fd;
-  ~fd_guard() {
-    if (fd >= 0) ::close(fd);
-  }
-};
+using cubert::detail::fd_guard;
 
 }  // namespace
 
