@@ -4,6 +4,7 @@
 #include "include_scan.hpp"
 
 #include <cubert/error.hpp>
+#include <cubert/logging.hpp>
 
 #include <fmt/format.h>
 #include <nvrtc.h>
@@ -212,9 +213,15 @@ compiled_code cuda_compiler::compile(compile_request const& request) const {
     // change only with the toolkit, which the NVRTC identity covers. A source without includes
     // adds nothing.
     auto const scan = scan_includes(request.source, request.source_name, request.options);
-    // A scan cut short by its limits does not name every input: such a kernel bypasses the disk
-    // cache rather than risk a stale hit after an edit past the limit.
-    if (!scan.truncated) {
+    // A scan cut short by its limits, or one that met a header named by a macro, does not name
+    // every input: such a kernel bypasses the disk cache rather than risk a stale hit after an
+    // edit the key cannot see.
+    if (scan.truncated || scan.computed) {
+      log::write(log::category::compilation, "cuda: {} bypasses the kernel disk cache: {}",
+                 request.source_name,
+                 scan.truncated ? "its includes pass the include scan's limits"
+                                : "it reaches an include or __has_include naming a macro");
+    } else {
       headers = scan.digest;
       if (!headers.empty()) joined += "\x1e" + headers;
       key = kernel_disk_cache::key(request.source, joined, ptx ? "ptx" : "cubin", version);

@@ -7,9 +7,11 @@
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <set>
 #include <system_error>
+#include <tuple>
 #include <utility>
 
 namespace cubert::cuda::detail {
@@ -112,12 +114,39 @@ std::size_t skip_number(std::string_view t, std::size_t i) {
   return i;
 }
 
-// Parses the directive whose '#' is just before i; returns where scanning goes on.
-std::size_t parse_directive(std::string_view t, std::size_t i,
-                            std::vector<include_directive>& out) {
-  i = skip_blanks(t, i);
-  // Splicing comes before tokens, so a backslash-newline may split the directive's name.
-  std::string name;
+// Reads the header name at i ("name" or <name>, spliced lines joined), or failing that the
+// identifier of a macro that computes it (`computed`). Returns where the name ends, or i when
+// there is neither.
+std::size_t read_header_name(std::string_view t, std::size_t i, include_directive& d) {
+  if (i >= t.size()) return i;
+  if (t[i] != '"' && t[i] != '<') {
+    if (is_digit(t[i])) return i;
+    auto j = i;
+    while (j < t.size() && is_ident(t[j])) ++j;
+    d.name = t.substr(i, j - i);
+    d.computed = !d.name.empty();
+    return j;
+  }
+  d.quoted = t[i] == '"';
+  char const close = d.quoted ? '"' : '>';
+  std::string header;
+  for (std::size_t j = i + 1; j < t.size() && t[j] != '\n';) {
+    if (std::size_t const n = splice_at(t, j)) {
+      j += n;
+    } else if (t[j] != close) {
+      header += t[j++];
+    } else if (header.empty()) {
+      break;
+    } else {
+      d.name = std::move(header);
+      return j + 1;
+    }
+  }
+  return i;
+}
+
+// Reads an identifier at i, joining line splices (which come before tokens).
+std::size_t read_identifier(std::string_view t, std::size_t i, std::string& name) {
   while (i < t.size()) {
     if (is_ident(t[i])) {
       name += t[i++];
@@ -127,26 +156,61 @@ std::size_t parse_directive(std::string_view t, std::size_t i,
       break;
     }
   }
-  if (name != "include" && name != "include_next") return i;
-  i = skip_blanks(t, i);
-  if (i >= t.size() || (t[i] != '"' && t[i] != '<')) return i;  // A macro-computed name.
-  bool const quoted = t[i] == '"';
-  char const close = quoted ? '"' : '>';
-  std::string header;  // Spliced lines joined, as in the name.
-  for (std::size_t j = i + 1; j < t.size() && t[j] != '\n';) {
-    if (std::size_t const n = splice_at(t, j)) {
-      j += n;
-    } else if (t[j] != close) {
-      header += t[j++];
-    } else if (header.empty()) {
-      break;
-    } else {
-      out.push_back({std::move(header), quoted, name == "include_next"});
-      return j + 1;
-    }
-  }
   return i;
 }
+
+class lexer {
+ public:
+  lexer(std::vector<include_directive>& out, std::vector<header_macro>* macros)
+      : out_(out), macros_(macros) {}
+
+  // Parses the header name at i into a directive like `d`; returns where scanning goes on.
+  std::size_t header(std::string_view t, std::size_t i, include_directive d) {
+    auto const end = read_header_name(t, i, d);
+    if (end != i) out_.push_back(std::move(d));
+    return end;
+  }
+
+  // Parses what follows `__has_include` or `__has_include_next` at i. Without a '(' it is only
+  // named (`defined(__has_include)`): nothing is probed. Nor is it in a macro's body, where
+  // its operand is usually a parameter (`#define HAS(x) __has_include(x)`): what is probed is
+  // known only where the macro is used.
+  std::size_t probe(std::string_view t, std::size_t i, bool next) {
+    if (in_define_) return i;
+    i = skip_blanks(t, i);
+    if (i >= t.size() || t[i] != '(') return i;
+    return header(t, skip_blanks(t, i + 1), {.next = next, .probe = true});
+  }
+
+  // Parses the directive whose '#' is just before i; returns where scanning goes on.
+  std::size_t directive(std::string_view t, std::size_t i) {
+    std::string name;
+    i = read_identifier(t, skip_blanks(t, i), name);
+    if (name == "include" || name == "include_next") {
+      return header(t, skip_blanks(t, i), {.next = name == "include_next"});
+    }
+    if (name != "define") return i;
+    in_define_ = true;
+    if (macros_ == nullptr) return i;
+    // An object-like macro whose value is a header name or another macro may name a header
+    // for a computed include; a function-like one ('(' right after the name) cannot alone.
+    header_macro m;
+    i = read_identifier(t, skip_blanks(t, i), m.name);
+    if (m.name.empty() || (i < t.size() && t[i] == '(')) return i;
+    auto const j = skip_blanks(t, i);
+    auto const end = read_header_name(t, j, m.value);
+    if (end != j) macros_->push_back(std::move(m));
+    return end;
+  }
+
+  // A newline outside a comment or a splice ends the directive it was in.
+  void end_line() noexcept { in_define_ = false; }
+
+ private:
+  std::vector<include_directive>& out_;
+  std::vector<header_macro>* macros_;
+  bool in_define_ = false;
+};
 
 // The value of option `name` at options[i] ("name value" as two options, "name=value", or with
 // `attached`, "namevalue"), advancing i past a separate value; nullopt for another option.
@@ -176,6 +240,20 @@ std::vector<std::string_view> option_values(std::span<std::string const> options
   return values;
 }
 
+// The macros `-D NAME=value` / `--define-macro NAME=value` options give a header name or
+// another macro's name.
+std::vector<header_macro> defined_macros(std::span<std::string const> options) {
+  std::vector<header_macro> out;
+  for (auto const v : option_values(options, "-D", true, "--define-macro")) {
+    auto const eq = v.find('=');
+    if (eq == npos || v.substr(0, eq).find('(') != npos) continue;
+    header_macro m{std::string(v.substr(0, eq)), {}};
+    auto const value = v.substr(eq + 1);
+    if (read_header_name(value, 0, m.value) != 0) out.push_back(std::move(m));
+  }
+  return out;
+}
+
 bool is_file(fs::path const& p) {
   std::error_code ec;
   return fs::is_regular_file(p, ec);
@@ -190,17 +268,35 @@ class include_walker {
     XXH3_128bits_reset(&state_);
   }
 
-  // Queues what `d`, included from a file in `from`, resolves to, unless already queued.
+  // Queues what `d`, included from a file in `from`, resolves to, unless already queued. A
+  // computed one waits for run() to know its macro's values.
   void follow(include_directive const& d, fs::path const& from) {
-    if (!d.next) {
-      if (auto found = resolve(d, from)) queue(std::move(*found));
+    if (d.computed) {
+      computed_.push_back({d, from, false});
       return;
     }
-    // The search resumes after the directory the including header came from, which resolving
-    // from the start would find again (already seen): every match in the include directories
-    // covers the one NVRTC takes, at worst with a needless miss.
-    for (auto const& dir : dirs_) {
-      if (is_file(dir / d.name)) queue(dir / d.name);
+    bool found_any = false;
+    if (!d.next) {
+      if (auto found = resolve(d, from)) {
+        queue(std::move(*found));
+        found_any = true;
+      }
+    } else {
+      // The search resumes after the directory the including header came from, which
+      // resolving from the start would find again (already seen): every match in the include
+      // directories covers the one NVRTC takes, at worst with a needless miss.
+      for (auto const& dir : dirs_) {
+        if (is_file(dir / d.name)) {
+          queue(dir / d.name);
+          found_any = true;
+        }
+      }
+    }
+    // A probe's answer changes the code even when it finds nothing (`#if __has_include(...)`):
+    // its absence is hashed, so that the header appearing later misses. An include found
+    // nowhere is one of NVRTC's built-ins, or fails to compile: nothing to record.
+    if (d.probe && !found_any) {
+      hash(fmt::format("absent {}{}{}", d.next ? "next " : "", d.quoted ? '"' : '<', d.name));
     }
   }
 
@@ -217,7 +313,32 @@ class include_walker {
     queue_.emplace_back(std::move(found), std::move(canonical));
   }
 
+  void add_macros(std::vector<header_macro>&& macros) {
+    for (auto& m : macros) macros_.emplace(std::move(m.name), std::move(m.value));
+  }
+
   include_scan run() && {
+    // A macro may be defined in a header found after the include that uses it: walk, then
+    // follow the computed includes with every value known so far, until nothing new comes.
+    do {
+      walk();
+    } while (!result_.truncated && expand());
+    for (auto const& c : computed_) result_.computed = result_.computed || !c.expanded;
+    if (hashed_) {
+      XXH128_hash_t const h = XXH3_128bits_digest(&state_);
+      result_.digest = fmt::format("{:016x}{:016x}", h.high64, h.low64);
+    }
+    return std::move(result_);
+  }
+
+ private:
+  struct computed_include {
+    include_directive directive;
+    fs::path from;
+    bool expanded;  // Some value of its macro names a header.
+  };
+
+  void walk() {
     while (!queue_.empty() && !result_.truncated) {
       auto [found, canonical] = std::move(queue_.front());
       queue_.pop_front();
@@ -226,16 +347,52 @@ class include_walker {
       hash(canonical.string());
       hash(*text);
       result_.files.push_back(std::move(canonical));
-      for (auto const& d : find_includes(*text)) follow(d, found.parent_path());
+      std::vector<header_macro> macros;
+      for (auto const& d : find_includes(*text, &macros)) follow(d, found.parent_path());
+      add_macros(std::move(macros));
     }
-    if (!result_.files.empty()) {
-      XXH128_hash_t const h = XXH3_128bits_digest(&state_);
-      result_.digest = fmt::format("{:016x}{:016x}", h.high64, h.low64);
-    }
-    return std::move(result_);
   }
 
- private:
+  // Follows each computed include with the header names its macro has not been followed with
+  // yet; whether it followed any.
+  bool expand() {
+    bool progress = false;
+    for (std::size_t i = 0; i < computed_.size(); ++i) {
+      for (auto const& value : values_of(computed_[i].directive.name)) {
+        if (!expanded_.emplace(i, value.name, value.quoted).second) continue;
+        auto d = computed_[i].directive;
+        d.name = value.name;
+        d.quoted = value.quoted;
+        d.computed = false;
+        computed_[i].expanded = true;
+        progress = true;
+        follow(d, computed_[i].from);
+      }
+    }
+    return progress;
+  }
+
+  // The header names macro `name` may expand to, through macros naming macros.
+  std::vector<include_directive> values_of(std::string const& name) const {
+    std::vector<include_directive> out;
+    std::vector<std::string> pending{name};
+    std::set<std::string> visited;
+    while (!pending.empty() && visited.size() < 256) {
+      auto const n = std::move(pending.back());
+      pending.pop_back();
+      if (!visited.insert(n).second) continue;
+      auto const [first, last] = macros_.equal_range(n);
+      for (auto it = first; it != last; ++it) {
+        if (it->second.computed) {
+          pending.push_back(it->second.name);
+        } else {
+          out.push_back(it->second);
+        }
+      }
+    }
+    return out;
+  }
+
   std::optional<fs::path> resolve(include_directive const& d, fs::path const& from) const {
     fs::path const name(d.name);
     if (name.is_absolute()) return is_file(name) ? std::optional(name) : std::nullopt;
@@ -264,6 +421,7 @@ class include_walker {
 
   // Length-prefixed, so that bytes moved between a path and a file change the digest.
   void hash(std::string_view part) {
+    hashed_ = true;
     std::uint64_t const n = part.size();
     XXH3_128bits_update(&state_, &n, sizeof n);
     XXH3_128bits_update(&state_, part.data(), part.size());
@@ -274,20 +432,28 @@ class include_walker {
   std::deque<std::pair<fs::path, fs::path>> queue_;  // As found, and canonical.
   std::set<fs::path> seen_;
   std::uintmax_t bytes_ = 0;
+  bool hashed_ = false;
+  std::multimap<std::string, include_directive> macros_;  // Equal names keep their order.
+  std::vector<computed_include> computed_;
+  std::set<std::tuple<std::size_t, std::string, bool>> expanded_;  // (computed_ index, value)
   XXH3_state_t state_{};
   include_scan result_;
 };
 
 }  // namespace
 
-std::vector<include_directive> find_includes(std::string_view t) {
+std::vector<include_directive> find_includes(std::string_view t,
+                                             std::vector<header_macro>* macros) {
   std::vector<include_directive> out;
-  // Every directive spells "include", unless a line splice cuts it: a text with neither, as
-  // most kernels are, costs a search or two (glibc's memmem: 2-5 times faster than
-  // string_view::find here).
-  if (t.size() < 7 || (::memmem(t.data(), t.size(), "include", 7) == nullptr &&
-                       ::memmem(t.data(), t.size(), "\\\n", 2) == nullptr &&
-                       ::memmem(t.data(), t.size(), "\\\r\n", 3) == nullptr)) {
+  lexer lex(out, macros);
+  // Every directive and probe spells "include" (and every macro "define"), unless a line
+  // splice cuts it: a text with neither, as most kernels are, costs a search or two (glibc's
+  // memmem: 2-5 times faster than string_view::find here).
+  auto const has = [t](std::string_view word) {
+    return ::memmem(t.data(), t.size(), word.data(), word.size()) != nullptr;
+  };
+  if (t.size() < 6 || (!has("include") && (macros == nullptr || !has("define")) && !has("\\\n") &&
+                       !has("\\\r\n"))) {
     return out;
   }
   bool line_start = true;
@@ -304,6 +470,10 @@ std::vector<include_directive> find_includes(std::string_view t) {
       auto const start = i;
       while (i < t.size() && is_ident(t[i])) ++i;
       auto const id = t.substr(start, i - start);
+      if (id == "__has_include" || id == "__has_include_next") {
+        i = lex.probe(t, i, id.size() > 13);
+        continue;
+      }
       bool const raw = id == "R" || id == "u8R" || id == "uR" || id == "UR" || id == "LR";
       if (raw && i < t.size() && t[i] == '"') i = skip_raw_string(t, i);
       continue;
@@ -311,6 +481,7 @@ std::vector<include_directive> find_includes(std::string_view t) {
     switch (c) {
       case '\n':
         line_start = true;
+        lex.end_line();
         ++i;
         break;
       case ' ':
@@ -337,11 +508,11 @@ std::vector<include_directive> find_includes(std::string_view t) {
         }
         break;
       case '#':
-        i = line_start ? parse_directive(t, i + 1, out) : i + 1;
+        i = line_start ? lex.directive(t, i + 1) : i + 1;
         line_start = false;
         break;
       case '%':  // "%:" is the digraph of '#'.
-        i = line_start && t.substr(i, 2) == "%:" ? parse_directive(t, i + 2, out) : i + 1;
+        i = line_start && t.substr(i, 2) == "%:" ? lex.directive(t, i + 2) : i + 1;
         line_start = false;
         break;
       case '"':
@@ -370,8 +541,12 @@ include_scan scan_includes(std::string_view source, std::string_view source_name
                            std::span<std::string const> options, include_scan_limits limits) {
   auto const pre = option_values(options, "-include", false, "--pre-include");
   auto const includes = find_includes(source);
-  if (pre.empty() && includes.empty()) return {};
+  if (pre.empty() && includes.empty()) return {};  // Most kernels: one search for "include".
+  std::vector<header_macro> macros;
+  (void)find_includes(source, &macros);
   include_walker walker(include_dirs(options), limits);
+  walker.add_macros(defined_macros(options));
+  walker.add_macros(std::move(macros));
   fs::path const source_dir = fs::path(source_name).parent_path();
   for (auto const name : pre) walker.follow({std::string(name), true}, source_dir);
   for (auto const& d : includes) walker.follow(d, source_dir);

@@ -12,19 +12,33 @@
 
 namespace cubert::cuda::detail {
 
-/// One `#include "name"` (quoted) or `#include <name>` directive, or `#include_next`.
+/// One `#include "name"` (quoted) or `#include <name>` directive, an `#include_next`, a
+/// `__has_include` probe, or a directive whose header a macro names.
 struct include_directive {
-  std::string name;
+  std::string name{};
   bool quoted = false;
-  bool next = false;  ///< `#include_next`: the search goes on past the including header's.
+  bool next = false;      ///< `#include_next`: the search goes on past the including header's.
+  bool probe = false;     ///< `__has_include(name)` (or `_next`): whether it exists matters.
+  bool computed = false;  ///< `#include HEADER` or `__has_include(HEADER)`: `name` is HEADER.
 
   friend bool operator==(include_directive const&, include_directive const&) = default;
 };
 
-/// The include directives of `text`, in order. Directives inside comments and string literals
-/// are skipped; conditional compilation is not evaluated and a macro-computed name
-/// (`#include HEADER`) is not followed.
-[[nodiscard]] std::vector<include_directive> find_includes(std::string_view text);
+/// An object-like macro whose value may name a header: `#define NAME "h.h"` or `<h.h>`, or
+/// `#define NAME OTHER` (`value.computed`, `value.name` is OTHER).
+struct header_macro {
+  std::string name;
+  include_directive value;
+
+  friend bool operator==(header_macro const&, header_macro const&) = default;
+};
+
+/// The include directives and `__has_include` probes of `text`, in order. Those inside comments
+/// and string literals are skipped; conditional compilation is not evaluated; a macro-computed
+/// name (`#include HEADER`) is reported as `computed`, since only the preprocessor knows it.
+/// With `macros`, the object-like macros that may name a header are appended to it.
+[[nodiscard]] std::vector<include_directive> find_includes(
+    std::string_view text, std::vector<header_macro>* macros = nullptr);
 
 /// The include directories NVRTC options name (`-I<dir>`, `-I <dir>`, `--include-path=<dir>`,
 /// `--include-path <dir>`), in order.
@@ -37,16 +51,24 @@ struct include_scan_limits {
 
 struct include_scan {
   std::vector<std::filesystem::path> files;  ///< Absolute, in the order they were found.
-  /// XXH3-128 of every file's path and contents, as 32 hex digits; empty when none was found.
+  /// XXH3-128 of every file's path and contents and of every probe that found nothing, as 32
+  /// hex digits; empty when there was nothing to hash.
   std::string digest;
   bool truncated = false;  ///< A limit stopped the scan; later headers are not covered.
+  /// A computed include or probe whose macro names no header the scan could see: the digest
+  /// may miss the header it names, so the key is incomplete.
+  bool computed = false;
 };
 
 /// Follows the includes of `source` and of the headers `options` pre-include (`-include`,
 /// `--pre-include`) where NVRTC looks for them: quoted ones first in the including file's
 /// directory (for `source`, that of `source_name`, relative to the working directory), then in
 /// the include directories of `options`. Each file is read once; headers found nowhere (NVRTC's
-/// built-ins) are skipped, as are unreadable ones.
+/// built-ins) are skipped, as are unreadable ones. A `__has_include` probe is followed like an
+/// include, and a probe that finds nothing is part of the digest too, so that the header
+/// appearing later changes it. A computed include follows every value its macro is given by a
+/// `#define` in the files reached or a `-D` option (conditions are not evaluated: every value,
+/// at worst a needless miss); one whose macro has no such value sets `computed`.
 [[nodiscard]] include_scan scan_includes(std::string_view source, std::string_view source_name,
                                          std::span<std::string const> options,
                                          include_scan_limits limits = {});

@@ -185,6 +185,64 @@ extern "C" __global__ void put_magic(unsigned* out) { *out = magic(); })";
   EXPECT_TRUE(compiler.compile(request).from_disk_cache);
 }
 
+// Headers named by a macro (defined in the source or by -D) and headers probed by
+// __has_include are in the key too: an edit, or a probed header appearing, misses.
+TEST(KernelDiskCacheTest, EditingAMacroNamedOrProbedHeaderMisses) {
+  temp_dir cache_dir;
+  temp_dir include;
+  auto const write = [&](fs::path const& name, std::string const& text) {
+    fs::create_directories((include.path() / name).parent_path());
+    std::ofstream(include.path() / name, std::ios::trunc) << text;
+  };
+  auto const ptx_of = [](auto const& code) {
+    return std::string(reinterpret_cast<char const*>(code.image.data()));
+  };
+  write("detail/value.h", "#define MAGIC_VALUE 1234567u\n");
+  constexpr char const* src = R"(#include VALUE_HEADER
+#if __has_include("extra.h")
+#include "extra.h"
+#else
+#define EXTRA 0u
+#endif
+extern "C" __global__ void put_magic(unsigned* out) { out[0] = MAGIC_VALUE; out[1] = EXTRA; })";
+  cuda_compiler const compiler{kernel_disk_cache(cache_dir.path())};
+  compile_request const request{
+      src,
+      "magic.cu",
+      {"-I", include.path().string(), "-DVALUE_HEADER=\"detail/value.h\""},
+      90,
+      true};
+  EXPECT_FALSE(compiler.compile(request).from_disk_cache);
+  EXPECT_TRUE(compiler.compile(request).from_disk_cache);
+
+  write("detail/value.h", "#define MAGIC_VALUE 7654321u\n");
+  auto const edited = compiler.compile(request);
+  EXPECT_FALSE(edited.from_disk_cache);
+  EXPECT_NE(ptx_of(edited).find("7654321"), std::string::npos) << ptx_of(edited);
+  EXPECT_TRUE(compiler.compile(request).from_disk_cache);
+
+  write("extra.h", "#define EXTRA 2468u\n");
+  auto const probed = compiler.compile(request);
+  EXPECT_FALSE(probed.from_disk_cache);
+  EXPECT_NE(ptx_of(probed).find("2468"), std::string::npos) << ptx_of(probed);
+  EXPECT_TRUE(compiler.compile(request).from_disk_cache);
+}
+
+// A header named by a macro the scan cannot expand (function-like): the key could not cover
+// it, so the kernel compiles each time instead of risking a stale hit.
+TEST(KernelDiskCacheTest, AHeaderNamedByAnUnexpandableMacroBypassesTheCache) {
+  temp_dir cache_dir;
+  temp_dir include;
+  std::ofstream(include.path() / "value.h") << "#define MAGIC_VALUE 1234567u\n";
+  constexpr char const* src = R"(#define STR(x) #x
+#include STR(value.h)
+extern "C" __global__ void put_magic(unsigned* out) { *out = MAGIC_VALUE; })";
+  cuda_compiler const compiler{kernel_disk_cache(cache_dir.path())};
+  compile_request const request{src, "magic.cu", {"-I", include.path().string()}, 90, true};
+  EXPECT_FALSE(compiler.compile(request).from_disk_cache);
+  EXPECT_FALSE(compiler.compile(request).from_disk_cache);
+}
+
 // Past the scan's 4096 files the key would not cover every header: no disk cache for it.
 TEST(KernelDiskCacheTest, AKernelIncludingMoreThanTheScanCoversBypassesTheCache) {
   temp_dir cache_dir;

@@ -15,15 +15,21 @@ namespace {
 
 namespace fs = std::filesystem;
 using cubert::cuda::detail::find_includes;
+using cubert::cuda::detail::header_macro;
 using cubert::cuda::detail::include_directive;
 using cubert::cuda::detail::include_dirs;
+using cubert::cuda::detail::include_scan;
 using cubert::cuda::detail::scan_includes;
 
 using cubert::test::temp_dir;
 
+// "q:" quoted, "a:" angle, "m:" named by a macro; a probe adds "p", an include_next "n".
 std::vector<std::string> names(std::string_view text) {
   std::vector<std::string> out;
-  for (auto const& d : find_includes(text)) out.push_back((d.quoted ? "q:" : "a:") + d.name);
+  for (auto const& d : find_includes(text)) {
+    std::string const kind = d.computed ? "m" : d.quoted ? "q" : "a";
+    out.push_back(kind + (d.probe ? "p" : "") + (d.next ? "n" : "") + ":" + d.name);
+  }
   return out;
 }
 
@@ -55,7 +61,7 @@ TEST(IncludeScanTest, TheDigraphOfTheHashStartsADirectiveToo) {
 
 TEST(IncludeScanTest, ASpliceInsideTheDirectivesNameIsJoined) {
   EXPECT_EQ(names("#inc\\\nlude \"a.h\"\n#include_\\\r\nnext <b.h>\n#inc\\ lude \"no.h\"\n"),
-            (strings{"q:a.h", "a:b.h"}));
+            (strings{"q:a.h", "an:b.h"}));
   // And inside the header's name.
   EXPECT_EQ(names("#include \"a\\\n.h\"\n#include <b\\\r\n.h>\n"), (strings{"q:a.h", "a:b.h"}));
   // Also where nothing else in the text spells "include".
@@ -97,8 +103,53 @@ x = 1; #include "not_at_line_start.h"
 #include <unterminated.h
 #include ""
 )src";
-  EXPECT_EQ(names(text),
-            (strings{"q:after_literals.h", "q:after_digit_separator.h", "a:after_error.h"}));
+  EXPECT_EQ(names(text), (strings{"q:after_literals.h", "q:after_digit_separator.h", "m:HEADER",
+                                  "a:after_error.h"}));
+}
+
+TEST(IncludeScanTest, ProbesAndMacroNamedHeadersAreReported) {
+  constexpr char const* text = R"src(
+#if __has_include("config.h") && __has_include( <cuda/std/cstdint> )
+#elif defined(__has_include) || __has_include_next(<next.h>)
+#endif
+#if __has_include(CONFIG_HEADER) // the macro is reported, for the scan to expand
+#endif
+#include_next KERNEL_HEADER
+// __has_include("in_comment.h")
+const char* s = "__has_include("in_literal.h")";
+#include 1
+#define HAS(x) __has_include(x) /* a wrapper: its operand is a parameter
+   */ && __has_include(<in_define.h>)
+#define HAS2(x) \
+  __has_include(x)
+#if HAS(<used.h>) // what a wrapper probes is not followed
+#include "after_define.h"
+#endif
+)src";
+  EXPECT_EQ(names(text), (strings{"qp:config.h", "ap:cuda/std/cstdint", "apn:next.h",
+                                  "mp:CONFIG_HEADER", "mn:KERNEL_HEADER", "q:after_define.h"}));
+}
+
+TEST(IncludeScanTest, CollectsObjectLikeMacrosThatMayNameAHeader) {
+  std::vector<header_macro> macros;
+  auto const includes = find_includes(R"src(
+#define QUOTED "q.h"
+#  define ANGLE <dir/a.h>
+#define ALIAS QUOTED
+#define FUNCTION(x) "f.h"
+#define NUMBER 1
+#define EMPTY
+// #define IN_COMMENT "c.h"
+)src",
+                                      &macros);
+  EXPECT_TRUE(includes.empty());
+  EXPECT_EQ(macros, (std::vector<header_macro>{{"QUOTED", {"q.h", true}},
+                                               {"ANGLE", {"dir/a.h", false}},
+                                               {"ALIAS", {.name = "QUOTED", .computed = true}}}));
+  // Without "include" in it, a text is lexed only when its macros are wanted.
+  std::vector<header_macro> more;
+  EXPECT_TRUE(find_includes("#define H \"h.h\"\n", &more).empty());
+  EXPECT_EQ(more.size(), 1U);
 }
 
 TEST(IncludeScanTest, ReadsEveryIncludeDirectoryOptionForm) {
@@ -209,6 +260,65 @@ TEST(IncludeScanTest, IncludeNextReachesTheSameNameFurtherDownTheSearch) {
   EXPECT_EQ(before.files, (paths{wrapper, real}));
   d.write("real/h.h", "#define V 2\n");
   EXPECT_NE(before.digest, scan_includes("#include <h.h>\n", "k.cu", options).digest);
+}
+
+TEST(IncludeScanTest, AComputedIncludeFollowsItsMacrosValuesWhereverDefined) {
+  temp_dir d;
+  auto const config = d.write("inc/config.h", "#define VALUE_HEADER VALUE_HEADER_2\n");
+  auto const value = d.write("inc/detail/value.h", "#define V 1\n");
+  auto const other = d.write("inc/other.h", "#define W 1\n");
+  strings const options{"-I" + (d.path() / "inc").string()};
+  // Defined in a header the walk reaches after the include that uses it, through an alias
+  // defined in the source.
+  constexpr char const* source =
+      "#include \"config.h\"\n#define VALUE_HEADER_2 \"detail/value.h\"\n"
+      "#include VALUE_HEADER\n";
+  auto const before = scan_includes(source, "k.cu", options);
+  EXPECT_FALSE(before.computed);
+  EXPECT_EQ(before.files, (paths{config, value}));
+  d.write("inc/detail/value.h", "#define V 2\n");
+  EXPECT_NE(before.digest, scan_includes(source, "k.cu", options).digest);
+  // A -D option gives a value too; every value is followed.
+  strings with_option = options;
+  with_option.push_back("-DVALUE_HEADER=<other.h>");
+  EXPECT_EQ(scan_includes(source, "k.cu", with_option).files, (paths{config, other, value}));
+  EXPECT_EQ(
+      scan_includes("#include H\n", "k.cu", strings{options[0], "--define-macro=H=\"other.h\""})
+          .files,
+      (paths{other}));
+}
+
+TEST(IncludeScanTest, AComputedIncludeWithNoVisibleValueMarksTheScan) {
+  temp_dir d;
+  d.write("inc/value.h", "#define V 1\n");
+  strings const options{"-I" + (d.path() / "inc").string()};
+  // A function-like macro (stringizing) or one defined nowhere the scan looks.
+  EXPECT_TRUE(
+      scan_includes("#define STR(x) #x\n#include STR(value.h)\n", "k.cu", options).computed);
+  EXPECT_TRUE(scan_includes("#if __has_include(ELSEWHERE)\n#endif\n", "k.cu", options).computed);
+  // A value naming a header found nowhere is like any missing include: nothing to cover.
+  include_scan const builtin =
+      scan_includes("#define H <cuda_fp16.h>\n#include H\n", "k.cu", options);
+  EXPECT_FALSE(builtin.computed);
+  EXPECT_TRUE(builtin.files.empty());
+  EXPECT_FALSE(scan_includes("#include \"value.h\"\n", "k.cu", options).computed);
+}
+
+TEST(IncludeScanTest, AProbeThatFindsNothingIsPartOfTheDigest) {
+  temp_dir d;
+  strings const options{"-I" + (d.path() / "inc").string()};
+  fs::create_directories(d.path() / "inc");
+  constexpr char const* source = "#if __has_include(\"extra.h\")\n#include \"extra.h\"\n#endif\n";
+  auto const absent = scan_includes(source, "k.cu", options);
+  EXPECT_TRUE(absent.files.empty());
+  EXPECT_EQ(absent.digest.size(), 32U);
+  EXPECT_EQ(absent.digest, scan_includes(source, "k.cu", options).digest);
+  EXPECT_NE(absent.digest,
+            scan_includes("#if __has_include(<extra.h>)\n#endif\n", "k.cu", options).digest);
+  auto const extra = d.write("inc/extra.h", "#define EXTRA 2\n");
+  auto const present = scan_includes(source, "k.cu", options);
+  EXPECT_EQ(present.files, (paths{extra}));
+  EXPECT_NE(absent.digest, present.digest);
 }
 
 TEST(IncludeScanTest, LimitsStopTheScan) {
