@@ -2,9 +2,12 @@
 // A scratch directory and a clean CUBERT_* environment for configuration tests.
 #pragma once
 
+#include <cubert/config.hpp>
+
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -35,7 +38,14 @@ class config_fixture : public ::testing::Test {
     std::filesystem::create_directories(dir_);
   }
 
+  // The global configuration goes back to the defaults even when a test ends early (a failed
+  // ASSERT), so that the next test of the same binary starts from them.
   void TearDown() override {
+    try {
+      cubert::config::set(cubert::config{});
+    } catch (std::exception const& e) {
+      ADD_FAILURE() << "restoring the default configuration failed: " << e.what();
+    }
     for (auto const* v : variables) unsetenv(v);
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
