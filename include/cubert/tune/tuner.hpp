@@ -52,18 +52,28 @@ class tuner {
  public:
   /// @param device_fingerprint identifies the device in the persistent cache.
   tuner(std::string name, std::string const& device_fingerprint, tuner_options options)
-      : name_(std::move(name)), options_(std::move(options)) {
-    if (options_.cache_enabled) {
-      cache_ = std::make_unique<tune_cache>(options_.cache_dir, name_, device_fingerprint);
-    }
-  }
+      : state_(std::make_shared<state>(std::move(name), device_fingerprint, std::move(options))) {}
 
   tuner(tuner const&) = delete;
   tuner& operator=(tuner const&) = delete;
+  /// Drops the background tunings not started yet and waits for the running one, unless called
+  /// by the background worker itself (a candidate dropped the last holder of the tuner): then
+  /// that tuning finishes, into a state nobody reads any more, after this returns.
   ~tuner() {
-    std::unique_lock lock(workers_mutex_);
-    queue_.clear();  // Tunings not started yet: nobody is left to use their results.
-    join_worker(lock);
+    auto& st = *state_;
+    std::deque<std::function<void()>> dropped;  // Not started yet: nobody is left to use them.
+    std::unique_lock lock(st.workers_mutex);
+    dropped.swap(st.queue);
+    lock.unlock();
+    dropped.clear();  // Their copies of the client and inputs die outside the lock.
+    lock.lock();
+    if (st.worker.get_id() == std::this_thread::get_id()) {
+      // Joining would wait for this very call to return. The worker's thread holds the state:
+      // it finishes its tuning into it, finds the queue empty, and the last holder frees it.
+      st.worker.detach();
+      return;
+    }
+    st.join_worker(lock);
   }
 
   /// Runs the best candidate of `set` for `inputs`' key, tuning the key first if needed.
@@ -75,9 +85,10 @@ class tuner {
                  Inputs... inputs) {
     auto const& s = *set;
     Key key = s.generate_key(std::as_const(inputs)...);
+    auto& st = *state_;
     {
-      std::shared_lock lock(mutex_);
-      if (auto it = entries_.find(key); it != entries_.end()) {
+      std::shared_lock lock(st.mutex);
+      if (auto it = st.entries.find(key); it != st.entries.end()) {
         for (auto const& e : it->second) {
           if (e.done && shares(e, s)) {
             auto const winner = e.winner;
@@ -93,8 +104,8 @@ class tuner {
   /// The chosen candidate for `key`, if tuned; with several sets tuned for `key`, the
   /// latest one's choice.
   [[nodiscard]] std::optional<std::size_t> fastest(Key const& key) const {
-    std::shared_lock lock(mutex_);
-    auto const* e = latest(key);
+    std::shared_lock lock(state_->mutex);
+    auto const* e = state_->latest(key);
     if (e == nullptr) return std::nullopt;
     return e->winner;
   }
@@ -102,39 +113,40 @@ class tuner {
   /// Every candidate's result from the tuning of `key` (empty if cached or not tuned); with
   /// several sets tuned for `key`, the latest one's.
   [[nodiscard]] std::vector<candidate_result> results(Key const& key) const {
-    std::shared_lock lock(mutex_);
-    auto const* e = latest(key);
+    std::shared_lock lock(state_->mutex);
+    auto const* e = state_->latest(key);
     return e == nullptr ? std::vector<candidate_result>{} : e->results;
   }
 
   /// Candidates benchmarked so far (0 when every answer came from the persistent cache).
   [[nodiscard]] std::size_t benchmarked() const {
-    std::shared_lock lock(mutex_);
-    return benchmarked_;
+    std::shared_lock lock(state_->mutex);
+    return state_->benchmarked;
   }
 
   /// Blocks until every background tuning has finished.
   /// @throws invalid_argument when called by the worker itself (a candidate being tuned in the
   /// background), which would wait for itself for ever.
   void wait_idle() {
-    std::unique_lock lock(workers_mutex_);
-    if (worker_busy_ && worker_.get_id() == std::this_thread::get_id()) {
+    auto& st = *state_;
+    std::unique_lock lock(st.workers_mutex);
+    if (st.worker_busy && st.worker.get_id() == std::this_thread::get_id()) {
       throw invalid_argument(fmt::format(
           "tuner {}: wait_idle() called from its own background worker (by a candidate being "
           "tuned): it would wait for itself",
-          name_));
+          st.name));
     }
-    join_worker(lock);
+    st.join_worker(lock);
   }
 
   /// Background tunings not finished yet: queued, or running on the worker.
   [[nodiscard]] std::size_t pending_workers() {
-    std::lock_guard lock(workers_mutex_);
-    return queue_.size() + running_;
+    std::lock_guard lock(state_->workers_mutex);
+    return state_->queue.size() + state_->running;
   }
 
-  [[nodiscard]] std::string const& name() const noexcept { return name_; }
-  [[nodiscard]] tune_cache* cache() noexcept { return cache_.get(); }
+  [[nodiscard]] std::string const& name() const noexcept { return state_->name; }
+  [[nodiscard]] tune_cache* cache() noexcept { return state_->cache.get(); }
 
  private:
   // One set's state for one key. Entries are per (key, set): two sets sharing a key each keep
@@ -156,92 +168,175 @@ class tuner {
     return e.set_uid == s.uid() || (e.checksum == s.checksum() && e.winner < s.size());
   }
 
-  // Caller holds mutex_. The entry of the set with `uid` for `key`, or null.
-  entry* find_entry(Key const& key, std::uint64_t uid) {
-    auto it = entries_.find(key);
-    if (it == entries_.end()) return nullptr;
-    for (auto& e : it->second) {
-      if (e.set_uid == uid) return &e;
+  // Everything a tuning touches. Candidates run with no lock held, and one may drop the last
+  // holder of the tuner (local_tuner::clear(), or a client copy owning the tuner's holder): the
+  // tuner then dies in the middle of the tuning. So the tuning holds this instead, through a
+  // shared_ptr (the worker's thread, or the foreground execute_slow), finishes into it whether
+  // or not anybody reads it any more, and the last holder frees it.
+  struct state {
+    state(std::string n, std::string const& device_fingerprint, tuner_options o)
+        : name(std::move(n)), options(std::move(o)) {
+      if (options.cache_enabled) {
+        cache = std::make_unique<tune_cache>(options.cache_dir, name, device_fingerprint);
+      }
     }
-    return nullptr;
-  }
 
-  // Caller holds mutex_ (shared at least). The most recently finished entry of `key`.
-  entry const* latest(Key const& key) const {
-    auto it = entries_.find(key);
-    if (it == entries_.end()) return nullptr;
-    entry const* best = nullptr;
-    for (auto const& e : it->second) {
-      if (e.done && (best == nullptr || e.finished > best->finished)) best = &e;
+    // Caller holds mutex. The entry of the set with `uid` for `key`, or null.
+    entry* find_entry(Key const& key, std::uint64_t uid) {
+      auto it = entries.find(key);
+      if (it == entries.end()) return nullptr;
+      for (auto& e : it->second) {
+        if (e.set_uid == uid) return &e;
+      }
+      return nullptr;
     }
-    return best;
-  }
 
-  // Caller holds mutex_. Forgets the (unfinished) entry of set `uid` for `key` and wakes
-  // waiters, so that a later call tunes again.
-  void forget(Key const& key, std::uint64_t uid) {
-    if (auto it = entries_.find(key); it != entries_.end()) {
-      auto& v = it->second;
-      std::erase_if(v, [uid](entry const& e) { return e.set_uid == uid && !e.done; });
-      if (v.empty()) entries_.erase(it);
+    // Caller holds mutex (shared at least). The most recently finished entry of `key`.
+    entry const* latest(Key const& key) const {
+      auto it = entries.find(key);
+      if (it == entries.end()) return nullptr;
+      entry const* best = nullptr;
+      for (auto const& e : it->second) {
+        if (e.done && (best == nullptr || e.finished > best->finished)) best = &e;
+      }
+      return best;
     }
-    tuned_.notify_all();
-  }
+
+    // Caller holds mutex. Forgets the (unfinished) entry of set `uid` for `key` and wakes
+    // waiters, so that a later call tunes again.
+    void forget(Key const& key, std::uint64_t uid) {
+      if (auto it = entries.find(key); it != entries.end()) {
+        auto& v = it->second;
+        std::erase_if(v, [uid](entry const& e) { return e.set_uid == uid && !e.done; });
+        if (v.empty()) entries.erase(it);
+      }
+      tuned.notify_all();
+    }
+
+    // Caller holds workers_mutex through `lock`.
+    void join_worker(std::unique_lock<std::mutex>& lock) {
+      idle.wait(lock, [this] { return !worker_busy; });
+      if (worker.joinable()) worker.join();  // It has left drain(): this returns at once.
+    }
+
+    // The background worker's loop: one tuning at a time, so that tunings of different keys
+    // neither measure each other's load nor start a thread each. Its thread holds the state,
+    // so the jobs it runs need not.
+    void drain() {
+      std::unique_lock lock(workers_mutex);
+      while (!queue.empty()) {
+        {
+          auto job = std::move(queue.front());
+          queue.pop_front();
+          ++running;
+          lock.unlock();
+          job();  // Catches everything itself.
+        }         // Its copies of the client and inputs die outside the lock.
+        lock.lock();
+        --running;
+      }
+      worker_busy = false;
+      idle.notify_all();
+    }
+
+    template <typename Client, typename Set, typename Generate>
+    std::size_t tune(Client& client, Set const& s, Key const& key, Generate const& generate) {
+      try {
+        std::vector<std::string> names;
+        std::vector<std::string> versions;
+        for (std::size_t i = 0; i < s.size(); ++i) {
+          names.push_back(s.at(i).name());
+          versions.push_back(s.at(i).version());
+        }
+        auto const key_text = fmt::format("{}", key);
+        detail::tuning_request req{name,
+                                   key_text,
+                                   s.checksum(),
+                                   s.explicit_checksum(),
+                                   names,
+                                   versions,
+                                   options.bench,
+                                   options.checks && detail::can_check(s),
+                                   options.log_decisions,
+                                   cache.get()};
+        using tuple_t = std::invoke_result_t<Generate const&>;
+        auto target = make_target(client, s, generate, static_cast<tuple_t*>(nullptr), req.checks);
+        auto outcome = detail::run_tuning(req, s.plan(key), target);
+        std::lock_guard lock(mutex);
+        benchmarked += outcome.benchmarked;
+        finish(key, s, outcome.winner, std::move(outcome.results));
+        return outcome.winner;
+      } catch (...) {
+        std::lock_guard lock(mutex);
+        forget(key, s.uid());  // Let a later call try again; wake waiters so they do.
+        throw;
+      }
+    }
+
+    // Caller holds mutex.
+    template <typename Set>
+    void finish(Key const& key, Set const& s, std::size_t winner,
+                std::vector<candidate_result> results) {
+      auto* e = find_entry(key, s.uid());
+      if (e == nullptr) {  // Forgotten meanwhile (cannot happen today): keep the result anyway.
+        entries[key].emplace_back();
+        e = &entries[key].back();
+      }
+      e->done = true;
+      e->winner = winner;
+      e->set_uid = s.uid();
+      e->finished = ++finished;
+      e->checksum = s.checksum();
+      e->results = std::move(results);
+      tuned.notify_all();
+    }
+
+    std::string const name;
+    tuner_options const options;
+    std::unique_ptr<tune_cache> cache;
+    mutable std::shared_mutex mutex;
+    std::condition_variable_any tuned;
+    std::unordered_map<Key, std::vector<entry>> entries;
+    std::size_t benchmarked = 0;
+    std::uint64_t finished = 0;
+    std::mutex workers_mutex;
+    std::condition_variable idle;
+    std::deque<std::function<void()>> queue;  // Background tunings not started yet.
+    std::size_t running = 0;
+    bool worker_busy = false;  // worker is in drain().
+    std::thread worker;
+  };
 
   // Forgets a key marked as being tuned unless dismissed: whatever throws between marking it
   // and handing it to tune() (copying inputs, starting a thread) must not leave it marked.
   class tuning_guard {
    public:
-    tuning_guard(tuner& t, Key const& key, std::uint64_t uid) : t_(t), key_(key), uid_(uid) {}
+    tuning_guard(state& st, Key const& key, std::uint64_t uid) : st_(st), key_(key), uid_(uid) {}
     tuning_guard(tuning_guard const&) = delete;
     tuning_guard& operator=(tuning_guard const&) = delete;
     ~tuning_guard() {
       if (!armed_) return;
-      std::lock_guard lock(t_.mutex_);
-      t_.forget(key_, uid_);
+      std::lock_guard lock(st_.mutex);
+      st_.forget(key_, uid_);
     }
     void dismiss() noexcept { armed_ = false; }
 
    private:
-    tuner& t_;
+    state& st_;
     Key const& key_;
     std::uint64_t uid_;
     bool armed_ = true;
   };
-
-  // Caller holds workers_mutex_ through `lock`.
-  void join_worker(std::unique_lock<std::mutex>& lock) {
-    idle_.wait(lock, [this] { return !worker_busy_; });
-    if (worker_.joinable()) worker_.join();  // It has left drain(): this returns at once.
-  }
-
-  // The background worker's loop: one tuning at a time, so that tunings of different keys
-  // neither measure each other's load nor start a thread each.
-  void drain() {
-    std::unique_lock lock(workers_mutex_);
-    while (!queue_.empty()) {
-      {
-        auto job = std::move(queue_.front());
-        queue_.pop_front();
-        ++running_;
-        lock.unlock();
-        job();  // Catches everything itself.
-      }         // Its copies of the client and inputs die outside the lock.
-      lock.lock();
-      --running_;
-    }
-    worker_busy_ = false;
-    idle_.notify_all();
-  }
 
   template <typename Client, typename Output, typename... Inputs>
   Output execute_slow(Client& client,
                       std::shared_ptr<tunable_set<Key, Output, Inputs...> const> const& set,
                       Key key, Inputs... inputs) {
     auto const& s = *set;
-    std::unique_lock lock(mutex_);
+    auto& st = *state_;
+    std::unique_lock lock(st.mutex);
     for (;;) {
-      auto& list = entries_[key];
+      auto& list = st.entries[key];
       entry* mine = nullptr;
       entry* same = nullptr;  // Same candidates under another set object: share its entry.
       for (auto& c : list) {
@@ -269,87 +364,62 @@ class tuner {
       // and only the caller that queued the tuning runs candidate 0 (it asked for background).
       // A thread inside a tuning never waits: the tuning it would wait for may be its own (a
       // candidate calling execute), queued behind it (the worker), or waiting for it.
-      if (options_.concurrent == concurrent_policy::wait && !detail::tuning_on_this_thread()) {
-        tuned_.wait(lock);
+      if (st.options.concurrent == concurrent_policy::wait && !detail::tuning_on_this_thread()) {
+        st.tuned.wait(lock);
         continue;
       }
       lock.unlock();
       return s.run(0, std::move(inputs)...);
     }
     if (s.size() == 1) {  // Nothing to compare: never benchmark.
-      finish(key, s, 0, {});
+      st.finish(key, s, 0, {});
       lock.unlock();
       return s.run(0, std::move(inputs)...);
     }
     lock.unlock();
-    tuning_guard guard(*this, key, s.uid());
+    // From here on user code runs (copies of the inputs, candidates), and may destroy this
+    // tuner: nothing below touches `this`, and the state stays alive as long as `keep`.
+    auto const keep = state_;
+    tuning_guard guard(st, key, s.uid());
 
     // Benchmark inputs are copies made now, while the caller's inputs are alive.
     auto generate = [set, key, inputs...]() { return set->generate_inputs(key, inputs...); };
     if constexpr (std::copy_constructible<Client>) {
-      if (options_.background) {
-        std::lock_guard wl(workers_mutex_);
-        queue_.emplace_back([this, c = client, set, key, generate]() mutable {
-          try {
-            tune(c, *set, key, generate);
-          } catch (std::exception const& e) {
-            log::warn(log::category::autotune, "background tuning of {} failed: {}", name_,
-                      e.what());
-          } catch (...) {  // User code (a priority, a key's formatter) may throw anything.
-            log::warn(log::category::autotune, "background tuning of {} failed", name_);
+      if (st.options.background) {
+        {
+          std::lock_guard wl(st.workers_mutex);
+          // A raw pointer: a job runs only inside drain(), whose thread holds the state (and
+          // one queued when the tuner dies is dropped unrun).
+          st.queue.emplace_back([sp = &st, c = client, set, key, generate]() mutable {
+            try {
+              sp->tune(c, *set, key, generate);
+            } catch (std::exception const& e) {
+              log::warn(log::category::autotune, "background tuning of {} failed: {}", sp->name,
+                        e.what());
+            } catch (...) {  // User code (a priority, a key's formatter) may throw anything.
+              log::warn(log::category::autotune, "background tuning of {} failed", sp->name);
+            }
+          });
+          if (!st.worker_busy) {
+            if (st.worker.joinable()) st.worker.join();  // Idle: it has left drain().
+            try {
+              st.worker = std::thread([keep] { keep->drain(); });
+            } catch (...) {
+              st.queue.pop_back();
+              throw;
+            }
+            st.worker_busy = true;
           }
-        });
-        if (!worker_busy_) {
-          if (worker_.joinable()) worker_.join();  // Idle: it has left drain().
-          try {
-            worker_ = std::thread([this] { drain(); });
-          } catch (...) {
-            queue_.pop_back();
-            throw;
-          }
-          worker_busy_ = true;
+          guard.dismiss();  // The worker owns the key now; tune() forgets it if it fails.
         }
-        guard.dismiss();  // The worker owns the key now; tune() forgets it if it fails.
+        // Not under workers_mutex: candidate 0 may queue a tuning of its own (execute for
+        // another key) or destroy the tuner, whose destructor takes that lock.
         return s.run(0, std::move(inputs)...);
       }
     }
     guard.dismiss();  // tune() forgets the key itself if it fails.
-    auto const winner = tune(client, s, key, generate);
+    auto const winner = keep->tune(client, s, key, generate);
     return s.run(winner, std::move(inputs)...);
-  }
-
-  template <typename Client, typename Set, typename Generate>
-  std::size_t tune(Client& client, Set const& s, Key const& key, Generate const& generate) {
-    try {
-      std::vector<std::string> names;
-      std::vector<std::string> versions;
-      for (std::size_t i = 0; i < s.size(); ++i) {
-        names.push_back(s.at(i).name());
-        versions.push_back(s.at(i).version());
-      }
-      auto const key_text = fmt::format("{}", key);
-      detail::tuning_request req{name_,
-                                 key_text,
-                                 s.checksum(),
-                                 s.explicit_checksum(),
-                                 names,
-                                 versions,
-                                 options_.bench,
-                                 options_.checks && detail::can_check(s),
-                                 options_.log_decisions,
-                                 cache_.get()};
-      using tuple_t = std::invoke_result_t<Generate const&>;
-      auto target = make_target(client, s, generate, static_cast<tuple_t*>(nullptr), req.checks);
-      auto outcome = detail::run_tuning(req, s.plan(key), target);
-      std::lock_guard lock(mutex_);
-      benchmarked_ += outcome.benchmarked;
-      finish(key, s, outcome.winner, std::move(outcome.results));
-      return outcome.winner;
-    } catch (...) {
-      std::lock_guard lock(mutex_);
-      forget(key, s.uid());  // Let a later call try again; wake waiters so they do.
-      throw;
-    }
   }
 
   template <typename Client, typename Set, typename Generate, typename... Inputs>
@@ -358,38 +428,8 @@ class tuner {
     return detail::set_target<Client, Set, Inputs...>(client, s, generate, checks);
   }
 
-  // Caller holds mutex_.
-  template <typename Set>
-  void finish(Key const& key, Set const& s, std::size_t winner,
-              std::vector<candidate_result> results) {
-    auto* e = find_entry(key, s.uid());
-    if (e == nullptr) {  // Forgotten meanwhile (cannot happen today): keep the result anyway.
-      entries_[key].emplace_back();
-      e = &entries_[key].back();
-    }
-    e->done = true;
-    e->winner = winner;
-    e->set_uid = s.uid();
-    e->finished = ++finished_;
-    e->checksum = s.checksum();
-    e->results = std::move(results);
-    tuned_.notify_all();
-  }
-
-  std::string name_;
-  tuner_options options_;
-  std::unique_ptr<tune_cache> cache_;
-  mutable std::shared_mutex mutex_;
-  std::condition_variable_any tuned_;
-  std::unordered_map<Key, std::vector<entry>> entries_;
-  std::size_t benchmarked_ = 0;
-  std::uint64_t finished_ = 0;
-  std::mutex workers_mutex_;
-  std::condition_variable idle_;
-  std::deque<std::function<void()>> queue_;  // Background tunings not started yet.
-  std::size_t running_ = 0;
-  bool worker_busy_ = false;  // worker_ is in drain().
-  std::thread worker_;
+  // Shared with the tunings in progress (see state); never null.
+  std::shared_ptr<state> const state_;
 };
 
 }  // namespace cubert::tune
