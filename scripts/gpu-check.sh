@@ -72,7 +72,8 @@ grep -E '^\s+[0-9]+ - .*\((Failed|SEGFAULT|Timeout|Subprocess aborted|Exception)
 (cd "$BUILD" && ctest -L conformance --output-on-failure --timeout 600) \
   >"$LOGS/conformance.log" 2>&1
 CONF_LINE=$(grep -E 'tests passed|tests failed|No tests were found' "$LOGS/conformance.log" | tail -1)
-note "conformance: ${CONF_LINE:-none ran}"
+CONF_SKIPPED=$(grep -c '(Skipped)' "$LOGS/conformance.log")
+note "conformance: ${CONF_LINE:-none ran}; skipped: $CONF_SKIPPED (each with its written reason in $LOGS/conformance.log)"
 
 # 3b. The command-line tool on the device: lists it, and runs and checks kernels on cuda:0
 # through both channels that CUDA serves.
