@@ -17,6 +17,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <string_view>
 
 namespace {
 
@@ -155,34 +156,36 @@ TEST(KernelDiskCacheTest, TheSourceNameAndEachOptionAreInTheKey) {
 
 // The key covers the headers a source includes: an edited one, even two levels down and
 // reached through a quoted include relative to its includer, is a miss that compiles the edit.
+// Writes `text` to `name` under `dir`, creating its directories.
+void write_file(temp_dir const& dir, fs::path const& name, std::string const& text) {
+  fs::create_directories((dir.path() / name).parent_path());
+  std::ofstream(dir.path() / name, std::ios::trunc) << text;
+}
+
+// Compiling `request` now misses the disk cache and yields PTX holding `value`; again, hits.
+void expect_miss_holding_then_hit(cuda_compiler const& compiler, compile_request const& request,
+                                  std::string_view value) {
+  auto const code = compiler.compile(request);
+  std::string const ptx(reinterpret_cast<char const*>(code.image.data()));
+  EXPECT_FALSE(code.from_disk_cache);
+  EXPECT_NE(ptx.find(value), std::string::npos) << ptx;
+  EXPECT_TRUE(compiler.compile(request).from_disk_cache);
+}
+
 TEST(KernelDiskCacheTest, EditingAnIncludedHeaderMisses) {
   temp_dir cache_dir;
   temp_dir include;
-  auto const write = [&](fs::path const& name, std::string const& text) {
-    fs::create_directories((include.path() / name).parent_path());
-    std::ofstream(include.path() / name, std::ios::trunc) << text;
-  };
-  write("magic.h",
-        "#include \"detail/value.h\"\n"
-        "__device__ inline unsigned magic() { return MAGIC_VALUE; }\n");
-  write("detail/value.h", "#define MAGIC_VALUE 1234567u\n");
+  write_file(include, "magic.h",
+             "#include \"detail/value.h\"\n"
+             "__device__ inline unsigned magic() { return MAGIC_VALUE; }\n");
+  write_file(include, "detail/value.h", "#define MAGIC_VALUE 1234567u\n");
   constexpr char const* src = R"(#include "magic.h"
 extern "C" __global__ void put_magic(unsigned* out) { *out = magic(); })";
   cuda_compiler const compiler{kernel_disk_cache(cache_dir.path())};
   compile_request const request{src, "magic.cu", {"-I", include.path().string()}, 90, true};
-  auto const ptx_of = [](auto const& code) {
-    return std::string(reinterpret_cast<char const*>(code.image.data()));
-  };
-  auto const first = compiler.compile(request);
-  EXPECT_FALSE(first.from_disk_cache);
-  EXPECT_NE(ptx_of(first).find("1234567"), std::string::npos) << ptx_of(first);
-  EXPECT_TRUE(compiler.compile(request).from_disk_cache);
-
-  write("detail/value.h", "#define MAGIC_VALUE 7654321u\n");
-  auto const edited = compiler.compile(request);
-  EXPECT_FALSE(edited.from_disk_cache);
-  EXPECT_NE(ptx_of(edited).find("7654321"), std::string::npos) << ptx_of(edited);
-  EXPECT_TRUE(compiler.compile(request).from_disk_cache);
+  expect_miss_holding_then_hit(compiler, request, "1234567");
+  write_file(include, "detail/value.h", "#define MAGIC_VALUE 7654321u\n");
+  expect_miss_holding_then_hit(compiler, request, "7654321");
 }
 
 // Headers named by a macro (defined in the source or by -D) and headers probed by
@@ -190,14 +193,7 @@ extern "C" __global__ void put_magic(unsigned* out) { *out = magic(); })";
 TEST(KernelDiskCacheTest, EditingAMacroNamedOrProbedHeaderMisses) {
   temp_dir cache_dir;
   temp_dir include;
-  auto const write = [&](fs::path const& name, std::string const& text) {
-    fs::create_directories((include.path() / name).parent_path());
-    std::ofstream(include.path() / name, std::ios::trunc) << text;
-  };
-  auto const ptx_of = [](auto const& code) {
-    return std::string(reinterpret_cast<char const*>(code.image.data()));
-  };
-  write("detail/value.h", "#define MAGIC_VALUE 1234567u\n");
+  write_file(include, "detail/value.h", "#define MAGIC_VALUE 1234567u\n");
   constexpr char const* src = R"(#include VALUE_HEADER
 #if __has_include("extra.h")
 #include "extra.h"
@@ -212,20 +208,11 @@ extern "C" __global__ void put_magic(unsigned* out) { out[0] = MAGIC_VALUE; out[
       {"-I", include.path().string(), "-DVALUE_HEADER=\"detail/value.h\""},
       90,
       true};
-  EXPECT_FALSE(compiler.compile(request).from_disk_cache);
-  EXPECT_TRUE(compiler.compile(request).from_disk_cache);
-
-  write("detail/value.h", "#define MAGIC_VALUE 7654321u\n");
-  auto const edited = compiler.compile(request);
-  EXPECT_FALSE(edited.from_disk_cache);
-  EXPECT_NE(ptx_of(edited).find("7654321"), std::string::npos) << ptx_of(edited);
-  EXPECT_TRUE(compiler.compile(request).from_disk_cache);
-
-  write("extra.h", "#define EXTRA 2468u\n");
-  auto const probed = compiler.compile(request);
-  EXPECT_FALSE(probed.from_disk_cache);
-  EXPECT_NE(ptx_of(probed).find("2468"), std::string::npos) << ptx_of(probed);
-  EXPECT_TRUE(compiler.compile(request).from_disk_cache);
+  expect_miss_holding_then_hit(compiler, request, "1234567");
+  write_file(include, "detail/value.h", "#define MAGIC_VALUE 7654321u\n");
+  expect_miss_holding_then_hit(compiler, request, "7654321");
+  write_file(include, "extra.h", "#define EXTRA 2468u\n");
+  expect_miss_holding_then_hit(compiler, request, "2468");
 }
 
 // A header named by a macro the scan cannot expand (function-like): the key could not cover
