@@ -164,4 +164,19 @@ TEST(Configuration, PaddingArithmetic) {
   EXPECT_EQ(floor_to(1025, 4), 1024u);
 }
 
+// Pool descriptions name sizes exactly where a short number does, else rounded: a CPU device's
+// max allocation (a share of its RAM) once read "24684092 KiB".
+TEST(BinaryBytes, ExactWhereShortElseRoundedInTheLargestUnit) {
+  EXPECT_EQ(binary_bytes(0), "0 B");
+  EXPECT_EQ(binary_bytes(1000), "1000 B");
+  EXPECT_EQ(binary_bytes(32 * 1024), "32 KiB");
+  EXPECT_EQ(binary_bytes(1536 * 1024), "1536 KiB");
+  EXPECT_EQ(binary_bytes(256 * mib), "256 MiB");
+  EXPECT_EQ(binary_bytes(2 * gib), "2 GiB");
+  EXPECT_EQ(binary_bytes(24684092ULL * 1024), "23.54 GiB");
+  EXPECT_EQ(binary_bytes(mib + 1), "1.00 MiB");
+  EXPECT_EQ(binary_bytes(1025), "1.00 KiB");
+  EXPECT_EQ(binary_bytes(20000 * mib), "19.53 GiB");
+}
+
 }  // namespace
