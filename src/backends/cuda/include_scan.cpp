@@ -4,9 +4,11 @@
 #include <fmt/format.h>
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cstring>
 #include <deque>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <optional>
 #include <set>
@@ -30,24 +32,74 @@ bool is_blank(char c) {
   return c == ' ' || c == '\t' || c == '\r' || c == '\v' || c == '\f';
 }
 
-// Length of the line splice (backslash-newline) at i, or 0: a spliced line is one line.
-std::size_t splice_at(std::string_view t, std::size_t i) {
-  if (t.substr(i, 2) == "\\\n") return 2;
-  return t.substr(i, 3) == "\\\r\n" ? 3 : 0;
-}
+// The text after translation phases 1 and 2 (trigraphs replaced when asked, line splices
+// removed), which every later phase sees: a splice may cut any token, "*/" and "//" included.
+// Raw strings revert both, so they are read in the original text, through the map kept here.
+class logical_text {
+ public:
+  logical_text(std::string_view original, bool trigraphs) : original_(original) {
+    if (!trigraphs && original.find("\\\n") == npos && original.find("\\\r\n") == npos) {
+      text_ = original;
+      return;
+    }
+    translated_.reserve(original.size());
+    for (std::size_t o = 0; o < original.size();) {
+      char c = original[o];
+      std::size_t n = 1;
+      if (trigraphs && original.substr(o, 2) == "??" && o + 2 < original.size()) {
+        if (auto const k = std::string_view("=/'()!<>-").find(original[o + 2]); k != npos) {
+          c = "#\\^[]|{}~"[k];
+          n = 3;
+        }
+      }
+      // One pass: a backslash left before a newline by a splice splices nothing.
+      if (c == '\\') {
+        auto const rest = original.substr(o + n, 2);
+        std::size_t const newline = rest.starts_with('\n') ? 1 : rest == "\r\n" ? 2 : 0;
+        if (newline != 0) {
+          o += n + newline;
+          jumps_.emplace_back(translated_.size(), o);
+          continue;
+        }
+      }
+      translated_ += c;
+      o += n;
+      if (n != 1) jumps_.emplace_back(translated_.size(), o);
+    }
+    text_ = translated_;
+  }
+  logical_text(logical_text const&) = delete;
+  logical_text& operator=(logical_text const&) = delete;
+
+  [[nodiscard]] std::string_view text() const { return text_; }
+  [[nodiscard]] std::string_view original() const { return original_; }
+
+  [[nodiscard]] std::size_t to_original(std::size_t i) const {
+    auto const it = std::upper_bound(jumps_.begin(), jumps_.end(), i,
+                                     [](std::size_t v, auto const& j) { return v < j.first; });
+    return it == jumps_.begin() ? i : std::prev(it)->second + (i - std::prev(it)->first);
+  }
+
+  // The first logical position at or after original position o.
+  [[nodiscard]] std::size_t from_original(std::size_t o) const {
+    auto const it = std::upper_bound(jumps_.begin(), jumps_.end(), o,
+                                     [](std::size_t v, auto const& j) { return v < j.second; });
+    std::size_t i = it == jumps_.begin() ? o : std::prev(it)->first + (o - std::prev(it)->second);
+    if (it != jumps_.end()) i = std::min(i, it->first);
+    return std::min(i, text_.size());
+  }
+
+ private:
+  std::string_view original_;
+  std::string translated_;
+  std::string_view text_;
+  // (logical, original) positions from which the two go on in step, after each removed run.
+  std::vector<std::pair<std::size_t, std::size_t>> jumps_;
+};
 
 // Index just past the comment starting at i (a line comment stops before its newline), or i.
 std::size_t skip_comment(std::string_view t, std::size_t i) {
-  if (t.substr(i, 2) == "//") {
-    // Splicing comes before comments: a line comment ending in a backslash takes the next line
-    // with it, so a "/*" there opens nothing and a "#include" there is no directive.
-    for (auto nl = t.find('\n', i + 2);; nl = t.find('\n', nl + 1)) {
-      if (nl == npos) return t.size();
-      auto end = nl;
-      if (end > i + 2 && t[end - 1] == '\r') --end;
-      if (end == i + 2 || t[end - 1] != '\\') return nl;
-    }
-  }
+  if (t.substr(i, 2) == "//") return std::min(t.find('\n', i + 2), t.size());
   if (t.substr(i, 2) == "/*") {
     auto const end = t.find("*/", i + 2);
     return end == npos ? t.size() : end + 2;
@@ -55,16 +107,14 @@ std::size_t skip_comment(std::string_view t, std::size_t i) {
   return i;
 }
 
-// Blanks, splices and comments inside a directive: a block comment is one space, even across
-// lines, so `#/* x */include` is still a directive.
+// Blanks and comments inside a directive: a block comment is one space, even across lines, so
+// `#/* x */include` is still a directive.
 std::size_t skip_blanks(std::string_view t, std::size_t i) {
   while (i < t.size()) {
     if (is_blank(t[i])) {
       ++i;
-    } else if (std::size_t const n = splice_at(t, i)) {
-      i += n;
-    } else if (std::size_t const j = skip_comment(t, i); j != i && t[i + 1] == '*') {
-      i = j;
+    } else if (t.substr(i, 2) == "/*") {
+      i = skip_comment(t, i);
     } else {
       break;
     }
@@ -86,13 +136,17 @@ std::size_t skip_literal(std::string_view t, std::size_t i) {
   return std::min(i, t.size());
 }
 
-// Index past the raw string literal whose opening quote is at i (R"delim( ... )delim").
-std::size_t skip_raw_string(std::string_view t, std::size_t i) {
-  auto const open = t.find_first_of("( )\\\n", i + 1);
-  if (open == npos || t[open] != '(' || open - i - 1 > 16) return skip_literal(t, i);
-  std::string const close = fmt::format("){}\"", t.substr(i + 1, open - i - 1));
-  auto const end = t.find(close, open + 1);
-  return end == npos ? t.size() : end + close.size();
+// Index past the raw string literal whose opening quote is at i (R"delim( ... )delim"), looked
+// for in the original text, since a raw string reverts splices and trigraphs.
+std::size_t skip_raw_string(logical_text const& lt, std::size_t i) {
+  std::string_view const o = lt.original();
+  std::size_t const quote = lt.to_original(i);
+  // A delimiter has at most 16 characters: looking no further keeps a line of `R"R"...` linear.
+  auto const open = o.substr(quote + 1, 17).find_first_of("( )\\\n");
+  if (open == npos || o[quote + 1 + open] != '(') return skip_literal(lt.text(), i);
+  std::string const close = fmt::format("){}\"", o.substr(quote + 1, open));
+  auto const end = o.find(close, quote + 2 + open);
+  return end == npos ? lt.text().size() : lt.from_original(end + close.size());
 }
 
 // Index past the preprocessing number at i, so that a digit separator (1'000) is not taken for
@@ -114,49 +168,29 @@ std::size_t skip_number(std::string_view t, std::size_t i) {
   return i;
 }
 
-// Reads the header name at i ("name" or <name>, spliced lines joined), or failing that the
-// identifier of a macro that computes it (`computed`). Returns where the name ends, or i when
-// there is neither.
+// Reads an identifier at i.
+std::size_t read_identifier(std::string_view t, std::size_t i, std::string& name) {
+  auto const start = i;
+  while (i < t.size() && is_ident(t[i])) ++i;
+  name = t.substr(start, i - start);
+  return i;
+}
+
+// Reads the header name at i ("name" or <name>), or failing that the identifier of a macro that
+// computes it (`computed`). Returns where the name ends, or i when there is neither.
 std::size_t read_header_name(std::string_view t, std::size_t i, include_directive& d) {
   if (i >= t.size()) return i;
   if (t[i] != '"' && t[i] != '<') {
     if (is_digit(t[i])) return i;
-    auto j = i;
-    while (j < t.size() && is_ident(t[j])) ++j;
-    d.name = t.substr(i, j - i);
+    auto const j = read_identifier(t, i, d.name);
     d.computed = !d.name.empty();
     return j;
   }
   d.quoted = t[i] == '"';
-  char const close = d.quoted ? '"' : '>';
-  std::string header;
-  for (std::size_t j = i + 1; j < t.size() && t[j] != '\n';) {
-    if (std::size_t const n = splice_at(t, j)) {
-      j += n;
-    } else if (t[j] != close) {
-      header += t[j++];
-    } else if (header.empty()) {
-      break;
-    } else {
-      d.name = std::move(header);
-      return j + 1;
-    }
-  }
-  return i;
-}
-
-// Reads an identifier at i, joining line splices (which come before tokens).
-std::size_t read_identifier(std::string_view t, std::size_t i, std::string& name) {
-  while (i < t.size()) {
-    if (is_ident(t[i])) {
-      name += t[i++];
-    } else if (std::size_t const n = splice_at(t, i)) {
-      i += n;
-    } else {
-      break;
-    }
-  }
-  return i;
+  auto const end = t.find_first_of(d.quoted ? "\"\n" : ">\n", i + 1);
+  if (end == npos || t[end] == '\n' || end == i + 1) return i;
+  d.name = t.substr(i + 1, end - i - 1);
+  return end + 1;
 }
 
 class lexer {
@@ -166,20 +200,38 @@ class lexer {
 
   // Parses the header name at i into a directive like `d`; returns where scanning goes on.
   std::size_t header(std::string_view t, std::size_t i, include_directive d) {
+    // A '<' with no '>' before its line ends: nor has a later one on that line, so a line of
+    // `__has_include(<` is read once, not once per probe.
+    if (i < t.size() && t[i] == '<' && i < no_angle_close_before_) return i;
     auto const end = read_header_name(t, i, d);
-    if (end != i) out_.push_back(std::move(d));
+    if (end == i) {
+      if (i < t.size() && t[i] == '<') {
+        auto const close = t.find_first_of(">\n", i + 1);
+        if (close == npos || t[close] == '\n') no_angle_close_before_ = std::min(close, t.size());
+      }
+      return i;
+    }
+    out_.push_back(std::move(d));
     return end;
   }
 
   // Parses what follows `__has_include` or `__has_include_next` at i. Without a '(' it is only
-  // named (`defined(__has_include)`): nothing is probed. Nor is it in a macro's body, where
-  // its operand is usually a parameter (`#define HAS(x) __has_include(x)`): what is probed is
-  // known only where the macro is used.
+  // named (`defined(__has_include)`): nothing is probed. In a function-like macro's body, an
+  // operand that is one of its parameters (`#define HAS(x) __has_include(x)`) is known only
+  // where the macro is used; any other probe there (`#define HAS_CFG __has_include("cfg.h")`)
+  // is what `#if HAS_CFG` asks.
   std::size_t probe(std::string_view t, std::size_t i, bool next) {
-    if (in_define_) return i;
     i = skip_blanks(t, i);
     if (i >= t.size() || t[i] != '(') return i;
-    return header(t, skip_blanks(t, i + 1), {.next = next, .probe = true});
+    i = skip_blanks(t, i + 1);
+    include_directive d{.next = next, .probe = true};
+    if (in_define_ && i < t.size() && is_ident(t[i])) {
+      auto const end = read_header_name(t, i, d);
+      if (std::find(parameters_.begin(), parameters_.end(), d.name) != parameters_.end()) {
+        return end;
+      }
+    }
+    return header(t, i, {.next = next, .probe = true});
   }
 
   // Parses the directive whose '#' is just before i; returns where scanning goes on.
@@ -191,26 +243,136 @@ class lexer {
     }
     if (name != "define") return i;
     in_define_ = true;
-    if (macros_ == nullptr) return i;
-    // An object-like macro whose value is a header name or another macro may name a header
-    // for a computed include; a function-like one ('(' right after the name) cannot alone.
+    parameters_.clear();
+    i = skip_blanks(t, i);
+    if (i >= t.size() || is_digit(t[i])) return i;
     header_macro m;
-    i = read_identifier(t, skip_blanks(t, i), m.name);
-    if (m.name.empty() || (i < t.size() && t[i] == '(')) return i;
-    auto const j = skip_blanks(t, i);
-    auto const end = read_header_name(t, j, m.value);
-    if (end != j) macros_->push_back(std::move(m));
-    return end;
+    i = read_identifier(t, i, m.name);
+    if (m.name.empty()) return i;
+    if (i < t.size() && t[i] == '(') return parameters(t, i + 1);
+    // An object-like macro whose value is a header name or another macro may name a header for
+    // a computed include. Its body is then lexed like any text, collected or not: a raw string
+    // or a comment there hides what it would anywhere.
+    i = skip_blanks(t, i);
+    if (macros_ != nullptr && read_header_name(t, i, m.value) != i) {
+      macros_->push_back(std::move(m));
+    }
+    return i;
   }
 
-  // A newline outside a comment or a splice ends the directive it was in.
+  // A newline outside a comment ends the directive it was in.
   void end_line() noexcept { in_define_ = false; }
 
  private:
+  // Reads a function-like macro's parameters from just after its '('; returns past the ')'.
+  std::size_t parameters(std::string_view t, std::size_t i) {
+    while (true) {
+      i = skip_blanks(t, i);
+      if (i >= t.size() || t[i] == '\n') return i;
+      if (t[i] == ')') return i + 1;
+      if (t.substr(i, 3) == "...") {
+        parameters_.emplace_back("__VA_ARGS__");
+        i += 3;
+        continue;
+      }
+      std::string parameter;
+      auto const end = read_identifier(t, i, parameter);
+      if (end == i) {
+        ++i;
+      } else {
+        parameters_.push_back(std::move(parameter));
+        i = end;
+      }
+    }
+  }
+
   std::vector<include_directive>& out_;
   std::vector<header_macro>* macros_;
   bool in_define_ = false;
+  std::vector<std::string> parameters_;  // Of the function-like macro being defined.
+  std::size_t no_angle_close_before_ = 0;
 };
+
+// The directives and macros of one reading of `original`.
+void lex(logical_text const& lt, std::vector<include_directive>& out,
+         std::vector<header_macro>* macros) {
+  std::string_view const t = lt.text();
+  lexer lex(out, macros);
+  bool line_start = true;
+  // A UTF-8 byte order mark is not a token: a directive right after it starts the line.
+  std::size_t i = t.starts_with("\xEF\xBB\xBF") ? 3 : 0;
+  while (i < t.size()) {
+    char const c = t[i];
+    if (is_ident(c)) {
+      line_start = false;
+      if (is_digit(c)) {
+        i = skip_number(t, i);
+        continue;
+      }
+      auto const start = i;
+      while (i < t.size() && is_ident(t[i])) ++i;
+      auto const id = t.substr(start, i - start);
+      if (id == "__has_include" || id == "__has_include_next") {
+        i = lex.probe(t, i, id.size() > 13);
+        continue;
+      }
+      bool const raw = id == "R" || id == "u8R" || id == "uR" || id == "UR" || id == "LR";
+      if (raw && i < t.size() && t[i] == '"') i = skip_raw_string(lt, i);
+      continue;
+    }
+    switch (c) {
+      case '\n':
+        line_start = true;
+        lex.end_line();
+        ++i;
+        break;
+      case ' ':
+      case '\t':
+      case '\r':
+      case '\v':
+      case '\f':
+        ++i;
+        break;
+      case '/':  // A comment is a space: a directive may follow it.
+        if (std::size_t const j = skip_comment(t, i); j != i) {
+          i = j;
+        } else {
+          line_start = false;
+          ++i;
+        }
+        break;
+      case '#':
+        i = line_start ? lex.directive(t, i + 1) : i + 1;
+        line_start = false;
+        break;
+      case '%':  // "%:" is the digraph of '#'.
+        i = line_start && t.substr(i, 2) == "%:" ? lex.directive(t, i + 2) : i + 1;
+        line_start = false;
+        break;
+      case '"':
+      case '\'':
+        i = skip_literal(t, i);
+        line_start = false;
+        break;
+      case '.':
+        i = i + 1 < t.size() && is_digit(t[i + 1]) ? skip_number(t, i) : i + 1;
+        line_start = false;
+        break;
+      default:
+        ++i;
+        line_start = false;
+    }
+  }
+}
+
+// Whether `t` holds a trigraph, which NVRTC replaces under -std=c++03/11/14 (not C++17, its
+// default).
+bool has_trigraph(std::string_view t) {
+  for (auto p = t.find("??"); p != npos && p + 2 < t.size(); p = t.find("??", p + 1)) {
+    if (std::string_view("=/'()!<>-").find(t[p + 2]) != npos) return true;
+  }
+  return false;
+}
 
 // The value of option `name` at options[i] ("name value" as two options, "name=value", or with
 // `attached`, "namevalue"), advancing i past a separate value; nullopt for another option.
@@ -276,12 +438,13 @@ class include_walker {
       return;
     }
     bool found_any = false;
-    if (!d.next) {
-      if (auto found = resolve(d, from)) {
-        queue(std::move(*found));
-        found_any = true;
-      }
-    } else {
+    // An #include_next in the source is an #include to NVRTC (it warns), a quoted one looking
+    // next to the source first: the plain resolution covers that case.
+    if (auto found = resolve(d, from)) {
+      queue(std::move(*found));
+      found_any = true;
+    }
+    if (d.next) {
       // The search resumes after the directory the including header came from, which
       // resolving from the start would find again (already seen): every match in the include
       // directories covers the one NVRTC takes, at worst with a needless miss.
@@ -323,7 +486,9 @@ class include_walker {
     do {
       walk();
     } while (!result_.truncated && expand());
-    for (auto const& c : computed_) result_.computed = result_.computed || !c.expanded;
+    for (auto const& c : computed_) {
+      result_.computed = result_.computed || !c.expanded || !values_of(c.directive.name).complete;
+    }
     if (hashed_) {
       XXH128_hash_t const h = XXH3_128bits_digest(&state_);
       result_.digest = fmt::format("{:016x}{:016x}", h.high64, h.low64);
@@ -358,7 +523,7 @@ class include_walker {
   bool expand() {
     bool progress = false;
     for (std::size_t i = 0; i < computed_.size(); ++i) {
-      for (auto const& value : values_of(computed_[i].directive.name)) {
+      for (auto const& value : values_of(computed_[i].directive.name).values) {
         if (!expanded_.emplace(i, value.name, value.quoted).second) continue;
         auto d = computed_[i].directive;
         d.name = value.name;
@@ -372,21 +537,34 @@ class include_walker {
     return progress;
   }
 
+  struct macro_values {
+    std::vector<include_directive> values;
+    // No macro on the way names something other than a header or a macro with values: a
+    // function-like one (`STR(x.h)`), or one defined nowhere the scan looks, names a header
+    // the key cannot cover even where other values are known.
+    bool complete = true;
+  };
+
   // The header names macro `name` may expand to, through macros naming macros.
-  std::vector<include_directive> values_of(std::string const& name) const {
-    std::vector<include_directive> out;
+  macro_values values_of(std::string const& name) const {
+    macro_values out;
     std::vector<std::string> pending{name};
     std::set<std::string> visited;
-    while (!pending.empty() && visited.size() < 256) {
+    while (!pending.empty()) {
+      if (visited.size() >= 256) {
+        out.complete = false;
+        break;
+      }
       auto const n = std::move(pending.back());
       pending.pop_back();
-      if (!visited.insert(n).second) continue;
+      if (!visited.insert(n).second) continue;  // A cycle does not compile: it names nothing.
       auto const [first, last] = macros_.equal_range(n);
+      if (first == last && n != name) out.complete = false;
       for (auto it = first; it != last; ++it) {
         if (it->second.computed) {
           pending.push_back(it->second.name);
         } else {
-          out.push_back(it->second);
+          out.values.push_back(it->second);
         }
       }
     }
@@ -445,7 +623,6 @@ class include_walker {
 std::vector<include_directive> find_includes(std::string_view t,
                                              std::vector<header_macro>* macros) {
   std::vector<include_directive> out;
-  lexer lex(out, macros);
   // Every directive and probe spells "include" (and every macro "define"), unless a line
   // splice cuts it: a text with neither, as most kernels are, costs a search or two (glibc's
   // memmem: 2-5 times faster than string_view::find here).
@@ -453,80 +630,31 @@ std::vector<include_directive> find_includes(std::string_view t,
     return ::memmem(t.data(), t.size(), word.data(), word.size()) != nullptr;
   };
   if (t.size() < 6 || (!has("include") && (macros == nullptr || !has("define")) && !has("\\\n") &&
-                       !has("\\\r\n"))) {
+                       !has("\\\r\n") && !has("?\?/"))) {
     return out;
   }
-  bool line_start = true;
-  // A UTF-8 byte order mark is not a token: a directive right after it starts the line.
-  std::size_t i = t.starts_with("\xEF\xBB\xBF") ? 3 : 0;
-  while (i < t.size()) {
-    char const c = t[i];
-    if (is_ident(c)) {
-      line_start = false;
-      if (is_digit(c)) {
-        i = skip_number(t, i);
-        continue;
-      }
-      auto const start = i;
-      while (i < t.size() && is_ident(t[i])) ++i;
-      auto const id = t.substr(start, i - start);
-      if (id == "__has_include" || id == "__has_include_next") {
-        i = lex.probe(t, i, id.size() > 13);
-        continue;
-      }
-      bool const raw = id == "R" || id == "u8R" || id == "uR" || id == "UR" || id == "LR";
-      if (raw && i < t.size() && t[i] == '"') i = skip_raw_string(t, i);
-      continue;
+  std::size_t const first_macro = macros == nullptr ? 0 : macros->size();
+  lex(logical_text(t, false), out, macros);
+  if (!has_trigraph(t)) return out;
+  // Which reading NVRTC takes depends on -std: both are reported, the second's new ones after.
+  std::vector<include_directive> more;
+  std::vector<header_macro> more_macros;
+  lex(logical_text(t, true), more, macros == nullptr ? nullptr : &more_macros);
+  auto const key = [](include_directive const& d) {
+    return std::tuple(d.name, d.quoted, d.next, d.probe, d.computed);
+  };
+  std::set<decltype(key(out.front()))> seen;
+  for (auto const& d : out) seen.insert(key(d));
+  for (auto& d : more) {
+    if (seen.insert(key(d)).second) out.push_back(std::move(d));
+  }
+  if (macros != nullptr) {
+    std::set<std::pair<std::string, decltype(key(out.front()))>> known;
+    for (auto i = first_macro; i < macros->size(); ++i) {
+      known.emplace((*macros)[i].name, key((*macros)[i].value));
     }
-    switch (c) {
-      case '\n':
-        line_start = true;
-        lex.end_line();
-        ++i;
-        break;
-      case ' ':
-      case '\t':
-      case '\r':
-      case '\v':
-      case '\f':
-        ++i;
-        break;
-      case '\\':
-        if (std::size_t const n = splice_at(t, i)) {
-          i += n;
-        } else {
-          line_start = false;
-          ++i;
-        }
-        break;
-      case '/':  // A comment is a space: a directive may follow it.
-        if (std::size_t const j = skip_comment(t, i); j != i) {
-          i = j;
-        } else {
-          line_start = false;
-          ++i;
-        }
-        break;
-      case '#':
-        i = line_start ? lex.directive(t, i + 1) : i + 1;
-        line_start = false;
-        break;
-      case '%':  // "%:" is the digraph of '#'.
-        i = line_start && t.substr(i, 2) == "%:" ? lex.directive(t, i + 2) : i + 1;
-        line_start = false;
-        break;
-      case '"':
-      case '\'':
-        i = skip_literal(t, i);
-        line_start = false;
-        break;
-      case '.':
-        i = i + 1 < t.size() && is_digit(t[i + 1]) ? skip_number(t, i) : i + 1;
-        line_start = false;
-        break;
-      default:
-        ++i;
-        line_start = false;
+    for (auto& m : more_macros) {
+      if (known.emplace(m.name, key(m.value)).second) macros->push_back(std::move(m));
     }
   }
   return out;

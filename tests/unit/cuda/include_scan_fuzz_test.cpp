@@ -181,10 +181,12 @@ void check_text(std::string const& text, std::string_view what, std::size_t iter
       }
     }
   };
-  check(find_includes(text));
+  auto const plain = find_includes(text);
+  check(plain);
   std::vector<header_macro> macros;
-  check(find_includes(text, &macros));
+  EXPECT_EQ(plain, find_includes(text, &macros)) << "collecting macros changed the directives";
   for (auto const& m : macros) {
+    EXPECT_TRUE(is_identifier(m.name)) << m.name;
     EXPECT_FALSE(m.value.name.empty());
     EXPECT_EQ(m.value.name.find('\n'), std::string::npos) << m.value.name;
     if (m.value.computed) {

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -118,7 +119,7 @@ TEST(IncludeScanTest, ProbesAndMacroNamedHeadersAreReported) {
 // __has_include("in_comment.h")
 const char* s = "__has_include("in_literal.h")";
 #include 1
-#define HAS(x) __has_include(x) /* a wrapper: its operand is a parameter
+#define HAS(x) __has_include(x) /* a wrapper: its operand is a parameter; not so
    */ && __has_include(<in_define.h>)
 #define HAS2(x) \
   __has_include(x)
@@ -126,8 +127,9 @@ const char* s = "__has_include("in_literal.h")";
 #include "after_define.h"
 #endif
 )src";
-  EXPECT_EQ(names(text), (strings{"qp:config.h", "ap:cuda/std/cstdint", "apn:next.h",
-                                  "mp:CONFIG_HEADER", "mn:KERNEL_HEADER", "q:after_define.h"}));
+  EXPECT_EQ(names(text),
+            (strings{"qp:config.h", "ap:cuda/std/cstdint", "apn:next.h", "mp:CONFIG_HEADER",
+                     "mn:KERNEL_HEADER", "ap:in_define.h", "q:after_define.h"}));
 }
 
 TEST(IncludeScanTest, CollectsObjectLikeMacrosThatMayNameAHeader) {
@@ -338,6 +340,104 @@ TEST(IncludeScanTest, LimitsStopTheScan) {
   auto const all = scan_includes("#include \"h0.h\"\n", "k.cu", options);
   EXPECT_FALSE(all.truncated);
   EXPECT_EQ(all.files.size(), 10U);
+}
+
+TEST(IncludeScanTest, LineSplicesAreJoinedBeforeCommentsAndLiteralsAreSeen) {
+  // A block comment closed by a spliced "*/" ends there: the directive after it is real.
+  EXPECT_EQ(names("/* c *\\\n/\n#include \"a.h\"\n/* */\n"), (strings{"q:a.h"}));
+  // "/" spliced to "/" is a line comment, ending with its line: its "/*" opens nothing.
+  EXPECT_EQ(names("/\\\n/ c /*\n#include \"a.h\"\n// */\n"), (strings{"q:a.h"}));
+  // A literal continued by a CRLF splice: its "/*" opens nothing.
+  EXPECT_EQ(names("const char* s = \"abc\\\r\n/* \";\n#include \"a.h\"\n// */\n"),
+            (strings{"q:a.h"}));
+  // A raw string whose prefix a splice cuts is still one: its "/*" opens nothing.
+  EXPECT_EQ(names("auto s = R\\\n\"x(\n/* )x\";\n#include \"a.h\"\n// */\n"), (strings{"q:a.h"}));
+  // Spliced identifiers: a probe, a digraph, a computed include's macro.
+  EXPECT_EQ(names("#if __has_incl\\\nude(\"p.h\")\n#endif\n%\\\n:include \"d.h\"\n"
+                  "#include HEA\\\nDER\n"),
+            (strings{"qp:p.h", "q:d.h", "m:HEADER"}));
+  // Splicing is one pass: a backslash left before a newline by a splice splices nothing.
+  EXPECT_EQ(names("// c \\\\\n\n#include \"a.h\"\n"), (strings{"q:a.h"}));
+}
+
+TEST(IncludeScanTest, TrigraphsAreReadBothWays) {
+  // NVRTC honours trigraphs under -std=c++03/11/14 and ignores them under C++17 (its default):
+  // the directives of either reading are reported.
+  EXPECT_EQ(names("?\?=include \"a.h\"\n// c ?\?/\n#include \"b.h\"\n#inc?\?/\nlude <c.h>\n"),
+            (strings{"q:b.h", "q:a.h", "a:c.h"}));
+  std::vector<header_macro> macros;
+  (void)find_includes("?\?=define H \"h.h\"\n", &macros);
+  EXPECT_EQ(macros, (std::vector<header_macro>{{"H", {"h.h", true}}}));
+}
+
+TEST(IncludeScanTest, AProbeInAMacrosBodyIsReportedUnlessItsOperandIsAParameter) {
+  // `#define HAS_CFG __has_include("cfg.h")` then `#if HAS_CFG`: the probe's answer matters.
+  EXPECT_EQ(names("#define HAS_CFG __has_include(\"cfg.h\")\n"
+                  "#define HAS(x, ...) __has_include(x) || __has_include(<f.h>) || "
+                  "__has_include(__VA_ARGS__) || __has_include(OTHER)\n"),
+            (strings{"qp:cfg.h", "ap:f.h", "mp:OTHER"}));
+  temp_dir d;
+  fs::create_directories(d.path() / "inc");
+  strings const options{"-I" + (d.path() / "inc").string()};
+  constexpr char const* source = "#define HAS_CFG __has_include(<cfg.h>)\n#if HAS_CFG\n#endif\n";
+  auto const absent = scan_includes(source, "k.cu", options);
+  d.write("inc/cfg.h", "#define CFG 1\n");
+  EXPECT_NE(absent.digest, scan_includes(source, "k.cu", options).digest);
+}
+
+TEST(IncludeScanTest, AMacrosBodyIsLexedLikeAnyText) {
+  // A raw string in a macro's body hides what it holds, whether or not macros are collected.
+  constexpr char const* text = "#define X R\"x(\n/* )x\"\n#include \"a.h\"\n// */\n";
+  std::vector<header_macro> macros;
+  EXPECT_EQ(find_includes(text, &macros), find_includes(text));
+  EXPECT_EQ(names(text), (strings{"q:a.h"}));
+  // A name that is not an identifier defines nothing.
+  std::vector<header_macro> none;
+  EXPECT_TRUE(find_includes("#define 1X \"a.h\"\n", &none).empty());
+  EXPECT_TRUE(none.empty());
+}
+
+TEST(IncludeScanTest, IncludeNextInTheSourceIsAnInclude) {
+  // NVRTC warns and treats it as #include: a quoted one finds the header next to the source.
+  temp_dir d;
+  auto const near = d.write("src/n.h", "#define N 1\n");
+  auto const far = d.write("inc/n.h", "#define N 2\n");
+  auto const scan = scan_includes("#include_next \"n.h\"\n", (d.path() / "src/k.cu").string(),
+                                  strings{"-I" + (d.path() / "inc").string()});
+  EXPECT_EQ(scan.files, (paths{near, far}));
+}
+
+TEST(IncludeScanTest, AComputedIncludeWithAValueOfUnknownHeaderMarksTheScan) {
+  // One value is known, but the other names a function-like macro: which header it gives is
+  // unknown, so the key would miss it.
+  temp_dir d;
+  d.write("inc/a.h", "#define A 1\n");
+  strings const options{"-I" + (d.path() / "inc").string()};
+  auto const scan = scan_includes(
+      "#ifdef USE_A\n#define H \"a.h\"\n#else\n#define H STR(b.h)\n#endif\n#include H\n", "k.cu",
+      options);
+  EXPECT_TRUE(scan.computed);
+  // An alias of an alias defined nowhere is as unknown.
+  EXPECT_TRUE(
+      scan_includes("#define H \"a.h\"\n#define H G\n#define G F\n#include H\n", "k.cu", options)
+          .computed);
+  // A cycle names nothing (it does not compile), beside a known value.
+  EXPECT_FALSE(
+      scan_includes("#define H \"a.h\"\n#define H G\n#define G H\n#include H\n", "k.cu", options)
+          .computed);
+}
+
+TEST(IncludeScanTest, PathologicalLinesTakeLinearTime) {
+  // Kernel text is user input: a long line of raw-string prefixes or unterminated probes must
+  // not take quadratic time (each used to rescan the rest of the line).
+  auto const start = std::chrono::steady_clock::now();
+  std::string raw = "#include \"a.h\"\n";
+  for (int i = 0; i < 100000; ++i) raw += "R\"R\"";
+  EXPECT_EQ(names(raw), (strings{"q:a.h"}));
+  std::string probes = "#include \"a.h\"\n";
+  for (int i = 0; i < 50000; ++i) probes += "__has_include(<";
+  EXPECT_EQ(names(probes), (strings{"q:a.h"}));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
 }
 
 }  // namespace
