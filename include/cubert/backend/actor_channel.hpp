@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cubert/backend/channel.hpp>
+#include <cubert/backend/exit_threads.hpp>
 #include <cubert/backend/spin_wait.hpp>
 
 #include <atomic>
@@ -17,16 +18,6 @@
 #include <type_traits>
 
 namespace cubert::backend {
-
-namespace detail {
-/// Keeps a server thread whose channel died on that very thread; it finishes its queue on its
-/// own and is joined when the process exits, before the static objects made earlier (logging,
-/// the driver) are destroyed under it. `keep_threads_until_exit()` makes the keeper; a channel
-/// calls it once its server exists, so the statics that server uses were made first and are
-/// destroyed after the keeper has joined.
-void join_at_exit(std::thread thread) noexcept;
-void keep_threads_until_exit() noexcept;
-}  // namespace detail
 
 /// One thread owns the server; callers post messages. `execute` and `memory_cleanup` are
 /// fire-and-forget: their errors are kept and rethrown by the next sync/read/flush. Every other

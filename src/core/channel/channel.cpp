@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <cubert/backend/actor_channel.hpp>
 #include <cubert/backend/channel.hpp>
+#include <cubert/backend/exit_threads.hpp>
 #include <cubert/backend/inline_channel.hpp>
 #include <cubert/backend/mutex_channel.hpp>
 #include <cubert/config.hpp>
