@@ -2,6 +2,7 @@
 // One tuner per (name, device): chooses and remembers the fastest candidate per key.
 #pragma once
 
+#include <cubert/backend/exit_threads.hpp>
 #include <cubert/config.hpp>
 #include <cubert/error.hpp>
 #include <cubert/logging.hpp>
@@ -58,7 +59,8 @@ class tuner {
   tuner& operator=(tuner const&) = delete;
   /// Drops the background tunings not started yet and waits for the running one, unless called
   /// by the background worker itself (a candidate dropped the last holder of the tuner): then
-  /// that tuning finishes, into a state nobody reads any more, after this returns.
+  /// that tuning finishes, into a state nobody reads any more, after this returns, and the
+  /// worker is joined when the process exits.
   ~tuner() {
     auto& st = *state_;
     std::deque<std::function<void()>> dropped;  // Not started yet: nobody is left to use them.
@@ -70,7 +72,9 @@ class tuner {
     if (st.worker.get_id() == std::this_thread::get_id()) {
       // Joining would wait for this very call to return. The worker's thread holds the state:
       // it finishes its tuning into it, finds the queue empty, and the last holder frees it.
-      st.worker.detach();
+      // Joined at exit rather than detached, so that it never runs on into the destruction of
+      // the statics it uses (logging, the client's backend).
+      backend::detail::join_at_exit(std::move(st.worker));
       return;
     }
     st.join_worker(lock);
@@ -402,6 +406,10 @@ class tuner {
           });
           if (!st.worker_busy) {
             if (st.worker.joinable()) st.worker.join();  // Idle: it has left drain().
+            // The keeper of threads orphaned by their tuner, made after what the worker uses
+            // (logging, the client), so destroyed before it at exit.
+            (void)log::enabled(log::category::autotune, log_level::minimal);
+            backend::detail::keep_threads_until_exit();
             try {
               st.worker = std::thread([keep] { keep->drain(); });
             } catch (...) {

@@ -308,4 +308,55 @@ TEST_F(TunerLifetimeTest, CandidateOfAForegroundTuningDroppingTheLastHolderIsSaf
   EXPECT_EQ(probe.benchmarked(), 0U) << "the tuning stopped when its tuner was destroyed";
 }
 
+// At exit, the worker of a tuner its own candidate destroyed is joined before the statics made
+// before that tuner are destroyed; detached, it ran on into their destruction. Here the worker
+// is still inside that candidate when the process exits, and finishes only after the exit
+// began (an exit handler releases it, and it takes a while more, as a tuning would); a static
+// made before the tuner checks, in its destructor, that the worker was done by then.
+std::atomic<bool> exit_began{false};
+std::atomic<bool> orphan_done{false};
+
+struct orphan_checker {
+  orphan_checker() = default;
+  orphan_checker(orphan_checker const&) = delete;
+  orphan_checker& operator=(orphan_checker const&) = delete;
+  ~orphan_checker() {
+    if (!orphan_done.load()) {
+      std::fputs("the orphaned worker was still running when earlier statics were destroyed\n",
+                 stderr);
+      std::_Exit(3);
+    }
+  }
+};
+
+[[noreturn]] void orphan_a_worker_then_exit(cubert::tune::tuner_options const& options) {
+  static orphan_checker const checker;  // Made before the tuner, so destroyed after its keeper.
+  auto holder = std::make_shared<tuner_t>("orphan-at-exit", "dev", options);
+  std::promise<void> dropped;
+  auto dropped_f = dropped.get_future();
+  std::atomic<bool> first{true};
+  auto set = one_key_set(
+      [&](int x) {
+        if (x < 0 && first.exchange(false)) {
+          holder.reset();  // ~tuner on its own worker: the worker is orphaned.
+          dropped.set_value();
+          while (!exit_began.load()) std::this_thread::yield();
+          std::this_thread::sleep_for(100ms);  // The rest of a tuning, after exit began.
+          orphan_done = true;
+        }
+        return x;
+      },
+      [](int x) { return x; });
+  fake_client client;
+  (void)holder->execute(client, set, 5);
+  await(dropped_f, "~tuner called by a candidate on its own worker");
+  std::atexit([] { exit_began = true; });  // After the keeper was made: runs before it joins.
+  std::exit(0);
+}
+
+TEST_F(TunerLifetimeTest, WorkerOrphanedByItsCandidateIsJoinedAtExitBeforeEarlierStatics) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(orphan_a_worker_then_exit(background()), ::testing::ExitedWithCode(0), "");
+}
+
 }  // namespace
