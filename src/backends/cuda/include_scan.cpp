@@ -224,14 +224,15 @@ class lexer {
     i = skip_blanks(t, i);
     if (i >= t.size() || t[i] != '(') return i;
     i = skip_blanks(t, i + 1);
-    include_directive d{.next = next, .probe = true};
+    include_directive const probed{.next = next, .probe = true};
     if (in_define_ && i < t.size() && is_ident(t[i])) {
-      auto const end = read_header_name(t, i, d);
-      if (std::find(parameters_.begin(), parameters_.end(), d.name) != parameters_.end()) {
+      auto operand = probed;
+      auto const end = read_header_name(t, i, operand);
+      if (std::find(parameters_.begin(), parameters_.end(), operand.name) != parameters_.end()) {
         return end;
       }
     }
-    return header(t, i, {.next = next, .probe = true});
+    return header(t, i, probed);
   }
 
   // Parses the directive whose '#' is just before i; returns where scanning goes on.
@@ -365,6 +366,16 @@ void lex(logical_text const& lt, std::vector<include_directive>& out,
   }
 }
 
+// Whether `t` may spell `word` (outside comments or not): it does, or a line splice or a
+// trigraph backslash may cut it. A text with none, as most kernels are, costs a search or two
+// (glibc's memmem: 2-5 times faster than string_view::find here) instead of the lexer.
+bool may_hold(std::string_view t, std::string_view word) {
+  auto const has = [t](std::string_view w) {
+    return ::memmem(t.data(), t.size(), w.data(), w.size()) != nullptr;
+  };
+  return t.size() >= word.size() && (has(word) || has("\\\n") || has("\\\r\n") || has("?\?/"));
+}
+
 // Whether `t` holds a trigraph, which NVRTC replaces under -std=c++03/11/14 (not C++17, its
 // default).
 bool has_trigraph(std::string_view t) {
@@ -434,7 +445,7 @@ class include_walker {
   // computed one waits for run() to know its macro's values.
   void follow(include_directive const& d, fs::path const& from) {
     if (d.computed) {
-      computed_.push_back({d, from, false});
+      computed_.push_back({d, from});
       return;
     }
     bool found_any = false;
@@ -486,9 +497,8 @@ class include_walker {
     do {
       walk();
     } while (!result_.truncated && expand());
-    for (auto const& c : computed_) {
-      result_.computed = result_.computed || !c.expanded || !values_of(c.directive.name).complete;
-    }
+    for (auto const& c : computed_)
+      result_.computed = result_.computed || !c.expanded || !c.complete;
     if (hashed_) {
       XXH128_hash_t const h = XXH3_128bits_digest(&state_);
       result_.digest = fmt::format("{:016x}{:016x}", h.high64, h.low64);
@@ -500,7 +510,8 @@ class include_walker {
   struct computed_include {
     include_directive directive;
     fs::path from;
-    bool expanded;  // Some value of its macro names a header.
+    bool expanded = false;  // Some value of its macro names a header.
+    bool complete = true;   // As of the last expand(): see macro_values.
   };
 
   void walk() {
@@ -523,7 +534,9 @@ class include_walker {
   bool expand() {
     bool progress = false;
     for (std::size_t i = 0; i < computed_.size(); ++i) {
-      for (auto const& value : values_of(computed_[i].directive.name).values) {
+      auto const known = values_of(computed_[i].directive.name);
+      computed_[i].complete = known.complete;
+      for (auto const& value : known.values) {
         if (!expanded_.emplace(i, value.name, value.quoted).second) continue;
         auto d = computed_[i].directive;
         d.name = value.name;
@@ -623,16 +636,7 @@ class include_walker {
 std::vector<include_directive> find_includes(std::string_view t,
                                              std::vector<header_macro>* macros) {
   std::vector<include_directive> out;
-  // Every directive and probe spells "include" (and every macro "define"), unless a line
-  // splice cuts it: a text with neither, as most kernels are, costs a search or two (glibc's
-  // memmem: 2-5 times faster than string_view::find here).
-  auto const has = [t](std::string_view word) {
-    return ::memmem(t.data(), t.size(), word.data(), word.size()) != nullptr;
-  };
-  if (t.size() < 6 || (!has("include") && (macros == nullptr || !has("define")) && !has("\\\n") &&
-                       !has("\\\r\n") && !has("?\?/"))) {
-    return out;
-  }
+  if (!may_hold(t, "include") && (macros == nullptr || !may_hold(t, "define"))) return out;
   std::size_t const first_macro = macros == nullptr ? 0 : macros->size();
   lex(logical_text(t, false), out, macros);
   if (!has_trigraph(t)) return out;
@@ -668,10 +672,11 @@ std::vector<fs::path> include_dirs(std::span<std::string const> options) {
 include_scan scan_includes(std::string_view source, std::string_view source_name,
                            std::span<std::string const> options, include_scan_limits limits) {
   auto const pre = option_values(options, "-include", false, "--pre-include");
-  auto const includes = find_includes(source);
-  if (pre.empty() && includes.empty()) return {};  // Most kernels: one search for "include".
+  // Most kernels: one search for "include". The source's macros matter only with a header.
+  if (pre.empty() && !may_hold(source, "include")) return {};
   std::vector<header_macro> macros;
-  (void)find_includes(source, &macros);
+  auto const includes = find_includes(source, &macros);
+  if (pre.empty() && includes.empty()) return {};
   include_walker walker(include_dirs(options), limits);
   walker.add_macros(defined_macros(options));
   walker.add_macros(std::move(macros));
