@@ -14,6 +14,7 @@
 #include <set>
 #include <system_error>
 #include <tuple>
+#include <unordered_map>
 #include <utility>
 
 namespace cubert::cuda::detail {
@@ -195,8 +196,9 @@ std::size_t read_header_name(std::string_view t, std::size_t i, include_directiv
 
 class lexer {
  public:
-  lexer(std::vector<include_directive>& out, std::vector<header_macro>* macros)
-      : out_(out), macros_(macros) {}
+  lexer(std::vector<include_directive>& out, std::vector<header_macro>* macros,
+        std::vector<macro_call>* calls)
+      : out_(out), macros_(macros), calls_(calls) {}
 
   // Parses the header name at i into a directive like `d`; returns where scanning goes on.
   std::size_t header(std::string_view t, std::size_t i, include_directive d) {
@@ -215,6 +217,26 @@ class lexer {
     return end;
   }
 
+  // Where macro calls may wrap a probe: an #if or #elif line, or a macro's body.
+  [[nodiscard]] bool in_expression() const noexcept {
+    return calls_ != nullptr && (in_define_ || in_condition_);
+  }
+
+  // Opens the parenthesis at i, of a call of `callee` or (empty) a plain one; returns where
+  // scanning goes on.
+  std::size_t open(std::string_view t, std::size_t i, std::string_view callee) {
+    frames_.push_back({callee, 0});
+    return argument(t, i + 1);
+  }
+  std::size_t comma(std::string_view t, std::size_t i) {
+    if (frames_.empty()) return i + 1;
+    ++frames_.back().argument;
+    return argument(t, i + 1);
+  }
+  void close() noexcept {
+    if (!frames_.empty()) frames_.pop_back();
+  }
+
   // Parses what follows `__has_include` or `__has_include_next` at i. Without a '(' it is only
   // named (`defined(__has_include)`): nothing is probed. In a function-like macro's body, an
   // operand that is one of its parameters (`#define HAS(x) __has_include(x)`) is known only
@@ -224,11 +246,18 @@ class lexer {
     i = skip_blanks(t, i);
     if (i >= t.size() || t[i] != '(') return i;
     i = skip_blanks(t, i + 1);
+    // Its ')' closes this frame, not the call around it.
+    if (in_expression()) frames_.push_back({});
     include_directive const probed{.next = next, .probe = true};
     if (in_define_ && i < t.size() && is_ident(t[i])) {
       auto operand = probed;
       auto const end = read_header_name(t, i, operand);
-      if (std::find(parameters_.begin(), parameters_.end(), operand.name) != parameters_.end()) {
+      if (auto const p = parameter_index(operand.name)) {
+        if (calls_ != nullptr && !defining_.empty()) {
+          calls_->push_back({.callee = next ? "__has_include_next" : "__has_include",
+                             .macro = defining_,
+                             .parameter = *p});
+        }
         return end;
       }
     }
@@ -242,6 +271,7 @@ class lexer {
     if (name == "include" || name == "include_next") {
       return header(t, skip_blanks(t, i), {.next = name == "include_next"});
     }
+    if (name == "if" || name == "elif") in_condition_ = true;
     if (name != "define") return i;
     in_define_ = true;
     parameters_.clear();
@@ -250,7 +280,10 @@ class lexer {
     header_macro m;
     i = read_identifier(t, i, m.name);
     if (m.name.empty()) return i;
-    if (i < t.size() && t[i] == '(') return parameters(t, i + 1);
+    if (i < t.size() && t[i] == '(') {
+      defining_ = std::move(m.name);
+      return parameters(t, i + 1);
+    }
     // An object-like macro whose value is a header name or another macro may name a header for
     // a computed include. Its body is then lexed like any text, collected or not: a raw string
     // or a comment there hides what it would anywhere.
@@ -262,9 +295,67 @@ class lexer {
   }
 
   // A newline outside a comment ends the directive it was in.
-  void end_line() noexcept { in_define_ = false; }
+  void end_line() noexcept {
+    in_define_ = false;
+    in_condition_ = false;
+    defining_.clear();
+    frames_.clear();
+  }
 
  private:
+  struct frame {
+    std::string_view callee;  // In the text; empty for a parenthesis that is no call.
+    std::size_t argument = 0;
+  };
+
+  std::optional<std::size_t> parameter_index(std::string_view name) const {
+    auto const it = std::find(parameters_.begin(), parameters_.end(), name);
+    if (it == parameters_.end()) return std::nullopt;
+    return static_cast<std::size_t>(it - parameters_.begin());
+  }
+
+  // Records the argument starting at i of the innermost call when it is a header name or a
+  // parameter of the macro being defined. What it holds is still lexed as any text (a
+  // `<a __has_include(<b>) c>` probes b), so scanning goes on at i.
+  std::size_t argument(std::string_view t, std::size_t i) {
+    if (frames_.empty() || frames_.back().callee.empty()) return i;
+    auto const& f = frames_.back();
+    auto const j = skip_blanks(t, i);
+    if (j >= t.size()) return i;
+    auto const ends_argument = [&](std::size_t end) {
+      auto const k = skip_blanks(t, end);
+      return k < t.size() && (t[k] == ',' || t[k] == ')');
+    };
+    if (t[j] == '<') {
+      // A header name in an argument holds no ',' or parenthesis (the preprocessor would split
+      // or nest there), so each search stops before the next argument: linear on any line.
+      auto const close = t.find_first_of(">,()\n", j + 1);
+      if (close == npos || t[close] != '>' || close == j + 1 || !ends_argument(close + 1)) {
+        return i;
+      }
+      calls_->push_back({.callee = std::string(f.callee),
+                         .argument = f.argument,
+                         .header = {.name = std::string(t.substr(j + 1, close - j - 1))}});
+    } else if (t[j] == '"') {
+      include_directive d;
+      auto const end = read_header_name(t, j, d);
+      if (end != j && ends_argument(end)) {
+        calls_->push_back(
+            {.callee = std::string(f.callee), .argument = f.argument, .header = std::move(d)});
+      }
+    } else if (!defining_.empty() && is_ident(t[j]) && !is_digit(t[j])) {
+      auto end = j;
+      while (end < t.size() && is_ident(t[end])) ++end;
+      if (auto const p = parameter_index(t.substr(j, end - j)); p && ends_argument(end)) {
+        calls_->push_back({.callee = std::string(f.callee),
+                           .argument = f.argument,
+                           .macro = defining_,
+                           .parameter = *p});
+      }
+    }
+    return i;
+  }
+
   // Reads a function-like macro's parameters from just after its '('; returns past the ')'.
   std::size_t parameters(std::string_view t, std::size_t i) {
     while (true) {
@@ -289,16 +380,20 @@ class lexer {
 
   std::vector<include_directive>& out_;
   std::vector<header_macro>* macros_;
+  std::vector<macro_call>* calls_;
   bool in_define_ = false;
-  std::vector<std::string> parameters_;  // Of the function-like macro being defined.
+  bool in_condition_ = false;
+  std::string defining_;                 // The function-like macro being defined.
+  std::vector<std::string> parameters_;  // Its parameters.
+  std::vector<frame> frames_;            // The parentheses open on this line.
   std::size_t no_angle_close_before_ = 0;
 };
 
 // The directives and macros of one reading of `original`.
 void lex(logical_text const& lt, std::vector<include_directive>& out,
-         std::vector<header_macro>* macros) {
+         std::vector<header_macro>* macros, std::vector<macro_call>* calls) {
   std::string_view const t = lt.text();
-  lexer lex(out, macros);
+  lexer lex(out, macros, calls);
   bool line_start = true;
   // A UTF-8 byte order mark is not a token: a directive right after it starts the line.
   std::size_t i = t.starts_with("\xEF\xBB\xBF") ? 3 : 0;
@@ -316,6 +411,12 @@ void lex(logical_text const& lt, std::vector<include_directive>& out,
       if (id == "__has_include" || id == "__has_include_next") {
         i = lex.probe(t, i, id.size() > 13);
         continue;
+      }
+      if (lex.in_expression()) {
+        if (auto const j = skip_blanks(t, i); j < t.size() && t[j] == '(') {
+          i = lex.open(t, j, id);
+          continue;
+        }
       }
       bool const raw = id == "R" || id == "u8R" || id == "uR" || id == "UR" || id == "LR";
       if (raw && i < t.size() && t[i] == '"') i = skip_raw_string(lt, i);
@@ -353,6 +454,19 @@ void lex(logical_text const& lt, std::vector<include_directive>& out,
       case '"':
       case '\'':
         i = skip_literal(t, i);
+        line_start = false;
+        break;
+      case '(':
+        i = lex.in_expression() ? lex.open(t, i, {}) : i + 1;
+        line_start = false;
+        break;
+      case ',':
+        i = lex.in_expression() ? lex.comma(t, i) : i + 1;
+        line_start = false;
+        break;
+      case ')':
+        lex.close();
+        ++i;
         line_start = false;
         break;
       case '.':
@@ -427,6 +541,19 @@ std::vector<header_macro> defined_macros(std::span<std::string const> options) {
   return out;
 }
 
+// The macro calls of function-like `-D 'NAME(params)=body'` options, read as the #define they
+// are: `-D 'HAS(x)=__has_include(x)'` makes HAS a probe wrapper.
+std::vector<macro_call> defined_calls(std::span<std::string const> options) {
+  std::vector<macro_call> out;
+  for (auto const v : option_values(options, "-D", true, "--define-macro")) {
+    auto const eq = v.find('=');
+    if (eq == npos || v.substr(0, eq).find('(') == npos) continue;
+    auto const define = fmt::format("#define {} {}\n", v.substr(0, eq), v.substr(eq + 1));
+    (void)find_includes(define, nullptr, &out);
+  }
+  return out;
+}
+
 bool is_file(fs::path const& p) {
   std::error_code ec;
   return fs::is_regular_file(p, ec);
@@ -491,6 +618,20 @@ class include_walker {
     for (auto& m : macros) macros_.emplace(std::move(m.name), std::move(m.value));
   }
 
+  // Calls made in a file in `from`: a wrapper's definition, or a use that probes if its callee
+  // turns out to be one.
+  void add_calls(std::vector<macro_call>&& calls, fs::path const& from) {
+    for (auto& c : calls) {
+      if (!c.macro.empty()) {
+        wraps_.emplace(std::move(c.callee), wrap{c.argument, std::move(c.macro), c.parameter});
+        positions_stale_ = true;
+      } else if (wrapped_seen_.emplace(c.callee, c.argument, c.header.name, c.header.quoted, from)
+                     .second) {
+        wrapped_.push_back({std::move(c), from});
+      }
+    }
+  }
+
   include_scan run() && {
     // A macro may be defined in a header found after the include that uses it: walk, then
     // follow the computed includes with every value known so far, until nothing new comes.
@@ -524,15 +665,17 @@ class include_walker {
       hash(*text);
       result_.files.push_back(std::move(canonical));
       std::vector<header_macro> macros;
-      for (auto const& d : find_includes(*text, &macros)) follow(d, found.parent_path());
+      std::vector<macro_call> calls;
+      for (auto const& d : find_includes(*text, &macros, &calls)) follow(d, found.parent_path());
       add_macros(std::move(macros));
+      add_calls(std::move(calls), found.parent_path());
     }
   }
 
   // Follows each computed include with the header names its macro has not been followed with
-  // yet; whether it followed any.
+  // yet, and each call of a probe wrapper known so far; whether it followed any.
   bool expand() {
-    bool progress = false;
+    bool progress = follow_wrapped();
     for (std::size_t i = 0; i < computed_.size(); ++i) {
       auto const known = values_of(computed_[i].directive.name);
       computed_[i].complete = known.complete;
@@ -546,6 +689,50 @@ class include_walker {
         progress = true;
         follow(d, computed_[i].from);
       }
+    }
+    return progress;
+  }
+
+  // Which arguments of which macros end up as a `__has_include` (bit 0) or `__has_include_next`
+  // (bit 1) operand, through macros passing their parameters on: a search from the two.
+  void update_probe_positions() {
+    if (!positions_stale_) return;
+    positions_stale_ = false;
+    positions_ = {{{"__has_include", 0}, 1U}, {{"__has_include_next", 0}, 2U}};
+    std::vector<std::pair<std::string, std::size_t>> pending{{"__has_include", 0},
+                                                             {"__has_include_next", 0}};
+    while (!pending.empty()) {
+      auto const position = std::move(pending.back());
+      pending.pop_back();
+      unsigned const bits = positions_[position];
+      auto const [first, last] = wraps_.equal_range(position.first);
+      for (auto it = first; it != last; ++it) {
+        if (it->second.argument != position.second) continue;
+        auto& wrapper_bits = positions_[{it->second.macro, it->second.parameter}];
+        if ((wrapper_bits | bits) == wrapper_bits) continue;
+        wrapper_bits |= bits;
+        pending.emplace_back(it->second.macro, it->second.parameter);
+      }
+    }
+  }
+
+  // Follows, as probes, the wrapper calls whose callee is known to wrap one by now.
+  bool follow_wrapped() {
+    if (wrapped_.empty()) return false;
+    update_probe_positions();
+    bool progress = false;
+    for (auto& w : wrapped_) {
+      auto const it = positions_.find({w.call.callee, w.call.argument});
+      if (it == positions_.end() || (it->second & ~w.followed) == 0) continue;
+      for (unsigned bit = 1; bit <= 2; bit <<= 1) {
+        if ((it->second & bit) == 0 || (w.followed & bit) != 0) continue;
+        auto d = w.call.header;
+        d.probe = true;
+        d.next = bit == 2;
+        follow(d, w.from);
+      }
+      w.followed |= it->second;
+      progress = true;
     }
     return progress;
   }
@@ -626,6 +813,22 @@ class include_walker {
   bool hashed_ = false;
   std::multimap<std::string, include_directive> macros_;  // Equal names keep their order.
   std::vector<computed_include> computed_;
+  // callee -> (argument, macro, parameter): the macro passes its parameter on to the callee.
+  struct wrap {
+    std::size_t argument;
+    std::string macro;
+    std::size_t parameter;
+  };
+  std::unordered_multimap<std::string, wrap> wraps_;
+  std::map<std::pair<std::string, std::size_t>, unsigned> positions_;
+  bool positions_stale_ = true;
+  struct wrapped_call {
+    macro_call call;
+    fs::path from;
+    unsigned followed = 0;  // As a probe (bit 0) and as a next-probe (bit 1).
+  };
+  std::vector<wrapped_call> wrapped_;
+  std::set<std::tuple<std::string, std::size_t, std::string, bool, fs::path>> wrapped_seen_;
   std::set<std::tuple<std::size_t, std::string, bool>> expanded_;  // (computed_ index, value)
   XXH3_state_t state_{};
   include_scan result_;
@@ -633,17 +836,24 @@ class include_walker {
 
 }  // namespace
 
-std::vector<include_directive> find_includes(std::string_view t,
-                                             std::vector<header_macro>* macros) {
+std::vector<include_directive> find_includes(std::string_view t, std::vector<header_macro>* macros,
+                                             std::vector<macro_call>* calls) {
   std::vector<include_directive> out;
-  if (!may_hold(t, "include") && (macros == nullptr || !may_hold(t, "define"))) return out;
+  // A wrapped probe needs neither word: `#if HAS(<x.h>)` with HAS defined elsewhere.
+  if (!may_hold(t, "include") && (macros == nullptr || !may_hold(t, "define")) &&
+      (calls == nullptr || !may_hold(t, "if"))) {
+    return out;
+  }
   std::size_t const first_macro = macros == nullptr ? 0 : macros->size();
-  lex(logical_text(t, false), out, macros);
+  std::size_t const first_call = calls == nullptr ? 0 : calls->size();
+  lex(logical_text(t, false), out, macros, calls);
   if (!has_trigraph(t)) return out;
   // Which reading NVRTC takes depends on -std: both are reported, the second's new ones after.
   std::vector<include_directive> more;
   std::vector<header_macro> more_macros;
-  lex(logical_text(t, true), more, macros == nullptr ? nullptr : &more_macros);
+  std::vector<macro_call> more_calls;
+  lex(logical_text(t, true), more, macros == nullptr ? nullptr : &more_macros,
+      calls == nullptr ? nullptr : &more_calls);
   auto const key = [](include_directive const& d) {
     return std::tuple(d.name, d.quoted, d.next, d.probe, d.computed);
   };
@@ -661,6 +871,16 @@ std::vector<include_directive> find_includes(std::string_view t,
       if (known.emplace(m.name, key(m.value)).second) macros->push_back(std::move(m));
     }
   }
+  if (calls != nullptr) {
+    auto const call_key = [&key](macro_call const& c) {
+      return std::tuple(c.callee, c.argument, key(c.header), c.macro, c.parameter);
+    };
+    std::set<decltype(call_key(calls->front()))> known;
+    for (auto i = first_call; i < calls->size(); ++i) known.insert(call_key((*calls)[i]));
+    for (auto& c : more_calls) {
+      if (known.insert(call_key(c)).second) calls->push_back(std::move(c));
+    }
+  }
   return out;
 }
 
@@ -672,15 +892,23 @@ std::vector<fs::path> include_dirs(std::span<std::string const> options) {
 include_scan scan_includes(std::string_view source, std::string_view source_name,
                            std::span<std::string const> options, include_scan_limits limits) {
   auto const pre = option_values(options, "-include", false, "--pre-include");
-  // Most kernels: one search for "include". The source's macros matter only with a header.
-  if (pre.empty() && !may_hold(source, "include")) return {};
+  auto defined_wrappers = defined_calls(options);
+  // Most kernels: one search for "include". The source's macros matter only with a header, its
+  // macro calls only with a wrapper of `__has_include` (whose definition spells "include").
+  if (pre.empty() && defined_wrappers.empty() && !may_hold(source, "include")) return {};
   std::vector<header_macro> macros;
-  auto const includes = find_includes(source, &macros);
-  if (pre.empty() && includes.empty()) return {};
+  std::vector<macro_call> calls;
+  auto const includes = find_includes(source, &macros, &calls);
+  auto const uses_wrapper = [](macro_call const& c) { return c.macro.empty(); };
+  if (pre.empty() && includes.empty() && std::none_of(calls.begin(), calls.end(), uses_wrapper)) {
+    return {};
+  }
   include_walker walker(include_dirs(options), limits);
   walker.add_macros(defined_macros(options));
   walker.add_macros(std::move(macros));
   fs::path const source_dir = fs::path(source_name).parent_path();
+  walker.add_calls(std::move(defined_wrappers), source_dir);
+  walker.add_calls(std::move(calls), source_dir);
   for (auto const name : pre) walker.follow({std::string(name), true}, source_dir);
   for (auto const& d : includes) walker.follow(d, source_dir);
   return std::move(walker).run();

@@ -33,12 +33,28 @@ struct header_macro {
   friend bool operator==(header_macro const&, header_macro const&) = default;
 };
 
+/// A call of a function-like macro in an `#if`/`#elif` line or a macro's body, one of whose
+/// arguments is a header name (`HAS(<x.h>)`: a probe of x.h if HAS wraps `__has_include`) or a
+/// parameter of the function-like macro being defined (`#define HAS(p) __has_include(p)`: the
+/// callee `__has_include`, argument 0, macro HAS, parameter 0 makes HAS such a wrapper).
+struct macro_call {
+  std::string callee;
+  std::size_t argument = 0;
+  include_directive header{};  ///< The argument's header name; empty for a parameter.
+  std::string macro{};         ///< Else: the macro being defined...
+  std::size_t parameter = 0;   ///< ...whose parameter the argument is.
+
+  friend bool operator==(macro_call const&, macro_call const&) = default;
+};
+
 /// The include directives and `__has_include` probes of `text`, in order. Those inside comments
 /// and string literals are skipped; conditional compilation is not evaluated; a macro-computed
 /// name (`#include HEADER`) is reported as `computed`, since only the preprocessor knows it.
-/// With `macros`, the object-like macros that may name a header are appended to it.
+/// With `macros`, the object-like macros that may name a header are appended to it; with
+/// `calls`, the macro calls that may wrap a probe.
 [[nodiscard]] std::vector<include_directive> find_includes(
-    std::string_view text, std::vector<header_macro>* macros = nullptr);
+    std::string_view text, std::vector<header_macro>* macros = nullptr,
+    std::vector<macro_call>* calls = nullptr);
 
 /// The include directories NVRTC options name (`-I<dir>`, `-I <dir>`, `--include-path=<dir>`,
 /// `--include-path <dir>`), in order.
@@ -68,7 +84,9 @@ struct include_scan {
 /// include, and a probe that finds nothing is part of the digest too, so that the header
 /// appearing later changes it. A computed include follows every value its macro is given by a
 /// `#define` in the files reached or a `-D` option (conditions are not evaluated: every value,
-/// at worst a needless miss); one whose macro has no such value sets `computed`.
+/// at worst a needless miss); one whose macro has no such value sets `computed`. A call of a
+/// function-like macro that wraps `__has_include`, directly or through other such macros
+/// (`_CCCL_HAS_INCLUDE(<x.h>)`), is followed as a probe of its argument.
 [[nodiscard]] include_scan scan_includes(std::string_view source, std::string_view source_name,
                                          std::span<std::string const> options,
                                          include_scan_limits limits = {});

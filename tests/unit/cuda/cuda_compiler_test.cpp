@@ -215,6 +215,26 @@ extern "C" __global__ void put_magic(unsigned* out) { out[0] = MAGIC_VALUE; out[
   expect_miss_holding_then_hit(compiler, request, "2468");
 }
 
+// A probe through a wrapper macro defined in a header (CCCL's `_CCCL_HAS_INCLUDE(<x>)`): the
+// probed header appearing misses even though nothing includes it.
+TEST(KernelDiskCacheTest, AHeaderProbedThroughAWrapperMacroAppearingMisses) {
+  temp_dir cache_dir;
+  temp_dir include;
+  write_file(include, "pp.h", "#define MY_HAS_INCLUDE(_X) __has_include(_X)\n");
+  constexpr char const* src = R"(#include "pp.h"
+#if MY_HAS_INCLUDE(<feature.h>)
+#define FEATURE 2468u
+#else
+#define FEATURE 1357u
+#endif
+extern "C" __global__ void put_feature(unsigned* out) { *out = FEATURE; })";
+  cuda_compiler const compiler{kernel_disk_cache(cache_dir.path())};
+  compile_request const request{src, "feature.cu", {"-I", include.path().string()}, 90, true};
+  expect_miss_holding_then_hit(compiler, request, "1357");
+  write_file(include, "feature.h", "// present\n");
+  expect_miss_holding_then_hit(compiler, request, "2468");
+}
+
 // A header named by a macro the scan cannot expand (function-like): the key could not cover
 // it, so the kernel compiles each time instead of risking a stale hit.
 TEST(KernelDiskCacheTest, AHeaderNamedByAnUnexpandableMacroBypassesTheCache) {

@@ -26,6 +26,7 @@ namespace fs = std::filesystem;
 using cubert::cuda::detail::find_includes;
 using cubert::cuda::detail::header_macro;
 using cubert::cuda::detail::include_directive;
+using cubert::cuda::detail::macro_call;
 using cubert::cuda::detail::scan_includes;
 using cubert::test::temp_dir;
 
@@ -77,7 +78,7 @@ constexpr std::array<std::string_view, 16> corpus{
 };
 
 // Tokens the lexer gives a meaning to, inserted and swapped around by the mutations.
-constexpr std::array<std::string_view, 34> tokens{"#",
+constexpr std::array<std::string_view, 37> tokens{"#",
                                                   "%:",
                                                   "include",
                                                   "include_next",
@@ -110,7 +111,10 @@ constexpr std::array<std::string_view, 34> tokens{"#",
                                                   "u8R\"d(",
                                                   ")d\"",
                                                   "?\?=",
-                                                  "?\?/\n"};
+                                                  "?\?/\n",
+                                                  "if",
+                                                  ",",
+                                                  "HAS("};
 
 class fuzzer {
  public:
@@ -185,6 +189,18 @@ void check_text(std::string const& text, std::string_view what, std::size_t iter
   check(plain);
   std::vector<header_macro> macros;
   EXPECT_EQ(plain, find_includes(text, &macros)) << "collecting macros changed the directives";
+  std::vector<macro_call> calls;
+  EXPECT_EQ(plain, find_includes(text, nullptr, &calls)) << "collecting calls changed them";
+  for (auto const& c : calls) {
+    EXPECT_TRUE(is_identifier(c.callee)) << c.callee;
+    if (c.macro.empty()) {
+      EXPECT_FALSE(c.header.name.empty());
+      EXPECT_EQ(c.header.name.find('\n'), std::string::npos) << c.header.name;
+    } else {
+      EXPECT_TRUE(is_identifier(c.macro)) << c.macro;
+      EXPECT_TRUE(c.header.name.empty()) << c.header.name;
+    }
+  }
   for (auto const& m : macros) {
     EXPECT_TRUE(is_identifier(m.name)) << m.name;
     EXPECT_FALSE(m.value.name.empty());
@@ -233,10 +249,15 @@ fs::path resolve_quoted(graph const& g, fs::path const& dir, std::string const& 
   return {};
 }
 
+// The plain quoted includes of `text`, and its probes through the -D wrapper `HASW`.
 std::vector<std::string> plain_quoted_includes(std::string const& text) {
   std::vector<std::string> out;
-  for (auto const& d : find_includes(text)) {
+  std::vector<macro_call> calls;
+  for (auto const& d : find_includes(text, nullptr, &calls)) {
     if (d.quoted && !d.computed && !d.probe && !d.next) out.push_back(d.name);
+  }
+  for (auto const& c : calls) {
+    if (c.callee == "HASW" && c.header.quoted) out.push_back(c.header.name);
   }
   return out;
 }
@@ -252,7 +273,7 @@ graph make_graph(fuzzer& f, temp_dir const& d, std::size_t iteration) {
   std::array<fs::path, 3> const dirs{root / "src", root / "inc", root / "inc2"};
   for (auto const& dir : dirs) fs::create_directories(dir);
   g.search = {dirs[1], dirs[2]};
-  g.options = {"-I" + dirs[1].string(), "-I" + dirs[2].string()};
+  g.options = {"-I" + dirs[1].string(), "-I" + dirs[2].string(), "-DHASW(x)=__has_include(x)"};
   g.source_name = dirs[0] / "k.cu";
   auto const headers = 3 + f.below(6);
   auto const header = [&](std::size_t k) { return fmt::format("h{}.h", k); };
@@ -260,7 +281,7 @@ graph make_graph(fuzzer& f, temp_dir const& d, std::size_t iteration) {
   auto const line = [&](std::size_t from) {
     auto const k = f.below(headers);
     auto const macro = fmt::format("M{}_{}", from, f.below(1000));
-    switch (f.below(9)) {
+    switch (f.below(10)) {
       case 0:
       case 1:
         return fmt::format("#include \"{}\"\n", header(k));
@@ -278,6 +299,8 @@ graph make_graph(fuzzer& f, temp_dir const& d, std::size_t iteration) {
         return fmt::format("#if __has_include(<absent{}.h>)\n#endif\n", k);
       case 7:
         return std::string("#include \"missing.h\"\n");
+      case 8:  // Through a wrapper, as CCCL's _CCCL_HAS_INCLUDE.
+        return fmt::format("#if HASW(\"{}\") || HASW(<absent{}.h>)\n#endif\n", header(k), k);
       default:
         return fmt::format("int v{} = {};\n", f.below(1000), f.below(1000));
     }

@@ -20,6 +20,7 @@ using cubert::cuda::detail::header_macro;
 using cubert::cuda::detail::include_directive;
 using cubert::cuda::detail::include_dirs;
 using cubert::cuda::detail::include_scan;
+using cubert::cuda::detail::macro_call;
 using cubert::cuda::detail::scan_includes;
 
 using cubert::test::temp_dir;
@@ -427,6 +428,82 @@ TEST(IncludeScanTest, AComputedIncludeWithAValueOfUnknownHeaderMarksTheScan) {
           .computed);
 }
 
+TEST(IncludeScanTest, MacroCallsThatMayWrapAProbeAreReported) {
+  constexpr char const* text =
+      "#define HAS(x) __has_include(x)\n"
+      "#define HAS2(a, y) HAS(y) && f(a) && HAS(<fixed.h>)\n"
+      "#if HAS(<a.h>) && (HAS2(1, \"b.h\") || defined(X)) || g(<c.h> + 1)\n"
+      "#elif HAS ( /* c */ <d.h> ) || __has_include(<p.h>) && HAS(\"e.h\")\n"
+      "#endif\n"
+      "int f(<no.h>);\n";
+  std::vector<macro_call> calls;
+  auto const directives = find_includes(text, nullptr, &calls);
+  EXPECT_EQ(directives, find_includes(text));
+  EXPECT_EQ(names(text), (strings{"ap:p.h"}));
+  auto const header = [](std::string name, bool quoted) {
+    return include_directive{.name = std::move(name), .quoted = quoted};
+  };
+  EXPECT_EQ(calls, (std::vector<macro_call>{
+                       {.callee = "__has_include", .macro = "HAS", .parameter = 0},
+                       {.callee = "HAS", .macro = "HAS2", .parameter = 1},
+                       {.callee = "f", .macro = "HAS2", .parameter = 0},
+                       {.callee = "HAS", .header = header("fixed.h", false)},
+                       {.callee = "HAS", .header = header("a.h", false)},
+                       {.callee = "HAS2", .argument = 1, .header = header("b.h", true)},
+                       {.callee = "HAS", .header = header("d.h", false)},
+                       {.callee = "HAS", .header = header("e.h", true)},
+                   }));
+}
+
+TEST(IncludeScanTest, ACallOfAProbeWrapperIsFollowedAsAProbe) {
+  // CCCL probes through `_CCCL_HAS_INCLUDE(<x>)`, defined in one header and used in others: the
+  // header appearing later must change the key even where nothing includes it.
+  temp_dir d;
+  fs::create_directories(d.path() / "inc");
+  d.write("inc/pp.h",
+          "#if defined(__has_include)\n#define MY_HAS_INCLUDE(_X) __has_include(_X)\n#else\n"
+          "#define MY_HAS_INCLUDE(_X) 0\n#endif\n#define MY_HAS(a, b) MY_HAS_INCLUDE(b)\n");
+  d.write("inc/top.h",
+          "#include <pp.h>\n#if MY_HAS_INCLUDE(<opt/extra.h>)\n#define HAVE_EXTRA 1\n#endif\n"
+          "#if MY_HAS(0, \"local.h\")\n#endif\n");
+  strings const options{"-I" + (d.path() / "inc").string()};
+  auto const scan = [&] { return scan_includes("#include <top.h>\n", "k.cu", options); };
+  auto const absent = scan();
+  EXPECT_EQ(absent.files.size(), 2U);
+  EXPECT_FALSE(absent.computed);
+  auto const extra = d.write("inc/opt/extra.h", "#define EXTRA 1\n");
+  auto const present = scan();
+  EXPECT_EQ(present.files.back(), fs::canonical(extra));
+  EXPECT_NE(absent.digest, present.digest);
+  // Through a macro passing its second parameter on; a quoted probe looks next to its header.
+  auto const local = d.write("inc/local.h", "#define LOCAL 1\n");
+  auto const both = scan();
+  EXPECT_NE(present.digest, both.digest);
+  EXPECT_EQ(both.files.size(), 4U);
+  EXPECT_NE(std::find(both.files.begin(), both.files.end(), fs::canonical(local)),
+            both.files.end());
+}
+
+TEST(IncludeScanTest, AProbeWrapperFromADefineOptionIsFollowed) {
+  temp_dir d;
+  fs::create_directories(d.path() / "inc");
+  strings const options{"-I" + (d.path() / "inc").string(), "-DHAS(x)=__has_include(x)",
+                        "--define-macro", "HAS_NEXT(x)=__has_include_next(x)"};
+  // The source spells neither "include" nor "define".
+  constexpr char const* source = "#if HAS(\"cfg.h\") || HAS_NEXT(<nx.h>)\n#endif\n";
+  auto const absent = scan_includes(source, "k.cu", options);
+  EXPECT_EQ(absent.digest.size(), 32U);
+  EXPECT_TRUE(absent.files.empty());
+  auto const cfg = d.write("inc/cfg.h", "#define CFG 1\n");
+  auto const present = scan_includes(source, "k.cu", options);
+  EXPECT_EQ(present.files, (paths{cfg}));
+  EXPECT_NE(absent.digest, present.digest);
+  auto const nx = d.write("inc/nx.h", "#define NX 1\n");
+  EXPECT_EQ(scan_includes(source, "k.cu", options).files, (paths{cfg, nx}));
+  // A call of a macro that wraps nothing adds nothing to the key.
+  EXPECT_TRUE(scan_includes("#if OTHER(\"cfg.h\")\n#endif\n", "k.cu", options).digest.empty());
+}
+
 TEST(IncludeScanTest, PathologicalLinesTakeLinearTime) {
   // Kernel text is user input: a long line of raw-string prefixes or unterminated probes must
   // not take quadratic time (each used to rescan the rest of the line).
@@ -437,6 +514,14 @@ TEST(IncludeScanTest, PathologicalLinesTakeLinearTime) {
   std::string probes = "#include \"a.h\"\n";
   for (int i = 0; i < 50000; ++i) probes += "__has_include(<";
   EXPECT_EQ(names(probes), (strings{"q:a.h"}));
+  // Arguments of macro calls: every '<' of the line before one '>', behind a long comment.
+  std::string arguments = "#if A(";
+  for (int i = 0; i < 100000; ++i) arguments += "<,";
+  arguments += ">" + std::string(100000, ' ') + "/*" + std::string(100000, 'c') + "*/ +";
+  for (int i = 0; i < 50000; ++i) arguments += "B(C(D(\"";
+  std::vector<macro_call> calls;
+  EXPECT_TRUE(find_includes(arguments, nullptr, &calls).empty());
+  EXPECT_TRUE(calls.empty());
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
 }
 
