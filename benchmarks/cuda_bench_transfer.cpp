@@ -68,6 +68,17 @@ std::list<staging_variant> staging_variants(cuda::options const& defaults) {
     o.staging_block_size = std::size_t{4} << 20;
     o.staging_blocks = 16;
   });
+  // Smaller rings: whether blocks that stay in the last-level cache between the copy into them
+  // and their DMA spare the host's memory bandwidth the copy and the DMA share.
+  add("256 KiB x 32 blocks", [](cuda::options& o) {
+    o.staging_block_size = std::size_t{256} << 10;
+    o.staging_blocks = 32;
+  });
+  add("512 KiB x 16 blocks", [](cuda::options& o) {
+    o.staging_block_size = std::size_t{512} << 10;
+    o.staging_blocks = 16;
+  });
+  add("1 MiB x 16 blocks", [](cuda::options& o) { o.staging_blocks = 16; });
   std::list<staging_variant> out;  // Stable addresses: the figures capture their variant.
   for (auto& [name, o] : wanted) {
     client c(backend::make_channel(cuda::make_server(0, o), backend::channel_kind::mutex));
