@@ -105,7 +105,7 @@ slice_handle exclusive_pool::hand_out(page* p, std::uint64_t size) noexcept {
   live_.bytes_padding += padding_for(size, align_);
   stats_->add_in_use(size);
   peak_in_use_ = std::max(peak_in_use_, live_.bytes_in_use);
-  return p->handle;
+  return slice_handle::hand_out(p->handle);
 }
 
 void exclusive_pool::drain() noexcept {

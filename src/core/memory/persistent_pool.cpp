@@ -94,7 +94,7 @@ slice_handle persistent_pool::hand_out(entry* e, std::uint64_t size) noexcept {
   live_.bytes_padding += e->storage.size - size;
   stats_->add_in_use(size);
   peak_in_use_ = std::max(peak_in_use_, live_.bytes_in_use);
-  return e->handle;
+  return slice_handle::hand_out(e->handle);
 }
 
 void persistent_pool::drain() noexcept {

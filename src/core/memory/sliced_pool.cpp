@@ -178,7 +178,7 @@ slice_handle sliced_pool::take(block* b, std::uint64_t size, std::uint64_t exten
   live_.bytes_padding += b->size - size;
   stats_->add_in_use(size);
   peak_in_use_ = std::max(peak_in_use_, live_.bytes_in_use);
-  return b->handle;
+  return slice_handle::hand_out(b->handle);
 }
 
 void sliced_pool::drain() noexcept {

@@ -9,6 +9,7 @@
 #include <deque>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -41,8 +42,10 @@ TEST(Concurrency, ManyThreadsCloneAndDropOneSlice) {
 
 // The server thread reserves (growing, reusing, and for the caching policy releasing idle
 // pages under its budget) while three workers drop the handles it hands them.
-void reserve_while_workers_drop(memory_configuration const& config) {
+void reserve_while_workers_drop(memory_configuration const& config,
+                                allocation_mode mode = allocation_mode::automatic) {
   auto m = make_manager(dummy_props, config);
+  m->set_allocation_mode(mode);
   std::mutex mutex;
   std::condition_variable ready;
   std::deque<cubert::handle> queue;
@@ -101,6 +104,38 @@ TEST(Concurrency, ServerReservesWhileWorkersDrop) {
 
 TEST(Concurrency, CachingPolicyReservesWhileWorkersDrop) {
   reserve_while_workers_drop(memory_configuration::caching());
+}
+
+// Each pool kind hands a freed slice out again with a plain store of its counts (not an atomic
+// read-modify-write): the drop on a worker must still happen before it, for every pool.
+TEST(Concurrency, ExclusivePagesReserveWhileWorkersDrop) {
+  reserve_while_workers_drop(memory_configuration::exclusive_pages());
+}
+
+TEST(Concurrency, PersistentModeReservesWhileWorkersDrop) {
+  reserve_while_workers_drop(memory_configuration::sub_slices(), allocation_mode::persistent);
+}
+
+TEST(Concurrency, AHandedOutSliceCountsThePoolAndOneUser) {
+  for (auto const& [config, mode] :
+       {std::pair(memory_configuration::sub_slices(), allocation_mode::automatic),
+        std::pair(memory_configuration::exclusive_pages(), allocation_mode::automatic),
+        std::pair(memory_configuration::sub_slices(), allocation_mode::persistent)}) {
+    SCOPED_TRACE(config.name());
+    auto m = make_manager(dummy_props, config);
+    m->set_allocation_mode(mode);
+    for (int round = 0; round < 3; ++round) {  // fresh, then reused after a drop on a thread
+      auto h = m->reserve(4096);
+      EXPECT_EQ(h.control()->handle_count(), 2u);
+      EXPECT_EQ(h.control()->all_count(), 2u);
+      auto copy = h;
+      EXPECT_EQ(h.control()->all_count(), 3u);
+      std::thread([moved = std::move(h)]() mutable { moved = {}; }).join();
+      EXPECT_EQ(copy.control()->handle_count(), 2u);
+      copy = {};
+    }
+    EXPECT_EQ(m->usage().number_allocs, 0u);
+  }
 }
 
 }  // namespace
