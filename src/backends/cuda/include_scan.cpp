@@ -254,9 +254,11 @@ class lexer {
       auto const end = read_header_name(t, i, operand);
       if (auto const p = parameter_index(operand.name)) {
         if (calls_ != nullptr && !defining_.empty()) {
-          calls_->push_back({.callee = next ? "__has_include_next" : "__has_include",
-                             .macro = defining_,
-                             .parameter = *p});
+          macro_call call;
+          call.callee = next ? "__has_include_next" : "__has_include";
+          call.macro = defining_;
+          call.parameter = *p;
+          calls_->push_back(std::move(call));
         }
         return end;
       }
@@ -319,13 +321,13 @@ class lexer {
   // `<a __has_include(<b>) c>` probes b), so scanning goes on at i.
   std::size_t argument(std::string_view t, std::size_t i) {
     if (frames_.empty() || frames_.back().callee.empty()) return i;
-    auto const& f = frames_.back();
     auto const j = skip_blanks(t, i);
     if (j >= t.size()) return i;
     auto const ends_argument = [&](std::size_t end) {
       auto const k = skip_blanks(t, end);
       return k < t.size() && (t[k] == ',' || t[k] == ')');
     };
+    macro_call call;
     if (t[j] == '<') {
       // A header name in an argument holds no ',' or parenthesis (the preprocessor would split
       // or nest there), so each search stops before the next argument: linear on any line.
@@ -333,26 +335,23 @@ class lexer {
       if (close == npos || t[close] != '>' || close == j + 1 || !ends_argument(close + 1)) {
         return i;
       }
-      calls_->push_back({.callee = std::string(f.callee),
-                         .argument = f.argument,
-                         .header = {.name = std::string(t.substr(j + 1, close - j - 1))}});
+      call.header.name = t.substr(j + 1, close - j - 1);
     } else if (t[j] == '"') {
-      include_directive d;
-      auto const end = read_header_name(t, j, d);
-      if (end != j && ends_argument(end)) {
-        calls_->push_back(
-            {.callee = std::string(f.callee), .argument = f.argument, .header = std::move(d)});
-      }
+      auto const end = read_header_name(t, j, call.header);
+      if (end == j || !ends_argument(end)) return i;
     } else if (!defining_.empty() && is_ident(t[j]) && !is_digit(t[j])) {
       auto end = j;
       while (end < t.size() && is_ident(t[end])) ++end;
-      if (auto const p = parameter_index(t.substr(j, end - j)); p && ends_argument(end)) {
-        calls_->push_back({.callee = std::string(f.callee),
-                           .argument = f.argument,
-                           .macro = defining_,
-                           .parameter = *p});
-      }
+      auto const p = parameter_index(t.substr(j, end - j));
+      if (!p || !ends_argument(end)) return i;
+      call.macro = defining_;
+      call.parameter = *p;
+    } else {
+      return i;
     }
+    call.callee = frames_.back().callee;
+    call.argument = frames_.back().argument;
+    calls_->push_back(std::move(call));
     return i;
   }
 
