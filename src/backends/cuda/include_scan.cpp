@@ -276,6 +276,7 @@ class lexer {
     if (name == "if" || name == "elif") in_condition_ = true;
     if (name != "define") return i;
     in_define_ = true;
+    parameter_map_.clear();
     parameters_.clear();
     i = skip_blanks(t, i);
     if (i >= t.size() || is_digit(t[i])) return i;
@@ -311,13 +312,19 @@ class lexer {
   };
 
   std::optional<std::size_t> parameter_index(std::string_view name) const {
+    if (!parameter_map_.empty()) {
+      auto const it = parameter_map_.find(name);
+      if (it == parameter_map_.end()) return std::nullopt;
+      return it->second;
+    }
     auto const it = std::find(parameters_.begin(), parameters_.end(), name);
     if (it == parameters_.end()) return std::nullopt;
     return static_cast<std::size_t>(it - parameters_.begin());
   }
 
-  // Records the argument starting at i of the innermost call when it is a header name or a
-  // parameter of the macro being defined. What it holds is still lexed as any text (a
+  // Records the argument starting at i of the innermost call when it is a header name, a
+  // parameter of the macro being defined, or in a condition another identifier (a macro that
+  // may name a header: `#if W(HEADER)`). What it holds is still lexed as any text (a
   // `<a __has_include(<b>) c>` probes b), so scanning goes on at i.
   std::size_t argument(std::string_view t, std::size_t i) {
     if (frames_.empty() || frames_.back().callee.empty()) return i;
@@ -339,13 +346,22 @@ class lexer {
     } else if (t[j] == '"') {
       auto const end = read_header_name(t, j, call.header);
       if (end == j || !ends_argument(end)) return i;
-    } else if (!defining_.empty() && is_ident(t[j]) && !is_digit(t[j])) {
+    } else if (is_ident(t[j]) && !is_digit(t[j]) && frames_.back().callee != "defined") {
       auto end = j;
       while (end < t.size() && is_ident(t[end])) ++end;
-      auto const p = parameter_index(t.substr(j, end - j));
-      if (!p || !ends_argument(end)) return i;
-      call.macro = defining_;
-      call.parameter = *p;
+      if (!ends_argument(end)) return i;
+      auto const name = t.substr(j, end - j);
+      if (auto const p = defining_.empty() ? std::nullopt : parameter_index(name)) {
+        call.macro = defining_;
+        call.parameter = *p;
+      } else if (in_condition_) {
+        // Only in conditions: macro bodies pass identifiers to calls by the thousand (CCCL's
+        // token pasting), and recording them all doubled the scan of <cuda/std/cstdint>.
+        call.header.name = name;
+        call.header.computed = true;
+      } else {
+        return i;
+      }
     } else {
       return i;
     }
@@ -357,6 +373,15 @@ class lexer {
 
   // Reads a function-like macro's parameters from just after its '('; returns past the ')'.
   std::size_t parameters(std::string_view t, std::size_t i) {
+    i = read_parameters(t, i);
+    // Many parameters are looked up by name, not by a scan each: a line of them stays linear.
+    if (parameters_.size() > 8) {
+      for (std::size_t k = 0; k < parameters_.size(); ++k)
+        parameter_map_.emplace(parameters_[k], k);
+    }
+    return i;
+  }
+  std::size_t read_parameters(std::string_view t, std::size_t i) {
     while (true) {
       i = skip_blanks(t, i);
       if (i >= t.size() || t[i] == '\n') return i;
@@ -384,7 +409,8 @@ class lexer {
   bool in_condition_ = false;
   std::string defining_;                 // The function-like macro being defined.
   std::vector<std::string> parameters_;  // Its parameters.
-  std::vector<frame> frames_;            // The parentheses open on this line.
+  std::unordered_map<std::string_view, std::size_t> parameter_map_;  // Into parameters_.
+  std::vector<frame> frames_;  // The parentheses open on this line.
   std::size_t no_angle_close_before_ = 0;
 };
 
@@ -614,7 +640,14 @@ class include_walker {
   }
 
   void add_macros(std::vector<header_macro>&& macros) {
-    for (auto& m : macros) macros_.emplace(std::move(m.name), std::move(m.value));
+    for (auto& m : macros) {
+      // `#define HAS __has_include` (or a wrapper's name): HAS(<x.h>) probes as what it names.
+      if (m.value.computed) {
+        aliases_.emplace(m.value.name, m.name);
+        positions_stale_ = true;
+      }
+      macros_.emplace(std::move(m.name), std::move(m.value));
+    }
   }
 
   // Calls made in a file in `from`: a wrapper's definition, or a use that probes if its callee
@@ -622,9 +655,12 @@ class include_walker {
   void add_calls(std::vector<macro_call>&& calls, fs::path const& from) {
     for (auto& c : calls) {
       if (!c.macro.empty()) {
-        wraps_.emplace(std::move(c.callee), wrap{c.argument, std::move(c.macro), c.parameter});
+        wraps_.emplace(position{std::move(c.callee), c.argument},
+                       position{std::move(c.macro), c.parameter});
         positions_stale_ = true;
-      } else if (wrapped_seen_.emplace(c.callee, c.argument, c.header.name, c.header.quoted, from)
+      } else if (wrapped_seen_
+                     .emplace(c.callee, c.argument, c.header.name, c.header.quoted,
+                              c.header.computed, from.native())
                      .second) {
         wrapped_.push_back({std::move(c), from});
       }
@@ -701,17 +737,20 @@ class include_walker {
     std::vector<std::pair<std::string, std::size_t>> pending{{"__has_include", 0},
                                                              {"__has_include_next", 0}};
     while (!pending.empty()) {
-      auto const position = std::move(pending.back());
+      auto const at = std::move(pending.back());
       pending.pop_back();
-      unsigned const bits = positions_[position];
-      auto const [first, last] = wraps_.equal_range(position.first);
-      for (auto it = first; it != last; ++it) {
-        if (it->second.argument != position.second) continue;
-        auto& wrapper_bits = positions_[{it->second.macro, it->second.parameter}];
-        if ((wrapper_bits | bits) == wrapper_bits) continue;
-        wrapper_bits |= bits;
-        pending.emplace_back(it->second.macro, it->second.parameter);
-      }
+      unsigned const bits = positions_[at];
+      auto const spread = [&](std::string const& name, std::size_t argument) {
+        auto& to = positions_[{name, argument}];
+        if ((to | bits) == to) return;
+        to |= bits;
+        pending.emplace_back(name, argument);
+      };
+      auto const [first, last] = wraps_.equal_range(position{at.first, at.second});
+      for (auto it = first; it != last; ++it) spread(it->second.name, it->second.argument);
+      // An object-like macro naming this one is called with the same arguments.
+      auto const [alias, end] = aliases_.equal_range(at.first);
+      for (auto it = alias; it != end; ++it) spread(it->second, at.second);
     }
   }
 
@@ -812,13 +851,20 @@ class include_walker {
   bool hashed_ = false;
   std::multimap<std::string, include_directive> macros_;  // Equal names keep their order.
   std::vector<computed_include> computed_;
-  // callee -> (argument, macro, parameter): the macro passes its parameter on to the callee.
-  struct wrap {
-    std::size_t argument;
-    std::string macro;
-    std::size_t parameter;
+  struct position {
+    std::string name;
+    std::size_t argument = 0;
+    friend bool operator==(position const&, position const&) = default;
   };
-  std::unordered_multimap<std::string, wrap> wraps_;
+  struct position_hash {
+    std::size_t operator()(position const& p) const noexcept {
+      return std::hash<std::string>{}(p.name) ^ (p.argument * 0x9e3779b97f4a7c15ULL);
+    }
+  };
+  // (callee, argument) -> (macro, parameter): the macro passes its parameter on to the callee.
+  std::unordered_multimap<position, position, position_hash> wraps_;
+  // Value -> name of each object-like macro whose value is another macro's name.
+  std::unordered_multimap<std::string, std::string> aliases_;
   std::map<std::pair<std::string, std::size_t>, unsigned> positions_;
   bool positions_stale_ = true;
   struct wrapped_call {
@@ -827,7 +873,9 @@ class include_walker {
     unsigned followed = 0;  // As a probe (bit 0) and as a next-probe (bit 1).
   };
   std::vector<wrapped_call> wrapped_;
-  std::set<std::tuple<std::string, std::size_t, std::string, bool, fs::path>> wrapped_seen_;
+  // (callee, argument, header, quoted, computed, directory): each call is followed once.
+  std::set<std::tuple<std::string, std::size_t, std::string, bool, bool, std::string>>
+      wrapped_seen_;
   std::set<std::tuple<std::size_t, std::string, bool>> expanded_;  // (computed_ index, value)
   XXH3_state_t state_{};
   include_scan result_;
@@ -840,7 +888,7 @@ std::vector<include_directive> find_includes(std::string_view t, std::vector<hea
   std::vector<include_directive> out;
   // A wrapped probe needs neither word: `#if HAS(<x.h>)` with HAS defined elsewhere.
   if (!may_hold(t, "include") && (macros == nullptr || !may_hold(t, "define")) &&
-      (calls == nullptr || !may_hold(t, "if"))) {
+      (calls == nullptr || (!may_hold(t, "if") && !may_hold(t, "define")))) {
     return out;
   }
   std::size_t const first_macro = macros == nullptr ? 0 : macros->size();

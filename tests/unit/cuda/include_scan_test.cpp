@@ -519,6 +519,36 @@ TEST(IncludeScanTest, AProbeWrapperFromADefineOptionIsFollowed) {
   EXPECT_TRUE(scan_includes("#if OTHER(\"cfg.h\")\n#endif\n", "k.cu", options).digest.empty());
 }
 
+TEST(IncludeScanTest, AnAliasOrAMacroNamedArgumentOfAProbeWrapperIsFollowed) {
+  // Found by review: an object-like alias of __has_include or of a wrapper (as TBB's
+  // `#define __TBB_has_include __has_include`), a function-like -D forwarding to another -D
+  // wrapper, and a wrapper called with a macro naming the header were all dropped.
+  temp_dir d;
+  fs::create_directories(d.path() / "inc");
+  d.write("inc/pp.h",
+          "#define HAS __has_include\n#define W(_X) __has_include(_X)\n#define HAS_W W\n"
+          "#define HDR <named.h>\n");
+  strings const options{"-I" + (d.path() / "inc").string(), "-DDHAS(x)=__has_include(x)",
+                        "-DDHAS2(x)=DHAS(x)"};
+  auto const digest_after_adding = [&](std::string const& source, std::string const& header) {
+    auto const before = scan_includes(source, "k.cu", options);
+    EXPECT_FALSE(before.computed) << source;
+    auto const path = d.write("inc/" + header, "#define ADDED 1\n");
+    auto const after = scan_includes(source, "k.cu", options);
+    fs::remove(path);
+    EXPECT_NE(before.digest, after.digest) << source;
+  };
+  digest_after_adding("#include <pp.h>\n#if HAS(<a.h>)\n#endif\n", "a.h");
+  digest_after_adding("#include <pp.h>\n#if HAS_W(\"b.h\")\n#endif\n", "b.h");
+  digest_after_adding("#if DHAS2(<c.h>)\n#endif\n", "c.h");
+  digest_after_adding("#include <pp.h>\n#if W(HDR)\n#endif\n", "named.h");
+  // A macro-named argument whose macro is defined nowhere in sight: the key cannot cover it.
+  EXPECT_TRUE(scan_includes("#include <pp.h>\n#if W(UNSEEN)\n#endif\n", "k.cu", options).computed);
+  // `defined(X)` and calls of macros that wrap nothing add nothing.
+  EXPECT_FALSE(
+      scan_includes("#include <pp.h>\n#if defined(X) || F(Y)\n#endif\n", "k.cu", options).computed);
+}
+
 TEST(IncludeScanTest, PathologicalLinesTakeLinearTime) {
   // Kernel text is user input: a long line of raw-string prefixes or unterminated probes must
   // not take quadratic time (each used to rescan the rest of the line).
@@ -537,6 +567,14 @@ TEST(IncludeScanTest, PathologicalLinesTakeLinearTime) {
   std::vector<macro_call> calls;
   EXPECT_TRUE(find_includes(arguments, nullptr, &calls).empty());
   EXPECT_TRUE(calls.empty());
+  // A macro of many parameters passing each on, and wrappers probing each (review: quadratic
+  // lookups of parameters and of wrapper edges).
+  std::string params;
+  for (int i = 0; i < 8000; ++i) params += (i == 0 ? "p" : ",p") + std::to_string(i);
+  std::string many = "#define F(" + params + ") G(" + params + ")\n#define G(" + params + ") ";
+  for (int i = 0; i < 8000; i += 4) many += "__has_include(p" + std::to_string(i) + ") ";
+  many += "\n#if F(<x.h>)\n#endif\n";
+  EXPECT_TRUE(scan_includes(many, "k.cu", {}).digest.size() == 32U);
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
 }
 
