@@ -734,23 +734,22 @@ class include_walker {
     if (!positions_stale_) return;
     positions_stale_ = false;
     positions_ = {{{"__has_include", 0}, 1U}, {{"__has_include_next", 0}, 2U}};
-    std::vector<std::pair<std::string, std::size_t>> pending{{"__has_include", 0},
-                                                             {"__has_include_next", 0}};
+    std::vector<position> pending{{"__has_include", 0}, {"__has_include_next", 0}};
     while (!pending.empty()) {
       auto const at = std::move(pending.back());
       pending.pop_back();
       unsigned const bits = positions_[at];
-      auto const spread = [&](std::string const& name, std::size_t argument) {
-        auto& to = positions_[{name, argument}];
-        if ((to | bits) == to) return;
-        to |= bits;
-        pending.emplace_back(name, argument);
+      auto const spread = [&](position to) {
+        auto& to_bits = positions_[to];
+        if ((to_bits | bits) == to_bits) return;
+        to_bits |= bits;
+        pending.push_back(std::move(to));
       };
-      auto const [first, last] = wraps_.equal_range(position{at.first, at.second});
-      for (auto it = first; it != last; ++it) spread(it->second.name, it->second.argument);
+      auto const [first, last] = wraps_.equal_range(at);
+      for (auto it = first; it != last; ++it) spread(it->second);
       // An object-like macro naming this one is called with the same arguments.
-      auto const [alias, end] = aliases_.equal_range(at.first);
-      for (auto it = alias; it != end; ++it) spread(it->second, at.second);
+      auto const [alias, end] = aliases_.equal_range(at.name);
+      for (auto it = alias; it != end; ++it) spread({it->second, at.argument});
     }
   }
 
@@ -761,15 +760,16 @@ class include_walker {
     bool progress = false;
     for (auto& w : wrapped_) {
       auto const it = positions_.find({w.call.callee, w.call.argument});
-      if (it == positions_.end() || (it->second & ~w.followed) == 0) continue;
+      unsigned const fresh = it == positions_.end() ? 0U : it->second & ~w.followed;
+      if (fresh == 0) continue;
       for (unsigned bit = 1; bit <= 2; bit <<= 1) {
-        if ((it->second & bit) == 0 || (w.followed & bit) != 0) continue;
+        if ((fresh & bit) == 0) continue;
         auto d = w.call.header;
         d.probe = true;
         d.next = bit == 2;
         follow(d, w.from);
       }
-      w.followed |= it->second;
+      w.followed |= fresh;
       progress = true;
     }
     return progress;
@@ -865,7 +865,8 @@ class include_walker {
   std::unordered_multimap<position, position, position_hash> wraps_;
   // Value -> name of each object-like macro whose value is another macro's name.
   std::unordered_multimap<std::string, std::string> aliases_;
-  std::map<std::pair<std::string, std::size_t>, unsigned> positions_;
+  // Which operand of `__has_include` (bit 0) or `__has_include_next` (bit 1) each is.
+  std::unordered_map<position, unsigned, position_hash> positions_;
   bool positions_stale_ = true;
   struct wrapped_call {
     macro_call call;

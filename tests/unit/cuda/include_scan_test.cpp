@@ -327,10 +327,8 @@ TEST(IncludeScanTest, AProbeThatFindsNothingIsPartOfTheDigest) {
 TEST(IncludeScanTest, LimitsStopTheScan) {
   temp_dir d;
   for (int i = 0; i < 10; ++i) {
-    // Appended, not `"..." + std::string`: g++ 12 at -O3 warns of that (falsely, -Wrestrict).
-    std::string text = "#include \"h";
-    text.append(std::to_string(i + 1)).append(".h\"\n").append(100, 'x');
-    d.write(std::string("h").append(std::to_string(i)).append(".h"), text);
+    d.write("h" + std::to_string(i) + ".h",
+            "#include \"h" + std::to_string(i + 1) + ".h\"\n" + std::string(100, 'x'));
   }
   strings const options{"-I" + d.path().string()};
   auto const few = scan_includes("#include \"h0.h\"\n", "k.cu", options, {.max_files = 3});
