@@ -65,6 +65,22 @@ class size_bins {
 
   [[nodiscard]] bool empty() const noexcept { return fl_map_ == 0; }
 
+  /// Whether `find(size)` would return a block of `merged` bytes (merged > size) were `n`
+  /// removed and that block inserted: true only when `n` is alone in its bin and no other
+  /// block could be chosen first, so that a merge of `n` followed by the split of that block
+  /// at `size` would leave every list as it is now. False whenever unsure.
+  [[nodiscard]] bool would_find_merged(Node const* n, std::uint64_t size,
+                                       std::uint64_t merged) const noexcept {
+    if (n->prev_free != nullptr || n->next_free != nullptr) return false;
+    unsigned const own = index_of(size);
+    unsigned const target = index_of(merged);
+    unsigned first = first_nonempty_from(own);
+    if (first == n->bin) first = first_nonempty_from(first + 1);
+    // Sharing the request's own bin, the merged block must be alone there to be the best fit;
+    // in a higher bin it must be in the first non-empty one, whose head it would be.
+    return target == own ? first > target : first >= target;
+  }
+
  private:
   static constexpr int scan_limit = 16;
 
@@ -94,6 +110,23 @@ class size_bins {
     return heads_[fl][static_cast<unsigned>(std::countr_zero(sl_bits_left))];
   }
 
+  static constexpr unsigned bin_count = fl_count * sl_count;
+
+  /// The first non-empty bin at or after linear index `bin`, or bin_count.
+  [[nodiscard]] unsigned first_nonempty_from(unsigned bin) const noexcept {
+    if (bin >= bin_count) return bin_count;
+    unsigned fl = bin / sl_count;
+    std::uint32_t bits = sl_map_[fl] & (~0u << (bin % sl_count));
+    if (!bits) {
+      if (fl + 1 >= fl_count) return bin_count;
+      std::uint64_t const fl_bits = fl_map_ & (~std::uint64_t{0} << (fl + 1));
+      if (!fl_bits) return bin_count;
+      fl = static_cast<unsigned>(std::countr_zero(fl_bits));
+      bits = sl_map_[fl];
+    }
+    return fl * sl_count + static_cast<unsigned>(std::countr_zero(bits));
+  }
+
   struct bin_index {
     unsigned fl;
     unsigned sl;
@@ -102,6 +135,11 @@ class size_bins {
     if (size < sl_count) return {0, static_cast<unsigned>(size)};
     auto const msb = static_cast<unsigned>(63 - std::countl_zero(size));
     return {msb - sl_bits + 1, static_cast<unsigned>(size >> (msb - sl_bits)) - sl_count};
+  }
+
+  static unsigned index_of(std::uint64_t size) noexcept {
+    auto const [fl, sl] = mapping(size);
+    return fl * sl_count + sl;
   }
 
   std::uint64_t fl_map_ = 0;

@@ -51,10 +51,19 @@ void sliced_pool::check_roundable(std::uint64_t size) const {
 }
 
 std::optional<slice_handle> sliced_pool::try_reserve(std::uint64_t size) {
-  drain();
-  if (size > max_roundable_) [[unlikely]]
+  pool_slot* const released = released_.take_all();
+  if (size > max_roundable_) [[unlikely]] {
+    release_all(released);
     return std::nullopt;
+  }
   auto const extent = extent_of(size);
+  // A program that drops a slice and reserves the same size again (a loop's temporaries) would
+  // see its slice merged into its free neighbour and split off again at the same offset.
+  if (released != nullptr && released->next_released == nullptr && detail::take_back_enabled) {
+    auto* const only = static_cast<block*>(released);
+    if (found_again(only, extent)) return take_back(only, size);
+  }
+  release_all(released);
   block* b = bins_[0].find(extent);
   if (!b && extent > page_size_) {
     b = bins_[1].find(extent);
@@ -182,11 +191,39 @@ slice_handle sliced_pool::take(block* b, std::uint64_t size, std::uint64_t exten
 }
 
 void sliced_pool::drain() noexcept {
-  for (pool_slot* s = released_.take_all(); s;) {
+  release_all(released_.take_all());
+}
+
+void sliced_pool::release_all(pool_slot* released) noexcept {
+  for (pool_slot* s = released; s;) {
     pool_slot* next = s->next_released;
     release(static_cast<block*>(s));
     s = next;
   }
+}
+
+bool sliced_pool::found_again(block const* b, std::uint64_t extent) const noexcept {
+  // An oversize page's free block may go to bins_[1], and a free left neighbour would move the
+  // slice to its offset: the general path decides those.
+  if (b->size != extent || b->owner->oversize) return false;
+  if (b->prev_phys != nullptr && !b->prev_phys->in_use) return false;
+  block const* right = b->next_phys;
+  // Alone, `b` would go to the head of its bin, where find() meets an exact fit first.
+  if (right == nullptr || right->in_use) return true;
+  return bins_[0].would_find_merged(right, extent, extent + right->size);
+}
+
+slice_handle sliced_pool::take_back(block* b, std::uint64_t size) noexcept {
+  // What release() then take() would leave, without touching the free lists. The page's
+  // idle_since and large_only, which release() may write, are read only while it is idle or
+  // oversize: neither applies.
+  live_.bytes_in_use = live_.bytes_in_use - b->requested + size;
+  live_.bytes_padding = live_.bytes_padding - (b->size - b->requested) + (b->size - size);
+  stats_->sub_in_use(b->requested);
+  stats_->add_in_use(size);
+  peak_in_use_ = std::max(peak_in_use_, live_.bytes_in_use);
+  b->requested = size;
+  return slice_handle::hand_out(b->handle);
 }
 
 void sliced_pool::release(block* b) noexcept {

@@ -12,6 +12,12 @@
 
 namespace cubert::memory {
 
+namespace detail {
+/// Whether sliced pools hand a slice dropped and reserved again straight back (see
+/// `sliced_pool::found_again`). Tests turn it off to compare with the general path.
+inline bool take_back_enabled = true;
+}  // namespace detail
+
 /// A pool whose pages are split into slices on demand.
 ///
 /// Every page is a chain of blocks ordered by address; each block is used or free. Free blocks
@@ -96,6 +102,11 @@ class sliced_pool final : public memory_pool {
   [[nodiscard]] std::optional<slice_handle> grow(std::uint64_t size, std::uint64_t bytes);
   [[nodiscard]] page* idle_for(std::uint64_t deficit) noexcept;
   void release(block* b) noexcept;
+  void release_all(pool_slot* released) noexcept;
+  /// Whether releasing `b` and reserving `extent` bytes would hand `b` out again at its offset
+  /// and leave every free list as it is: then `take_back` does both at once.
+  [[nodiscard]] bool found_again(block const* b, std::uint64_t extent) const noexcept;
+  [[nodiscard]] slice_handle take_back(block* b, std::uint64_t size) noexcept;
   [[nodiscard]] slice_handle take(block* b, std::uint64_t size, std::uint64_t extent) noexcept;
   [[nodiscard]] block* new_block();
   void recycle(block* b) noexcept;

@@ -4,6 +4,7 @@
 // storage holds (so pages given back really reach it, and none is freed twice), and no two
 // live slices overlap. The storage refuses at random and at a capacity, so the out-of-memory
 // paths (fall-through, cleanup and retry, a cached pool's smaller second try) run too.
+#include "memory/sliced_pool.hpp"
 #include "memory_test_support.hpp"
 
 #include <cubert/error.hpp>
@@ -183,6 +184,99 @@ TEST(MemoryProperty, RandomReserveDropCleanupKeepsTheModel) {
       if (testing::Test::HasFatalFailure()) return;
       EXPECT_TRUE(storage.pages.empty()) << sc.name << ": idle pages kept after explicit cleanup";
       EXPECT_EQ(m.usage(), memory_usage{}) << sc.name;
+    }
+  }
+}
+
+// Records the order in which pages were allocated, so that two managers' placements compare.
+class ordinal_storage final : public ledger_storage {
+ public:
+  [[nodiscard]] cubert::backend::storage_handle alloc(std::uint64_t size) override {
+    auto h = ledger_storage::alloc(size);
+    ordinal.emplace(h.id, ordinal.size());
+    return h;
+  }
+  std::map<storage_id, std::size_t> ordinal;
+};
+
+// A slice dropped and reserved again before anything else touches its pool is handed back
+// without going through the free lists (sliced_pool::take_back) when release and best fit
+// would give the same offset and leave the same lists. The same random program, rich in such
+// pairs, runs on two managers, one with the shortcut turned off: every reservation must land
+// on the same page at the same offset, and the reports must agree.
+TEST(MemoryProperty, ASliceTakenBackLandsWhereReleaseAndBestFitPutIt) {
+  for (auto const& sc : scenarios()) {
+    for (std::uint64_t seed = 1; seed <= 3; ++seed) {
+      std::mt19937_64 rng(seed);
+      auto general_storage = std::make_unique<ordinal_storage>();
+      auto direct_storage = std::make_unique<ordinal_storage>();
+      auto& gs = *general_storage;
+      auto& ts = *direct_storage;
+      device_memory_properties const props{1024 * kib, sc.alignment, 4096 * kib};
+      memory_manager general(std::move(general_storage), props, sc.config);
+      memory_manager direct(std::move(direct_storage), props, sc.config);
+      std::vector<std::pair<slice_handle, slice_handle>> live;
+      std::vector<std::uint64_t> sizes;
+      auto const coin = [&](double p) { return std::uniform_real_distribution<>(0, 1)(rng) < p; };
+      std::uint64_t again = 0;  // reservations of the size just dropped
+      auto const reserve = [&](std::uint64_t size, std::string const& where) {
+        SCOPED_TRACE(where);
+        cubert::memory::detail::take_back_enabled = false;
+        auto a = [&] {
+          struct restore {
+            ~restore() { cubert::memory::detail::take_back_enabled = true; }
+          } const on_exit;
+          return general.reserve(size);
+        }();
+        auto b = direct.reserve(size);
+        auto const pa = general.get(a);
+        auto const pb = direct.get(b);
+        ASSERT_TRUE(pa && pb);
+        ASSERT_EQ(gs.ordinal.at(pa->id), ts.ordinal.at(pb->id)) << "another page, size " << size;
+        ASSERT_EQ(pa->offset, pb->offset) << "another offset, size " << size;
+        ASSERT_EQ(pa->size, pb->size);
+        live.emplace_back(std::move(a), std::move(b));
+        sizes.push_back(size);
+      };
+      for (int step = 0; step < 1500; ++step) {
+        auto const where =
+            sc.name + " seed " + std::to_string(seed) + " step " + std::to_string(step);
+        if (coin(0.01)) {
+          bool const explicit_cleanup = coin(0.5);
+          general.cleanup(explicit_cleanup);
+          direct.cleanup(explicit_cleanup);
+        } else if (!live.empty() && (live.size() > 40 || coin(0.5))) {
+          auto const k = std::uniform_int_distribution<std::size_t>(0, live.size() - 1)(rng);
+          std::swap(live[k], live.back());
+          std::swap(sizes[k], sizes.back());
+          auto const size = sizes.back();
+          live.pop_back();
+          sizes.pop_back();
+          if (coin(0.7)) {
+            ++again;
+            reserve(coin(0.8) ? size : random_size(rng), where);
+          }
+        } else {
+          reserve(random_size(rng), where);
+        }
+        if (testing::Test::HasFatalFailure()) return;
+      }
+      EXPECT_GT(again, 300u);
+      auto const a = general.report();
+      auto const b = direct.report();
+      ASSERT_EQ(a.pools.size(), b.pools.size());
+      for (std::size_t i = 0; i < a.pools.size(); ++i) {
+        auto const& x = a.pools[i];
+        auto const& y = b.pools[i];
+        auto const row = [](pool_usage const& u) {
+          return std::tuple(u.pages, u.peak_pages, u.usage, u.peak_bytes_reserved,
+                            u.peak_bytes_in_use, u.largest_free, u.spills);
+        };
+        EXPECT_EQ(row(x), row(y)) << sc.name << " seed " << seed << " pool " << i;
+      }
+      EXPECT_EQ(a.total, b.total) << sc.name;
+      EXPECT_EQ(a.peak_bytes_reserved, b.peak_bytes_reserved) << sc.name;
+      EXPECT_EQ(a.peak_bytes_in_use, b.peak_bytes_in_use) << sc.name;
     }
   }
 }

@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <memory>
+#include <random>
 #include <vector>
 
 namespace {
@@ -41,6 +43,78 @@ struct pool_fixture {
 };
 
 using layout = std::vector<std::pair<std::uint64_t, bool>>;
+
+struct free_node {
+  std::uint64_t size = 0;
+  free_node* prev_free = nullptr;
+  free_node* next_free = nullptr;
+  std::uint32_t bin = 0;
+};
+
+// would_find_merged lets the pool skip a merge and a split when they would restore the present
+// lists; whenever it says so, doing them must indeed find the merged block.
+TEST(SizeBins, WouldFindMergedOnlyWhenFindReturnsTheMergedBlock) {
+  std::mt19937_64 rng(7);
+  int said_yes = 0;
+  int said_no = 0;
+  for (int round = 0; round < 20000; ++round) {
+    size_bins<free_node> bins;
+    std::vector<std::unique_ptr<free_node>> nodes;
+    auto const random_size = [&] {
+      auto const bits = std::uniform_int_distribution<int>(3, 24)(rng);
+      return std::uniform_int_distribution<std::uint64_t>(1, std::uint64_t{1} << bits)(rng);
+    };
+    auto const request = random_size();
+    // Near the request, so that blocks share its bin (about 3 % wide) and the merged block's.
+    auto const near_request = [&] {
+      return request + std::uniform_int_distribution<std::uint64_t>(0, request / 16 + 1)(rng);
+    };
+    auto const small = [&] {
+      return std::uniform_int_distribution<std::uint64_t>(1, request / 32 + 1)(rng);
+    };
+    auto const count = std::uniform_int_distribution<int>(1, 6)(rng);
+    for (int i = 0; i < count; ++i) {
+      auto const kind = std::uniform_int_distribution<int>(0, 2)(rng);
+      auto const size = kind == 0 ? random_size() : kind == 1 ? near_request() : small();
+      nodes.push_back(std::make_unique<free_node>(free_node{size}));
+      bins.insert(nodes.back().get());
+    }
+    free_node* const right =
+        nodes[std::uniform_int_distribution<std::size_t>(0, nodes.size() - 1)(rng)].get();
+    free_node merged{request + right->size};
+    bool const yes = bins.would_find_merged(right, request, merged.size);
+    (yes ? said_yes : said_no)++;
+    bins.remove(right);
+    bins.insert(&merged);
+    if (yes) {
+      ASSERT_EQ(bins.find(request), &merged) << "round " << round;
+    }
+    // Alone in its bin and nothing else to choose: the one case the pool relies on.
+    if (count == 1) {
+      EXPECT_TRUE(yes) << "round " << round;
+    }
+  }
+  EXPECT_GT(said_yes, 2000);
+  EXPECT_GT(said_no, 2000);
+}
+
+TEST(SizeBins, WouldFindMergedIsFalseWhenAnotherBlockComesFirst) {
+  size_bins<free_node> bins;
+  free_node rest{1000 * 1024};
+  bins.insert(&rest);
+  EXPECT_TRUE(bins.would_find_merged(&rest, 256, 256 + rest.size));
+  free_node hole{4096};  // between the request and the merged block: best fit takes it
+  bins.insert(&hole);
+  EXPECT_FALSE(bins.would_find_merged(&rest, 256, 256 + rest.size));
+  bins.remove(&hole);
+  free_node twin{rest.size + 8};  // shares the rest's bin: the lists would change order
+  bins.insert(&twin);
+  EXPECT_FALSE(bins.would_find_merged(&rest, 256, 256 + rest.size));
+  bins.remove(&twin);
+  free_node larger{64 * mib};  // past the merged block: never chosen before it
+  bins.insert(&larger);
+  EXPECT_TRUE(bins.would_find_merged(&rest, 256, 256 + rest.size));
+}
 
 TEST(SlicedPool, ReserveSplitsAFreshPage) {
   pool_fixture f(pool_options::sliced(32 * mib, 32 * mib));
