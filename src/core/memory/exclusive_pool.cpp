@@ -102,7 +102,7 @@ slice_handle exclusive_pool::hand_out(page* p, std::uint64_t size) noexcept {
   p->requested = size;
   ++live_.number_allocs;
   live_.bytes_in_use += size;
-  live_.bytes_padding += padding_for(size, align_);
+  live_.bytes_padding += padding_of(size);
   stats_->add_in_use(size);
   peak_in_use_ = std::max(peak_in_use_, live_.bytes_in_use);
   return slice_handle::hand_out(p->handle);
@@ -115,7 +115,7 @@ void exclusive_pool::drain() noexcept {
     p->in_use = false;
     --live_.number_allocs;
     live_.bytes_in_use -= p->requested;
-    live_.bytes_padding -= padding_for(p->requested, align_);
+    live_.bytes_padding -= padding_of(p->requested);
     stats_->sub_in_use(p->requested);
     mark_free(p);
     s = next;

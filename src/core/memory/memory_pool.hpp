@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <bit>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -119,7 +120,9 @@ class memory_pool {
         stats_(&stats),
         max_alloc_size_(max_alloc_size),
         align_(alignment),
-        max_roundable_(max_roundable(alignment)) {}
+        max_roundable_(max_roundable(alignment)),
+        align_mask_(std::has_single_bit(alignment) ? alignment - 1 : 0),
+        align_pow2_(std::has_single_bit(alignment)) {}
   memory_pool(memory_pool const&) = delete;
   memory_pool& operator=(memory_pool const&) = delete;
   virtual ~memory_pool() = default;
@@ -181,6 +184,20 @@ class memory_pool {
   std::uint64_t align_;
   /// Requests above this cannot be rounded to the alignment: pools refuse them.
   std::uint64_t max_roundable_;
+
+  /// `size` rounded up to the alignment (size <= max_roundable_). A mask for the usual power of
+  /// two: the hit path's 64-bit division cost 5-10 ns on some hosts.
+  [[nodiscard]] std::uint64_t align_up(std::uint64_t size) const noexcept {
+    return align_pow2_ ? (size + align_mask_) & ~align_mask_ : ceil_to(size, align_);
+  }
+  /// Bytes `align_up` adds to `size`.
+  [[nodiscard]] std::uint64_t padding_of(std::uint64_t size) const noexcept {
+    return align_up(size) - size;
+  }
+
+ private:
+  std::uint64_t align_mask_;
+  bool align_pow2_;
 };
 
 }  // namespace cubert::memory

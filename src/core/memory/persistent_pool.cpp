@@ -25,7 +25,7 @@ persistent_pool::~persistent_pool() {
 }
 
 std::uint64_t persistent_pool::effective(std::uint64_t size) const noexcept {
-  return size + padding_for(size, align_);
+  return align_up(size);
 }
 
 bool persistent_pool::has_bucket(std::uint64_t size) const {

@@ -95,7 +95,7 @@ class sliced_pool final : public memory_pool {
 
   /// Bytes a request takes in a page. Only for size <= max_roundable_ (callers check).
   [[nodiscard]] std::uint64_t extent_of(std::uint64_t size) const noexcept {
-    return std::max(ceil_to(size, align_), align_);
+    return std::max(align_up(size), align_);
   }
   /// @throws out_of_memory when `size` cannot be rounded to the alignment.
   void check_roundable(std::uint64_t size) const;
