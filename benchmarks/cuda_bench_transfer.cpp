@@ -64,21 +64,24 @@ std::list<staging_variant> staging_variants(cuda::options const& defaults) {
     wanted.emplace_back(std::move(name), o);
   };
   add("memcpy downloads", [](cuda::options& o) { o.streaming_downloads = false; });
-  add("4 MiB x 16 blocks (the earlier default)", [](cuda::options& o) {
+  add("1 MiB x 32 blocks (the previous default)", [](cuda::options& o) {
+    o.staging_block_size = std::size_t{1} << 20;
+    o.staging_blocks = 32;
+  });
+  add("4 MiB x 16 blocks (the first default)", [](cuda::options& o) {
     o.staging_block_size = std::size_t{4} << 20;
     o.staging_blocks = 16;
   });
-  // Smaller rings: whether blocks that stay in the last-level cache between the copy into them
-  // and their DMA spare the host's memory bandwidth the copy and the DMA share.
-  add("256 KiB x 32 blocks", [](cuda::options& o) {
-    o.staging_block_size = std::size_t{256} << 10;
-    o.staging_blocks = 32;
-  });
-  add("512 KiB x 16 blocks", [](cuda::options& o) {
-    o.staging_block_size = std::size_t{512} << 10;
+  // Blocks per copy thread: two suit uploads (more let the copies run ahead of the DMA and
+  // compete with it for the host's memory bandwidth); downloads want 4 MiB or more per thread.
+  add("1 MiB x 16 blocks", [](cuda::options& o) {
+    o.staging_block_size = std::size_t{1} << 20;
     o.staging_blocks = 16;
   });
-  add("1 MiB x 16 blocks", [](cuda::options& o) { o.staging_blocks = 16; });
+  add("2 MiB x 32 blocks", [](cuda::options& o) {
+    o.staging_block_size = std::size_t{2} << 20;
+    o.staging_blocks = 32;
+  });
   std::list<staging_variant> out;  // Stable addresses: the figures capture their variant.
   for (auto& [name, o] : wanted) {
     client c(backend::make_channel(cuda::make_server(0, o), backend::channel_kind::mutex));
