@@ -108,7 +108,7 @@ cuda_staging::block& cuda_staging::advance() {
   return b;
 }
 
-cuda_staging::plan cuda_staging::make_plan(std::size_t bytes) {
+cuda_staging::plan cuda_staging::make_plan(std::size_t bytes, std::size_t most_per_worker) {
   // The packed block's DMAs are tracked by its event from here on, and the next packed upload
   // starts a fresh block: the transfer below may hand any block to any thread.
   if (current_dirty_) retire(blocks_[current_]);
@@ -120,9 +120,11 @@ cuda_staging::plan cuda_staging::make_plan(std::size_t bytes) {
   std::size_t const share = round_up((bytes + 2 * threads - 1) / (2 * threads), 64 * kib);
   p.chunk = std::min(block_size_, std::max(min_chunk, share));
   p.chunks = (bytes + p.chunk - 1) / p.chunk;
-  while (blocks_.size() < std::min(max_blocks_, p.chunks)) add_block();
+  while (blocks_.size() < std::min({max_blocks_, p.chunks, threads * most_per_worker})) {
+    add_block();
+  }
   p.workers = static_cast<unsigned>(std::min({threads, p.chunks, blocks_.size()}));
-  p.per_worker = blocks_.size() / p.workers;
+  p.per_worker = std::min(blocks_.size() / p.workers, most_per_worker);
   return p;
 }
 
@@ -149,7 +151,7 @@ void cuda_staging::upload(CUdeviceptr dst, std::span<std::byte const> src) {
     return;
   }
   if (src.size() >= parallel_threshold) {
-    auto const p = make_plan(src.size());
+    auto const p = make_plan(src.size(), upload_blocks_per_worker);
     try {
       upload_chunks(p, dst, src);
     } catch (...) {
@@ -208,7 +210,7 @@ void cuda_staging::download(std::span<std::byte> dst, CUdeviceptr src) {
     on_stream_idle();
     return;
   }
-  auto const p = make_plan(dst.size());
+  auto const p = make_plan(dst.size(), max_blocks_);
   try {
     download_chunks(p, dst, src);
   } catch (...) {

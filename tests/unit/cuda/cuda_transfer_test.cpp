@@ -312,6 +312,45 @@ TEST(CudaStagingFailure, APinnedBlockThatCannotBeHadCorruptsNoEarlierUpload) {
   }
 }
 
+// The fake driver's count of live pinned host allocations.
+using pinned_count_fn = std::size_t (*)();
+pinned_count_fn fake_pinned_count() {
+  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  if (!lib) return nullptr;
+  auto* const fn =
+      reinterpret_cast<pinned_count_fn>(::dlsym(lib, "cubert_fake_pinned_allocations"));
+  ::dlclose(lib);
+  return fn;
+}
+
+// An upload's copy threads fill two staging blocks each in turn (more let the copies run ahead
+// of the DMA and share the host's memory bandwidth with it); a download's threads keep all of
+// their share of the ring receiving DMAs. So a large upload pins two blocks per thread, and a
+// large download then pins the rest of the ring.
+TEST(CudaStagingRing, AnUploadTakesTwoBlocksPerThreadADownloadItsWholeShare) {
+  if (cubert::cuda::device_count() == 0) GTEST_SKIP() << cubert::cuda::unavailable_reason();
+  auto const pinned = fake_pinned_count();
+  if (!pinned) GTEST_SKIP() << "needs the fake driver's count of pinned allocations";
+  cubert::cuda::options opts;
+  opts.kernel_cache_dir = std::filesystem::path{};
+  opts.staging_block_size = 64 * 1024;
+  opts.staging_blocks = 32;
+  opts.copy_threads = 4;
+  opts.read_pool_bytes = 0;
+  cuda_server server(0, opts);
+  auto const before = pinned();
+  auto const data = pattern(4 * mib, 11);  // 64 blocks' worth.
+  auto const h = server.create(data);
+  EXPECT_EQ(pinned() - before, 8U) << "an upload's 4 threads should use 2 blocks each";
+  std::vector<std::byte> back(data.size());
+  server.read_into(h.binding(), back).get();
+  EXPECT_TRUE(same_bytes(back, data));
+  EXPECT_EQ(pinned() - before, 32U) << "a download's threads should use the whole ring";
+  auto const again = pattern(4 * mib, 12);
+  auto const h2 = server.create(again);
+  EXPECT_TRUE(same_bytes(server.read({h2.binding()}).get().at(0), again));
+}
+
 // The fake driver's hook that lets `after` 1D copies through and fails the next `n`.
 using fail_copies_fn = void (*)(int, int);
 fail_copies_fn fake_copy_failures() {

@@ -17,6 +17,7 @@
 // so the sanitizers see no leak). Tests that fault therefore run in a child process.
 // `cubert_fake_fail_host_allocs(n)` (found with dlsym) makes the next n pinned allocations fail
 // with CUDA_ERROR_OUT_OF_MEMORY, as a host that will not pin more does.
+// `cubert_fake_pinned_allocations()` counts the pinned host allocations alive.
 // `cubert_fake_fail_context_retains(after, n)` lets `after` cuDevicePrimaryCtxRetain calls through
 // and fails the next n with CUDA_ERROR_OUT_OF_MEMORY; `cubert_fake_context_refs()` and
 // `cubert_fake_live_streams()` say what a failed construction left behind.
@@ -713,6 +714,10 @@ CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
 
 __attribute__((visibility("default"))) void cubert_fake_fail_host_allocs(int n) {
   failing_host_allocs.store(n);
+}
+__attribute__((visibility("default"))) std::size_t cubert_fake_pinned_allocations() {
+  std::lock_guard lock(state().m);
+  return state().pinned.size();
 }
 __attribute__((visibility("default"))) void cubert_fake_fail_copies(int after, int n) {
   std::lock_guard lock(copy_failures_m);
