@@ -98,16 +98,8 @@ class size_bins {
 
   /// The head of the first non-empty bin above bin (fl, sl): every block there is large enough.
   [[nodiscard]] Node* head_above(unsigned fl, unsigned sl) const noexcept {
-    ++sl;
-    std::uint32_t sl_bits_left = sl < sl_count ? sl_map_[fl] & (~0u << sl) : 0;
-    if (!sl_bits_left) {
-      if (fl + 1 >= fl_count) return nullptr;
-      std::uint64_t const fl_bits_left = fl_map_ & (~std::uint64_t{0} << (fl + 1));
-      if (!fl_bits_left) return nullptr;
-      fl = static_cast<unsigned>(std::countr_zero(fl_bits_left));
-      sl_bits_left = sl_map_[fl];
-    }
-    return heads_[fl][static_cast<unsigned>(std::countr_zero(sl_bits_left))];
+    auto const bin = first_nonempty_from(fl * sl_count + sl + 1);
+    return bin < bin_count ? heads_[bin / sl_count][bin % sl_count] : nullptr;
   }
 
   static constexpr unsigned bin_count = fl_count * sl_count;

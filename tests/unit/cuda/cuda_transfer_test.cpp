@@ -259,15 +259,19 @@ TEST_P(CudaTransferTest, ClientsOnBothChannelsReadIntoFromManyThreads) {
   }
 }
 
-// The fake driver's hook that makes the next n pinned allocations fail; null on a real driver.
-using fail_host_allocs_fn = void (*)(int);
-fail_host_allocs_fn fake_host_alloc_failures() {
+// A hook of the fake driver (fake_libcuda.cpp), or null on a real driver.
+template <typename Fn>
+Fn fake_hook(char const* name) {
   void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
   if (!lib) return nullptr;
-  auto* const fn =
-      reinterpret_cast<fail_host_allocs_fn>(::dlsym(lib, "cubert_fake_fail_host_allocs"));
+  auto* const fn = reinterpret_cast<Fn>(::dlsym(lib, name));
   ::dlclose(lib);  // The backend holds its own reference.
   return fn;
+}
+
+// Makes the next n pinned allocations fail.
+auto fake_host_alloc_failures() {
+  return fake_hook<void (*)(int)>("cubert_fake_fail_host_allocs");
 }
 
 // A block that could not be pinned leaves the ring as it was: the next small upload must not
@@ -312,15 +316,9 @@ TEST(CudaStagingFailure, APinnedBlockThatCannotBeHadCorruptsNoEarlierUpload) {
   }
 }
 
-// The fake driver's count of live pinned host allocations.
-using pinned_count_fn = std::size_t (*)();
-pinned_count_fn fake_pinned_count() {
-  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (!lib) return nullptr;
-  auto* const fn =
-      reinterpret_cast<pinned_count_fn>(::dlsym(lib, "cubert_fake_pinned_allocations"));
-  ::dlclose(lib);
-  return fn;
+// Counts the live pinned host allocations.
+auto fake_pinned_count() {
+  return fake_hook<std::size_t (*)()>("cubert_fake_pinned_allocations");
 }
 
 // An upload's copy threads fill two staging blocks each in turn (more let the copies run ahead
@@ -351,14 +349,9 @@ TEST(CudaStagingRing, AnUploadTakesTwoBlocksPerThreadADownloadItsWholeShare) {
   EXPECT_TRUE(same_bytes(server.read({h2.binding()}).get().at(0), again));
 }
 
-// The fake driver's hook that lets `after` 1D copies through and fails the next `n`.
-using fail_copies_fn = void (*)(int, int);
-fail_copies_fn fake_copy_failures() {
-  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (!lib) return nullptr;
-  auto* const fn = reinterpret_cast<fail_copies_fn>(::dlsym(lib, "cubert_fake_fail_copies"));
-  ::dlclose(lib);
-  return fn;
+// Lets `after` 1D copies through and fails the next `n`.
+auto fake_copy_failures() {
+  return fake_hook<void (*)(int, int)>("cubert_fake_fail_copies");
 }
 
 // A copy failing part-way through a pipelined transfer (upload, read, read_into; the first
