@@ -120,9 +120,11 @@ cuda_staging::plan cuda_staging::make_plan(std::size_t bytes, std::size_t most_p
   std::size_t const share = round_up((bytes + 2 * threads - 1) / (2 * threads), 64 * kib);
   p.chunk = std::min(block_size_, std::max(min_chunk, share));
   p.chunks = (bytes + p.chunk - 1) / p.chunk;
-  while (blocks_.size() < std::min({max_blocks_, p.chunks, threads * most_per_worker})) {
-    add_block();
-  }
+  // At most `most_per_worker` blocks per thread, written so that a huge `staging_blocks` (only
+  // a cap) cannot wrap the product.
+  std::size_t const ring =
+      most_per_worker > max_blocks_ / threads ? max_blocks_ : threads * most_per_worker;
+  while (blocks_.size() < std::min(ring, p.chunks)) add_block();
   p.workers = static_cast<unsigned>(std::min({threads, p.chunks, blocks_.size()}));
   p.per_worker = std::min(blocks_.size() / p.workers, most_per_worker);
   return p;

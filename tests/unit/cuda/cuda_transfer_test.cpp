@@ -349,6 +349,28 @@ TEST(CudaStagingRing, AnUploadTakesTwoBlocksPerThreadADownloadItsWholeShare) {
   EXPECT_TRUE(same_bytes(server.read({h2.binding()}).get().at(0), again));
 }
 
+// `staging_blocks` is a cap: one too large to multiply by the threads still gives a working
+// ring (a wrapped product once left a download with no block and no worker).
+TEST(CudaStagingRing, AHugeBlockCapStillTransfers) {
+  if (cubert::cuda::device_count() == 0) GTEST_SKIP() << cubert::cuda::unavailable_reason();
+  for (unsigned threads : {2U, 4U}) {
+    cubert::cuda::options opts;
+    opts.kernel_cache_dir = std::filesystem::path{};
+    opts.staging_block_size = 64 * 1024;
+    opts.staging_blocks = std::size_t{1} << 63;
+    opts.copy_threads = threads;
+    opts.read_pool_bytes = 0;
+    cuda_server server(0, opts);
+    auto const data = pattern(4 * mib, 13 + threads);
+    auto const h = server.empty(data.size());
+    std::vector<std::byte> back(data.size());
+    server.read_into(h.binding(), back).get();  // A download first: the ring is still empty.
+    auto const up = server.create(data);
+    server.read_into(up.binding(), back).get();
+    EXPECT_TRUE(same_bytes(back, data)) << threads << " threads";
+  }
+}
+
 // Lets `after` 1D copies through and fails the next `n`.
 auto fake_copy_failures() {
   return fake_hook<void (*)(int, int)>("cubert_fake_fail_copies");
