@@ -329,11 +329,7 @@ TEST(CudaStagingRing, AnUploadTakesTwoBlocksPerThreadADownloadItsWholeShare) {
   if (cubert::cuda::device_count() == 0) GTEST_SKIP() << cubert::cuda::unavailable_reason();
   auto const pinned = fake_pinned_count();
   if (!pinned) GTEST_SKIP() << "needs the fake driver's count of pinned allocations";
-  cubert::cuda::options opts;
-  opts.kernel_cache_dir = std::filesystem::path{};
-  opts.staging_block_size = 64 * 1024;
-  opts.staging_blocks = 32;
-  opts.copy_threads = 4;
+  auto opts = options_for({"64 KiB x 32, 4 threads", 64 * 1024, 32, 4});
   opts.read_pool_bytes = 0;
   cuda_server server(0, opts);
   auto const before = pinned();
@@ -354,11 +350,7 @@ TEST(CudaStagingRing, AnUploadTakesTwoBlocksPerThreadADownloadItsWholeShare) {
 TEST(CudaStagingRing, AHugeBlockCapStillTransfers) {
   if (cubert::cuda::device_count() == 0) GTEST_SKIP() << cubert::cuda::unavailable_reason();
   for (unsigned threads : {2U, 4U}) {
-    cubert::cuda::options opts;
-    opts.kernel_cache_dir = std::filesystem::path{};
-    opts.staging_block_size = 64 * 1024;
-    opts.staging_blocks = std::size_t{1} << 63;
-    opts.copy_threads = threads;
+    auto opts = options_for({"64 KiB x 2^63", 64 * 1024, std::size_t{1} << 63, threads});
     opts.read_pool_bytes = 0;
     cuda_server server(0, opts);
     auto const data = pattern(4 * mib, 13 + threads);
