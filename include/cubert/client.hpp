@@ -112,8 +112,10 @@ class client {
   [[nodiscard]] device_properties const& properties() const noexcept;
   [[nodiscard]] backend::channel_kind channel_kind() const noexcept;
 
-  /// Measures the device work `fn` submits. Other threads' calls on this client wait until it
-  /// returns; a nested `profile` on the same thread is fine. Whatever `fn` returns is destroyed
+  /// Measures the device work `fn` submits. Other threads' calls on this client's channel (every
+  /// client of the device, for clients from `make_client`) wait until it returns; calls they
+  /// made before it started are done before it starts. A nested `profile` on the same thread is
+  /// fine. Whatever `fn` returns is destroyed
   /// after the measurement ends. @throws profile_error if the window's work failed.
   template <typename F>
   profile_duration profile(F&& fn, std::string_view name) const {
@@ -143,25 +145,9 @@ class client {
     profile_duration finish();
 
    private:
-    void release() noexcept;
-
     state* state_;
     profiling_token token_;
-    bool owner_ = false;
     bool finished_ = false;
-  };
-
-  // Every call but `profile` holds one from before its profiling check until its channel call
-  // returns, so a profile that starts meanwhile waits for it instead of measuring it.
-  class call_scope {
-   public:
-    explicit call_scope(client const& c);
-    ~call_scope();
-    call_scope(call_scope const&) = delete;
-    call_scope& operator=(call_scope const&) = delete;
-
-   private:
-    state* state_;
   };
 
   void execute_inner(kernel const& k, cube_count const& count, bindings args,

@@ -4,6 +4,7 @@
 
 #include <cubert/backend/channel.hpp>
 #include <cubert/backend/exit_threads.hpp>
+#include <cubert/backend/profile_gate.hpp>
 #include <cubert/backend/spin_wait.hpp>
 
 #include <atomic>
@@ -22,7 +23,8 @@ namespace cubert::backend {
 /// One thread owns the server; callers post messages. `execute` and `memory_cleanup` are
 /// fire-and-forget: their errors are kept and rethrown by the next sync/read/flush. Every other
 /// call waits for its reply; an exception thrown on the server thread is rethrown in the caller.
-/// Messages run in the order they were posted.
+/// Messages run in the order they were posted. While a thread profiles, other threads wait to
+/// post until its last `end_profile` is queued.
 ///
 /// A round trip through two sleeping threads costs two wake-ups (10-80 µs), which would make
 /// every `empty` a hundred times dearer than through the mutex channel; so the server thread
@@ -141,10 +143,22 @@ class actor_channel final : public channel {
     });
   }
   profiling_token start_profile() override {
-    return call([](Server& s) { return s.start_profile(); });
+    // Only the server's failure to start undoes the ownership: posting throws before taking it.
+    auto started = call_async([](Server& s) { return s.start_profile(); }, gate_step::open);
+    try {
+      spin_until(
+          [&] { return started.wait_for(std::chrono::seconds(0)) == std::future_status::ready; },
+          core_->spin);
+      return started.get();
+    } catch (...) {
+      std::lock_guard lock(core_->mutex);
+      core_->gate.close();
+      throw;
+    }
   }
   profile_duration end_profile(profiling_token token) override {
-    return call([token](Server& s) { return s.end_profile(token); });
+    // Other threads' messages may queue as soon as this one has: they run after it.
+    return call([token](Server& s) { return s.end_profile(token); }, gate_step::close);
   }
   [[nodiscard]] device_properties const& properties() const noexcept override {
     return properties_;
@@ -170,6 +184,7 @@ class actor_channel final : public channel {
     std::chrono::microseconds spin;
     async_error deferred;
     std::mutex mutex;
+    profile_gate gate;  // Passed at posting: a message's place in the queue is its place in time.
     std::condition_variable ready;
     std::deque<std::unique_ptr<message>> queue;
     std::atomic<bool> queued{false};  // !queue.empty(), readable without the lock while spinning
@@ -177,13 +192,19 @@ class actor_channel final : public channel {
     bool stopping = false;
   };
 
+  // What posting a message does to profiling ownership, in the same critical section.
+  enum class gate_step { none, open, close };
+
   template <typename F>
-  void post(F&& f) {
+  void post(F&& f, gate_step step = gate_step::none) {
     auto m = std::make_unique<fn_message<std::decay_t<F>>>(std::forward<F>(f));
     bool wake = false;
     {
-      std::lock_guard lock(core_->mutex);
+      std::unique_lock lock(core_->mutex);
+      core_->gate.pass(lock);
       core_->queue.push_back(std::move(m));
+      if (step == gate_step::open) core_->gate.open();
+      if (step == gate_step::close) core_->gate.close();
       core_->queued.store(true, std::memory_order_relaxed);
       wake = core_->waiting;
     }
@@ -192,7 +213,8 @@ class actor_channel final : public channel {
   }
 
   template <typename F>
-  auto call_async(F&& f) -> std::future<std::invoke_result_t<F&, Server&>> {
+  auto call_async(F&& f, gate_step step = gate_step::none)
+      -> std::future<std::invoke_result_t<F&, Server&>> {
     using result = std::invoke_result_t<F&, Server&>;
     std::promise<result> promise;
     auto future = promise.get_future();
@@ -207,7 +229,7 @@ class actor_channel final : public channel {
       } catch (...) {
         p.set_exception(std::current_exception());
       }
-    });
+    }, step);
     return future;
   }
 
@@ -221,7 +243,7 @@ class actor_channel final : public channel {
   };
 
   template <typename F>
-  auto call(F&& f) -> std::invoke_result_t<F&, Server&> {
+  auto call(F&& f, gate_step step = gate_step::none) -> std::invoke_result_t<F&, Server&> {
     using result = std::invoke_result_t<F&, Server&>;
     auto r = std::make_shared<reply<result>>();
     post([r, fn = std::forward<F>(f)](Server& s) mutable {
@@ -236,7 +258,7 @@ class actor_channel final : public channel {
       }
       r->ready.store(1, std::memory_order_release);
       r->ready.notify_one();
-    });
+    }, step);
     await_flag(r->ready, core_->spin);
     if (r->error) std::rethrow_exception(r->error);
     if constexpr (!std::is_void_v<result>) return std::move(*r->value);

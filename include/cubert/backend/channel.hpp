@@ -54,7 +54,12 @@ class channel {
   [[nodiscard]] virtual memory::memory_usage memory_usage() = 0;
   [[nodiscard]] virtual std::string memory_report() = 0;
   virtual void memory_cleanup() = 0;
+  /// Opens a profiling window owned by the calling thread until its matching `end_profile`:
+  /// calls from other threads wait, so only what the owner submits is measured; the owner's own
+  /// calls and nested windows pass. A channel for several threads keeps a `profile_gate` under
+  /// the lock that orders its calls; a start that throws leaves the ownership as it was.
   [[nodiscard]] virtual profiling_token start_profile() = 0;
+  /// Closes the window (and, for the last one, the ownership), even when it throws.
   [[nodiscard]] virtual profile_duration end_profile(profiling_token token) = 0;
   /// Fixed at construction; safe from any thread.
   [[nodiscard]] virtual device_properties const& properties() const noexcept = 0;

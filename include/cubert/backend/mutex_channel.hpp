@@ -3,13 +3,15 @@
 #pragma once
 
 #include <cubert/backend/channel.hpp>
+#include <cubert/backend/profile_gate.hpp>
 
 #include <memory>
 #include <mutex>
 
 namespace cubert::backend {
 
-/// Serialises calls from any number of threads with one mutex. Execution order is lock order.
+/// Serialises calls from any number of threads with one mutex. Execution order is lock order;
+/// while a thread profiles, other threads' calls wait for the lock and the profile's end.
 template <typename Server>
 class mutex_channel final : public channel {
  public:
@@ -18,75 +20,81 @@ class mutex_channel final : public channel {
 
   [[nodiscard]] channel_kind kind() const noexcept override { return channel_kind::mutex; }
   cubert::handle create(std::span<std::byte const> data) override {
-    std::lock_guard lock(mutex_);
+    auto const lock = enter();
     return server_->create(data);
   }
   std::vector<tensor_allocation> create_tensors(
       std::vector<std::span<std::byte const>> const& data,
       std::vector<tensor_descriptor> const& descriptors) override {
-    std::lock_guard lock(mutex_);
+    auto const lock = enter();
     return server_->create_tensors(data, descriptors);
   }
   cubert::handle empty(std::uint64_t size) override {
-    std::lock_guard lock(mutex_);
+    auto const lock = enter();
     return server_->empty(size);
   }
   std::vector<tensor_allocation> empty_tensors(
       std::vector<tensor_descriptor> const& descriptors) override {
-    std::lock_guard lock(mutex_);
+    auto const lock = enter();
     return server_->empty_tensors(descriptors);
   }
   std::future<std::vector<bytes>> read(std::vector<cubert::binding> bindings) override {
-    std::lock_guard lock(mutex_);
+    auto const lock = enter();
     return server_->read(std::move(bindings));
   }
   std::future<std::vector<bytes>> read_tensor(std::vector<binding_with_meta> tensors) override {
-    std::lock_guard lock(mutex_);
+    auto const lock = enter();
     return server_->read_tensor(std::move(tensors));
   }
   std::future<void> read_into(cubert::binding const& b, std::span<std::byte> dst) override {
-    std::lock_guard lock(mutex_);
+    auto const lock = enter();
     return server_->read_into(b, dst);
   }
   host_buffer alloc_host(std::uint64_t size) override {
-    std::lock_guard lock(mutex_);
+    auto const lock = enter();
     return server_->alloc_host(size);
   }
   void execute(kernel const& k, cube_count const& count, bindings args,
                execution_mode mode) override {
-    std::lock_guard lock(mutex_);
+    auto const lock = enter();
     server_->execute(k, count, std::move(args), mode);
   }
   void flush() override {
-    std::lock_guard lock(mutex_);
+    auto const lock = enter();
     server_->flush();
   }
   std::future<void> sync() override {
-    std::lock_guard lock(mutex_);
+    auto const lock = enter();
     return server_->sync();
   }
   binding_resource get_resource(cubert::binding const& b) override {
-    std::lock_guard lock(mutex_);
+    auto const lock = enter();
     return server_->get_resource(b);
   }
   memory::memory_usage memory_usage() override {
-    std::lock_guard lock(mutex_);
+    auto const lock = enter();
     return server_->memory_usage();
   }
   std::string memory_report() override {
-    std::lock_guard lock(mutex_);
+    auto const lock = enter();
     return server_->memory_report();
   }
   void memory_cleanup() override {
-    std::lock_guard lock(mutex_);
+    auto const lock = enter();
     server_->memory_cleanup();
   }
   profiling_token start_profile() override {
-    std::lock_guard lock(mutex_);
-    return server_->start_profile();
+    auto const lock = enter();
+    auto token = server_->start_profile();
+    gate_.open();
+    return token;
   }
   profile_duration end_profile(profiling_token token) override {
-    std::lock_guard lock(mutex_);
+    auto const lock = enter();
+    struct closer {
+      profile_gate& gate;
+      ~closer() { gate.close(); }
+    } const close_after{gate_};  // Even when the window's work failed.
     return server_->end_profile(token);
   }
   [[nodiscard]] device_properties const& properties() const noexcept override {
@@ -94,7 +102,15 @@ class mutex_channel final : public channel {
   }
 
  private:
+  // The lock every call holds, once no other thread profiles.
+  [[nodiscard]] std::unique_lock<std::mutex> enter() {
+    std::unique_lock lock(mutex_);
+    gate_.pass(lock);
+    return lock;
+  }
+
   std::mutex mutex_;
+  profile_gate gate_;
   std::unique_ptr<Server> server_;
   device_properties properties_;
 };

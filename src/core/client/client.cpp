@@ -9,11 +9,7 @@
 
 #include <fmt/format.h>
 
-#include <atomic>
 #include <chrono>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
 
 namespace cubert {
 namespace {
@@ -33,17 +29,10 @@ struct client::state {
   explicit state(std::shared_ptr<backend::channel> c)
       : channel(std::move(c)), spin(config::get().channel.spin_us) {}
 
+  // Profiling ownership lives in the channel, beside the lock that orders its calls
+  // (backend/profile_gate.hpp): checking it there costs a call nothing it does not already pay.
   std::shared_ptr<backend::channel> channel;
   std::chrono::microseconds spin;  // Before a wait for a future sleeps.
-  // Profiling ownership (cubecl §1.6): one thread at a time profiles a device; the rest wait.
-  std::mutex profile_mutex;
-  std::condition_variable profile_released;
-  std::atomic<bool> profiling{false};  // Fast path for every other call: one load.
-  // Calls past the profiling check whose channel call has not returned: a profile starts once
-  // they are done, so none lands in its window (cubecl's guard has that window).
-  std::atomic<unsigned> in_flight{0};
-  std::thread::id owner;
-  unsigned depth = 0;
   profiling::profiling_summary summary;
 };
 
@@ -64,56 +53,10 @@ void refuse_inside_kernel() {
 
 }  // namespace
 
-client::call_scope::call_scope(client const& c) : state_(c.state_.get()) {
-  refuse_inside_kernel();
-  auto const me = std::this_thread::get_id();
-  for (;;) {
-    // Counted before the check, the profiler sets its flag before it reads the count (both
-    // sequentially consistent): one of the two always sees the other.
-    state_->in_flight.fetch_add(1, std::memory_order_seq_cst);
-    if (!state_->profiling.load(std::memory_order_seq_cst)) return;
-    std::unique_lock lock(state_->profile_mutex);
-    if (state_->depth == 0 || state_->owner == me) return;
-    state_->in_flight.fetch_sub(1, std::memory_order_seq_cst);
-    state_->in_flight.notify_all();  // The profiler may be waiting for this call to leave.
-    state_->profile_released.wait(lock, [&] { return state_->depth == 0 || state_->owner == me; });
-  }
-}
-
-client::call_scope::~call_scope() {
-  if (state_->in_flight.fetch_sub(1, std::memory_order_seq_cst) == 1 &&
-      state_->profiling.load(std::memory_order_seq_cst)) [[unlikely]] {
-    state_->in_flight.notify_all();
-  }
-}
-
 client::profile_scope::profile_scope(client const& c, std::string_view /*name*/)
     : state_(c.state_.get()) {
   refuse_inside_kernel();
-  bool first = false;
-  {
-    std::unique_lock lock(state_->profile_mutex);
-    auto const me = std::this_thread::get_id();
-    state_->profile_released.wait(lock, [&] { return state_->depth == 0 || state_->owner == me; });
-    state_->owner = me;
-    first = ++state_->depth == 1;
-    state_->profiling.store(true, std::memory_order_seq_cst);
-    owner_ = true;
-  }
-  // Calls that passed the check before the flag was set finish before the window opens; later
-  // ones wait in their call_scope. This thread holds none (profiles are not taken inside calls).
-  if (first) {
-    for (auto n = state_->in_flight.load(std::memory_order_seq_cst); n != 0;
-         n = state_->in_flight.load(std::memory_order_seq_cst)) {
-      state_->in_flight.wait(n, std::memory_order_seq_cst);
-    }
-  }
-  try {
-    token_ = state_->channel->start_profile();
-  } catch (...) {
-    release();
-    throw;
-  }
+  token_ = state_->channel->start_profile();
 }
 
 profile_duration client::profile_scope::finish() {
@@ -122,31 +65,16 @@ profile_duration client::profile_scope::finish() {
 }
 
 client::profile_scope::~profile_scope() {
-  if (!finished_) {
-    finished_ = true;
-    try {
-      (void)state_->channel->end_profile(token_);
-    } catch (...) {  // fn already threw; its exception is the one the caller needs.
-    }
+  if (finished_) return;
+  finished_ = true;
+  try {
+    (void)state_->channel->end_profile(token_);
+  } catch (...) {  // fn already threw; its exception is the one the caller needs.
   }
-  release();
-}
-
-void client::profile_scope::release() noexcept {
-  if (!owner_) return;
-  owner_ = false;
-  {
-    std::lock_guard lock(state_->profile_mutex);
-    if (--state_->depth == 0) {
-      state_->owner = {};
-      state_->profiling.store(false, std::memory_order_release);
-    }
-  }
-  state_->profile_released.notify_all();
 }
 
 handle client::create(std::span<std::byte const> data) const {
-  call_scope const in(*this);
+  refuse_inside_kernel();
   return state_->channel->create(data);
 }
 
@@ -160,12 +88,12 @@ backend::tensor_allocation client::create_tensor(std::span<std::byte const> data
 std::vector<backend::tensor_allocation> client::create_tensors(
     std::vector<std::span<std::byte const>> const& data,
     std::vector<backend::tensor_descriptor> const& descriptors) const {
-  call_scope const in(*this);
+  refuse_inside_kernel();
   return state_->channel->create_tensors(data, descriptors);
 }
 
 handle client::empty(std::uint64_t size) const {
-  call_scope const in(*this);
+  refuse_inside_kernel();
   return state_->channel->empty(size);
 }
 
@@ -177,12 +105,12 @@ backend::tensor_allocation client::empty_tensor(std::vector<std::uint64_t> shape
 
 std::vector<backend::tensor_allocation> client::empty_tensors(
     std::vector<backend::tensor_descriptor> const& descriptors) const {
-  call_scope const in(*this);
+  refuse_inside_kernel();
   return state_->channel->empty_tensors(descriptors);
 }
 
 std::future<std::vector<bytes>> client::read_async(std::vector<binding> bindings) const {
-  call_scope const in(*this);
+  refuse_inside_kernel();
   return state_->channel->read(std::move(bindings));
 }
 
@@ -197,7 +125,7 @@ bytes client::read_one(binding b) const {
 }
 
 std::future<void> client::read_into_async(binding const& b, std::span<std::byte> dst) const {
-  call_scope const in(*this);
+  refuse_inside_kernel();
   // Checked here so every channel reports it the same way, at once.
   CUBERT_EXPECTS(dst.size() == b.size(),
                  fmt::format("read_into: the destination holds {} bytes but the binding {}",
@@ -210,13 +138,13 @@ void client::read_into(binding const& b, std::span<std::byte> dst) const {
 }
 
 host_buffer client::alloc_host(std::uint64_t size) const {
-  call_scope const in(*this);
+  refuse_inside_kernel();
   return state_->channel->alloc_host(size);
 }
 
 std::vector<bytes> client::read_tensor(std::vector<binding_with_meta> tensors) const {
   auto pending = [&] {
-    call_scope const in(*this);
+    refuse_inside_kernel();
     return state_->channel->read_tensor(std::move(tensors));
   }();
   return await(std::move(pending), state_->spin);
@@ -239,7 +167,6 @@ void client::execute_unchecked(kernel const& k, cube_count const& count, binding
 void client::execute_inner(kernel const& k, cube_count const& count, bindings args,
                            execution_mode mode) const {
   // Profiling level basic or more times every launch, which makes each one synchronising.
-  // (`profile` takes the profiling ownership itself, so that path holds no call_scope.)
   if (log::enabled(log::category::profiling, log_level::basic)) [[unlikely]] {
     std::string label = log::enabled(log::category::profiling, log_level::full)
                             ? fmt::format("{}: {} CubeCount {}", k.name(),
@@ -255,7 +182,7 @@ void client::execute_inner(kernel const& k, cube_count const& count, bindings ar
     }
     return;
   }
-  call_scope const in(*this);
+  refuse_inside_kernel();
   if (log::enabled(log::category::profiling, log_level::minimal)) [[unlikely]] {
     log::write(log::category::profiling, "Executing {}", k.name());
   }
@@ -263,13 +190,13 @@ void client::execute_inner(kernel const& k, cube_count const& count, bindings ar
 }
 
 void client::flush() const {
-  call_scope const in(*this);
+  refuse_inside_kernel();
   state_->channel->flush();
 }
 
 void client::sync() const {
   auto pending = [&] {
-    call_scope const in(*this);
+    refuse_inside_kernel();
     return state_->channel->sync();
   }();
   await(std::move(pending), state_->spin);
@@ -280,22 +207,22 @@ void client::sync() const {
 }
 
 backend::binding_resource client::get_resource(binding const& b) const {
-  call_scope const in(*this);
+  refuse_inside_kernel();
   return state_->channel->get_resource(b);
 }
 
 memory::memory_usage client::memory_usage() const {
-  call_scope const in(*this);
+  refuse_inside_kernel();
   return state_->channel->memory_usage();
 }
 
 std::string client::memory_report() const {
-  call_scope const in(*this);
+  refuse_inside_kernel();
   return state_->channel->memory_report();
 }
 
 void client::memory_cleanup() const {
-  call_scope const in(*this);
+  refuse_inside_kernel();
   state_->channel->memory_cleanup();
 }
 

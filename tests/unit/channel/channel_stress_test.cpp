@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// 16 threads doing mixed create / execute / read / drop through each channel (TSan runs these).
+// 16 threads doing mixed create / execute / read / drop, some of it inside profiles, through each
+// channel (TSan runs these).
 #include "byte_helpers.hpp"
 #include "cpu_kernels.hpp"
 #include "dummy_server.hpp"
@@ -38,7 +39,7 @@ void worker(client const& c, bool cpu, int seed, std::atomic<int>& failures) {
   auto add_u8 = test::dummy_kernels::addition();
   auto add_f32 = test::kernels::add_f32();
   std::vector<handle> kept;
-  for (int it = 0; it < iterations; ++it) {
+  auto const one = [&](int it) {
     std::size_t const n = 1 + static_cast<std::size_t>((seed * 31 + it * 17) % 300);
     if (cpu && it % 2 == 0) {
       std::vector<float> a(n), b(n);
@@ -81,6 +82,17 @@ void worker(client const& c, bool cpu, int seed, std::atomic<int>& failures) {
         }
       }
       if (it % 3 == 0) kept.push_back(out);  // Some handles live on, then drop together.
+    }
+  };
+  for (int it = 0; it < iterations; ++it) {
+    // Some iterations run inside a profile (now and then nested), which the other threads'
+    // calls wait for while this thread's own calls go on.
+    if ((it + seed) % 7 == 3) {
+      (void)c.profile([&] { one(it); }, "stress");
+    } else if ((it + seed) % 11 == 5) {
+      (void)c.profile([&] { (void)c.profile([&] { one(it); }, "inner"); }, "outer");
+    } else {
+      one(it);
     }
     if (it % 10 == 9) {
       kept.clear();

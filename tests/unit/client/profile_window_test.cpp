@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// A call that passed the profiling check just before another thread starts a profile: the
-// profile waits for it, so its work is not measured (cubecl's guard lets it in).
+// What lands inside a profile's window. cubecl checks ownership before a call reaches the server,
+// so a call that passed the check just before another thread starts profiling is measured with
+// it; here ownership is checked under the channel's own lock (backend/profile_gate.hpp).
+#include "dummy_server.hpp"
+
 #include <cubert/backend/channel.hpp>
 #include <cubert/client.hpp>
-#include <cubert/cpu.hpp>
 
 #include <gtest/gtest.h>
 
@@ -19,133 +21,194 @@ namespace {
 using namespace cubert;
 using namespace std::chrono_literals;
 
-// Forwards to a CPU channel; `execute` stalls at its start for as long as `hold` is set (a
-// thread preempted between the client's check and its channel call), and the order in which
-// launches and profile starts reach the channel is kept.
-class stalling_channel final : public backend::channel {
+class event_log {
  public:
-  explicit stalling_channel(std::shared_ptr<backend::channel> inner) : inner_(std::move(inner)) {}
-
-  std::atomic<bool> hold{false};
-  std::atomic<bool> stalled{false};
-
+  void record(std::string what) {
+    std::lock_guard lock(mutex_);
+    events_.push_back(std::move(what));
+  }
   std::vector<std::string> events() {
     std::lock_guard lock(mutex_);
     return events_;
   }
 
-  backend::channel_kind kind() const noexcept override { return inner_->kind(); }
-  handle create(std::span<std::byte const> data) override { return inner_->create(data); }
-  std::vector<backend::tensor_allocation> create_tensors(
-      std::vector<std::span<std::byte const>> const& data,
-      std::vector<backend::tensor_descriptor> const& descriptors) override {
-    return inner_->create_tensors(data, descriptors);
-  }
-  handle empty(std::uint64_t size) override { return inner_->empty(size); }
-  std::vector<backend::tensor_allocation> empty_tensors(
-      std::vector<backend::tensor_descriptor> const& descriptors) override {
-    return inner_->empty_tensors(descriptors);
-  }
-  std::future<std::vector<bytes>> read(std::vector<binding> bindings) override {
-    return inner_->read(std::move(bindings));
-  }
-  std::future<std::vector<bytes>> read_tensor(std::vector<binding_with_meta> tensors) override {
-    return inner_->read_tensor(std::move(tensors));
-  }
-  std::future<void> read_into(binding const& b, std::span<std::byte> dst) override {
-    return inner_->read_into(b, dst);
-  }
-  host_buffer alloc_host(std::uint64_t size) override { return inner_->alloc_host(size); }
-  void execute(kernel const& k, cube_count const& count, bindings args,
-               execution_mode mode) override {
-    stalled = true;
-    while (hold.load()) std::this_thread::sleep_for(1ms);
-    record("execute");
-    inner_->execute(k, count, std::move(args), mode);
-  }
-  void flush() override { inner_->flush(); }
-  std::future<void> sync() override { return inner_->sync(); }
-  backend::binding_resource get_resource(binding const& b) override {
-    return inner_->get_resource(b);
-  }
-  memory::memory_usage memory_usage() override { return inner_->memory_usage(); }
-  std::string memory_report() override { return inner_->memory_report(); }
-  void memory_cleanup() override { inner_->memory_cleanup(); }
-  profiling_token start_profile() override {
-    record("start_profile");
-    return inner_->start_profile();
-  }
-  profile_duration end_profile(profiling_token token) override {
-    return inner_->end_profile(token);
-  }
-  device_properties const& properties() const noexcept override { return inner_->properties(); }
-
  private:
-  void record(std::string what) {
-    std::lock_guard lock(mutex_);
-    events_.push_back(std::move(what));
-  }
-
-  std::shared_ptr<backend::channel> inner_;
   std::mutex mutex_;
   std::vector<std::string> events_;
 };
 
-void nothing(cpu::kernel_context const&) {}
+// The dummy server runs a kernel on the thread that serves the launch: holding the mutex
+// channel's lock, or on the actor channel's server thread.
+std::atomic<bool> hold{false};
+std::atomic<bool> stalled{false};
+event_log* log_to = nullptr;
 
-TEST(ProfileWindow, ALaunchPastTheCheckFinishesBeforeAnotherThreadsProfileStarts) {
-  for (auto const kind : {backend::channel_kind::mutex, backend::channel_kind::actor}) {
-    cpu::options opts;
-    opts.threads = 1;
-    auto gate =
-        std::make_shared<stalling_channel>(backend::make_channel(cpu::make_server(opts), kind));
-    client const c(gate);
-    auto const k = kernel::builder("test::nothing").cpu(nothing).build();
+void stalling_body(cpu::kernel_context const&) {
+  stalled = true;
+  while (hold.load()) std::this_thread::sleep_for(1ms);
+  log_to->record("launch done");
+}
 
-    gate->hold = true;
+constexpr backend::channel_kind threaded_channels[] = {backend::channel_kind::mutex,
+                                                       backend::channel_kind::actor};
+
+TEST(ProfileWindow, ALaunchAlreadyInTheChannelFinishesBeforeAnotherThreadsProfileStarts) {
+  for (auto const kind : threaded_channels) {
+    event_log events;
+    log_to = &events;
+    auto const c = test::make_dummy_client(kind);
+    auto const k = kernel::builder("test::stalling").cpu(stalling_body).build();
+
+    hold = true;
+    stalled = false;
     std::thread launcher([&] { c.execute(k, cube_count{1}, bindings{}); });
-    while (!gate->stalled.load()) std::this_thread::yield();
-    std::thread profiler([&] { (void)c.profile([] {}, "window"); });
+    while (!stalled.load()) std::this_thread::yield();
+    std::thread profiler([&] { (void)c.profile([&] { events.record("profile body"); }, "w"); });
     // Long enough for the profile to start if nothing held it back.
     std::this_thread::sleep_for(50ms);
-    gate->hold = false;
+    hold = false;
     launcher.join();
     profiler.join();
     c.sync();
 
-    auto const events = gate->events();
-    ASSERT_EQ(events.size(), 2u);
-    EXPECT_EQ(events[0], "execute") << to_string(kind) << ": the launch landed inside the profile";
-    EXPECT_EQ(events[1], "start_profile");
+    auto const got = events.events();
+    ASSERT_EQ(got.size(), 2u) << to_string(kind);
+    EXPECT_EQ(got[0], "launch done") << to_string(kind) << ": the launch landed in the profile";
+    EXPECT_EQ(got[1], "profile body");
   }
 }
 
-// The profiling thread's own calls are never held back by the count, nested or not.
+// Ownership belongs to the channel, not to one client object: two clients made over the same
+// channel (as `make_client` hands out copies of one) exclude each other.
+TEST(ProfileWindow, AnotherClientOfTheSameChannelWaitsForTheProfile) {
+  for (auto const kind : threaded_channels) {
+    auto const channel = backend::make_channel(std::make_unique<test::dummy_server>(), kind);
+    client const profiling(channel);
+    client const other(channel);
+    std::atomic<bool> inside{false};
+    std::atomic<bool> profile_done{false};
+    std::thread profiler([&] {
+      (void)profiling.profile(
+          [&] {
+            inside = true;
+            std::this_thread::sleep_for(50ms);
+            profile_done = true;
+          },
+          "owner");
+    });
+    while (!inside.load()) std::this_thread::yield();
+    auto const h = other.empty(8);  // Must wait until the profile has ended.
+    bool const waited = profile_done.load();
+    profiler.join();
+    EXPECT_TRUE(waited) << to_string(kind) << ": a call ran inside another thread's profile";
+    EXPECT_EQ(other.read_one(h.binding()).size(), 8u);
+  }
+}
+
+// A second profiler waits for the first one's window to close; neither one's window holds the
+// other's body.
+TEST(ProfileWindow, TwoThreadsProfilingTakeTurns) {
+  for (auto const kind : threaded_channels) {
+    event_log events;
+    auto const c = test::make_dummy_client(kind);
+    std::atomic<bool> first_inside{false};
+    std::thread first([&] {
+      (void)c.profile(
+          [&] {
+            events.record("first begins");
+            first_inside = true;
+            std::this_thread::sleep_for(30ms);
+            events.record("first ends");
+          },
+          "first");
+    });
+    while (!first_inside.load()) std::this_thread::yield();
+    (void)c.profile([&] { events.record("second"); }, "second");
+    first.join();
+    auto const got = events.events();
+    ASSERT_EQ(got.size(), 3u) << to_string(kind);
+    EXPECT_EQ(got[1], "first ends") << to_string(kind);
+    EXPECT_EQ(got[2], "second") << to_string(kind);
+  }
+}
+
+// The profiling thread's own calls are never held back, nested or not.
 TEST(ProfileWindow, TheProfilingThreadsOwnCallsAndNestedProfilesProceed) {
-  cpu::options opts;
-  opts.threads = 1;
-  client const c(backend::make_channel(cpu::make_server(opts), backend::channel_kind::mutex));
-  auto const k = kernel::builder("test::nothing").cpu(nothing).build();
-  int inner_ran = 0;
-  int outer_ran = 0;  // The check inside the body counts only if the body ran to its end.
-  auto const outer = c.profile(
-      [&] {
-        c.execute(k, cube_count{1}, bindings{});
-        (void)c.profile(
-            [&] {
-              c.execute(k, cube_count{1}, bindings{});
-              ++inner_ran;
-            },
-            "inner");
-        auto h = c.empty(16);
-        EXPECT_EQ(c.read_one(h.binding()).size(), 16u);
-        ++outer_ran;
-      },
-      "outer");
-  (void)outer;
-  c.sync();
-  EXPECT_EQ(inner_ran, 1);
-  EXPECT_EQ(outer_ran, 1);
+  for (auto const kind : threaded_channels) {
+    auto const c = test::make_dummy_client(kind);
+    int inner_ran = 0;
+    int outer_ran = 0;  // The check inside the body counts only if the body ran to its end.
+    auto const outer = c.profile(
+        [&] {
+          auto h = c.empty(16);
+          (void)c.profile(
+              [&] {
+                EXPECT_EQ(c.read_one(h.binding()).size(), 16u);
+                ++inner_ran;
+              },
+              "inner");
+          EXPECT_EQ(c.memory_usage().number_allocs, 1u);
+          ++outer_ran;
+        },
+        "outer");
+    (void)outer;
+    c.sync();
+    EXPECT_EQ(inner_ran, 1) << to_string(kind);
+    EXPECT_EQ(outer_ran, 1) << to_string(kind);
+  }
+}
+
+// A profile whose start fails gives ownership back: other threads are not locked out.
+class failing_start_server final : public backend::server {
+ public:
+  handle create(std::span<std::byte const> data) override { return inner_.create(data); }
+  handle empty(std::uint64_t size) override { return inner_.empty(size); }
+  std::vector<backend::tensor_allocation> create_tensors(
+      std::vector<std::span<std::byte const>> const& data,
+      std::vector<backend::tensor_descriptor> const& descriptors) override {
+    return inner_.create_tensors(data, descriptors);
+  }
+  std::vector<backend::tensor_allocation> empty_tensors(
+      std::vector<backend::tensor_descriptor> const& descriptors) override {
+    return inner_.empty_tensors(descriptors);
+  }
+  std::future<std::vector<bytes>> read(std::vector<binding> bs) override {
+    return inner_.read(std::move(bs));
+  }
+  std::future<std::vector<bytes>> read_tensor(std::vector<binding_with_meta> ts) override {
+    return inner_.read_tensor(std::move(ts));
+  }
+  std::future<void> read_into(binding const& b, std::span<std::byte> dst) override {
+    return inner_.read_into(b, dst);
+  }
+  void execute(kernel const& k, cube_count const& count, bindings args,
+               execution_mode mode) override {
+    inner_.execute(k, count, std::move(args), mode);
+  }
+  void flush() override { inner_.flush(); }
+  std::future<void> sync() override { return inner_.sync(); }
+  backend::binding_resource get_resource(binding const& b) override {
+    return inner_.get_resource(b);
+  }
+  memory::memory_usage memory_usage() override { return inner_.memory_usage(); }
+  void memory_cleanup() override { inner_.memory_cleanup(); }
+  profiling_token start_profile() override { throw profile_error("test: no profiler"); }
+  profile_duration end_profile(profiling_token token) override {
+    return inner_.end_profile(token);
+  }
+  device_properties const& properties() const noexcept override { return inner_.properties(); }
+
+ private:
+  test::dummy_server inner_;
+};
+
+TEST(ProfileWindow, AProfileThatFailsToStartLetsOtherThreadsIn) {
+  for (auto const kind : threaded_channels) {
+    client const c(backend::make_channel(std::make_unique<failing_start_server>(), kind));
+    EXPECT_THROW((void)c.profile([] {}, "never"), profile_error) << to_string(kind);
+    std::thread other([&] { EXPECT_EQ(c.read_one(c.empty(4).binding()).size(), 4u); });
+    other.join();  // Hangs here if the failed start kept the ownership.
+  }
 }
 
 }  // namespace
