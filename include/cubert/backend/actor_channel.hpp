@@ -143,22 +143,11 @@ class actor_channel final : public channel {
     });
   }
   profiling_token start_profile() override {
-    // Only the server's failure to start undoes the ownership: posting throws before taking it.
-    auto started = call_async([](Server& s) { return s.start_profile(); }, gate_step::open);
-    try {
-      spin_until(
-          [&] { return started.wait_for(std::chrono::seconds(0)) == std::future_status::ready; },
-          core_->spin);
-      return started.get();
-    } catch (...) {
-      std::lock_guard lock(core_->mutex);
-      core_->gate.close();
-      throw;
-    }
+    return gated_call([](Server& s) { return s.start_profile(); }, gate_step::open);
   }
   profile_duration end_profile(profiling_token token) override {
     // Other threads' messages may queue as soon as this one has: they run after it.
-    return call([token](Server& s) { return s.end_profile(token); }, gate_step::close);
+    return gated_call([token](Server& s) { return s.end_profile(token); }, gate_step::close);
   }
   [[nodiscard]] device_properties const& properties() const noexcept override {
     return properties_;
@@ -231,6 +220,35 @@ class actor_channel final : public channel {
       }
     }, step);
     return future;
+  }
+
+  // A blocking call that takes or gives up profiling ownership as it is posted. Ownership ends up
+  // as the caller expects even on failure: a start the server refused is undone, and an end
+  // whose message could not be posted (posting throws before the step) still gives it up.
+  template <typename F>
+  auto gated_call(F&& f, gate_step step) -> std::invoke_result_t<F&, Server&> {
+    auto const undo = [&](gate_step failed) {
+      if (step != failed) return;
+      std::lock_guard lock(core_->mutex);
+      core_->gate.close();
+    };
+    auto pending = [&] {
+      try {
+        return call_async(std::forward<F>(f), step);
+      } catch (...) {
+        undo(gate_step::close);
+        throw;
+      }
+    }();
+    try {
+      spin_until(
+          [&] { return pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready; },
+          core_->spin);
+      return pending.get();
+    } catch (...) {
+      undo(gate_step::open);
+      throw;
+    }
   }
 
   // The reply of a blocking call. Shared with the message: the server thread still touches

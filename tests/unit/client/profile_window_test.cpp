@@ -158,9 +158,11 @@ TEST(ProfileWindow, TheProfilingThreadsOwnCallsAndNestedProfilesProceed) {
   }
 }
 
-// A profile whose start fails gives ownership back: other threads are not locked out.
-class failing_start_server final : public backend::server {
+// A profile whose start or end fails gives ownership back: other threads are not locked out.
+class failing_profile_server final : public backend::server {
  public:
+  explicit failing_profile_server(bool fail_start) : fail_start_(fail_start) {}
+
   handle create(std::span<std::byte const> data) override { return inner_.create(data); }
   handle empty(std::uint64_t size) override { return inner_.empty(size); }
   std::vector<backend::tensor_allocation> create_tensors(
@@ -192,22 +194,30 @@ class failing_start_server final : public backend::server {
   }
   memory::memory_usage memory_usage() override { return inner_.memory_usage(); }
   void memory_cleanup() override { inner_.memory_cleanup(); }
-  profiling_token start_profile() override { throw profile_error("test: no profiler"); }
+  profiling_token start_profile() override {
+    if (fail_start_) throw profile_error("test: no profiler");
+    return inner_.start_profile();
+  }
   profile_duration end_profile(profiling_token token) override {
-    return inner_.end_profile(token);
+    (void)inner_.end_profile(token);
+    throw profile_error("test: the measurement is lost");
   }
   device_properties const& properties() const noexcept override { return inner_.properties(); }
 
  private:
+  bool fail_start_;
   test::dummy_server inner_;
 };
 
-TEST(ProfileWindow, AProfileThatFailsToStartLetsOtherThreadsIn) {
+TEST(ProfileWindow, AProfileThatFailsToStartOrEndLetsOtherThreadsIn) {
   for (auto const kind : threaded_channels) {
-    client const c(backend::make_channel(std::make_unique<failing_start_server>(), kind));
-    EXPECT_THROW((void)c.profile([] {}, "never"), profile_error) << to_string(kind);
-    std::thread other([&] { EXPECT_EQ(c.read_one(c.empty(4).binding()).size(), 4u); });
-    other.join();  // Hangs here if the failed start kept the ownership.
+    for (bool const fail_start : {true, false}) {
+      client const c(
+          backend::make_channel(std::make_unique<failing_profile_server>(fail_start), kind));
+      EXPECT_THROW((void)c.profile([] {}, "failing"), profile_error) << to_string(kind);
+      std::thread other([&] { EXPECT_EQ(c.read_one(c.empty(4).binding()).size(), 4u); });
+      other.join();  // Hangs here if the failure kept the ownership.
+    }
   }
 }
 
