@@ -207,18 +207,20 @@ class actor_channel final : public channel {
     using result = std::invoke_result_t<F&, Server&>;
     std::promise<result> promise;
     auto future = promise.get_future();
-    post([p = std::move(promise), fn = std::forward<F>(f)](Server& s) mutable {
-      try {
-        if constexpr (std::is_void_v<result>) {
-          fn(s);
-          p.set_value();
-        } else {
-          p.set_value(fn(s));
-        }
-      } catch (...) {
-        p.set_exception(std::current_exception());
-      }
-    }, step);
+    post(
+        [p = std::move(promise), fn = std::forward<F>(f)](Server& s) mutable {
+          try {
+            if constexpr (std::is_void_v<result>) {
+              fn(s);
+              p.set_value();
+            } else {
+              p.set_value(fn(s));
+            }
+          } catch (...) {
+            p.set_exception(std::current_exception());
+          }
+        },
+        step);
     return future;
   }
 
@@ -264,19 +266,21 @@ class actor_channel final : public channel {
   auto call(F&& f, gate_step step = gate_step::none) -> std::invoke_result_t<F&, Server&> {
     using result = std::invoke_result_t<F&, Server&>;
     auto r = std::make_shared<reply<result>>();
-    post([r, fn = std::forward<F>(f)](Server& s) mutable {
-      try {
-        if constexpr (std::is_void_v<result>) {
-          fn(s);
-        } else {
-          r->value.emplace(fn(s));
-        }
-      } catch (...) {
-        r->error = std::current_exception();
-      }
-      r->ready.store(1, std::memory_order_release);
-      r->ready.notify_one();
-    }, step);
+    post(
+        [r, fn = std::forward<F>(f)](Server& s) mutable {
+          try {
+            if constexpr (std::is_void_v<result>) {
+              fn(s);
+            } else {
+              r->value.emplace(fn(s));
+            }
+          } catch (...) {
+            r->error = std::current_exception();
+          }
+          r->ready.store(1, std::memory_order_release);
+          r->ready.notify_one();
+        },
+        step);
     await_flag(r->ready, core_->spin);
     if (r->error) std::rethrow_exception(r->error);
     if constexpr (!std::is_void_v<result>) return std::move(*r->value);
