@@ -18,8 +18,7 @@ class profile_gate {
  public:
   /// Waits while another thread owns profiling.
   void pass(std::unique_lock<std::mutex>& lock) {
-    if (owner_ == std::thread::id{}) [[likely]]
-      return;
+    if (owner_ == std::thread::id{}) return;  // Nobody profiles: the common case.
     auto const me = std::this_thread::get_id();
     released_.wait(lock, [&] { return owner_ == std::thread::id{} || owner_ == me; });
   }
