@@ -27,6 +27,10 @@ struct hardware_properties {
   std::optional<std::uint32_t> min_tensor_cores_dim;
   /// Whether launches may bind tensor maps (`bindings::tensor_maps`): CUDA on sm_90 and newer.
   bool tensor_maps = false;
+  /// Most cubes one thread-block cluster may hold (`kernel::builder::cluster_dim`) on every
+  /// device of this kind: 8 on CUDA sm_90 and newer (the portable size; larger clusters are put
+  /// to the driver, which knows the part), 1 (no clusters) elsewhere.
+  std::uint32_t max_cluster_size = 1;
 };
 
 /// Everything a client can tell about its device.

@@ -84,6 +84,8 @@ class kernel {
   [[nodiscard]] std::string const& name() const noexcept;
   [[nodiscard]] std::string const& info() const noexcept;
   [[nodiscard]] cubert::cube_dim cube_dim() const noexcept;
+  /// Cubes per thread-block cluster; 1 × 1 × 1 (the default) launches no clusters.
+  [[nodiscard]] cubert::cube_dim cluster_dim() const noexcept;
   [[nodiscard]] std::uint64_t shared_memory() const noexcept;
   [[nodiscard]] kernel_id id() const noexcept;
 
@@ -116,6 +118,12 @@ class kernel::builder {
 
   /// Units per cube. @throws invalid_argument if any axis is 0.
   builder& cube_dim(std::uint32_t x, std::uint32_t y = 1, std::uint32_t z = 1);
+  /// Cubes per thread-block cluster (CUDA, compute capability 9.0+): the cubes of one cluster
+  /// run at the same time on one GPU processing cluster and may read and write each other's
+  /// shared memory. Every launch's cube count must be a multiple of it on each axis. A device
+  /// whose `hardware.max_cluster_size` is below its size refuses the launch (`unsupported`).
+  /// @throws invalid_argument if any axis is 0.
+  builder& cluster_dim(std::uint32_t x, std::uint32_t y = 1, std::uint32_t z = 1);
   /// Bytes of shared memory per cube.
   builder& shared_memory(std::uint64_t bytes);
   /// Anything that changes the generated code (type names, tile sizes, flags): part of the id.

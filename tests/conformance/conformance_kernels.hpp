@@ -175,4 +175,42 @@ extern "C" __global__ void tma_tile_f32(const __grid_constant__ tensor_map map, 
       .build();
 }
 
+/// Clusters of two cubes (`cluster_dim(2)`), 32 units each: every cube writes (its rank in the
+/// cluster, the cluster's size, the value its neighbour put in its own shared memory) at
+/// out[3 * cube], reading the neighbour's shared memory through the cluster (distributed shared
+/// memory). Each cube's value is 10 * cube + 7. Needs `hardware_properties::max_cluster_size` of
+/// at least 2; the CPU body is never reached (the CPU device refuses clusters first).
+inline kernel cluster_neighbour_u32() {
+  return kernel::builder("conformance::cluster_neighbour_u32")
+      .cube_dim(32)
+      .cluster_dim(2)
+      .cpu([](cpu::kernel_context const&) {
+        throw std::logic_error("cluster_neighbour_u32 has no CPU body: the CPU has no clusters");
+      })
+      .cuda_source(R"(
+extern "C" __global__ void cluster_neighbour_u32(unsigned* out) {
+  __shared__ unsigned mine;
+  unsigned rank, size, remote, value;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(size));
+  if (threadIdx.x == 0) mine = blockIdx.x * 10 + 7;
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;"
+               ::: "memory");
+  unsigned const local = static_cast<unsigned>(__cvta_generic_to_shared(&mine));
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local),
+               "r"((rank + 1) % size));
+  asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(value) : "r"(remote) : "memory");
+  // The neighbour's shared memory must outlive this read: nobody leaves before all have read.
+  asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;"
+               ::: "memory");
+  if (threadIdx.x == 0) {
+    out[3 * blockIdx.x] = rank;
+    out[3 * blockIdx.x + 1] = size;
+    out[3 * blockIdx.x + 2] = value;
+  }
+})",
+                   "cluster_neighbour_u32")
+      .build();
+}
+
 }  // namespace cubert::conformance::kernels

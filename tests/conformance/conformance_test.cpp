@@ -336,6 +336,33 @@ TEST_P(Conformance, TensorMapTilesFillOutOfBoundsWithZerosOrAreUnsupported) {
   EXPECT_EQ(values_of<float>(c().read_one(in.binding())), m);
 }
 
+// Eight cubes in clusters of two read each other's shared memory; a device without clusters
+// refuses the kernel, one with them refuses a cube count that is not a multiple of the cluster.
+TEST_P(Conformance, ClusterKernelsReadTheirNeighboursSharedMemoryOrAreUnsupported) {
+  std::vector<std::uint32_t> const zeros(8 * 3, 0);
+  auto out = c().create(bytes_of(zeros));
+  auto const launch = [&](std::uint32_t cubes) {
+    c().execute(kernels::cluster_neighbour_u32(), cube_count{cubes},
+                bindings{}.with_buffer(out.binding()));
+    c().sync();
+  };
+  if (c().properties().hardware.max_cluster_size < 2) {
+    EXPECT_THROW(launch(8), unsupported);
+  } else {
+    launch(8);
+    auto const got = values_of<std::uint32_t>(c().read_one(out.binding()));
+    ASSERT_EQ(got.size(), 8u * 3u);
+    for (std::uint32_t cube = 0; cube < 8; ++cube) {
+      std::uint32_t const neighbour = cube ^ 1u;
+      EXPECT_EQ(got[3 * cube], cube % 2) << cube;
+      EXPECT_EQ(got[3 * cube + 1], 2u) << cube;
+      EXPECT_EQ(got[3 * cube + 2], 10 * neighbour + 7) << cube;
+    }
+    EXPECT_THROW(launch(7), invalid_argument);
+  }
+  EXPECT_NO_THROW(c().sync());
+}
+
 TEST_P(Conformance, FailingKernelSurfacesAtSyncAndClientRecovers) {
   c().execute(kernels::failing(), cube_count{4}, bindings{});
   EXPECT_THROW(c().sync(), error);

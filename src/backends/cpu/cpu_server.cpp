@@ -105,6 +105,12 @@ void cpu_server::execute(kernel const& k, cube_count const& count, bindings args
         "kernel '{}' binds tensor maps, which the CPU device does not have (bind buffers)",
         k.name()));
   }
+  if (auto const c = k.cluster_dim(); c.units() > hw.max_cluster_size) {
+    throw unsupported(fmt::format(
+        "kernel '{}' asks for clusters of ({}, {}, {}) cubes; the CPU device runs every cube on "
+        "its own (max_cluster_size {})",
+        k.name(), c.x, c.y, c.z, hw.max_cluster_size));
+  }
   if (args.buffers.size() > hw.max_bindings) {
     throw invalid_argument(fmt::format("kernel '{}': {} buffers exceed the limit of {}", k.name(),
                                        args.buffers.size(), hw.max_bindings));

@@ -23,6 +23,8 @@ struct loaded_kernel {
   std::uint64_t shared_limit = 0;
   /// Its static `__shared__` bytes, for messages.
   std::uint64_t static_shared = 0;
+  /// Whether the function may form clusters larger than the portable 8 cubes (opted in once).
+  bool large_clusters = false;
   std::string name;  ///< The kernel's name, for fault reports.
 };
 

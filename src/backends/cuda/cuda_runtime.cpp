@@ -41,6 +41,10 @@ device_properties make_device_properties(device_info const& info) {
     hw.min_tensor_cores_dim = 16;
   }
   hw.tensor_maps = info.arch() >= 90;  // TMA arrived with Hopper.
+  // So did clusters; a launch with one goes through cuLaunchKernelEx (drivers from CUDA 11.8).
+  if (info.arch() >= 90 && detail::driver_state().cuLaunchKernelEx != nullptr) {
+    hw.max_cluster_size = 8;
+  }
   p.timing = timing_method::device;
   p.architecture = fmt::format("sm_{}", info.arch());
   p.driver_version =

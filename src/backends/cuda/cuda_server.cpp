@@ -465,6 +465,8 @@ void cuda_server::launch(kernel const& k, cube_count const& count, bindings cons
   auto const dim = k.cube_dim();
   auto const shared = k.shared_memory();
   auto const& api = driver();
+  bool const clustered = k.cluster_dim().units() > 1;
+  if (clustered && !prepare_cluster(k, fn, grid)) return;
   if (shared > fn.shared_limit) [[unlikely]] {
     // Beyond the default the function must opt in; done once, the limit is kept per function.
     if (shared > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) {
@@ -490,15 +492,19 @@ void cuda_server::launch(kernel const& k, cube_count const& count, bindings cons
     }
     fn.shared_limit = shared;
   }
-  CUresult result =
-      api.cuLaunchKernel(fn.function, grid[0], grid[1], grid[2], dim.x, dim.y, dim.z,
-                         static_cast<unsigned>(shared), stream_, params_.data(), nullptr);
+  CUresult result = clustered ? launch_clustered(k, fn, grid)
+                              : api.cuLaunchKernel(fn.function, grid[0], grid[1], grid[2], dim.x,
+                                                   dim.y, dim.z, static_cast<unsigned>(shared),
+                                                   stream_, params_.data(), nullptr);
   if (result != CUDA_SUCCESS) [[unlikely]] {
-    return launch_failed(fmt::format("cuLaunchKernel (kernel '{}', grid ({}, {}, {}), block ({}, "
-                                     "{}, {}), {} B shared): {}",
-                                     k.name(), grid[0], grid[1], grid[2], dim.x, dim.y, dim.z,
-                                     shared, describe(result)),
-                         result);
+    auto const c = k.cluster_dim();
+    return launch_failed(
+        fmt::format("{} (kernel '{}', grid ({}, {}, {}), block ({}, {}, {}), {} B shared{}): {}",
+                    clustered ? "cuLaunchKernelEx" : "cuLaunchKernel", k.name(), grid[0], grid[1],
+                    grid[2], dim.x, dim.y, dim.z, shared,
+                    clustered ? fmt::format(", cluster ({}, {}, {})", c.x, c.y, c.z) : "",
+                    describe(result)),
+        result);
   }
   launches_.record(fn, grid, {dim.x, dim.y, dim.z});
   if (launch_blocking_) [[unlikely]] {
@@ -511,6 +517,65 @@ void cuda_server::launch(kernel const& k, cube_count const& count, bindings cons
     }
     launches_.clear();
   }
+}
+
+bool cuda_server::prepare_cluster(kernel const& k, loaded_kernel& fn,
+                                  std::array<std::uint32_t, 3> const& grid) {
+  auto const c = k.cluster_dim();
+  auto const most = props_.hardware.max_cluster_size;
+  if (most <= 1) {
+    throw unsupported(fmt::format(
+        "kernel '{}' asks for clusters of ({}, {}, {}) cubes; cuda:{} ({}) has none: thread-block "
+        "clusters need compute capability 9.0 and a driver with cuLaunchKernelEx (CUDA 11.8)",
+        k.name(), c.x, c.y, c.z, info_.ordinal, props_.architecture));
+  }
+  std::array<std::uint32_t, 3> const per_axis{c.x, c.y, c.z};
+  for (std::size_t axis = 0; axis < 3; ++axis) {
+    if (grid[axis] % per_axis[axis] != 0) {
+      throw invalid_argument(fmt::format(
+          "kernel '{}': the cube count ({}, {}, {}) is not a multiple of its cluster ({}, {}, "
+          "{}) along {}",
+          k.name(), grid[0], grid[1], grid[2], c.x, c.y, c.z, "xyz"[axis]));
+    }
+  }
+  if (c.units() > most && !fn.large_clusters) {
+    // Past the portable size the function must opt in; whether the part can place such a
+    // cluster is the driver's to say, at the launch.
+    CUresult const r = driver().cuFuncSetAttribute(
+        fn.function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+    if (r != CUDA_SUCCESS) {
+      launch_failed(fmt::format("kernel '{}' asks for clusters of {} cubes, more than the "
+                                "portable {}; cuda:{} refused the opt-in (cuFuncSetAttribute: {})",
+                                k.name(), c.units(), most, info_.ordinal, describe(r)),
+                    r);
+      return false;
+    }
+    fn.large_clusters = true;
+  }
+  return true;
+}
+
+CUresult cuda_server::launch_clustered(kernel const& k, loaded_kernel const& fn,
+                                       std::array<std::uint32_t, 3> const& grid) {
+  auto const dim = k.cube_dim();
+  auto const c = k.cluster_dim();
+  CUlaunchAttribute attribute{};
+  attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+  attribute.value.clusterDim.x = c.x;
+  attribute.value.clusterDim.y = c.y;
+  attribute.value.clusterDim.z = c.z;
+  CUlaunchConfig config{};
+  config.gridDimX = grid[0];
+  config.gridDimY = grid[1];
+  config.gridDimZ = grid[2];
+  config.blockDimX = dim.x;
+  config.blockDimY = dim.y;
+  config.blockDimZ = dim.z;
+  config.sharedMemBytes = static_cast<unsigned>(k.shared_memory());
+  config.hStream = stream_;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return driver().cuLaunchKernelEx(&config, fn.function, params_.data(), nullptr);
 }
 
 void cuda_server::launch_failed(std::string what, CUresult result) {

@@ -122,6 +122,13 @@ class cuda_server final : public backend::server {
   [[nodiscard]] std::array<std::uint32_t, 3> resolve_count(kernel const& k,
                                                            cube_count const& count);
   void marshal(kernel const& k, bindings const& args);
+  /// Refuses a cluster this device or this grid cannot take; opts the function in to clusters
+  /// past the portable size. False when the opt-in failed (recorded as a failed launch).
+  [[nodiscard]] bool prepare_cluster(kernel const& k, loaded_kernel& fn,
+                                     std::array<std::uint32_t, 3> const& grid);
+  /// cuLaunchKernelEx with the cluster attribute.
+  [[nodiscard]] CUresult launch_clustered(kernel const& k, loaded_kernel const& fn,
+                                          std::array<std::uint32_t, 3> const& grid);
   [[nodiscard]] bytes read_one(cubert::binding const& b);
   void upload_padded(CUdeviceptr dst, std::span<std::byte const> src, tensor_layout const& l);
   [[nodiscard]] bytes read_destination(std::size_t size);

@@ -13,6 +13,7 @@ struct kernel::definition {
   std::string name;
   std::string info;
   cubert::cube_dim dim{};
+  cubert::cube_dim cluster{};
   std::uint64_t shared_memory = 0;
   kernel_id id{};
   std::optional<cpu_kernel_fn> cpu;
@@ -57,6 +58,13 @@ std::uint64_t compute_id(kernel const& k) {
   w.number(k.cube_dim().y);
   w.number(k.cube_dim().z);
   w.number(k.shared_memory());
+  // Tagged only when set, so every kernel without a cluster keeps the id it had before.
+  if (auto const c = k.cluster_dim(); c.units() > 1) {
+    w.field('K', "");
+    w.number(c.x);
+    w.number(c.y);
+    w.number(c.z);
+  }
   // The CPU callable has no stable bytes: only its presence is hashed.
   if (k.cpu()) w.field('C', "native");
   if (auto const* p = k.cuda_source()) {
@@ -101,6 +109,9 @@ std::string const& kernel::info() const noexcept {
 cube_dim kernel::cube_dim() const noexcept {
   return def_ ? def_->dim : cubert::cube_dim{};
 }
+cube_dim kernel::cluster_dim() const noexcept {
+  return def_ ? def_->cluster : cubert::cube_dim{};
+}
 std::uint64_t kernel::shared_memory() const noexcept {
   return def_ ? def_->shared_memory : 0;
 }
@@ -142,6 +153,15 @@ kernel::builder& kernel::builder::cube_dim(std::uint32_t x, std::uint32_t y, std
         fmt::format("kernel '{}': cube_dim ({}, {}, {}) has an empty axis", def_->name, x, y, z));
   }
   def_->dim = {x, y, z};
+  return *this;
+}
+kernel::builder& kernel::builder::cluster_dim(std::uint32_t x, std::uint32_t y, std::uint32_t z) {
+  CUBERT_BUILDER_LIVE();
+  if (x == 0 || y == 0 || z == 0) {
+    throw invalid_argument(fmt::format("kernel '{}': cluster_dim ({}, {}, {}) has an empty axis",
+                                       def_->name, x, y, z));
+  }
+  def_->cluster = {x, y, z};
   return *this;
 }
 kernel::builder& kernel::builder::shared_memory(std::uint64_t bytes) {

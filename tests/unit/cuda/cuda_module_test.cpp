@@ -11,6 +11,7 @@
 #include <cubert/kernel.hpp>
 
 #include <cuda.h>
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -216,6 +217,60 @@ TEST_F(CudaLaunchTest, ADynamicCountReadsTwelveBytesOfALargeBuffer) {
     EXPECT_NE(what.find("needs 12 bytes, got 8"), std::string::npos) << what;
   }
   EXPECT_NO_THROW(server_->sync().get());
+}
+
+// A kernel with a cluster goes through cuLaunchKernelEx with its dims (the fake driver says which
+// it got; a real device runs it). A grid that is not a multiple of the cluster is the caller's
+// error, refused before the driver sees it; past the portable 8 cubes the function opts in, and
+// a cluster the part cannot place is a failed launch naming the cluster and the driver's error.
+TEST_F(CudaLaunchTest, AClusterReachesTheDriverAndBadClustersAreNamed) {
+  ASSERT_EQ(server_->properties().hardware.max_cluster_size, 8u) << "an sm_90 device";
+  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  using cluster_fn = void (*)(unsigned*);
+  auto* const last_cluster =
+      lib ? reinterpret_cast<cluster_fn>(::dlsym(lib, "cubert_fake_last_cluster")) : nullptr;
+  if (lib) ::dlclose(lib);
+  auto const clustered = [](std::uint32_t x, std::uint32_t y) {
+    return kernel::builder(fmt::format("launch_test::cluster_{}x{}", x, y))
+        .cube_dim(32)
+        .cluster_dim(x, y)
+        .cuda_source("extern \"C\" __global__ void k() {}", "k")
+        .build();
+  };
+  server_->execute(clustered(2, 2), cube_count{4, 6}, bindings{}, execution_mode::checked);
+  EXPECT_NO_THROW(server_->sync().get());
+  if (last_cluster) {
+    unsigned got[3] = {};
+    last_cluster(got);
+    EXPECT_EQ(got[0], 2u);
+    EXPECT_EQ(got[1], 2u);
+    EXPECT_EQ(got[2], 1u);
+  }
+  try {
+    server_->execute(clustered(2, 2), cube_count{4, 5}, bindings{}, execution_mode::checked);
+    ADD_FAILURE() << "expected invalid_argument";
+  } catch (cubert::invalid_argument const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("kernel 'launch_test::cluster_2x2'"), std::string::npos) << what;
+    EXPECT_NE(what.find("(4, 5, 1) is not a multiple of its cluster (2, 2, 1) along y"),
+              std::string::npos)
+        << what;
+  }
+  // 16 cubes: past the portable size, within what Hopper places once the function opts in.
+  server_->execute(clustered(16, 1), cube_count{32}, bindings{}, execution_mode::checked);
+  EXPECT_NO_THROW(server_->sync().get());
+  server_->execute(clustered(64, 1), cube_count{64}, bindings{}, execution_mode::checked);
+  try {
+    server_->sync().get();
+    ADD_FAILURE() << "expected device_error";
+  } catch (cubert::device_error const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("cuLaunchKernelEx (kernel 'launch_test::cluster_64x1'"), std::string::npos)
+        << what;
+    EXPECT_NE(what.find("cluster (64, 1, 1)"), std::string::npos) << what;
+  }
+  server_->execute(clustered(2, 1), cube_count{2}, bindings{}, execution_mode::checked);
+  EXPECT_NO_THROW(server_->sync().get());  // The server goes on.
 }
 
 // A client held in a static is destroyed at exit after whatever the first compile made (cubert's

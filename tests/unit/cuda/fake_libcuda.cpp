@@ -27,6 +27,7 @@
 // is (NaN, infinite, negative), as a driver could.
 // `cubert_fake_tensor_map_result(r)` sets what cuTensorMapEncode* return (default
 // CUDA_ERROR_NOT_SUPPORTED: this driver cannot encode).
+// `cubert_fake_last_cluster(out)` writes the cluster of the last cuLaunchKernelEx.
 // `cubert_fake_other_context(fault)` returns a second context, which owns nothing and runs
 // nothing: calls made under it fail with `fault` unless that is CUDA_SUCCESS, and stream queries
 // and syncs made under it with a stream of the primary context fail with
@@ -40,6 +41,7 @@
 #include <cuda.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -58,6 +60,7 @@ struct CUfunc_st {
   std::string name;
   int static_shared = 0;
   int max_dynamic = 48 * 1024;
+  bool large_clusters = false;  // CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED
 };
 struct CUmod_st {
   std::vector<std::unique_ptr<CUfunc_st>> functions;
@@ -195,7 +198,8 @@ CUresult CUDAAPI cuGetErrorName(CUresult e, char const** s) {
       {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY"},
       {CUDA_ERROR_NOT_SUPPORTED, "CUDA_ERROR_NOT_SUPPORTED"},
       {CUDA_ERROR_INVALID_HANDLE, "CUDA_ERROR_INVALID_HANDLE"},
-      {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS"}};
+      {CUDA_ERROR_ILLEGAL_ADDRESS, "CUDA_ERROR_ILLEGAL_ADDRESS"},
+      {CUDA_ERROR_INVALID_CLUSTER_SIZE, "CUDA_ERROR_INVALID_CLUSTER_SIZE"}};
   auto it = names.find(e);
   *s = it == names.end() ? "CUDA_ERROR_UNKNOWN" : it->second;
   return CUDA_SUCCESS;
@@ -603,6 +607,7 @@ CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int va
     if (value < 0 || value + f->static_shared > fake_shared_optin) return CUDA_ERROR_INVALID_VALUE;
     f->max_dynamic = value;
   }
+  if (a == CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED) f->large_clusters = value != 0;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int, unsigned int, unsigned int,
@@ -619,6 +624,37 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int, unsigned int, unsign
   });
   return CUDA_SUCCESS;
 }
+// The cluster of the last launch through cuLaunchKernelEx (cubert_fake_last_cluster).
+std::mutex cluster_m;
+std::array<unsigned, 3> last_cluster{0, 0, 0};
+
+// The H100/H200's rules: a cluster divides the grid, holds at most 8 cubes, or 16 once the
+// function opted in.
+CUresult CUDAAPI cuLaunchKernelEx(CUlaunchConfig const* config, CUfunction f, void** params,
+                                  void** extra) {
+  FAKE_NEED_CONTEXT();
+  if (!config || (config->numAttrs != 0 && !config->attrs)) return CUDA_ERROR_INVALID_VALUE;
+  std::array<unsigned, 3> cluster{1, 1, 1};
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    auto const& a = config->attrs[i];
+    if (a.id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) return CUDA_ERROR_NOT_SUPPORTED;
+    cluster = {a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z};
+  }
+  std::array<unsigned, 3> const grid{config->gridDimX, config->gridDimY, config->gridDimZ};
+  for (std::size_t axis = 0; axis < 3; ++axis) {
+    if (cluster[axis] == 0 || grid[axis] % cluster[axis] != 0) return CUDA_ERROR_INVALID_VALUE;
+  }
+  auto const size = std::uint64_t{cluster[0]} * cluster[1] * cluster[2];
+  if (f && size > (f->large_clusters ? 16u : 8u)) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+  {
+    std::lock_guard lock(cluster_m);
+    last_cluster = cluster;
+  }
+  return cuLaunchKernel(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
+                        config->blockDimY, config->blockDimZ, config->sharedMemBytes,
+                        config->hStream, params, extra);
+}
+
 // Tensor maps are only ever passed to kernels, which this driver does not run.
 static std::atomic<CUresult> tensor_map_result{CUDA_ERROR_NOT_SUPPORTED};
 
@@ -747,6 +783,10 @@ __attribute__((visibility("default"))) void cubert_fake_next_elapsed_ms(float ms
 }
 __attribute__((visibility("default"))) void cubert_fake_tensor_map_result(CUresult r) {
   tensor_map_result.store(r);
+}
+__attribute__((visibility("default"))) void cubert_fake_last_cluster(unsigned* out) {
+  std::lock_guard lock(cluster_m);
+  for (std::size_t i = 0; i < 3; ++i) out[i] = last_cluster[i];
 }
 __attribute__((visibility("default"))) CUcontext cubert_fake_other_context(CUresult fault) {
   other_fault.store(fault, std::memory_order_release);

@@ -51,6 +51,22 @@ TEST(KernelTest, IdValueIsReproducibleAcrossProcesses) {
   EXPECT_EQ(id1.to_string(), "1a156ad625f4997c");
 }
 
+// A cluster changes the launch, so it changes the id; a kernel that sets none, or sets the
+// default 1 x 1 x 1, keeps the id it had before clusters existed (the constant above).
+TEST(KernelTest, ClusterDimsArePartOfTheIdOnlyWhenSet) {
+  auto const with = [](std::uint32_t x, std::uint32_t y) {
+    return kernel::builder("stable").info("v1").cube_dim(32).cluster_dim(x, y).cpu(noop).build();
+  };
+  EXPECT_EQ(with(1, 1).id(), make("stable", "v1", 32).id());
+  EXPECT_EQ(with(1, 1).id().to_string(), "1a156ad625f4997c");
+  EXPECT_NE(with(2, 1).id(), with(1, 1).id());
+  EXPECT_NE(with(2, 1).id(), with(1, 2).id());
+  EXPECT_EQ(with(2, 1).id(), with(2, 1).id());
+  EXPECT_EQ(with(4, 2).cluster_dim(), (cubert::cube_dim{4, 2, 1}));
+  EXPECT_EQ(make("plain").cluster_dim(), (cubert::cube_dim{1, 1, 1}));
+  EXPECT_THROW(kernel::builder("k").cluster_dim(2, 0), cubert::invalid_argument);
+}
+
 TEST(KernelTest, ModeQualifiesTheId) {
   auto const id = make("add").id();
   auto const checked = id.with_mode(cubert::execution_mode::checked);
