@@ -32,6 +32,7 @@ void run_devices(devices_options const& opts) {
                      {"max_shared_memory", p.hardware.max_shared_memory_size},
                      {"plane_size", p.hardware.plane_size_max},
                      {"tensor_maps", p.hardware.tensor_maps},
+                     {"max_cluster_size", p.hardware.max_cluster_size},
                      {"driver", p.driver_version},
                      {"timing", std::string(cubert::to_string(p.timing))},
                      {"fingerprint", p.fingerprint()}});
@@ -39,13 +40,14 @@ void run_devices(devices_options const& opts) {
     std::cout << out.dump(2) << "\n";
     return;
   }
-  fmt::print("{:<8} {:<8} {:<6} {:<12} {:<8} {:<4} {}\n", "ID", "BACKEND", "UNITS", "MEMORY",
-             "TIMING", "TMA", "NAME");
+  fmt::print("{:<8} {:<8} {:<6} {:<12} {:<8} {:<4} {:<8} {}\n", "ID", "BACKEND", "UNITS",
+             "MEMORY", "TIMING", "TMA", "CLUSTER", "NAME");
   for (auto const& d : list) {
     auto const p = cubert::make_client(d.id).properties();
-    fmt::print("{:<8} {:<8} {:<6} {:<12} {:<8} {:<4} {}\n", d.id, d.backend,
+    fmt::print("{:<8} {:<8} {:<6} {:<12} {:<8} {:<4} {:<8} {}\n", d.id, d.backend,
                p.hardware.num_compute_units, cubert::memory::format_bytes(p.total_memory),
-               cubert::to_string(p.timing), p.hardware.tensor_maps ? "yes" : "no", d.name);
+               cubert::to_string(p.timing), p.hardware.tensor_maps ? "yes" : "no",
+               p.hardware.max_cluster_size, d.name);
   }
 }
 
