@@ -231,28 +231,7 @@ TEST_P(ClientTest, ProfileOfAFailingLaunchIsProfileError) {
   EXPECT_GE(d.resolve().count(), 0);
 }
 
-TEST_P(ClientTest, OtherThreadsWaitWhileOneProfiles) {
-  if (GetParam() == channel_kind::inline_) GTEST_SKIP() << "inline channel: one thread only";
-  auto c = cpu_client(GetParam());
-  std::atomic<bool> inside{false};
-  std::atomic<bool> profile_done{false};
-  std::atomic<bool> other_done_early{false};
-  std::thread profiler([&] {
-    (void)c.profile(
-        [&] {
-          inside = true;
-          std::this_thread::sleep_for(50ms);
-          profile_done = true;
-        },
-        "owner");
-  });
-  while (!inside) std::this_thread::yield();
-  auto h = c.empty(4);  // Must wait until the profile has ended.
-  other_done_early = !profile_done.load();
-  profiler.join();
-  EXPECT_FALSE(other_done_early.load());
-  EXPECT_EQ(c.read_one(h.binding()).size(), 4u);
-}
+// Other threads waiting for a profile: profile_window_test.cpp.
 
 TEST_P(ClientTest, ProfileOutputIsDestroyedAfterTheMeasurementEnds) {
   auto c = cpu_client(GetParam());

@@ -78,30 +78,38 @@ TEST(ProfileWindow, ALaunchAlreadyInTheChannelFinishesBeforeAnotherThreadsProfil
   }
 }
 
-// Ownership belongs to the channel, not to one client object: two clients made over the same
-// channel (as `make_client` hands out copies of one) exclude each other.
-TEST(ProfileWindow, AnotherClientOfTheSameChannelWaitsForTheProfile) {
+// While `profiling` runs a 50 ms profile on another thread, `other` makes a call: true when that
+// call waited for the profile's end.
+bool waits_for_the_profile(client const& profiling, client const& other) {
+  std::atomic<bool> inside{false};
+  std::atomic<bool> profile_done{false};
+  std::thread profiler([&] {
+    (void)profiling.profile(
+        [&] {
+          inside = true;
+          std::this_thread::sleep_for(50ms);
+          profile_done = true;
+        },
+        "owner");
+  });
+  while (!inside.load()) std::this_thread::yield();
+  auto const h = other.empty(8);
+  bool const waited = profile_done.load();
+  profiler.join();
+  EXPECT_EQ(other.read_one(h.binding()).size(), 8u);
+  return waited;
+}
+
+// Other threads' calls wait for a profile, through the client that profiles and through another
+// client over the same channel: ownership belongs to the channel (as `make_client` hands out
+// copies of one client per device, and a client may be made over any channel).
+TEST(ProfileWindow, OtherThreadsWaitForAProfileThroughAnyClientOfTheChannel) {
   for (auto const kind : threaded_channels) {
     auto const channel = backend::make_channel(std::make_unique<test::dummy_server>(), kind);
     client const profiling(channel);
     client const other(channel);
-    std::atomic<bool> inside{false};
-    std::atomic<bool> profile_done{false};
-    std::thread profiler([&] {
-      (void)profiling.profile(
-          [&] {
-            inside = true;
-            std::this_thread::sleep_for(50ms);
-            profile_done = true;
-          },
-          "owner");
-    });
-    while (!inside.load()) std::this_thread::yield();
-    auto const h = other.empty(8);  // Must wait until the profile has ended.
-    bool const waited = profile_done.load();
-    profiler.join();
-    EXPECT_TRUE(waited) << to_string(kind) << ": a call ran inside another thread's profile";
-    EXPECT_EQ(other.read_one(h.binding()).size(), 8u);
+    EXPECT_TRUE(waits_for_the_profile(profiling, profiling)) << to_string(kind);
+    EXPECT_TRUE(waits_for_the_profile(profiling, other)) << to_string(kind);
   }
 }
 
