@@ -40,8 +40,8 @@ void run_devices(devices_options const& opts) {
     std::cout << out.dump(2) << "\n";
     return;
   }
-  fmt::print("{:<8} {:<8} {:<6} {:<12} {:<8} {:<4} {:<8} {}\n", "ID", "BACKEND", "UNITS",
-             "MEMORY", "TIMING", "TMA", "CLUSTER", "NAME");
+  fmt::print("{:<8} {:<8} {:<6} {:<12} {:<8} {:<4} {:<8} {}\n", "ID", "BACKEND", "UNITS", "MEMORY",
+             "TIMING", "TMA", "CLUSTER", "NAME");
   for (auto const& d : list) {
     auto const p = cubert::make_client(d.id).properties();
     fmt::print("{:<8} {:<8} {:<6} {:<12} {:<8} {:<4} {:<8} {}\n", d.id, d.backend,
