@@ -31,6 +31,9 @@ struct hardware_properties {
   /// device of this kind: 8 on CUDA sm_90 and newer (the portable size; larger clusters are put
   /// to the driver, which knows the part), 1 (no clusters) elsewhere.
   std::uint32_t max_cluster_size = 1;
+  /// Whether kernels may launch cooperatively (`kernel::builder::cooperative`): CUDA devices
+  /// that report it, with a driver that has cuLaunchKernelEx.
+  bool cooperative_launch = false;
 };
 
 /// Everything a client can tell about its device.

@@ -86,6 +86,8 @@ class kernel {
   [[nodiscard]] cubert::cube_dim cube_dim() const noexcept;
   /// Cubes per thread-block cluster; 1 × 1 × 1 (the default) launches no clusters.
   [[nodiscard]] cubert::cube_dim cluster_dim() const noexcept;
+  /// Whether every cube of a launch runs at once (`builder::cooperative`).
+  [[nodiscard]] bool cooperative() const noexcept;
   [[nodiscard]] std::uint64_t shared_memory() const noexcept;
   [[nodiscard]] kernel_id id() const noexcept;
 
@@ -124,6 +126,12 @@ class kernel::builder {
   /// whose `hardware.max_cluster_size` is below its size refuses the launch (`unsupported`).
   /// @throws invalid_argument if any axis is 0.
   builder& cluster_dim(std::uint32_t x, std::uint32_t y = 1, std::uint32_t z = 1);
+  /// Launches cooperatively (CUDA, `hardware.cooperative_launch`): every cube of a launch is
+  /// resident at once, so cubes may wait for each other across the whole grid (a grid-wide
+  /// barrier). A cube count the device cannot hold at once is refused (`invalid_argument`,
+  /// naming how many it holds); a device without cooperative launches refuses the kernel
+  /// (`unsupported`).
+  builder& cooperative();
   /// Bytes of shared memory per cube.
   builder& shared_memory(std::uint64_t bytes);
   /// Anything that changes the generated code (type names, tile sizes, flags): part of the id.

@@ -213,4 +213,31 @@ extern "C" __global__ void cluster_neighbour_u32(unsigned* out) {
       .build();
 }
 
+/// A cooperative launch (`cooperative()`), 32 units per cube: every cube writes 10 * cube + 3
+/// to values[cube], then waits at a grid-wide barrier (counter, buffer 1, starts at 0) and
+/// copies its right neighbour's value (cube + 1, wrapping) to out[cube]. The barrier only ends
+/// because every cube is resident at once. Needs `hardware_properties::cooperative_launch`; the
+/// CPU body is never reached (the CPU device refuses cooperative kernels first).
+inline kernel grid_barrier_u32() {
+  return kernel::builder("conformance::grid_barrier_u32")
+      .cube_dim(32)
+      .cooperative()
+      .cpu([](cpu::kernel_context const&) {
+        throw std::logic_error("grid_barrier_u32 has no CPU body: the CPU has no grid barrier");
+      })
+      .cuda_source(R"(
+extern "C" __global__ void grid_barrier_u32(unsigned* values, unsigned* counter, unsigned* out) {
+  if (threadIdx.x != 0) return;
+  values[blockIdx.x] = blockIdx.x * 10 + 3;
+  __threadfence();
+  atomicAdd(counter, 1u);
+  while (*static_cast<volatile unsigned*>(counter) < gridDim.x) {
+  }
+  __threadfence();
+  out[blockIdx.x] = static_cast<volatile unsigned*>(values)[(blockIdx.x + 1) % gridDim.x];
+})",
+                   "grid_barrier_u32")
+      .build();
+}
+
 }  // namespace cubert::conformance::kernels

@@ -363,6 +363,32 @@ TEST_P(Conformance, ClusterKernelsReadTheirNeighboursSharedMemoryOrAreUnsupporte
   EXPECT_NO_THROW(c().sync());
 }
 
+// Sixteen cubes meet at a grid-wide barrier and read what their neighbour wrote before it; a
+// device without cooperative launches refuses the kernel.
+TEST_P(Conformance, CooperativeKernelsWaitForTheWholeGridOrAreUnsupported) {
+  constexpr std::uint32_t cubes = 16;
+  std::vector<std::uint32_t> const zeros(cubes, 0);
+  auto values = c().create(bytes_of(zeros));
+  auto counter = c().create(bytes_of(std::vector<std::uint32_t>{0}));
+  auto out = c().create(bytes_of(zeros));
+  auto const launch = [&] {
+    c().execute(kernels::grid_barrier_u32(), cube_count{cubes},
+                bindings{}.with_buffers({values.binding(), counter.binding(), out.binding()}));
+    c().sync();
+  };
+  if (!c().properties().hardware.cooperative_launch) {
+    EXPECT_THROW(launch(), unsupported);
+  } else {
+    launch();
+    auto const got = values_of<std::uint32_t>(c().read_one(out.binding()));
+    ASSERT_EQ(got.size(), cubes);
+    for (std::uint32_t cube = 0; cube < cubes; ++cube) {
+      EXPECT_EQ(got[cube], 10 * ((cube + 1) % cubes) + 3) << cube;
+    }
+  }
+  EXPECT_NO_THROW(c().sync());
+}
+
 TEST_P(Conformance, FailingKernelSurfacesAtSyncAndClientRecovers) {
   c().execute(kernels::failing(), cube_count{4}, bindings{});
   EXPECT_THROW(c().sync(), error);

@@ -33,6 +33,7 @@ void run_devices(devices_options const& opts) {
                      {"plane_size", p.hardware.plane_size_max},
                      {"tensor_maps", p.hardware.tensor_maps},
                      {"max_cluster_size", p.hardware.max_cluster_size},
+                     {"cooperative_launch", p.hardware.cooperative_launch},
                      {"driver", p.driver_version},
                      {"timing", std::string(cubert::to_string(p.timing))},
                      {"fingerprint", p.fingerprint()}});

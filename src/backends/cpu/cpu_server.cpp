@@ -111,6 +111,12 @@ void cpu_server::execute(kernel const& k, cube_count const& count, bindings args
         "its own (max_cluster_size {})",
         k.name(), c.x, c.y, c.z, hw.max_cluster_size));
   }
+  if (k.cooperative()) {
+    throw unsupported(fmt::format(
+        "kernel '{}' launches cooperatively; the CPU device runs cubes as tasks that cannot wait "
+        "for each other (cooperative_launch is false)",
+        k.name()));
+  }
   if (args.buffers.size() > hw.max_bindings) {
     throw invalid_argument(fmt::format("kernel '{}': {} buffers exceed the limit of {}", k.name(),
                                        args.buffers.size(), hw.max_bindings));

@@ -46,6 +46,7 @@ device_info query_device(int ordinal) {
   info.cc_major = attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR);
   info.cc_minor = attribute(dev, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR);
   info.sm_count = attribute(dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT);
+  info.cooperative_launch = attribute(dev, CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH) != 0;
   info.warp_size = attribute(dev, CU_DEVICE_ATTRIBUTE_WARP_SIZE);
   info.max_threads_per_block = attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK);
   info.max_block_dim = {attribute(dev, CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X),

@@ -29,7 +29,8 @@ struct device_info {
   int memory_bus_width_bits = 0;
   std::uint64_t total_memory = 0;
   int driver_version = 0;  ///< 13000 for CUDA 13.0.
-  std::string uuid;        ///< 32 hex digits.
+  bool cooperative_launch = false;
+  std::string uuid;  ///< 32 hex digits.
 
   /// major * 10 + minor (90 for Hopper).
   [[nodiscard]] int arch() const noexcept { return cc_major * 10 + cc_minor; }

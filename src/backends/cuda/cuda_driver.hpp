@@ -83,7 +83,8 @@ namespace cubert::cuda::detail {
 /// Entry points newer than the oldest driver cubert runs on: null where the driver lacks them.
 #define CUBERT_CUDA_OPTIONAL_DRIVER_FUNCTIONS(X) \
   X(cuTensorMapEncodeIm2colWide)                 \
-  X(cuLaunchKernelEx)
+  X(cuLaunchKernelEx)                            \
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
 
 /// Function pointers into libcuda.so.1. All but the optional ones are set when `loaded` is true.
 struct driver_api {

@@ -45,6 +45,9 @@ device_properties make_device_properties(device_info const& info) {
   if (info.arch() >= 90 && detail::driver_state().cuLaunchKernelEx != nullptr) {
     hw.max_cluster_size = 8;
   }
+  hw.cooperative_launch =
+      info.cooperative_launch && detail::driver_state().cuLaunchKernelEx != nullptr &&
+      detail::driver_state().cuOccupancyMaxActiveBlocksPerMultiprocessor != nullptr;
   p.timing = timing_method::device;
   p.architecture = fmt::format("sm_{}", info.arch());
   p.driver_version =

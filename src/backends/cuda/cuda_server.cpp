@@ -466,6 +466,7 @@ void cuda_server::launch(kernel const& k, cube_count const& count, bindings cons
   auto const shared = k.shared_memory();
   auto const& api = driver();
   bool const clustered = k.cluster_dim().units() > 1;
+  bool const extended = clustered || k.cooperative();
   if (clustered && !prepare_cluster(k, fn, grid)) return;
   if (shared > fn.shared_limit) [[unlikely]] {
     // Beyond the default the function must opt in; done once, the limit is kept per function.
@@ -492,18 +493,20 @@ void cuda_server::launch(kernel const& k, cube_count const& count, bindings cons
     }
     fn.shared_limit = shared;
   }
-  CUresult result = clustered ? launch_clustered(k, fn, grid)
-                              : api.cuLaunchKernel(fn.function, grid[0], grid[1], grid[2], dim.x,
-                                                   dim.y, dim.z, static_cast<unsigned>(shared),
-                                                   stream_, params_.data(), nullptr);
+  // After the opt-in: how many cubes fit on an SM depends on the dynamic shared memory.
+  if (k.cooperative()) check_cooperative(k, fn, grid);
+  CUresult result = extended ? launch_extended(k, fn, grid)
+                             : api.cuLaunchKernel(fn.function, grid[0], grid[1], grid[2], dim.x,
+                                                  dim.y, dim.z, static_cast<unsigned>(shared),
+                                                  stream_, params_.data(), nullptr);
   if (result != CUDA_SUCCESS) [[unlikely]] {
     auto const c = k.cluster_dim();
     return launch_failed(
-        fmt::format("{} (kernel '{}', grid ({}, {}, {}), block ({}, {}, {}), {} B shared{}): {}",
-                    clustered ? "cuLaunchKernelEx" : "cuLaunchKernel", k.name(), grid[0], grid[1],
+        fmt::format("{} (kernel '{}', grid ({}, {}, {}), block ({}, {}, {}), {} B shared{}{}): {}",
+                    extended ? "cuLaunchKernelEx" : "cuLaunchKernel", k.name(), grid[0], grid[1],
                     grid[2], dim.x, dim.y, dim.z, shared,
                     clustered ? fmt::format(", cluster ({}, {}, {})", c.x, c.y, c.z) : "",
-                    describe(result)),
+                    k.cooperative() ? ", cooperative" : "", describe(result)),
         result);
   }
   launches_.record(fn, grid, {dim.x, dim.y, dim.z});
@@ -555,15 +558,50 @@ bool cuda_server::prepare_cluster(kernel const& k, loaded_kernel& fn,
   return true;
 }
 
-CUresult cuda_server::launch_clustered(kernel const& k, loaded_kernel const& fn,
-                                       std::array<std::uint32_t, 3> const& grid) {
+void cuda_server::check_cooperative(kernel const& k, loaded_kernel const& fn,
+                                    std::array<std::uint32_t, 3> const& grid) {
+  if (!props_.hardware.cooperative_launch) {
+    throw unsupported(fmt::format(
+        "kernel '{}' launches cooperatively; cuda:{} ({}) cannot (the device does not report "
+        "cooperative launches, or the driver lacks cuLaunchKernelEx)",
+        k.name(), info_.ordinal, props_.architecture));
+  }
+  if (k.cluster_dim().units() > 1) return;  // Placed by clusters: the driver's to check.
+  int per_sm = 0;
+  auto const dim = k.cube_dim();
+  CUresult const r = driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(
+      &per_sm, fn.function, static_cast<int>(dim.units()),
+      static_cast<std::size_t>(k.shared_memory()));
+  if (r != CUDA_SUCCESS) return;  // Unknown here: the launch itself will say.
+  std::uint64_t const fits = std::uint64_t(per_sm) * std::uint64_t(info_.sm_count);
+  std::uint64_t const cubes = std::uint64_t{grid[0]} * grid[1] * grid[2];
+  if (cubes > fits) {
+    throw invalid_argument(fmt::format(
+        "kernel '{}': a cooperative launch of {} cubes; cuda:{} holds at most {} of them at once "
+        "({} per SM x {} SMs, with {} units and {} B of dynamic shared memory per cube)",
+        k.name(), cubes, info_.ordinal, fits, per_sm, info_.sm_count, dim.units(),
+        k.shared_memory()));
+  }
+}
+
+CUresult cuda_server::launch_extended(kernel const& k, loaded_kernel const& fn,
+                                      std::array<std::uint32_t, 3> const& grid) {
   auto const dim = k.cube_dim();
   auto const c = k.cluster_dim();
-  CUlaunchAttribute attribute{};
-  attribute.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-  attribute.value.clusterDim.x = c.x;
-  attribute.value.clusterDim.y = c.y;
-  attribute.value.clusterDim.z = c.z;
+  std::array<CUlaunchAttribute, 2> attributes{};
+  unsigned count = 0;
+  if (c.units() > 1) {
+    auto& a = attributes[count++];
+    a.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    a.value.clusterDim.x = c.x;
+    a.value.clusterDim.y = c.y;
+    a.value.clusterDim.z = c.z;
+  }
+  if (k.cooperative()) {
+    auto& a = attributes[count++];
+    a.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+    a.value.cooperative = 1;
+  }
   CUlaunchConfig config{};
   config.gridDimX = grid[0];
   config.gridDimY = grid[1];
@@ -573,8 +611,8 @@ CUresult cuda_server::launch_clustered(kernel const& k, loaded_kernel const& fn,
   config.blockDimZ = dim.z;
   config.sharedMemBytes = static_cast<unsigned>(k.shared_memory());
   config.hStream = stream_;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
+  config.attrs = attributes.data();
+  config.numAttrs = count;
   return driver().cuLaunchKernelEx(&config, fn.function, params_.data(), nullptr);
 }
 

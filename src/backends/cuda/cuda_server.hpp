@@ -126,9 +126,12 @@ class cuda_server final : public backend::server {
   /// past the portable size. False when the opt-in failed (recorded as a failed launch).
   [[nodiscard]] bool prepare_cluster(kernel const& k, loaded_kernel& fn,
                                      std::array<std::uint32_t, 3> const& grid);
-  /// cuLaunchKernelEx with the cluster attribute.
-  [[nodiscard]] CUresult launch_clustered(kernel const& k, loaded_kernel const& fn,
-                                          std::array<std::uint32_t, 3> const& grid);
+  /// Refuses a cooperative launch this device cannot make or whose cubes it cannot hold at once.
+  void check_cooperative(kernel const& k, loaded_kernel const& fn,
+                         std::array<std::uint32_t, 3> const& grid);
+  /// cuLaunchKernelEx with the kernel's cluster and cooperative attributes.
+  [[nodiscard]] CUresult launch_extended(kernel const& k, loaded_kernel const& fn,
+                                         std::array<std::uint32_t, 3> const& grid);
   [[nodiscard]] bytes read_one(cubert::binding const& b);
   void upload_padded(CUdeviceptr dst, std::span<std::byte const> src, tensor_layout const& l);
   [[nodiscard]] bytes read_destination(std::size_t size);

@@ -14,6 +14,7 @@ struct kernel::definition {
   std::string info;
   cubert::cube_dim dim{};
   cubert::cube_dim cluster{};
+  bool cooperative = false;
   std::uint64_t shared_memory = 0;
   kernel_id id{};
   std::optional<cpu_kernel_fn> cpu;
@@ -65,6 +66,7 @@ std::uint64_t compute_id(kernel const& k) {
     w.number(c.y);
     w.number(c.z);
   }
+  if (k.cooperative()) w.field('G', "");
   // The CPU callable has no stable bytes: only its presence is hashed.
   if (k.cpu()) w.field('C', "native");
   if (auto const* p = k.cuda_source()) {
@@ -111,6 +113,9 @@ cube_dim kernel::cube_dim() const noexcept {
 }
 cube_dim kernel::cluster_dim() const noexcept {
   return def_ ? def_->cluster : cubert::cube_dim{};
+}
+bool kernel::cooperative() const noexcept {
+  return def_ && def_->cooperative;
 }
 std::uint64_t kernel::shared_memory() const noexcept {
   return def_ ? def_->shared_memory : 0;
@@ -162,6 +167,11 @@ kernel::builder& kernel::builder::cluster_dim(std::uint32_t x, std::uint32_t y, 
                                        def_->name, x, y, z));
   }
   def_->cluster = {x, y, z};
+  return *this;
+}
+kernel::builder& kernel::builder::cooperative() {
+  CUBERT_BUILDER_LIVE();
+  def_->cooperative = true;
   return *this;
 }
 kernel::builder& kernel::builder::shared_memory(std::uint64_t bytes) {

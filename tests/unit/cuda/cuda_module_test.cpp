@@ -273,6 +273,41 @@ TEST_F(CudaLaunchTest, AClusterReachesTheDriverAndBadClustersAreNamed) {
   EXPECT_NO_THROW(server_->sync().get());  // The server goes on.
 }
 
+// A cooperative kernel goes through cuLaunchKernelEx with the cooperative attribute (the fake
+// driver says so; a real device runs it); a grid the device cannot hold at once is refused
+// before the driver sees it, naming how many cubes fit.
+TEST_F(CudaLaunchTest, ACooperativeLaunchReachesTheDriverAndATooLargeGridIsNamed) {
+  ASSERT_TRUE(server_->properties().hardware.cooperative_launch) << "an sm_90 device";
+  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  using cooperative_fn = bool (*)();
+  auto* const last_cooperative =
+      lib ? reinterpret_cast<cooperative_fn>(::dlsym(lib, "cubert_fake_last_cooperative"))
+          : nullptr;
+  if (lib) ::dlclose(lib);
+  auto const k = kernel::builder("launch_test::cooperative")
+                     .cube_dim(256)
+                     .cooperative()
+                     .cuda_source("extern \"C\" __global__ void k() {}", "k")
+                     .build();
+  server_->execute(k, cube_count{4}, bindings{}, execution_mode::checked);
+  EXPECT_NO_THROW(server_->sync().get());
+  if (last_cooperative) {
+    EXPECT_TRUE(last_cooperative());
+  }
+  try {
+    server_->execute(k, cube_count{1000, 1000}, bindings{}, execution_mode::checked);
+    ADD_FAILURE() << "expected invalid_argument";
+  } catch (cubert::invalid_argument const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("kernel 'launch_test::cooperative': a cooperative launch of 1000000 "
+                        "cubes"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("holds at most"), std::string::npos) << what;
+  }
+  EXPECT_NO_THROW(server_->sync().get());
+}
+
 // A client held in a static is destroyed at exit after whatever the first compile made (cubert's
 // own strings, NVRTC's state), so its actor thread's queued kernels used to compile with freed
 // options (a use-after-free; a crash inside NVRTC once those strings outlived exit). Kernels

@@ -27,7 +27,8 @@
 // is (NaN, infinite, negative), as a driver could.
 // `cubert_fake_tensor_map_result(r)` sets what cuTensorMapEncode* return (default
 // CUDA_ERROR_NOT_SUPPORTED: this driver cannot encode).
-// `cubert_fake_last_cluster(out)` writes the cluster of the last cuLaunchKernelEx.
+// `cubert_fake_last_cluster(out)` writes the cluster of the last cuLaunchKernelEx,
+// `cubert_fake_last_cooperative()` whether it was cooperative.
 // `cubert_fake_other_context(fault)` returns a second context, which owns nothing and runs
 // nothing: calls made under it fail with `fault` unless that is CUDA_SUCCESS, and stream queries
 // and syncs made under it with a stream of the primary context fail with
@@ -624,9 +625,23 @@ CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int, unsigned int, unsign
   });
   return CUDA_SUCCESS;
 }
-// The cluster of the last launch through cuLaunchKernelEx (cubert_fake_last_cluster).
+// The cluster of the last launch through cuLaunchKernelEx and whether it was cooperative
+// (cubert_fake_last_cluster, cubert_fake_last_cooperative).
 std::mutex cluster_m;
 std::array<unsigned, 3> last_cluster{0, 0, 0};
+bool last_cooperative = false;
+
+// As many cubes per SM as 2048 threads allow, at most 32 (the fake device has 4 SMs).
+int fake_cubes_per_sm(unsigned threads) {
+  return threads == 0 ? 0 : std::min(32, static_cast<int>(2048 / threads));
+}
+CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* n, CUfunction f, int threads,
+                                                             size_t) {
+  FAKE_NEED_CONTEXT();
+  if (!n || !f || threads <= 0) return CUDA_ERROR_INVALID_VALUE;
+  *n = fake_cubes_per_sm(static_cast<unsigned>(threads));
+  return CUDA_SUCCESS;
+}
 
 // The H100/H200's rules: a cluster divides the grid, holds at most 8 cubes, or 16 once the
 // function opted in.
@@ -635,10 +650,16 @@ CUresult CUDAAPI cuLaunchKernelEx(CUlaunchConfig const* config, CUfunction f, vo
   FAKE_NEED_CONTEXT();
   if (!config || (config->numAttrs != 0 && !config->attrs)) return CUDA_ERROR_INVALID_VALUE;
   std::array<unsigned, 3> cluster{1, 1, 1};
+  bool cooperative = false;
   for (unsigned i = 0; i < config->numAttrs; ++i) {
     auto const& a = config->attrs[i];
-    if (a.id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) return CUDA_ERROR_NOT_SUPPORTED;
-    cluster = {a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z};
+    if (a.id == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+      cluster = {a.value.clusterDim.x, a.value.clusterDim.y, a.value.clusterDim.z};
+    } else if (a.id == CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
+      cooperative = a.value.cooperative != 0;
+    } else {
+      return CUDA_ERROR_NOT_SUPPORTED;
+    }
   }
   std::array<unsigned, 3> const grid{config->gridDimX, config->gridDimY, config->gridDimZ};
   for (std::size_t axis = 0; axis < 3; ++axis) {
@@ -646,9 +667,15 @@ CUresult CUDAAPI cuLaunchKernelEx(CUlaunchConfig const* config, CUfunction f, vo
   }
   auto const size = std::uint64_t{cluster[0]} * cluster[1] * cluster[2];
   if (f && size > (f->large_clusters ? 16u : 8u)) return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+  auto const cubes = std::uint64_t{grid[0]} * grid[1] * grid[2];
+  auto const threads = config->blockDimX * config->blockDimY * config->blockDimZ;
+  if (cooperative && cubes > std::uint64_t(fake_cubes_per_sm(threads)) * 4) {
+    return CUDA_ERROR_COOPERATIVE_LAUNCH_TOO_LARGE;
+  }
   {
     std::lock_guard lock(cluster_m);
     last_cluster = cluster;
+    last_cooperative = cooperative;
   }
   return cuLaunchKernel(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
                         config->blockDimY, config->blockDimZ, config->sharedMemBytes,
@@ -787,6 +814,10 @@ __attribute__((visibility("default"))) void cubert_fake_tensor_map_result(CUresu
 __attribute__((visibility("default"))) void cubert_fake_last_cluster(unsigned* out) {
   std::lock_guard lock(cluster_m);
   for (std::size_t i = 0; i < 3; ++i) out[i] = last_cluster[i];
+}
+__attribute__((visibility("default"))) bool cubert_fake_last_cooperative() {
+  std::lock_guard lock(cluster_m);
+  return last_cooperative;
 }
 __attribute__((visibility("default"))) CUcontext cubert_fake_other_context(CUresult fault) {
   other_fault.store(fault, std::memory_order_release);

@@ -51,9 +51,10 @@ TEST(KernelTest, IdValueIsReproducibleAcrossProcesses) {
   EXPECT_EQ(id1.to_string(), "1a156ad625f4997c");
 }
 
-// A cluster changes the launch, so it changes the id; a kernel that sets none, or sets the
-// default 1 x 1 x 1, keeps the id it had before clusters existed (the constant above).
-TEST(KernelTest, ClusterDimsArePartOfTheIdOnlyWhenSet) {
+// A cluster or a cooperative launch changes the launch, so it changes the id; a kernel that sets
+// neither (or the default 1 x 1 x 1 cluster) keeps the id it had before they existed (the
+// constant above).
+TEST(KernelTest, ClusterDimsAndCooperationArePartOfTheIdOnlyWhenSet) {
   auto const with = [](std::uint32_t x, std::uint32_t y) {
     return kernel::builder("stable").info("v1").cube_dim(32).cluster_dim(x, y).cpu(noop).build();
   };
@@ -65,6 +66,11 @@ TEST(KernelTest, ClusterDimsArePartOfTheIdOnlyWhenSet) {
   EXPECT_EQ(with(4, 2).cluster_dim(), (cubert::cube_dim{4, 2, 1}));
   EXPECT_EQ(make("plain").cluster_dim(), (cubert::cube_dim{1, 1, 1}));
   EXPECT_THROW(kernel::builder("k").cluster_dim(2, 0), cubert::invalid_argument);
+  auto const cooperative =
+      kernel::builder("stable").info("v1").cube_dim(32).cooperative().cpu(noop).build();
+  EXPECT_TRUE(cooperative.cooperative());
+  EXPECT_FALSE(make("stable", "v1", 32).cooperative());
+  EXPECT_NE(cooperative.id(), make("stable", "v1", 32).id());
 }
 
 TEST(KernelTest, ModeQualifiesTheId) {
