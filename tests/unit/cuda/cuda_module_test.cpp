@@ -4,6 +4,7 @@
 // CTest also runs it on the fake driver, where NVRTC compiles for real and so the host side of
 // the path runs under the CI sanitizers.
 #include "cuda_server_fixture.hpp"
+#include "fake_hook.hpp"
 
 #include <cubert/backend/channel.hpp>
 #include <cubert/client.hpp>
@@ -16,7 +17,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <dlfcn.h>
 #include <string>
 #include <vector>
 
@@ -138,11 +138,8 @@ class CudaLaunchTest : public cubert::test::cuda_server_fixture {};
 // it used to be. Other refusals stay invalid_argument. Both name the kernel and the call, and the
 // server keeps working. Needs the fake driver, which can be told what the encoder answers.
 TEST_F(CudaLaunchTest, ATensorMapTheDriverCannotEncodeIsUnsupported) {
-  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  using result_fn = void (*)(CUresult);
   auto* const encoder_answers =
-      lib ? reinterpret_cast<result_fn>(::dlsym(lib, "cubert_fake_tensor_map_result")) : nullptr;
-  if (lib) ::dlclose(lib);  // The backend holds its own reference.
+      cubert::test::fake_hook<void (*)(CUresult)>("cubert_fake_tensor_map_result");
   if (!encoder_answers) GTEST_SKIP() << "needs the fake driver's tensor-map hook";
   auto const in = server_->empty(64 * 64 * sizeof(float));
   cubert::tensor_map_meta meta;
@@ -225,11 +222,8 @@ TEST_F(CudaLaunchTest, ADynamicCountReadsTwelveBytesOfALargeBuffer) {
 // a cluster the part cannot place is a failed launch naming the cluster and the driver's error.
 TEST_F(CudaLaunchTest, AClusterReachesTheDriverAndBadClustersAreNamed) {
   ASSERT_EQ(server_->properties().hardware.max_cluster_size, 8u) << "an sm_90 device";
-  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  using cluster_fn = void (*)(unsigned*);
   auto* const last_cluster =
-      lib ? reinterpret_cast<cluster_fn>(::dlsym(lib, "cubert_fake_last_cluster")) : nullptr;
-  if (lib) ::dlclose(lib);
+      cubert::test::fake_hook<void (*)(unsigned*)>("cubert_fake_last_cluster");
   auto const clustered = [](std::uint32_t x, std::uint32_t y) {
     return kernel::builder(fmt::format("launch_test::cluster_{}x{}", x, y))
         .cube_dim(32)
@@ -278,12 +272,8 @@ TEST_F(CudaLaunchTest, AClusterReachesTheDriverAndBadClustersAreNamed) {
 // before the driver sees it, naming how many cubes fit.
 TEST_F(CudaLaunchTest, ACooperativeLaunchReachesTheDriverAndATooLargeGridIsNamed) {
   ASSERT_TRUE(server_->properties().hardware.cooperative_launch) << "an sm_90 device";
-  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  using cooperative_fn = bool (*)();
   auto* const last_cooperative =
-      lib ? reinterpret_cast<cooperative_fn>(::dlsym(lib, "cubert_fake_last_cooperative"))
-          : nullptr;
-  if (lib) ::dlclose(lib);
+      cubert::test::fake_hook<bool (*)()>("cubert_fake_last_cooperative");
   auto const k = kernel::builder("launch_test::cooperative")
                      .cube_dim(256)
                      .cooperative()

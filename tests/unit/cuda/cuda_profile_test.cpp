@@ -4,6 +4,7 @@
 // as the real driver's do; skipped where neither is present.
 #include "byte_helpers.hpp"
 #include "channel_kind_print.hpp"
+#include "fake_hook.hpp"
 
 #include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
@@ -14,7 +15,6 @@
 
 #include <chrono>
 #include <cstddef>
-#include <dlfcn.h>
 #include <filesystem>
 #include <limits>
 #include <memory>
@@ -22,6 +22,8 @@
 #include <vector>
 
 namespace {
+
+using cubert::test::fake_hook;
 
 using cubert::backend::channel_kind;
 
@@ -91,16 +93,6 @@ TEST_P(CudaProfile, AroundAFailingLaunchFailsWithItsTextAndLaterOnesMeasure) {
   auto const d =
       c.profile([&] { (void)c.create(cubert::test::bytes_of(xs)); }, "profile_test::after");
   EXPECT_GE(d.resolve().count(), 0);
-}
-
-// A hook of the fake driver (fake_libcuda.cpp); null on a real driver.
-template <typename Fn>
-Fn fake_hook(char const* name) {
-  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (!lib) return nullptr;
-  auto* const fn = reinterpret_cast<Fn>(::dlsym(lib, name));
-  ::dlclose(lib);  // The backend holds its own reference.
-  return fn;
 }
 
 // An elapsed time that is no duration (NaN, infinite, negative, beyond int64 nanoseconds) is

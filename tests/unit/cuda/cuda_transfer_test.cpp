@@ -5,6 +5,7 @@
 #include "cuda_driver.hpp"
 #include "cuda_host_buffer.hpp"
 #include "cuda_server.hpp"
+#include "fake_hook.hpp"
 
 #include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
@@ -14,11 +15,12 @@
 
 #include <algorithm>
 #include <cstring>
-#include <dlfcn.h>
 #include <thread>
 #include <vector>
 
 namespace {
+
+using cubert::test::fake_hook;
 
 using cubert::binding;
 using cubert::host_buffer;
@@ -257,16 +259,6 @@ TEST_P(CudaTransferTest, ClientsOnBothChannelsReadIntoFromManyThreads) {
     for (auto& t : threads) t.join();
     EXPECT_EQ(failures.load(), 0) << cubert::backend::to_string(kind);
   }
-}
-
-// A hook of the fake driver (fake_libcuda.cpp), or null on a real driver.
-template <typename Fn>
-Fn fake_hook(char const* name) {
-  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (!lib) return nullptr;
-  auto* const fn = reinterpret_cast<Fn>(::dlsym(lib, name));
-  ::dlclose(lib);  // The backend holds its own reference.
-  return fn;
 }
 
 // Makes the next n pinned allocations fail.
