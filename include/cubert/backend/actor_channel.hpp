@@ -243,10 +243,7 @@ class actor_channel final : public channel {
       }
     }();
     try {
-      spin_until(
-          [&] { return pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready; },
-          core_->spin);
-      return pending.get();
+      return await_future(std::move(pending), core_->spin);
     } catch (...) {
       undo(gate_step::open);
       throw;
@@ -263,24 +260,22 @@ class actor_channel final : public channel {
   };
 
   template <typename F>
-  auto call(F&& f, gate_step step = gate_step::none) -> std::invoke_result_t<F&, Server&> {
+  auto call(F&& f) -> std::invoke_result_t<F&, Server&> {
     using result = std::invoke_result_t<F&, Server&>;
     auto r = std::make_shared<reply<result>>();
-    post(
-        [r, fn = std::forward<F>(f)](Server& s) mutable {
-          try {
-            if constexpr (std::is_void_v<result>) {
-              fn(s);
-            } else {
-              r->value.emplace(fn(s));
-            }
-          } catch (...) {
-            r->error = std::current_exception();
-          }
-          r->ready.store(1, std::memory_order_release);
-          r->ready.notify_one();
-        },
-        step);
+    post([r, fn = std::forward<F>(f)](Server& s) mutable {
+      try {
+        if constexpr (std::is_void_v<result>) {
+          fn(s);
+        } else {
+          r->value.emplace(fn(s));
+        }
+      } catch (...) {
+        r->error = std::current_exception();
+      }
+      r->ready.store(1, std::memory_order_release);
+      r->ready.notify_one();
+    });
     await_flag(r->ready, core_->spin);
     if (r->error) std::rethrow_exception(r->error);
     if constexpr (!std::is_void_v<result>) return std::move(*r->value);

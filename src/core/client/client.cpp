@@ -12,19 +12,6 @@
 #include <chrono>
 
 namespace cubert {
-namespace {
-
-// A reply that another thread completes (the actor channel's server, the copy threads): waiting
-// for it in the kernel costs a wake-up (5-40 µs), more than a small read takes, so spin first.
-template <typename T>
-T await(std::future<T>&& f, std::chrono::microseconds spin) {
-  backend::spin_until(
-      [&] { return f.wait_for(std::chrono::seconds(0)) != std::future_status::timeout; }, spin);
-  return f.get();
-}
-
-}  // namespace
-
 struct client::state {
   explicit state(std::shared_ptr<backend::channel> c)
       : channel(std::move(c)), spin(config::get().channel.spin_us) {}
@@ -115,7 +102,7 @@ std::future<std::vector<bytes>> client::read_async(std::vector<binding> bindings
 }
 
 std::vector<bytes> client::read(std::vector<binding> bindings) const {
-  return await(read_async(std::move(bindings)), state_->spin);
+  return backend::await_future(read_async(std::move(bindings)), state_->spin);
 }
 
 bytes client::read_one(binding b) const {
@@ -134,7 +121,7 @@ std::future<void> client::read_into_async(binding const& b, std::span<std::byte>
 }
 
 void client::read_into(binding const& b, std::span<std::byte> dst) const {
-  await(read_into_async(b, dst), state_->spin);
+  backend::await_future(read_into_async(b, dst), state_->spin);
 }
 
 host_buffer client::alloc_host(std::uint64_t size) const {
@@ -147,7 +134,7 @@ std::vector<bytes> client::read_tensor(std::vector<binding_with_meta> tensors) c
     refuse_inside_kernel();
     return state_->channel->read_tensor(std::move(tensors));
   }();
-  return await(std::move(pending), state_->spin);
+  return backend::await_future(std::move(pending), state_->spin);
 }
 
 bytes client::read_one_tensor(binding_with_meta tensor) const {
@@ -199,7 +186,7 @@ void client::sync() const {
     refuse_inside_kernel();
     return state_->channel->sync();
   }();
-  await(std::move(pending), state_->spin);
+  backend::await_future(std::move(pending), state_->spin);
   if (!state_->summary.empty()) {
     auto const table = state_->summary.take_table();
     log::write(log::category::profiling, std::string_view(table));
