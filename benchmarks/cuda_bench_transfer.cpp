@@ -146,6 +146,19 @@ void transfer_rows(std::vector<row>& rows) {
       c.sync();
     });
   }};
+  // A write into an existing buffer: create's upload without the reservation.
+  figure write_pinned{[&] {
+    return timed([&] {
+      c.write(dev.binding(), pinned_src.span());
+      c.sync();
+    });
+  }};
+  figure write_pageable{[&] {
+    return timed([&] {
+      c.write(dev.binding(), pageable_src);
+      c.sync();
+    });
+  }};
   // A tensor whose 16,396-byte rows the CUDA layout pads to 16,400: uploaded by one 2D copy.
   std::uint64_t const cols = 4099;
   std::uint64_t const tensor_rows = bytes / (cols * 4);
@@ -212,7 +225,7 @@ void transfer_rows(std::vector<row>& rows) {
   std::vector<figure*> all = {&raw_staged,  &driver_pageable, &registered,      &h2d,
                               &d2h,         &create_pinned,   &create_pageable, &tensor_pinned,
                               &into_pinned, &tensor_pageable, &into_pageable,   &into_fresh,
-                              &into_bytes,  &zeroed_vector};
+                              &into_bytes,  &zeroed_vector,   &write_pinned,    &write_pageable};
   // The pageable paths under other staging options, each on a client of its own, measured in
   // the same rounds: what the defaults were chosen against.
   auto variants = staging_variants(opts);
@@ -258,6 +271,10 @@ void transfer_rows(std::vector<row>& rows) {
                           gb / driver_pageable.best, "GB/s", "driver's pageable cuMemcpyHtoD", 0));
   rows.push_back(rate_row("create 256 MiB from pageable host", gb / create_pageable.best,
                           gb / registered.best, "GB/s", "cuMemHostRegister + DMA + unregister", 0));
+  rows.push_back(rate_row("write 256 MiB from pinned host_buffer", gb / write_pinned.best, up,
+                          "GB/s", "pinned cuMemcpyHtoD", 0));
+  rows.push_back(rate_row("write 256 MiB from pageable host", gb / write_pageable.best,
+                          gb / raw_staged.best, "GB/s", "raw staged upload", 0));
   double const tensor_gb = static_cast<double>(tensor_bytes) / 1e9;
   rows.push_back(rate_row("create_tensor 256 MiB, padded rows, pinned host_buffer",
                           tensor_gb / tensor_pinned.best, up, "GB/s", "pinned cuMemcpyHtoD", 0));

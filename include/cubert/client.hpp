@@ -83,6 +83,17 @@ class client {
   /// slow (milliseconds per hundred MiB): allocate once, reuse. The buffer may outlive the
   /// client. @throws out_of_memory when the host cannot provide it.
   [[nodiscard]] host_buffer alloc_host(std::uint64_t size) const;
+  /// Uploads `data` into the bytes of `dst` (offsets honoured), after all work submitted
+  /// before; work submitted after sees them. `data` may be reused as soon as this returns (on
+  /// CUDA a small or pageable `data` is staged, a pinned one of 1 MiB or more is copied by DMA
+  /// and waited for). @throws invalid_argument at once when `data.size()` differs from
+  /// `dst.size()`, or for an unknown binding.
+  void write(binding const& dst, std::span<std::byte const> data) const;
+  /// Copies the bytes of `src` into `dst` on the device (offsets honoured), after all work
+  /// submitted before; does not wait. Copying a range onto itself does nothing.
+  /// @throws invalid_argument at once when the sizes differ; for an unknown binding or ranges
+  /// that overlap without being the same, here or (actor channel) at the next sync/read/flush.
+  void copy(binding const& src, binding const& dst) const;
   /// Reads strided tensors as dense row-major bytes.
   [[nodiscard]] std::vector<bytes> read_tensor(std::vector<binding_with_meta> tensors) const;
   /// Reads one strided tensor as dense row-major bytes.

@@ -133,6 +133,33 @@ inline kernel fill_u32() {
       .build();
 }
 
+/// out[i] = in[i] for i < n, each cube first waiting `delay_us` microseconds of device time (on
+/// a device that runs launches asynchronously: a launch still running when the host's next call
+/// arrives). Scalars: u32 n, u32 delay_us. cube_dim 256.
+inline kernel delayed_copy_u32() {
+  return kernel::builder("conformance::delayed_copy_u32")
+      .cube_dim(256)
+      .cpu([](cpu::kernel_context const& ctx) {
+        auto in = ctx.buffer<std::uint32_t const>(0);
+        auto out = ctx.buffer<std::uint32_t>(1);
+        auto const n = ctx.scalar<std::uint32_t>(0);
+        std::uint64_t const base = ctx.cube_index() * ctx.dim.units();
+        std::uint64_t const end = std::min<std::uint64_t>(n, base + ctx.dim.units());
+        for (auto i = base; i < end; ++i) out[i] = in[i];
+      })
+      .cuda_source(R"(extern "C" __global__ void delayed_copy_u32(const unsigned int* in,
+                                                        unsigned int* out, unsigned int n,
+                                                        unsigned int delay_us) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do { asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t)); } while (t - t0 < 1000ull * delay_us);
+  unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = in[i];
+})",
+                   "delayed_copy_u32")
+      .build();
+}
+
 /// Fails while running: throws on the CPU, traps on CUDA.
 inline kernel failing() {
   return kernel::builder("conformance::failing")

@@ -60,6 +60,18 @@ class dummy_server final : public backend::server {
     p.set_value(std::move(out));
     return p.get_future();
   }
+  void write(binding const& dst, std::span<std::byte const> data) override {
+    auto const res = memory_.get_resource(dst);
+    backend::check_write(res, data.size());
+    if (!data.empty()) std::memcpy(res.host_ptr<std::byte>(), data.data(), data.size());
+  }
+  void copy(binding const& src, binding const& dst) override {
+    auto const from = memory_.get_resource(src);
+    auto const to = memory_.get_resource(dst);
+    if (backend::check_copy(from, to)) {
+      std::memcpy(to.host_ptr<std::byte>(), from.host_ptr<std::byte const>(), to.size);
+    }
+  }
   void execute(kernel const& k, cube_count const&, bindings args, execution_mode mode) override {
     auto const* fn = k.cpu();
     if (fn == nullptr) throw launch_error("dummy server: kernel '" + k.name() + "' has no body");

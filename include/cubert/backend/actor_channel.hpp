@@ -102,6 +102,19 @@ class actor_channel final : public channel {
   host_buffer alloc_host(std::uint64_t size) override {
     return call([size](Server& s) { return s.alloc_host(size); });
   }
+  void write(cubert::binding const& dst, std::span<std::byte const> data) override {
+    // Like create: the caller waits, so the span stays valid without a copy.
+    call([&dst, data](Server& s) { s.write(dst, data); });
+  }
+  void copy(cubert::binding const& src, cubert::binding const& dst) override {
+    post([d = &core_->deferred, src, dst](Server& s) {
+      try {
+        s.copy(src, dst);
+      } catch (...) {
+        d->record(std::current_exception());
+      }
+    });
+  }
   void execute(kernel const& k, cube_count const& count, bindings args,
                execution_mode mode) override {
     post([d = &core_->deferred, k, count, a = std::move(args), mode](Server& s) mutable {

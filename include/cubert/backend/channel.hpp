@@ -46,6 +46,11 @@ class channel {
   [[nodiscard]] virtual std::future<void> read_into(cubert::binding const& b,
                                                     std::span<std::byte> dst) = 0;
   [[nodiscard]] virtual host_buffer alloc_host(std::uint64_t size) = 0;
+  /// Returns once `data` may be reused.
+  virtual void write(cubert::binding const& dst, std::span<std::byte const> data) = 0;
+  /// Fire-and-forget where the channel allows it (actor): a bad argument then surfaces at the
+  /// next sync/read/flush.
+  virtual void copy(cubert::binding const& src, cubert::binding const& dst) = 0;
   virtual void execute(kernel const& k, cube_count const& count, bindings args,
                        execution_mode mode) = 0;
   virtual void flush() = 0;

@@ -37,6 +37,12 @@ class inline_channel final : public channel {
     return server_->read_into(b, dst);
   }
   host_buffer alloc_host(std::uint64_t size) override { return server_->alloc_host(size); }
+  void write(cubert::binding const& dst, std::span<std::byte const> data) override {
+    server_->write(dst, data);
+  }
+  void copy(cubert::binding const& src, cubert::binding const& dst) override {
+    server_->copy(src, dst);
+  }
   void execute(kernel const& k, cube_count const& count, bindings args,
                execution_mode mode) override {
     server_->execute(k, count, std::move(args), mode);

@@ -54,6 +54,14 @@ class mutex_channel final : public channel {
     auto const lock = enter();
     return server_->alloc_host(size);
   }
+  void write(cubert::binding const& dst, std::span<std::byte const> data) override {
+    auto const lock = enter();
+    server_->write(dst, data);
+  }
+  void copy(cubert::binding const& src, cubert::binding const& dst) override {
+    auto const lock = enter();
+    server_->copy(src, dst);
+  }
   void execute(kernel const& k, cube_count const& count, bindings args,
                execution_mode mode) override {
     auto const lock = enter();

@@ -96,6 +96,16 @@ void check_tensor_data(std::vector<std::span<std::byte const>> const& data,
 [[nodiscard]] std::uint64_t tensor_bytes(std::span<std::uint64_t const> shape,
                                          std::uint64_t elem_size, std::string_view what);
 
+/// Checks a write of `data_size` bytes into a binding whose resource is `dst`.
+/// @throws invalid_argument when the sizes differ.
+void check_write(resource const& dst, std::uint64_t data_size);
+
+/// Checks a device-to-device copy between two resolved bindings of one device: equal sizes, and
+/// ranges that are either the same bytes or disjoint (a copy between overlapping ranges has no
+/// single meaning on a DMA engine). @returns false when there is nothing to move (no bytes, or
+/// the same bytes). @throws invalid_argument otherwise.
+[[nodiscard]] bool check_copy(resource const& src, resource const& dst);
+
 /// Row-major contiguous strides (in elements) of `shape`.
 [[nodiscard]] std::vector<std::uint64_t> contiguous_strides(std::span<std::uint64_t const> shape);
 
@@ -145,6 +155,15 @@ class server {
   /// The default returns plain aligned heap memory (host_buffer::make_aligned).
   /// @throws out_of_memory when the host cannot provide it.
   [[nodiscard]] virtual host_buffer alloc_host(std::uint64_t size);
+
+  /// Uploads `data` into the bytes of `dst` (offsets honoured) after all earlier work; later
+  /// work sees them. `data` may be reused as soon as this returns.
+  /// @throws invalid_argument for an unknown binding or when `data.size()` differs from its size.
+  virtual void write(cubert::binding const& dst, std::span<std::byte const> data) = 0;
+  /// Enqueues a device-side copy of the bytes of `src` into `dst` (offsets honoured), after all
+  /// earlier work. @throws invalid_argument for an unknown binding, different sizes, or ranges
+  /// that overlap without being the same (see `check_copy`).
+  virtual void copy(cubert::binding const& src, cubert::binding const& dst) = 0;
 
   /// Enqueues `k` over `count` cubes. Bad arguments (unknown binding, no payload for this
   /// backend) throw at once; failures while running are deferred to the next sync/read/flush.

@@ -74,6 +74,20 @@ std::future<void> cpu_server::read_into(cubert::binding const& b, std::span<std:
   return done.get_future();
 }
 
+void cpu_server::write(cubert::binding const& dst, std::span<std::byte const> data) {
+  auto const res = memory_.get_resource(dst);
+  backend::check_write(res, data.size());
+  if (!data.empty()) std::memcpy(res.host_ptr<std::byte>(), data.data(), data.size());
+}
+
+void cpu_server::copy(cubert::binding const& src, cubert::binding const& dst) {
+  auto const from = memory_.get_resource(src);
+  auto const to = memory_.get_resource(dst);
+  if (backend::check_copy(from, to)) {
+    std::memcpy(to.host_ptr<std::byte>(), from.host_ptr<std::byte const>(), to.size);
+  }
+}
+
 std::array<std::uint32_t, 3> cpu_server::resolve_count(cube_count const& count) const {
   if (!count.is_dynamic()) return count.counts();
   // Launches run in order on this thread, so the buffer already holds what earlier kernels

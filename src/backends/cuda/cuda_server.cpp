@@ -225,6 +225,24 @@ cubert::handle cuda_server::create_dense(std::span<std::byte const> data) {
   return h;
 }
 
+void cuda_server::write(cubert::binding const& dst, std::span<std::byte const> data) {
+  on_device([&] {
+    auto const res = memory_->get_resource(dst);
+    backend::check_write(res, data.size());
+    if (!data.empty()) staging_->upload(res.address(), data);
+  });
+}
+
+void cuda_server::copy(cubert::binding const& src, cubert::binding const& dst) {
+  on_device([&] {
+    auto const from = memory_->get_resource(src);
+    auto const to = memory_->get_resource(dst);
+    if (!backend::check_copy(from, to)) return;
+    CUBERT_CU_CALL(cuMemcpyDtoDAsync, to.address(), from.address(),
+                   static_cast<std::size_t>(to.size), stream_);
+  });
+}
+
 std::vector<backend::tensor_allocation> cuda_server::create_tensors(
     std::vector<std::span<std::byte const>> const& data,
     std::vector<backend::tensor_descriptor> const& descriptors) {

@@ -56,6 +56,10 @@ class cuda_server final : public backend::server {
                                             std::span<std::byte> dst) override;
   /// Page-locked memory (cuMemHostAlloc), recognised by `create` and `read_into`.
   [[nodiscard]] host_buffer alloc_host(std::uint64_t size) override;
+  /// Through the staging ring, as `create`: enqueued on the stream behind earlier work.
+  void write(cubert::binding const& dst, std::span<std::byte const> data) override;
+  /// One `cuMemcpyDtoDAsync` on the stream.
+  void copy(cubert::binding const& src, cubert::binding const& dst) override;
   void execute(kernel const& k, cube_count const& count, bindings args,
                execution_mode mode) override;
   void flush() override;

@@ -124,6 +124,22 @@ void client::read_into(binding const& b, std::span<std::byte> dst) const {
   backend::await_future(read_into_async(b, dst), state_->spin);
 }
 
+void client::write(binding const& dst, std::span<std::byte const> data) const {
+  refuse_inside_kernel();
+  CUBERT_EXPECTS(
+      data.size() == dst.size(),
+      fmt::format("write: {} bytes given for a binding of {} bytes", data.size(), dst.size()));
+  state_->channel->write(dst, data);
+}
+
+void client::copy(binding const& src, binding const& dst) const {
+  refuse_inside_kernel();
+  CUBERT_EXPECTS(src.size() == dst.size(),
+                 fmt::format("copy: the source holds {} bytes but the destination {}", src.size(),
+                             dst.size()));
+  state_->channel->copy(src, dst);
+}
+
 host_buffer client::alloc_host(std::uint64_t size) const {
   refuse_inside_kernel();
   return state_->channel->alloc_host(size);

@@ -40,6 +40,30 @@ bool async_error::pending() const noexcept {
   return error_ != nullptr;
 }
 
+void check_write(resource const& dst, std::uint64_t data_size) {
+  if (data_size != dst.size) {
+    throw invalid_argument(
+        fmt::format("write: {} bytes given for a binding of {} bytes", data_size, dst.size));
+  }
+}
+
+bool check_copy(resource const& src, resource const& dst) {
+  if (src.size != dst.size) {
+    throw invalid_argument(
+        fmt::format("copy: the source holds {} bytes but the destination {}", src.size, dst.size));
+  }
+  if (src.size == 0 || src.address() == dst.address()) return false;
+  auto const lo = std::min(src.address(), dst.address());
+  auto const hi = std::max(src.address(), dst.address());
+  if (hi - lo < src.size) {
+    throw invalid_argument(fmt::format(
+        "copy: source and destination overlap ({} bytes each, {} bytes apart); copy through a "
+        "separate buffer",
+        src.size, hi - lo));
+  }
+  return true;
+}
+
 std::vector<std::uint64_t> contiguous_strides(std::span<std::uint64_t const> shape) {
   std::vector<std::uint64_t> strides(shape.size());
   std::uint64_t acc = 1;

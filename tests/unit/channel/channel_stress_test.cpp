@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// 16 threads doing mixed create / execute / read / drop, some of it inside profiles, through each
-// channel (TSan runs these).
+// 16 threads doing mixed create / write / execute / copy / read / drop, some of it inside profiles,
+// through each channel (TSan runs these).
 #include "byte_helpers.hpp"
 #include "cpu_kernels.hpp"
 #include "dummy_server.hpp"
@@ -69,10 +69,17 @@ void worker(client const& c, bool cpu, int seed, std::atomic<int>& failures) {
         b[i] = static_cast<std::uint8_t>(it);
       }
       auto ha = c.create(test::bytes_of(a));
-      auto hb = c.create(test::bytes_of(b));
+      // Now and then the inputs are written into fresh buffers, the output copied out.
+      auto hb = it % 4 == 1 ? c.empty(n) : c.create(test::bytes_of(b));
+      if (it % 4 == 1) c.write(hb.binding(), test::bytes_of(b));
       auto out = c.empty(n);
       c.execute(add_u8, cube_count{1},
                 bindings{}.with_buffers({ha.binding(), hb.binding(), out.binding()}));
+      if (it % 4 == 1) {
+        auto moved = c.empty(n);
+        c.copy(out.binding(), moved.binding());
+        out = moved;
+      }
       auto got = test::values_of<std::uint8_t>(c.read_one(out.binding()));
       if (got.size() != n) ++failures;
       for (std::size_t i = 0; i < std::min(n, got.size()); ++i) {

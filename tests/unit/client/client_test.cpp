@@ -60,22 +60,27 @@ TEST_P(ClientTest, KernelsCannotCallTheirClient) {
   auto x = c.create(bytes_of(zeros));
   auto y = c.create(bytes_of(zeros));
   std::atomic<int> refused{0};
-  auto const calls_back = kernel::builder("test::calls_its_client")
-                              .cpu([&](cpu::kernel_context const& ctx) {
-                                try {
-                                  if (ctx.cube_pos.x % 2 == 0) {
-                                    c.execute(test::kernels::empty_kernel(), cube_count{1},
-                                              bindings{}.with_buffer(y.binding()));
-                                  } else {
-                                    (void)c.memory_usage();
-                                  }
-                                } catch (invalid_argument const&) {
-                                  ++refused;
-                                  throw;
-                                }
-                                ctx.buffer<std::uint32_t>(0)[ctx.cube_pos.x] = 42;
-                              })
-                              .build();
+  auto const calls_back =
+      kernel::builder("test::calls_its_client")
+          .cpu([&](cpu::kernel_context const& ctx) {
+            try {
+              if (ctx.cube_pos.x % 4 == 0) {
+                c.execute(test::kernels::empty_kernel(), cube_count{1},
+                          bindings{}.with_buffer(y.binding()));
+              } else if (ctx.cube_pos.x % 4 == 1) {
+                c.write(y.binding(), bytes_of(std::vector<std::uint32_t>(8, 7)));
+              } else if (ctx.cube_pos.x % 4 == 2) {
+                c.copy(x.binding(), y.binding());
+              } else {
+                (void)c.memory_usage();
+              }
+            } catch (invalid_argument const&) {
+              ++refused;
+              throw;
+            }
+            ctx.buffer<std::uint32_t>(0)[ctx.cube_pos.x] = 42;
+          })
+          .build();
   c.execute(calls_back, cube_count{8}, bindings{}.with_buffer(x.binding()));
   try {
     c.sync();
@@ -160,8 +165,50 @@ TEST_P(ClientTest, UnknownBindingIsInvalidArgument) {
         c.sync();  // The actor channel reports it here.
       },
       invalid_argument);
+  EXPECT_THROW(c.write(foreign.binding(), bytes_of(std::vector<std::uint8_t>(16, 1))),
+               invalid_argument);
+  EXPECT_THROW(c.write(binding{}, {}), invalid_argument);
+  for (auto const& [from, to] :
+       {std::pair{foreign.binding(), out.binding()}, std::pair{out.binding(), foreign.binding()},
+        std::pair{binding{}, binding{}}}) {
+    EXPECT_THROW(
+        {
+          c.copy(from, to);
+          c.sync();  // The actor channel reports it here.
+        },
+        invalid_argument);
+  }
   EXPECT_NO_THROW(c.sync());
   EXPECT_EQ(c.read_one(out.binding()).size(), 16u);
+  EXPECT_EQ(test::values_of<std::uint8_t>(other.read_one(foreign.binding())).size(), 16u);
+}
+
+// One actor-channel copy refused on the server thread is reported once, at the next wait, and
+// the work queued beside it still runs.
+TEST_P(ClientTest, WriteAndCopyGoInOrderWithLaunchesAndABadCopyIsReportedOnce) {
+  auto c = cpu_client(GetParam());
+  std::vector<std::uint32_t> const ones(64, 1);
+  auto a = c.create(bytes_of(ones));
+  auto b = c.empty(64 * 4);
+  auto sum = c.empty(64 * 4);
+  c.write(b.binding(), bytes_of(std::vector<std::uint32_t>(64, 2)));
+  c.copy(a.binding(), a.binding());  // Onto itself: nothing happens.
+  EXPECT_THROW(c.copy(a.binding(), b.offset_start(4).binding()), invalid_argument);  // Sizes.
+  bool refused_at_once = false;
+  try {
+    c.copy(a.offset_end(8).binding(), a.offset_start(8).binding());  // Overlapping ranges.
+  } catch (invalid_argument const&) {
+    refused_at_once = true;
+  }
+  EXPECT_EQ(refused_at_once, GetParam() != channel_kind::actor);
+  c.copy(b.binding(), sum.binding());  // Runs, also after a refused copy still queued.
+  if (!refused_at_once) {
+    EXPECT_THROW(c.sync(), invalid_argument);
+  }
+  EXPECT_NO_THROW(c.sync());  // Once.
+  EXPECT_EQ(test::values_of<std::uint32_t>(c.read_one(sum.binding())),
+            std::vector<std::uint32_t>(64, 2));
+  EXPECT_EQ(test::values_of<std::uint32_t>(c.read_one(a.binding())), ones);
 }
 
 TEST_P(ClientTest, ReadPastTheEndIsInvalidArgument) {

@@ -191,6 +191,10 @@ class failing_profile_server final : public backend::server {
   std::future<void> read_into(binding const& b, std::span<std::byte> dst) override {
     return inner_.read_into(b, dst);
   }
+  void write(binding const& dst, std::span<std::byte const> data) override {
+    inner_.write(dst, data);
+  }
+  void copy(binding const& src, binding const& dst) override { inner_.copy(src, dst); }
   void execute(kernel const& k, cube_count const& count, bindings args,
                execution_mode mode) override {
     inner_.execute(k, count, std::move(args), mode);

@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: Apache-2.0
+// Conformance of writes into existing bindings and device-side copies between them: every
+// backend, every channel, checked byte for byte and in order with the launches around them.
+#include "byte_helpers.hpp"
+#include "conformance_backend.hpp"
+#include "conformance_fixture.hpp"
+#include "conformance_kernels.hpp"
+
+#include <cubert/client.hpp>
+#include <cubert/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <thread>
+#include <vector>
+
+namespace cubert::conformance {
+namespace {
+
+using test::byte_ramp;
+using test::bytes_of;
+using test::same;
+using test::values_of;
+
+class WriteCopy : public conformance_fixture {
+ protected:
+  // A refused call: invalid_argument at once, or (a fire-and-forget call on the actor channel)
+  // at the next sync. Either way the client keeps working.
+  bool refused(auto&& call) {
+    try {
+      call();
+      c().sync();
+    } catch (invalid_argument const&) {
+      return true;
+    }
+    return false;
+  }
+};
+
+std::vector<std::uint32_t> iota_u32(std::uint32_t n, std::uint32_t from) {
+  std::vector<std::uint32_t> out(n);
+  for (std::uint32_t i = 0; i < n; ++i) out[i] = from + i;
+  return out;
+}
+
+TEST_P(WriteCopy, WriteReplacesTheBytesFromPageableAndHostBufferSources) {
+  for (std::size_t size : {std::size_t{1}, std::size_t{3}, std::size_t{4097},
+                           (std::size_t{1} << 20) + 3, (std::size_t{16} << 20) + 5}) {
+    SCOPED_TRACE(size);
+    auto const h = c().create(byte_ramp(size, 1));
+    auto const pageable = byte_ramp(size, 2);
+    c().write(h.binding(), pageable);
+    EXPECT_TRUE(same(c().read_one(h.binding()), pageable));
+    auto hb = c().alloc_host(size);
+    auto const pinned = byte_ramp(size, 3);
+    std::memcpy(hb.data(), pinned.data(), size);
+    c().write(h.binding(), hb.span());
+    std::memset(hb.data(), 0, size);  // Reusable at once: the write no longer reads it.
+    EXPECT_TRUE(same(c().read_one(h.binding()), pinned));
+  }
+}
+
+TEST_P(WriteCopy, WriteReusesTheSourceAtOnceAndLaterLaunchesSeeIt) {
+  std::uint32_t const n = 100003;
+  auto const in = c().create(bytes_of(iota_u32(n, 0)));
+  auto const out = c().empty(n * sizeof(std::uint32_t));
+  auto data = iota_u32(n, 1000);
+  c().write(in.binding(), bytes_of(data));
+  std::fill(data.begin(), data.end(), 0u);  // The write must have taken its bytes already.
+  c().execute(
+      kernels::delayed_copy_u32(), cube_count{(n + 255) / 256},
+      bindings{}.with_buffers({in.binding(), out.binding()}).with_scalar(elem::u32, {n, 0}));
+  EXPECT_EQ(values_of<std::uint32_t>(c().read_one(out.binding())), iota_u32(n, 1000));
+}
+
+// The write lands after a launch still reading its destination: that launch sees the old bytes.
+TEST_P(WriteCopy, WriteWaitsForEarlierLaunchesThatReadTheDestination) {
+  std::uint32_t const n = 65536;
+  auto const src = c().create(bytes_of(iota_u32(n, 7)));
+  auto const dst = c().empty(n * sizeof(std::uint32_t));
+  c().execute(
+      kernels::delayed_copy_u32(), cube_count{n / 256},
+      bindings{}.with_buffers({src.binding(), dst.binding()}).with_scalar(elem::u32, {n, 2000}));
+  c().write(src.binding(), bytes_of(std::vector<std::uint32_t>(n, 0xdeadbeef)));
+  EXPECT_EQ(values_of<std::uint32_t>(c().read_one(dst.binding())), iota_u32(n, 7));
+  EXPECT_EQ(values_of<std::uint32_t>(c().read_one(src.binding())),
+            std::vector<std::uint32_t>(n, 0xdeadbeef));
+}
+
+TEST_P(WriteCopy, WriteHonoursOffsetsAndTouchesNothingElse) {
+  auto const original = byte_ramp(1000, 4);
+  auto const h = c().create(original);
+  auto const mid = h.offset_start(10).offset_end(20);
+  c().write(mid.binding(), std::vector<std::byte>(970, std::byte{0xab}));
+  auto const got = c().read_one(h.binding());
+  auto expect = original;
+  std::fill(expect.begin() + 10, expect.end() - 20, std::byte{0xab});
+  EXPECT_TRUE(same(got, expect));
+}
+
+TEST_P(WriteCopy, BadWritesAreInvalidArgumentAndTheClientGoesOn) {
+  auto const h = c().create(byte_ramp(64));
+  EXPECT_THROW(c().write(h.binding(), byte_ramp(63)), invalid_argument);
+  EXPECT_THROW(c().write(h.binding(), byte_ramp(65)), invalid_argument);
+  EXPECT_THROW(c().write(h.binding(), {}), invalid_argument);
+  auto other = GetParam().make_client();
+  auto const foreign = other.create(byte_ramp(64));
+  EXPECT_THROW(c().write(foreign.binding(), byte_ramp(64, 9)), invalid_argument);
+  EXPECT_TRUE(same(other.read_one(foreign.binding()), byte_ramp(64)));
+  // Zero bytes into a zero-byte view is a write of nothing.
+  c().write(h.offset_start(64).binding(), {});
+  c().write(h.binding(), byte_ramp(64, 5));
+  EXPECT_TRUE(same(c().read_one(h.binding()), byte_ramp(64, 5)));
+  EXPECT_NO_THROW(c().sync());
+}
+
+TEST_P(WriteCopy, CopyMovesBytesOfEverySize) {
+  for (std::size_t size : {std::size_t{1}, std::size_t{4097}, (std::size_t{16} << 20) + 5}) {
+    SCOPED_TRACE(size);
+    auto const data = byte_ramp(size, 6);
+    auto const src = c().create(data);
+    auto const dst = c().empty(size);
+    c().copy(src.binding(), dst.binding());
+    EXPECT_TRUE(same(c().read_one(dst.binding()), data));
+    EXPECT_TRUE(same(c().read_one(src.binding()), data));
+  }
+}
+
+// Launch → copy → launch, with no wait in between: each step sees the one before.
+TEST_P(WriteCopy, CopyIsOrderedBetweenLaunches) {
+  std::uint32_t const n = 65536;
+  auto const a = c().create(bytes_of(iota_u32(n, 3)));
+  auto const b = c().empty(n * sizeof(std::uint32_t));
+  auto const d = c().empty(n * sizeof(std::uint32_t));
+  auto const out = c().empty(n * sizeof(std::uint32_t));
+  c().execute(kernels::delayed_copy_u32(), cube_count{n / 256},
+              bindings{}.with_buffers({a.binding(), b.binding()}).with_scalar(elem::u32, {n, 500}));
+  c().copy(b.binding(), d.binding());
+  c().execute(kernels::delayed_copy_u32(), cube_count{n / 256},
+              bindings{}.with_buffers({d.binding(), out.binding()}).with_scalar(elem::u32, {n, 0}));
+  // And a copy over a buffer an earlier launch still reads: that launch sees the old bytes.
+  c().copy(a.binding(), b.binding());
+  EXPECT_EQ(values_of<std::uint32_t>(c().read_one(out.binding())), iota_u32(n, 3));
+  auto const e = c().create(bytes_of(iota_u32(n, 50)));
+  auto const f = c().empty(n * sizeof(std::uint32_t));
+  c().execute(
+      kernels::delayed_copy_u32(), cube_count{n / 256},
+      bindings{}.with_buffers({a.binding(), f.binding()}).with_scalar(elem::u32, {n, 2000}));
+  c().copy(e.binding(), a.binding());
+  EXPECT_EQ(values_of<std::uint32_t>(c().read_one(f.binding())), iota_u32(n, 3));
+  EXPECT_EQ(values_of<std::uint32_t>(c().read_one(a.binding())), iota_u32(n, 50));
+}
+
+TEST_P(WriteCopy, CopyBetweenViewsOfOneBufferHonoursOffsets) {
+  auto const data = byte_ramp(4096, 8);
+  auto const h = c().create(data);
+  c().copy(h.offset_end(3072).binding(), h.offset_start(2048).offset_end(1024).binding());
+  auto expect = data;
+  std::copy(data.begin(), data.begin() + 1024, expect.begin() + 2048);
+  EXPECT_TRUE(same(c().read_one(h.binding()), expect));
+  // A range onto itself is no copy at all.
+  c().copy(h.offset_start(100).binding(), h.offset_start(100).binding());
+  EXPECT_TRUE(same(c().read_one(h.binding()), expect));
+  // Adjacent ranges do not overlap.
+  c().copy(h.offset_end(2048).binding(), h.offset_start(2048).binding());
+  std::copy(expect.begin(), expect.begin() + 2048, expect.begin() + 2048);
+  EXPECT_TRUE(same(c().read_one(h.binding()), expect));
+}
+
+TEST_P(WriteCopy, BadCopiesAreInvalidArgumentAndTheClientGoesOn) {
+  auto const data = byte_ramp(4096, 9);
+  auto const h = c().create(data);
+  auto const other_size = c().create(byte_ramp(100));
+  EXPECT_THROW(c().copy(h.binding(), other_size.binding()), invalid_argument);  // Always at once.
+  EXPECT_TRUE(refused([&] {
+    c().copy(h.offset_end(1024).binding(), h.offset_start(512).offset_end(512).binding());
+  }));
+  EXPECT_TRUE(refused([&] { c().copy(h.offset_start(1).binding(), h.offset_end(1).binding()); }));
+  auto other = GetParam().make_client();
+  auto const foreign = other.create(byte_ramp(4096, 1));
+  EXPECT_TRUE(refused([&] { c().copy(foreign.binding(), h.binding()); }));
+  EXPECT_TRUE(refused([&] { c().copy(h.binding(), foreign.binding()); }));
+  EXPECT_TRUE(same(c().read_one(h.binding()), data));
+  EXPECT_TRUE(same(other.read_one(foreign.binding()), byte_ramp(4096, 1)));
+  auto const empty = c().create({});
+  c().copy(empty.binding(), h.offset_start(4096).binding());  // Nothing to move.
+  auto const dst = c().empty(4096);
+  c().copy(h.binding(), dst.binding());
+  EXPECT_TRUE(same(c().read_one(dst.binding()), data));
+  EXPECT_NO_THROW(c().sync());
+}
+
+TEST_P(WriteCopy, WritesAndCopiesFromSeveralThreads) {
+  std::atomic<int> failures{0};
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      auto const size = (std::size_t{1} << 18) + 13 * t;
+      auto const h = c().empty(size);
+      auto const d = c().empty(size);
+      for (unsigned round = 0; round < 8; ++round) {
+        auto const data = byte_ramp(size, t + 11 * round);
+        c().write(h.binding(), data);
+        c().copy(h.binding(), d.binding());
+        if (!same(c().read_one(d.binding()), data)) ++failures;
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  EXPECT_EQ(failures.load(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, WriteCopy, ::testing::ValuesIn(conformance_backends()),
+                         [](auto const& param_info) { return param_info.param.name; });
+
+}  // namespace
+}  // namespace cubert::conformance
