@@ -89,6 +89,13 @@ class client {
   /// and waited for). @throws invalid_argument at once when `data.size()` differs from
   /// `dst.size()`, or for an unknown binding.
   void write(binding const& dst, std::span<std::byte const> data) const;
+  /// Writes dense row-major `data` into a strided tensor (the inverse of `read_tensor`; for
+  /// the padded rows `create_tensors` and `empty_tensors` may give), after all work submitted
+  /// before. Bytes between the elements keep their values. A layout the backend cannot write
+  /// directly is read, filled on the host and written back (CUDA writes padded rows with one
+  /// 2D copy). @throws invalid_argument when `data` is not the tensor's dense size, an element
+  /// falls outside the binding, two elements share a place, or for an unknown binding.
+  void write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) const;
   /// Copies the bytes of `src` into `dst` on the device (offsets honoured), after all work
   /// submitted before; does not wait. Copying a range onto itself does nothing.
   /// @throws invalid_argument at once when the sizes differ; for an unknown binding or ranges

@@ -214,6 +214,80 @@ TEST_P(WriteCopy, WritesAndCopiesFromSeveralThreads) {
   EXPECT_EQ(failures.load(), 0);
 }
 
+binding_with_meta meta_of(backend::tensor_allocation const& t, std::vector<std::uint64_t> shape,
+                          std::uint64_t elem_size) {
+  return {t.handle.binding(), std::move(shape), t.strides, elem_size};
+}
+
+// Whatever layout the backend picks (padded rows on CUDA for these widths), write_tensor puts
+// dense bytes where read_tensor finds them.
+TEST_P(WriteCopy, WriteTensorFillsTheBackendsOwnLayouts) {
+  for (auto const& shape :
+       {std::vector<std::uint64_t>{33, 4099}, std::vector<std::uint64_t>{7},
+        std::vector<std::uint64_t>{3, 5, 1001}, std::vector<std::uint64_t>{0, 9}}) {
+    SCOPED_TRACE(shape.size());
+    std::uint64_t n = 1;
+    for (auto d : shape) n *= d;
+    auto const data = byte_ramp(n * 4, static_cast<unsigned>(shape.size()));
+    auto const fresh = c().empty_tensor(shape, 4);
+    c().write_tensor(meta_of(fresh, shape, 4), data);
+    EXPECT_TRUE(same(c().read_one_tensor(meta_of(fresh, shape, 4)), data));
+    auto const made = c().create_tensor(byte_ramp(n * 4, 77), shape, 4);
+    c().write_tensor(meta_of(made, shape, 4), data);
+    EXPECT_TRUE(same(c().read_one_tensor(meta_of(made, shape, 4)), data));
+  }
+}
+
+TEST_P(WriteCopy, WriteTensorLeavesTheBytesBetweenElementsAlone) {
+  auto const original = byte_ramp(256, 3);
+  auto const h = c().create(original);
+  // Four rows of five u32 at a pitch of eight elements, from the binding's byte 16 on.
+  binding_with_meta const rows{h.offset_start(16).binding(), {4, 5}, {8, 1}, 4};
+  auto const data = byte_ramp(80, 200);
+  c().write_tensor(rows, data);
+  auto expect = original;
+  for (std::size_t r = 0; r < 4; ++r) {
+    std::copy_n(data.begin() + static_cast<std::ptrdiff_t>(r * 20), 20,
+                expect.begin() + static_cast<std::ptrdiff_t>(16 + r * 32));
+  }
+  EXPECT_TRUE(same(c().read_one(h.binding()), expect));
+  EXPECT_TRUE(same(c().read_one_tensor(rows), data));
+  // A column-major view: element (i, j) at i + 3j.
+  auto const cm = c().create(byte_ramp(48, 1));
+  binding_with_meta const transposed{cm.binding(), {3, 4}, {1, 3}, 4};
+  auto const values = iota_u32(12, 100);
+  c().write_tensor(transposed, bytes_of(values));
+  auto const raw = values_of<std::uint32_t>(c().read_one(cm.binding()));
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    for (std::uint32_t j = 0; j < 4; ++j) EXPECT_EQ(raw[i + 3 * j], values[i * 4 + j]);
+  }
+}
+
+TEST_P(WriteCopy, BadTensorWritesAreInvalidArgumentAndTheClientGoesOn) {
+  auto const original = byte_ramp(64, 5);
+  auto const h = c().create(original);
+  auto const b = h.binding();
+  EXPECT_THROW(c().write_tensor({b, {4, 4}, {4, 1}, 4}, byte_ramp(60)), invalid_argument);
+  EXPECT_THROW(c().write_tensor({b, {4, 5}, {5, 1}, 4}, byte_ramp(80)), invalid_argument);
+  EXPECT_THROW(c().write_tensor({b, {4, 4}, {0, 1}, 4}, byte_ramp(64)), invalid_argument);
+  EXPECT_THROW(c().write_tensor({b, {4, 4}, {2, 1}, 4}, byte_ramp(64)), invalid_argument);
+  EXPECT_THROW(c().write_tensor({b, {4, 4}, {4}, 4}, byte_ramp(64)), invalid_argument);
+  EXPECT_THROW(c().write_tensor({b, {16}, {1}, 0}, {}), invalid_argument);
+  EXPECT_THROW(c().write_tensor({b, {1ull << 62, 1ull << 3}, {1, 1ull << 62}, 4}, byte_ramp(64)),
+               invalid_argument);
+  auto other = GetParam().make_client();
+  auto const foreign = other.create(byte_ramp(64));
+  EXPECT_THROW(c().write_tensor({foreign.binding(), {16}, {1}, 4}, byte_ramp(64, 9)),
+               invalid_argument);
+  EXPECT_THROW(c().write_tensor({foreign.binding(), {2, 4}, {8, 1}, 4}, byte_ramp(32, 9)),
+               invalid_argument);
+  EXPECT_TRUE(same(other.read_one(foreign.binding()), byte_ramp(64)));
+  EXPECT_TRUE(same(c().read_one(b), original));
+  c().write_tensor({b, {16}, {1}, 4}, byte_ramp(64, 6));
+  EXPECT_TRUE(same(c().read_one(b), byte_ramp(64, 6)));
+  EXPECT_NO_THROW(c().sync());
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, WriteCopy, ::testing::ValuesIn(conformance_backends()),
                          [](auto const& param_info) { return param_info.param.name; });
 

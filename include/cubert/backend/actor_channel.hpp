@@ -106,6 +106,9 @@ class actor_channel final : public channel {
     // Like create: the caller waits, so the span stays valid without a copy.
     call([&dst, data](Server& s) { s.write(dst, data); });
   }
+  void write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) override {
+    call([&dst, data](Server& s) { s.write_tensor(dst, data); });
+  }
   void copy(cubert::binding const& src, cubert::binding const& dst) override {
     post([d = &core_->deferred, src, dst](Server& s) {
       try {

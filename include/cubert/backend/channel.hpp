@@ -48,6 +48,8 @@ class channel {
   [[nodiscard]] virtual host_buffer alloc_host(std::uint64_t size) = 0;
   /// Returns once `data` may be reused.
   virtual void write(cubert::binding const& dst, std::span<std::byte const> data) = 0;
+  /// Returns once `data` may be reused.
+  virtual void write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) = 0;
   /// Fire-and-forget where the channel allows it (actor): a bad argument then surfaces at the
   /// next sync/read/flush.
   virtual void copy(cubert::binding const& src, cubert::binding const& dst) = 0;

@@ -40,6 +40,9 @@ class inline_channel final : public channel {
   void write(cubert::binding const& dst, std::span<std::byte const> data) override {
     server_->write(dst, data);
   }
+  void write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) override {
+    server_->write_tensor(dst, data);
+  }
   void copy(cubert::binding const& src, cubert::binding const& dst) override {
     server_->copy(src, dst);
   }

@@ -58,6 +58,10 @@ class mutex_channel final : public channel {
     auto const lock = enter();
     server_->write(dst, data);
   }
+  void write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) override {
+    auto const lock = enter();
+    server_->write_tensor(dst, data);
+  }
   void copy(cubert::binding const& src, cubert::binding const& dst) override {
     auto const lock = enter();
     server_->copy(src, dst);

@@ -96,6 +96,17 @@ void check_tensor_data(std::vector<std::span<std::byte const>> const& data,
 [[nodiscard]] std::uint64_t tensor_bytes(std::span<std::uint64_t const> shape,
                                          std::uint64_t elem_size, std::string_view what);
 
+/// Checks a `write_tensor` of `data_size` dense bytes into `meta`: ranks agree, the sizes
+/// match, every element lies inside the binding, and no two elements share a place.
+/// @throws invalid_argument naming what is wrong.
+void check_writable_layout(binding_with_meta const& meta, std::uint64_t data_size);
+
+/// Scatters dense row-major `data` into `dst` (the binding's bytes) at the places `meta`'s
+/// strides give; bytes between elements are left alone. Checks the extent, not overlaps
+/// (`check_writable_layout` does). @throws invalid_argument if an element falls outside `dst`.
+void scatter_dense(std::span<std::byte> dst, binding_with_meta const& meta,
+                   std::span<std::byte const> data);
+
 /// Checks a write of `data_size` bytes into a binding whose resource is `dst`.
 /// @throws invalid_argument when the sizes differ.
 void check_write(resource const& dst, std::uint64_t data_size);
@@ -160,6 +171,12 @@ class server {
   /// work sees them. `data` may be reused as soon as this returns.
   /// @throws invalid_argument for an unknown binding or when `data.size()` differs from its size.
   virtual void write(cubert::binding const& dst, std::span<std::byte const> data) = 0;
+  /// Writes dense row-major `data` into a strided tensor, the inverse of `read_tensor`, after
+  /// all earlier work; bytes between its elements keep their values. The default writes a
+  /// dense tensor directly and otherwise reads the binding, scatters on the host and writes it
+  /// back (it waits). @throws invalid_argument as `check_writable_layout` says, or for an
+  /// unknown binding.
+  virtual void write_tensor(binding_with_meta const& dst, std::span<std::byte const> data);
   /// Enqueues a device-side copy of the bytes of `src` into `dst` (offsets honoured), after all
   /// earlier work. @throws invalid_argument for an unknown binding, different sizes, or ranges
   /// that overlap without being the same (see `check_copy`).

@@ -233,6 +233,41 @@ void cuda_server::write(cubert::binding const& dst, std::span<std::byte const> d
   });
 }
 
+namespace {
+
+// The rows-at-a-pitch layout `meta` describes, if it is one with padding.
+std::optional<tensor_layout> padded_rows(binding_with_meta const& meta) {
+  auto const rank = meta.shape.size();
+  if (rank < 2 || meta.strides[rank - 1] != 1) return std::nullopt;
+  auto const pitch = meta.strides[rank - 2];
+  if (pitch <= meta.shape[rank - 1]) return std::nullopt;  // Dense (or overlapping) rows.
+  tensor_layout l;
+  l.rows = 1;
+  for (std::size_t d = 0; d + 1 < rank; ++d) {
+    if (d + 2 < rank && meta.strides[d] != meta.strides[d + 1] * meta.shape[d + 1]) {
+      return std::nullopt;
+    }
+    l.rows *= meta.shape[d];
+  }
+  l.strides = meta.strides;
+  l.row_bytes = meta.shape[rank - 1] * meta.elem_size;
+  l.pitch = pitch * meta.elem_size;
+  l.bytes = l.rows * l.pitch;
+  return l;
+}
+
+}  // namespace
+
+void cuda_server::write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) {
+  backend::check_writable_layout(dst, data.size());  // Also bounds the last row's end.
+  auto const l = padded_rows(dst);
+  if (!l || data.empty()) {
+    server::write_tensor(dst, data);
+    return;
+  }
+  on_device([&] { upload_padded(memory_->get_resource(dst.binding).address(), data, *l); });
+}
+
 void cuda_server::copy(cubert::binding const& src, cubert::binding const& dst) {
   on_device([&] {
     auto const from = memory_->get_resource(src);

@@ -58,6 +58,9 @@ class cuda_server final : public backend::server {
   [[nodiscard]] host_buffer alloc_host(std::uint64_t size) override;
   /// Through the staging ring, as `create`: enqueued on the stream behind earlier work.
   void write(cubert::binding const& dst, std::span<std::byte const> data) override;
+  /// Padded rows (any layout whose innermost dimension is contiguous and whose outer ones are
+  /// rows at a pitch, as `pitched_layout` makes) by one 2D copy; others as the default does.
+  void write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) override;
   /// One `cuMemcpyDtoDAsync` on the stream.
   void copy(cubert::binding const& src, cubert::binding const& dst) override;
   void execute(kernel const& k, cube_count const& count, bindings args,

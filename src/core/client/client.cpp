@@ -132,6 +132,12 @@ void client::write(binding const& dst, std::span<std::byte const> data) const {
   state_->channel->write(dst, data);
 }
 
+void client::write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) const {
+  refuse_inside_kernel();
+  backend::check_writable_layout(dst, data.size());  // Every channel refuses it at once.
+  state_->channel->write_tensor(dst, data);
+}
+
 void client::copy(binding const& src, binding const& dst) const {
   refuse_inside_kernel();
   CUBERT_EXPECTS(src.size() == dst.size(),

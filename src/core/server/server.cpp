@@ -101,15 +101,12 @@ std::uint64_t tensor_bytes(std::span<std::uint64_t const> shape, std::uint64_t e
   return *n;
 }
 
-bytes gather_dense(std::span<std::byte const> src, binding_with_meta const& meta) {
-  CUBERT_EXPECTS(meta.shape.size() == meta.strides.size(),
-                 fmt::format("read_tensor: shape has rank {} but strides have rank {}",
-                             meta.shape.size(), meta.strides.size()));
-  std::uint64_t const dense = tensor_bytes(meta.shape, meta.elem_size, "read_tensor");
-  if (dense == 0) return {};
-  std::uint64_t const count = dense / meta.elem_size;
-  // Offset, in elements, of the farthest element addressed; every step is checked, so a layout
-  // whose extent wraps around 64 bits cannot pass for a small one.
+namespace {
+
+// Bytes from the binding's start to the end of the farthest element `meta` addresses, checked
+// against `available`; `what` names the caller in the message. Every step is checked, so a
+// layout whose extent wraps around 64 bits cannot pass for a small one.
+void check_extent(binding_with_meta const& meta, std::uint64_t available, std::string_view what) {
   std::optional<std::uint64_t> last = 0;
   for (std::size_t d = 0; d < meta.shape.size() && last; ++d) {
     auto const step = checked_mul(meta.shape[d] - 1, meta.strides[d]);
@@ -117,28 +114,87 @@ bytes gather_dense(std::span<std::byte const> src, binding_with_meta const& meta
   }
   auto const extent =
       last && *last < UINT64_MAX ? checked_mul(*last + 1, meta.elem_size) : std::nullopt;
-  if (!extent || *extent > src.size()) {
+  if (!extent || *extent > available) {
     throw invalid_argument(fmt::format(
-        "read_tensor: the layout (shape [{}], strides [{}], {}-byte elements) addresses {} bytes "
-        "but the binding holds {}",
-        fmt::join(meta.shape, ", "), fmt::join(meta.strides, ", "), meta.elem_size,
-        extent ? fmt::format("{}", *extent) : std::string("more than 2^64"), src.size()));
+        "{}: the layout (shape [{}], strides [{}], {}-byte elements) addresses {} bytes but the "
+        "binding holds {}",
+        what, fmt::join(meta.shape, ", "), fmt::join(meta.strides, ", "), meta.elem_size,
+        extent ? fmt::format("{}", *extent) : std::string("more than 2^64"), available));
   }
-  // Every byte is written below, so the destination need not be zero-filled.
-  auto out = bytes::uninitialized(count * meta.elem_size);
+}
+
+// Calls fn(dense element index, strided element offset) for every element, row-major.
+template <typename Fn>
+void for_each_element(binding_with_meta const& meta, std::uint64_t count, Fn&& fn) {
   std::size_t const rank = meta.shape.size();
   std::vector<std::uint64_t> index(rank, 0);
   for (std::uint64_t i = 0; i < count; ++i) {
     std::uint64_t offset = 0;
     for (std::size_t d = 0; d < rank; ++d) offset += index[d] * meta.strides[d];
-    std::memcpy(out.data() + i * meta.elem_size, src.data() + offset * meta.elem_size,
-                meta.elem_size);
+    fn(i, offset);
     for (std::size_t d = rank; d-- > 0;) {  // Row-major increment.
       if (++index[d] < meta.shape[d]) break;
       index[d] = 0;
     }
   }
+}
+
+}  // namespace
+
+bytes gather_dense(std::span<std::byte const> src, binding_with_meta const& meta) {
+  CUBERT_EXPECTS(meta.shape.size() == meta.strides.size(),
+                 fmt::format("read_tensor: shape has rank {} but strides have rank {}",
+                             meta.shape.size(), meta.strides.size()));
+  std::uint64_t const dense = tensor_bytes(meta.shape, meta.elem_size, "read_tensor");
+  if (dense == 0) return {};
+  check_extent(meta, src.size(), "read_tensor");
+  // Every byte is written below, so the destination need not be zero-filled.
+  auto out = bytes::uninitialized(dense);
+  auto const size = meta.elem_size;
+  for_each_element(meta, dense / size, [&](std::uint64_t i, std::uint64_t offset) {
+    std::memcpy(out.data() + i * size, src.data() + offset * size, size);
+  });
   return out;
+}
+
+void check_writable_layout(binding_with_meta const& meta, std::uint64_t data_size) {
+  CUBERT_EXPECTS(meta.shape.size() == meta.strides.size(),
+                 fmt::format("write_tensor: shape has rank {} but strides have rank {}",
+                             meta.shape.size(), meta.strides.size()));
+  std::uint64_t const dense = tensor_bytes(meta.shape, meta.elem_size, "write_tensor");
+  if (data_size != dense) {
+    throw invalid_argument(
+        fmt::format("write_tensor: {} bytes given for a tensor of {} bytes", data_size, dense));
+  }
+  if (dense == 0) return;
+  check_extent(meta, meta.binding.size(), "write_tensor");
+  // Non-overlapping: ordered by stride, each dimension steps past everything the smaller ones
+  // span. (A broadcast stride of 0 would give one place several values.)
+  std::vector<std::size_t> order;
+  for (std::size_t d = 0; d < meta.shape.size(); ++d) {
+    if (meta.shape[d] > 1) order.push_back(d);
+  }
+  std::sort(order.begin(), order.end(),
+            [&](std::size_t a, std::size_t b) { return meta.strides[a] < meta.strides[b]; });
+  std::uint64_t covered = 1;  // Elements from the first to past the last of the dims so far.
+  for (auto const d : order) {
+    if (meta.strides[d] < covered) {
+      throw invalid_argument(fmt::format(
+          "write_tensor: the layout (shape [{}], strides [{}]) puts several elements in one "
+          "place",
+          fmt::join(meta.shape, ", "), fmt::join(meta.strides, ", ")));
+    }
+    covered += meta.strides[d] * (meta.shape[d] - 1);
+  }
+}
+
+void scatter_dense(std::span<std::byte> dst, binding_with_meta const& meta,
+                   std::span<std::byte const> data) {
+  check_extent(meta, dst.size(), "write_tensor");
+  auto const size = meta.elem_size;
+  for_each_element(meta, data.size() / size, [&](std::uint64_t i, std::uint64_t offset) {
+    std::memcpy(dst.data() + offset * size, data.data() + i * size, size);
+  });
 }
 
 void check_scalars(bindings const& args) {
@@ -204,6 +260,21 @@ std::future<std::vector<bytes>> server::read_tensor(std::vector<binding_with_met
   std::promise<std::vector<bytes>> done;
   done.set_value(std::move(out));
   return done.get_future();
+}
+
+void server::write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) {
+  check_writable_layout(dst, data.size());
+  if (data.empty()) return;
+  if (data.size() == dst.binding.size() && dst.strides == contiguous_strides(dst.shape)) {
+    write(dst.binding, data);
+    return;
+  }
+  // The bytes between the elements keep their values: read, scatter, write back, in order
+  // with the work around (this server's calls are serialised by its channel).
+  std::vector<cubert::binding> one{dst.binding};
+  auto raw = std::move(read(std::move(one)).get().at(0));
+  scatter_dense(raw.span(), dst, data);
+  write(dst.binding, raw.span());
 }
 
 std::future<void> server::read_into(cubert::binding const& b, std::span<std::byte> dst) {

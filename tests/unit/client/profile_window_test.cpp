@@ -194,6 +194,9 @@ class failing_profile_server final : public backend::server {
   void write(binding const& dst, std::span<std::byte const> data) override {
     inner_.write(dst, data);
   }
+  void write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) override {
+    inner_.write_tensor(dst, data);
+  }
   void copy(binding const& src, binding const& dst) override { inner_.copy(src, dst); }
   void execute(kernel const& k, cube_count const& count, bindings args,
                execution_mode mode) override {
