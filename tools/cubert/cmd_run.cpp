@@ -142,6 +142,19 @@ std::vector<check> run_workload(client const& c, run_options const& opts,
   float got_max = 0;
   for (float v : read_values<float>(c, partial_max)) got_max = std::max(got_max, v);
   checks.push_back({"max_abs_f32 (max |b|)", n, std::fabs(double(got_max) - ref_max), 0});
+
+  // Into existing buffers: a write from the host, then a copy on the device.
+  std::vector<float> fresh(n);
+  for (auto& v : fresh) v = dist(gen);
+  c.write(out.binding(), as_bytes(fresh));
+  auto copied = c.empty(std::uint64_t{n} * sizeof(float));
+  timed(c, summary, "copy (device)", opts.repeat, [&] { c.copy(out.binding(), copied.binding()); });
+  auto const back = read_values<float>(c, copied);
+  check copy_check{"write + copy (bytes)", n, 0, 0};
+  for (std::uint32_t i = 0; i < n; ++i) {
+    copy_check.max_error = std::max(copy_check.max_error, double(std::fabs(back[i] - fresh[i])));
+  }
+  checks.push_back(copy_check);
   c.sync();
   // Reported while the buffers are still alive, so it shows what the workload held.
   memory = fmt::format("{}\n\n{}", c.memory_report(), c.memory_usage().to_string());
