@@ -253,6 +253,9 @@ std::optional<tensor_layout> padded_rows(binding_with_meta const& meta) {
   l.row_bytes = meta.shape[rank - 1] * meta.elem_size;
   l.pitch = pitch * meta.elem_size;
   l.bytes = l.rows * l.pitch;
+  // A 2D copy's pitch is an int for the driver (CU_DEVICE_ATTRIBUTE_MAX_PITCH): rows farther
+  // apart go the default way.
+  if (l.pitch > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) return std::nullopt;
   return l;
 }
 
