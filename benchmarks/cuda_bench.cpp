@@ -122,9 +122,28 @@ void add_rows(std::vector<row>& rows) {
     api.cuEventElapsedTime(&ms, e0, e1);
     return static_cast<double>(ms) / 1e3 / reps;
   });
+  double const memset_s = best_of(3, [&] {
+    api.cuEventRecord(e0, stream);
+    for (int i = 0; i < reps; ++i) api.cuMemsetD32Async(dst, 0x3f800000u, bytes / 4, stream);
+    api.cuEventRecord(e1, stream);
+    api.cuEventSynchronize(e1);
+    float ms = 0;
+    api.cuEventElapsedTime(&ms, e0, e1);
+    return static_cast<double>(ms) / 1e3 / reps;
+  });
   api.cuEventDestroy(e0);
   api.cuEventDestroy(e1);
   api.cuStreamDestroy(stream);
+  double const server_fill_s = best_of(3, [&] {
+    auto t = server->start_profile();
+    for (int i = 0; i < reps; ++i) {
+      float const one = 1.0f;
+      server->fill(out.binding(), std::as_bytes(std::span<float const, 1>(&one, 1)));
+    }
+    return std::chrono::duration<double>(server->end_profile(t).resolve()).count() / reps;
+  });
+  rows.push_back(rate_row("fill 256 MiB with a 4-byte pattern", bytes / server_fill_s / 1e9,
+                          bytes / memset_s / 1e9, "GB/s", "cuMemsetD32Async", 0));
   // The same copy through the server (client.copy's path), timed by its own device events.
   double const server_copy_s = best_of(3, [&] {
     auto t = server->start_profile();

@@ -101,6 +101,18 @@ class client {
   /// @throws invalid_argument at once when the sizes differ; for an unknown binding or ranges
   /// that overlap without being the same, here or (actor channel) at the next sync/read/flush.
   void copy(binding const& src, binding const& dst) const;
+  /// Sets every element of `dst` to `pattern` (1, 2 or 4 bytes, as a device's memset takes),
+  /// after all work submitted before; does not wait. @throws invalid_argument at once when the
+  /// pattern has another size or `dst.size()` is not a multiple of it; for a binding whose start
+  /// is not aligned to it or that is unknown, here or (actor channel) at the next wait.
+  void fill(binding const& dst, std::span<std::byte const> pattern) const;
+  /// `fill` with the bytes of one 1-, 2- or 4-byte value: `c.fill(h.binding(), 1.0f)`.
+  template <typename T>
+  requires(std::is_trivially_copyable_v<T> &&
+           (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4)) void fill(binding const& dst,
+                                                                           T const& value) const {
+    fill(dst, std::as_bytes(std::span<T const, 1>(&value, 1)));
+  }
   /// Reads strided tensors as dense row-major bytes.
   [[nodiscard]] std::vector<bytes> read_tensor(std::vector<binding_with_meta> tensors) const;
   /// Reads one strided tensor as dense row-major bytes.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Conformance of writes into existing bindings and device-side copies between them: every
+// Conformance of writes and fills into existing bindings and device-side copies between them: every
 // backend, every channel, checked byte for byte and in order with the launches around them.
 #include "byte_helpers.hpp"
 #include "conformance_backend.hpp"
@@ -212,6 +212,70 @@ TEST_P(WriteCopy, WritesAndCopiesFromSeveralThreads) {
   }
   for (auto& t : threads) t.join();
   EXPECT_EQ(failures.load(), 0);
+}
+
+TEST_P(WriteCopy, FillSetsEveryElementWithOneTwoOrFourBytePatterns) {
+  for (std::size_t size : {std::size_t{4}, std::size_t{4096}, (std::size_t{8} << 20) + 4}) {
+    SCOPED_TRACE(size);
+    auto const h = c().create(byte_ramp(size, 2));
+    c().fill(h.binding(), std::uint8_t{0xab});
+    EXPECT_TRUE(same(c().read_one(h.binding()), std::vector<std::byte>(size, std::byte{0xab})));
+    c().fill(h.binding(), std::uint16_t{0x1234});
+    EXPECT_EQ(values_of<std::uint16_t>(c().read_one(h.binding())),
+              std::vector<std::uint16_t>(size / 2, 0x1234));
+    c().fill(h.binding(), 1.5f);
+    EXPECT_EQ(values_of<float>(c().read_one(h.binding())), std::vector<float>(size / 4, 1.5f));
+    std::vector<std::byte> const pattern{std::byte{1}, std::byte{2}, std::byte{3}, std::byte{4}};
+    c().fill(h.binding(), pattern);
+    std::vector<std::byte> expect(size);
+    for (std::size_t i = 0; i < size; ++i) expect[i] = pattern[i % 4];
+    EXPECT_TRUE(same(c().read_one(h.binding()), expect));
+  }
+}
+
+// Launch → fill → launch: the first launch reads the old values, the second the filled ones.
+TEST_P(WriteCopy, FillIsOrderedBetweenLaunches) {
+  std::uint32_t const n = 65536;
+  auto const a = c().create(bytes_of(iota_u32(n, 9)));
+  auto const before = c().empty(n * sizeof(std::uint32_t));
+  auto const after = c().empty(n * sizeof(std::uint32_t));
+  c().execute(
+      kernels::delayed_copy_u32(), cube_count{n / 256},
+      bindings{}.with_buffers({a.binding(), before.binding()}).with_scalar(elem::u32, {n, 2000}));
+  c().fill(a.binding(), std::uint32_t{77});
+  c().execute(
+      kernels::delayed_copy_u32(), cube_count{n / 256},
+      bindings{}.with_buffers({a.binding(), after.binding()}).with_scalar(elem::u32, {n, 0}));
+  EXPECT_EQ(values_of<std::uint32_t>(c().read_one(before.binding())), iota_u32(n, 9));
+  EXPECT_EQ(values_of<std::uint32_t>(c().read_one(after.binding())),
+            std::vector<std::uint32_t>(n, 77));
+}
+
+TEST_P(WriteCopy, FillHonoursOffsetsAndRefusesBadPatterns) {
+  auto const original = byte_ramp(64, 4);
+  auto const h = c().create(original);
+  c().fill(h.offset_start(8).offset_end(16).binding(), std::uint32_t{0});
+  auto expect = original;
+  std::fill(expect.begin() + 8, expect.end() - 16, std::byte{0});
+  EXPECT_TRUE(same(c().read_one(h.binding()), expect));
+  std::vector<std::byte> const three(3, std::byte{1}), eight(8, std::byte{1});
+  EXPECT_THROW(c().fill(h.binding(), three), invalid_argument);
+  EXPECT_THROW(c().fill(h.binding(), eight), invalid_argument);
+  EXPECT_THROW(c().fill(h.binding(), std::span<std::byte const>{}), invalid_argument);
+  EXPECT_THROW(c().fill(h.offset_end(2).binding(), std::uint32_t{5}), invalid_argument);
+  EXPECT_TRUE(refused([&] { c().fill(h.offset_start(2).offset_end(2).binding(), 5u); }));
+  EXPECT_TRUE(
+      refused([&] { c().fill(h.offset_start(1).offset_end(1).binding(), std::int16_t{5}); }));
+  auto other = GetParam().make_client();
+  auto const foreign = other.create(byte_ramp(64));
+  EXPECT_TRUE(refused([&] { c().fill(foreign.binding(), std::uint8_t{0}); }));
+  EXPECT_TRUE(same(other.read_one(foreign.binding()), byte_ramp(64)));
+  EXPECT_TRUE(same(c().read_one(h.binding()), expect));
+  c().fill(h.offset_start(64).binding(), 1.0f);                          // Nothing to fill.
+  c().fill(h.offset_start(1).offset_end(1).binding(), std::uint8_t{9});  // Bytes align anywhere.
+  std::fill(expect.begin() + 1, expect.end() - 1, std::byte{9});
+  EXPECT_TRUE(same(c().read_one(h.binding()), expect));
+  EXPECT_NO_THROW(c().sync());
 }
 
 binding_with_meta meta_of(backend::tensor_allocation const& t, std::vector<std::uint64_t> shape,

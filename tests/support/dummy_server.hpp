@@ -65,6 +65,13 @@ class dummy_server final : public backend::server {
     backend::check_write(res, data.size());
     if (!data.empty()) std::memcpy(res.host_ptr<std::byte>(), data.data(), data.size());
   }
+  void fill(binding const& dst, std::span<std::byte const> pattern) override {
+    auto const res = memory_.get_resource(dst);
+    if (!backend::check_fill(res, pattern)) return;
+    for (std::uint64_t i = 0; i < res.size; i += pattern.size()) {
+      std::memcpy(res.host_ptr<std::byte>() + i, pattern.data(), pattern.size());
+    }
+  }
   void copy(binding const& src, binding const& dst) override {
     auto const from = memory_.get_resource(src);
     auto const to = memory_.get_resource(dst);

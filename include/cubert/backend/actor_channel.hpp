@@ -7,6 +7,8 @@
 #include <cubert/backend/profile_gate.hpp>
 #include <cubert/backend/spin_wait.hpp>
 
+#include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -113,6 +115,21 @@ class actor_channel final : public channel {
     post([d = &core_->deferred, src, dst](Server& s) {
       try {
         s.copy(src, dst);
+      } catch (...) {
+        d->record(std::current_exception());
+      }
+    });
+  }
+  void fill(cubert::binding const& dst, std::span<std::byte const> pattern) override {
+    std::array<std::byte, 4> bits{};
+    if (pattern.size() > bits.size()) {  // No device fills that: let the server say so, now.
+      return call([&dst, pattern](Server& s) { s.fill(dst, pattern); });
+    }
+    // The caller does not wait: the message keeps its own copy of the bytes.
+    std::copy(pattern.begin(), pattern.end(), bits.begin());
+    post([d = &core_->deferred, dst, bits, width = pattern.size()](Server& s) {
+      try {
+        s.fill(dst, std::span<std::byte const>(bits.data(), width));
       } catch (...) {
         d->record(std::current_exception());
       }

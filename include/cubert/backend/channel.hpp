@@ -53,6 +53,8 @@ class channel {
   /// Fire-and-forget where the channel allows it (actor): a bad argument then surfaces at the
   /// next sync/read/flush.
   virtual void copy(cubert::binding const& src, cubert::binding const& dst) = 0;
+  /// Fire-and-forget where the channel allows it, as `copy`; the pattern is copied first.
+  virtual void fill(cubert::binding const& dst, std::span<std::byte const> pattern) = 0;
   virtual void execute(kernel const& k, cube_count const& count, bindings args,
                        execution_mode mode) = 0;
   virtual void flush() = 0;

@@ -46,6 +46,9 @@ class inline_channel final : public channel {
   void copy(cubert::binding const& src, cubert::binding const& dst) override {
     server_->copy(src, dst);
   }
+  void fill(cubert::binding const& dst, std::span<std::byte const> pattern) override {
+    server_->fill(dst, pattern);
+  }
   void execute(kernel const& k, cube_count const& count, bindings args,
                execution_mode mode) override {
     server_->execute(k, count, std::move(args), mode);

@@ -66,6 +66,10 @@ class mutex_channel final : public channel {
     auto const lock = enter();
     server_->copy(src, dst);
   }
+  void fill(cubert::binding const& dst, std::span<std::byte const> pattern) override {
+    auto const lock = enter();
+    server_->fill(dst, pattern);
+  }
   void execute(kernel const& k, cube_count const& count, bindings args,
                execution_mode mode) override {
     auto const lock = enter();

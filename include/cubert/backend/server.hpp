@@ -117,6 +117,11 @@ void check_write(resource const& dst, std::uint64_t data_size);
 /// the same bytes). @throws invalid_argument otherwise.
 [[nodiscard]] bool check_copy(resource const& src, resource const& dst);
 
+/// Checks a fill of `dst` with `pattern`: 1, 2 or 4 bytes (what a device's memset takes), a
+/// size that is a multiple of it, and a start aligned to it. @returns false when there are no
+/// bytes to fill. @throws invalid_argument naming what is wrong.
+[[nodiscard]] bool check_fill(resource const& dst, std::span<std::byte const> pattern);
+
 /// Row-major contiguous strides (in elements) of `shape`.
 [[nodiscard]] std::vector<std::uint64_t> contiguous_strides(std::span<std::uint64_t const> shape);
 
@@ -177,6 +182,9 @@ class server {
   /// back (it waits). @throws invalid_argument as `check_writable_layout` says, or for an
   /// unknown binding.
   virtual void write_tensor(binding_with_meta const& dst, std::span<std::byte const> data);
+  /// Enqueues setting every `pattern.size()`-byte element of `dst` to `pattern`, after all
+  /// earlier work. @throws invalid_argument for an unknown binding or as `check_fill` says.
+  virtual void fill(cubert::binding const& dst, std::span<std::byte const> pattern) = 0;
   /// Enqueues a device-side copy of the bytes of `src` into `dst` (offsets honoured), after all
   /// earlier work. @throws invalid_argument for an unknown binding, different sizes, or ranges
   /// that overlap without being the same (see `check_copy`).

@@ -88,6 +88,19 @@ void cpu_server::copy(cubert::binding const& src, cubert::binding const& dst) {
   }
 }
 
+void cpu_server::fill(cubert::binding const& dst, std::span<std::byte const> pattern) {
+  auto const res = memory_.get_resource(dst);
+  if (!backend::check_fill(res, pattern)) return;
+  auto* out = res.host_ptr<std::byte>();
+  if (pattern.size() == 1) {
+    std::memset(out, std::to_integer<int>(pattern[0]), res.size);
+    return;
+  }
+  for (std::uint64_t i = 0; i < res.size; i += pattern.size()) {
+    std::memcpy(out + i, pattern.data(), pattern.size());
+  }
+}
+
 std::array<std::uint32_t, 3> cpu_server::resolve_count(cube_count const& count) const {
   if (!count.is_dynamic()) return count.counts();
   // Launches run in order on this thread, so the buffer already holds what earlier kernels

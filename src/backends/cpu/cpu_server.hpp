@@ -31,6 +31,7 @@ class cpu_server final : public backend::server {
   /// Launches have all completed when this runs (see above), so both copy at once.
   void write(cubert::binding const& dst, std::span<std::byte const> data) override;
   void copy(cubert::binding const& src, cubert::binding const& dst) override;
+  void fill(cubert::binding const& dst, std::span<std::byte const> pattern) override;
   void execute(kernel const& k, cube_count const& count, bindings args,
                execution_mode mode) override;
   void flush() override;

@@ -65,6 +65,8 @@ namespace cubert::cuda::detail {
   X(cuMemcpyDtoDAsync)                  \
   X(cuMemcpy2DAsync)                    \
   X(cuMemsetD8Async)                    \
+  X(cuMemsetD16Async)                   \
+  X(cuMemsetD32Async)                   \
   X(cuModuleLoadData)                   \
   X(cuModuleUnload)                     \
   X(cuModuleGetFunction)                \

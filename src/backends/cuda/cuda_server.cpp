@@ -271,6 +271,31 @@ void cuda_server::write_tensor(binding_with_meta const& dst, std::span<std::byte
   on_device([&] { upload_padded(memory_->get_resource(dst.binding).address(), data, *l); });
 }
 
+void cuda_server::fill(cubert::binding const& dst, std::span<std::byte const> pattern) {
+  on_device([&] {
+    auto const res = memory_->get_resource(dst);
+    if (!backend::check_fill(res, pattern)) return;
+    auto const count = static_cast<std::size_t>(res.size / pattern.size());
+    switch (pattern.size()) {
+      case 1:
+        CUBERT_CU_CALL(cuMemsetD8Async, res.address(), std::to_integer<unsigned char>(pattern[0]),
+                       count, stream_);
+        break;
+      case 2: {
+        std::uint16_t v = 0;
+        std::memcpy(&v, pattern.data(), sizeof v);
+        CUBERT_CU_CALL(cuMemsetD16Async, res.address(), v, count, stream_);
+        break;
+      }
+      default: {
+        std::uint32_t v = 0;
+        std::memcpy(&v, pattern.data(), sizeof v);
+        CUBERT_CU_CALL(cuMemsetD32Async, res.address(), v, count, stream_);
+      }
+    }
+  });
+}
+
 void cuda_server::copy(cubert::binding const& src, cubert::binding const& dst) {
   on_device([&] {
     auto const from = memory_->get_resource(src);

@@ -61,6 +61,8 @@ class cuda_server final : public backend::server {
   /// Padded rows (any layout whose innermost dimension is contiguous and whose outer ones are
   /// rows at a pitch, as `pitched_layout` makes) by one 2D copy; others as the default does.
   void write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) override;
+  /// One `cuMemsetD8Async`, `D16` or `D32` on the stream.
+  void fill(cubert::binding const& dst, std::span<std::byte const> pattern) override;
   /// One `cuMemcpyDtoDAsync` on the stream.
   void copy(cubert::binding const& src, cubert::binding const& dst) override;
   void execute(kernel const& k, cube_count const& count, bindings args,

@@ -138,6 +138,18 @@ void client::write_tensor(binding_with_meta const& dst, std::span<std::byte cons
   state_->channel->write_tensor(dst, data);
 }
 
+void client::fill(binding const& dst, std::span<std::byte const> pattern) const {
+  refuse_inside_kernel();
+  auto const width = pattern.size();
+  CUBERT_EXPECTS(width == 1 || width == 2 || width == 4,
+                 fmt::format("fill: the pattern has {} bytes; it must have 1, 2 or 4", width));
+  CUBERT_EXPECTS(dst.size() % width == 0,
+                 fmt::format("fill: the binding's {} bytes are not a whole number of {}-byte "
+                             "elements",
+                             dst.size(), width));
+  state_->channel->fill(dst, pattern);
+}
+
 void client::copy(binding const& src, binding const& dst) const {
   refuse_inside_kernel();
   CUBERT_EXPECTS(src.size() == dst.size(),

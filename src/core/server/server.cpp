@@ -64,6 +64,26 @@ bool check_copy(resource const& src, resource const& dst) {
   return true;
 }
 
+bool check_fill(resource const& dst, std::span<std::byte const> pattern) {
+  auto const width = pattern.size();
+  if (width != 1 && width != 2 && width != 4) {
+    throw invalid_argument(
+        fmt::format("fill: the pattern has {} bytes; it must have 1, 2 or 4", width));
+  }
+  if (dst.size % width != 0) {
+    throw invalid_argument(
+        fmt::format("fill: the binding's {} bytes are not a whole number of {}-byte elements",
+                    dst.size, width));
+  }
+  if (dst.address() % width != 0) {
+    throw invalid_argument(fmt::format(
+        "fill: a {}-byte pattern needs a binding that starts on a {}-byte boundary; this one "
+        "starts {} bytes past one",
+        width, width, dst.address() % width));
+  }
+  return dst.size != 0;
+}
+
 std::vector<std::uint64_t> contiguous_strides(std::span<std::uint64_t const> shape) {
   std::vector<std::uint64_t> strides(shape.size());
   std::uint64_t acc = 1;

@@ -8,7 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace {
@@ -71,7 +73,7 @@ TEST(StridedLayout, WritableLayoutsRefuseWrongSizesOverflowAndAliasing) {
   }
 }
 
-TEST(StridedLayout, CopyCheckAllowsTheSameOrDisjointRangesOnly) {
+TEST(StridedLayout, CopyFillAndWriteChecks) {
   auto const at = [](std::uint64_t address, std::uint64_t size) {
     return backend::resource{nullptr, address, 0, size};
   };
@@ -82,6 +84,15 @@ TEST(StridedLayout, CopyCheckAllowsTheSameOrDisjointRangesOnly) {
   EXPECT_THROW((void)backend::check_copy(at(0, 16), at(8, 16)), invalid_argument);
   EXPECT_THROW((void)backend::check_copy(at(8, 16), at(0, 16)), invalid_argument);
   EXPECT_THROW((void)backend::check_copy(at(0, 16), at(100, 15)), invalid_argument);
+  std::array<std::byte, 4> const bits{};
+  auto const pattern = [&](std::size_t n) { return std::span<std::byte const>(bits.data(), n); };
+  EXPECT_TRUE(backend::check_fill(at(4, 8), pattern(4)));
+  EXPECT_TRUE(backend::check_fill(at(3, 5), pattern(1)));
+  EXPECT_FALSE(backend::check_fill(at(6, 0), pattern(2)));
+  EXPECT_THROW((void)backend::check_fill(at(2, 8), pattern(4)), invalid_argument);  // Alignment.
+  EXPECT_THROW((void)backend::check_fill(at(4, 6), pattern(4)), invalid_argument);  // Size.
+  EXPECT_THROW((void)backend::check_fill(at(4, 6), pattern(3)), invalid_argument);
+  EXPECT_THROW((void)backend::check_fill(at(4, 6), pattern(0)), invalid_argument);
   EXPECT_NO_THROW(backend::check_write(at(0, 16), 16));
   EXPECT_THROW(backend::check_write(at(0, 16), 15), invalid_argument);
 }

@@ -198,6 +198,9 @@ class failing_profile_server final : public backend::server {
     inner_.write_tensor(dst, data);
   }
   void copy(binding const& src, binding const& dst) override { inner_.copy(src, dst); }
+  void fill(binding const& dst, std::span<std::byte const> pattern) override {
+    inner_.fill(dst, pattern);
+  }
   void execute(kernel const& k, cube_count const& count, bindings args,
                execution_mode mode) override {
     inner_.execute(k, count, std::move(args), mode);
