@@ -111,21 +111,34 @@ void launch_rows(std::vector<row>& rows) {
     time_block(
         n, [&] { c.execute(k, cube_count{1}, bindings{}); }, [&] { c.sync(); }, out);
   };
-  launch_samples raw_s, server_s, mutex_s, actor_s;
+  // The same launches captured: 64 per graph, four replays per block of 256.
+  graph const sixty_four = mutex_client.capture([&] {
+    for (int i = 0; i < 64; ++i) mutex_client.execute(k, cube_count{1}, bindings{});
+  });
+  if (!sixty_four.native()) std::printf("warning: the graph is not a device graph\n");
+  auto const run_graph = [&](int n, launch_samples& out) {
+    time_block(
+        n / 64, [&] { mutex_client.replay(sixty_four); }, [&] { mutex_client.sync(); }, out);
+    out.host.back() /= 64;  // Per kernel.
+    out.drained.back() /= 64;
+  };
+  launch_samples raw_s, server_s, mutex_s, actor_s, graph_s;
   // Warm-up: compiles once per server, touches every path; not kept.
   for (int r = 0; r < 20; ++r) {
     raw.run(256, raw_s);
     run_server(256, server_s);
     run_client(mutex_client, 256, mutex_s);
     run_client(actor_client, 256, actor_s);
+    run_graph(256, graph_s);
   }
-  raw_s = server_s = mutex_s = actor_s = {};
+  raw_s = server_s = mutex_s = actor_s = graph_s = {};
   // 256 launches per block: far below the queue depth, ~0.8 ms of host time per block.
   for (int r = 0; r < 400; ++r) {
     raw.run(256, raw_s);
     run_server(256, server_s);
     run_client(mutex_client, 256, mutex_s);
     run_client(actor_client, 256, actor_s);
+    run_graph(256, graph_s);
   }
   double const raw_host = median(raw_s.host);
   double const target = 1.0 / 1.1;  // cost <= 1.1x the raw loop's
@@ -137,6 +150,10 @@ void launch_rows(std::vector<row>& rows) {
                           median(raw_s.drained), "us", "raw loop + sync", 0));
   rows.push_back(time_row("server.execute, no channel (host)", median(server_s.host), raw_host,
                           "us", "raw cuLaunchKernel loop", 0));
+  rows.push_back(time_row("graph replay, 64 kernels, per kernel (host)", median(graph_s.host),
+                          raw_host, "us", "raw cuLaunchKernel loop", 0));
+  rows.push_back(time_row("graph replay, 64 kernels, per kernel (drained)", median(graph_s.drained),
+                          median(raw_s.drained), "us", "raw loop + sync", 0));
 }
 
 }  // namespace cubert::bench

@@ -6,6 +6,7 @@
 #include <cubert/bindings.hpp>
 #include <cubert/bytes.hpp>
 #include <cubert/device.hpp>
+#include <cubert/graph.hpp>
 #include <cubert/handle.hpp>
 #include <cubert/host_buffer.hpp>
 #include <cubert/kernel.hpp>
@@ -159,6 +160,28 @@ class client {
     }
   }
 
+  /// Records the launches, copies and fills `fn` submits through this device's channel on this
+  /// thread (through any client of it), without running them, and returns them as a graph that
+  /// `replay` runs again, in order, as often as wanted. `empty` and the other calls that neither
+  /// wait nor move host data work as usual inside; those that do (create, write, read, sync,
+  /// flush, profile) are refused with invalid_argument, since they would act before the
+  /// recorded work ran. Other threads' calls are not recorded. Where the backend makes a device
+  /// graph (CUDA) the steps are checked and compiled here; elsewhere, at each replay, as a
+  /// launch would be. @throws invalid_argument for a capture nested in one on the same device;
+  /// what `fn` throws (nothing is kept).
+  template <typename F>
+  [[nodiscard]] graph capture(F&& fn) const {
+    capture_scope scope(*this);
+    fn();
+    return scope.finish();
+  }
+  /// Enqueues the graph's work after all work submitted before; does not wait. Inside a
+  /// capture, records it instead. Its buffers are the ones it was captured with: to feed it new
+  /// inputs, write them into those buffers between replays. @throws invalid_argument for a
+  /// default-constructed graph or one captured on another device; failures while running
+  /// surface at the next sync/read/flush.
+  void replay(graph const& g) const;
+
   /// True when both refer to the same shared state.
   friend bool operator==(client const& a, client const& b) noexcept { return a.state_ == b.state_; }
 
@@ -178,6 +201,21 @@ class client {
     state* state_;
     profiling_token token_;
     bool finished_ = false;
+  };
+
+  // Records on this thread for its lifetime; `finish` makes the graph, the destructor of an
+  // unfinished scope drops what was recorded.
+  class capture_scope {
+   public:
+    explicit capture_scope(client const& c);
+    ~capture_scope();
+    capture_scope(capture_scope const&) = delete;
+    capture_scope& operator=(capture_scope const&) = delete;
+    graph finish();
+
+   private:
+    state* state_;
+    void* recording_;  // The thread's recording this scope pushed (client.cpp).
   };
 
   void execute_inner(kernel const& k, cube_count const& count, bindings args,

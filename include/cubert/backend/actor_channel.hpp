@@ -145,6 +145,24 @@ class actor_channel final : public channel {
       }
     });
   }
+  std::uint64_t instantiate_graph(graph_steps const& steps) override {
+    return call([&steps](Server& s) { return s.instantiate_graph(*steps); });
+  }
+  void launch_graph(std::uint64_t id, graph_steps const& steps) override {
+    post([d = &core_->deferred, id, steps](Server& s) {
+      try {
+        s.launch_graph(id, *steps);
+      } catch (...) {
+        d->record(std::current_exception());
+      }
+    });
+  }
+  void drop_graph(std::uint64_t id) noexcept override {
+    try {
+      post([id](Server& s) { s.drop_graph(id); });
+    } catch (...) {  // Out of memory for the message: the server frees it with itself.
+    }
+  }
   void flush() override {
     call([d = &core_->deferred](Server& s) {
       d->rethrow_if_any();

@@ -57,6 +57,14 @@ class channel {
   virtual void fill(cubert::binding const& dst, std::span<std::byte const> pattern) = 0;
   virtual void execute(kernel const& k, cube_count const& count, bindings args,
                        execution_mode mode) = 0;
+  /// What a graph's steps are handed around as: shared, since a queued replay may outlive
+  /// the call that queued it.
+  using graph_steps = std::shared_ptr<std::vector<graph_step> const>;
+  /// Waits for the server's answer (its errors are the caller's at once).
+  [[nodiscard]] virtual std::uint64_t instantiate_graph(graph_steps const& steps) = 0;
+  /// Fire-and-forget where the channel allows it, as `execute`.
+  virtual void launch_graph(std::uint64_t id, graph_steps const& steps) = 0;
+  virtual void drop_graph(std::uint64_t id) noexcept = 0;
   virtual void flush() = 0;
   [[nodiscard]] virtual std::future<void> sync() = 0;
   [[nodiscard]] virtual binding_resource get_resource(cubert::binding const& b) = 0;

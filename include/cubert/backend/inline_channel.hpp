@@ -53,6 +53,13 @@ class inline_channel final : public channel {
                execution_mode mode) override {
     server_->execute(k, count, std::move(args), mode);
   }
+  std::uint64_t instantiate_graph(graph_steps const& steps) override {
+    return server_->instantiate_graph(*steps);
+  }
+  void launch_graph(std::uint64_t id, graph_steps const& steps) override {
+    server_->launch_graph(id, *steps);
+  }
+  void drop_graph(std::uint64_t id) noexcept override { server_->drop_graph(id); }
   void flush() override { server_->flush(); }
   std::future<void> sync() override { return server_->sync(); }
   binding_resource get_resource(cubert::binding const& b) override {

@@ -75,6 +75,18 @@ class mutex_channel final : public channel {
     auto const lock = enter();
     server_->execute(k, count, std::move(args), mode);
   }
+  std::uint64_t instantiate_graph(graph_steps const& steps) override {
+    auto const lock = enter();
+    return server_->instantiate_graph(*steps);
+  }
+  void launch_graph(std::uint64_t id, graph_steps const& steps) override {
+    auto const lock = enter();
+    server_->launch_graph(id, *steps);
+  }
+  void drop_graph(std::uint64_t id) noexcept override {
+    auto const lock = enter();
+    server_->drop_graph(id);
+  }
   void flush() override {
     auto const lock = enter();
     server_->flush();

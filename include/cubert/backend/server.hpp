@@ -6,6 +6,7 @@
 #include <cubert/bindings.hpp>
 #include <cubert/bytes.hpp>
 #include <cubert/device.hpp>
+#include <cubert/graph.hpp>
 #include <cubert/handle.hpp>
 #include <cubert/host_buffer.hpp>
 #include <cubert/kernel.hpp>
@@ -194,6 +195,18 @@ class server {
   /// backend) throw at once; failures while running are deferred to the next sync/read/flush.
   virtual void execute(kernel const& k, cube_count const& count, bindings args,
                        execution_mode mode) = 0;
+  /// Optional. Builds this backend's own executable form of `steps`, checking and compiling
+  /// them now, and returns its id (not 0); 0 when the backend has none (the default) or cannot
+  /// express a step, so that `launch_graph` submits the steps one by one.
+  /// @throws what `execute`, `copy` or `fill` would throw at once for a step.
+  [[nodiscard]] virtual std::uint64_t instantiate_graph(std::vector<graph_step> const& steps);
+  /// Enqueues graph `id` after all earlier work; with id 0 (the default's only kind) each step
+  /// is submitted as its own `execute`, `copy` or `fill`. Failures while running are deferred
+  /// like a launch's.
+  virtual void launch_graph(std::uint64_t id, std::vector<graph_step> const& steps);
+  /// Forgets graph `id`; replays already enqueued still run. Unknown ids are ignored.
+  virtual void drop_graph(std::uint64_t id) noexcept;
+
   /// Submits outstanding work; rethrows a deferred error.
   virtual void flush() = 0;
   /// Resolves when all submitted work is complete; carries a deferred error.

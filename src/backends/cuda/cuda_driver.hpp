@@ -86,7 +86,15 @@ namespace cubert::cuda::detail {
 #define CUBERT_CUDA_OPTIONAL_DRIVER_FUNCTIONS(X) \
   X(cuTensorMapEncodeIm2colWide)                 \
   X(cuLaunchKernelEx)                            \
-  X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
+  X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
+  X(cuGraphCreate)                               \
+  X(cuGraphDestroy)                              \
+  X(cuGraphAddKernelNode)                        \
+  X(cuGraphAddMemcpyNode)                        \
+  X(cuGraphAddMemsetNode)                        \
+  X(cuGraphInstantiate)                          \
+  X(cuGraphLaunch)                               \
+  X(cuGraphExecDestroy)
 
 /// Function pointers into libcuda.so.1. All but the optional ones are set when `loaded` is true.
 struct driver_api {

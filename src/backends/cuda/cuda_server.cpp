@@ -103,6 +103,7 @@ cuda_server::~cuda_server() {
 
 void cuda_server::release() noexcept {
   auto const& api = driver_state();
+  drop_graphs();       // Their nodes name functions of the modules unloaded below.
   read_pool_.reset();  // Leased blocks keep the pool alive; each retains the context it needs.
   profiler_.reset();
   modules_.reset();
@@ -549,30 +550,8 @@ void cuda_server::launch(kernel const& k, cube_count const& count, bindings cons
   bool const clustered = k.cluster_dim().units() > 1;
   bool const extended = clustered || k.cooperative();
   if (clustered && !prepare_cluster(k, fn, grid)) return;
-  if (shared > fn.shared_limit) [[unlikely]] {
-    // Beyond the default the function must opt in; done once, the limit is kept per function.
-    if (shared > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) {
-      // The opt-in takes an int: a larger request cannot even be put to the driver.
-      return launch_failed(
-          fmt::format("kernel '{}' asks for {} B of dynamic shared memory on top of its {} B of "
-                      "static shared memory; cuda:{} allows {} B per block in all, and the "
-                      "driver cannot be asked for more than {} B (an int)",
-                      k.name(), shared, fn.static_shared, info_.ordinal,
-                      info_.max_shared_memory_per_block_optin, std::numeric_limits<int>::max()),
-          CUDA_ERROR_INVALID_VALUE);
-    }
-    CUresult const r = api.cuFuncSetAttribute(
-        fn.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(shared));
-    if (r != CUDA_SUCCESS) {
-      return launch_failed(
-          fmt::format("kernel '{}' asks for {} B of dynamic shared memory on top of its {} B of "
-                      "static shared memory; cuda:{} allows {} B per block in all "
-                      "(cuFuncSetAttribute: {})",
-                      k.name(), shared, fn.static_shared, info_.ordinal,
-                      info_.max_shared_memory_per_block_optin, describe(r)),
-          r);
-    }
-    fn.shared_limit = shared;
+  if (auto refused = allow_shared_memory(k, fn)) [[unlikely]] {
+    return launch_failed(std::move(refused->first), refused->second);
   }
   // After the opt-in: how many cubes fit on an SM depends on the dynamic shared memory.
   if (k.cooperative()) check_cooperative(k, fn, grid);
@@ -601,6 +580,37 @@ void cuda_server::launch(kernel const& k, cube_count const& count, bindings cons
     }
     launches_.clear();
   }
+}
+
+std::optional<std::pair<std::string, CUresult>> cuda_server::allow_shared_memory(
+    kernel const& k, loaded_kernel& fn) {
+  auto const shared = k.shared_memory();
+  if (shared <= fn.shared_limit) [[likely]]
+    return std::nullopt;
+  // Beyond the default the function must opt in; done once, the limit is kept per function.
+  if (shared > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) {
+    // The opt-in takes an int: a larger request cannot even be put to the driver.
+    return std::pair{
+        fmt::format("kernel '{}' asks for {} B of dynamic shared memory on top of its {} B of "
+                    "static shared memory; cuda:{} allows {} B per block in all, and the "
+                    "driver cannot be asked for more than {} B (an int)",
+                    k.name(), shared, fn.static_shared, info_.ordinal,
+                    info_.max_shared_memory_per_block_optin, std::numeric_limits<int>::max()),
+        CUDA_ERROR_INVALID_VALUE};
+  }
+  CUresult const r = driver().cuFuncSetAttribute(
+      fn.function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, static_cast<int>(shared));
+  if (r != CUDA_SUCCESS) {
+    return std::pair{
+        fmt::format("kernel '{}' asks for {} B of dynamic shared memory on top of its {} B of "
+                    "static shared memory; cuda:{} allows {} B per block in all "
+                    "(cuFuncSetAttribute: {})",
+                    k.name(), shared, fn.static_shared, info_.ordinal,
+                    info_.max_shared_memory_per_block_optin, describe(r)),
+        r};
+  }
+  fn.shared_limit = shared;
+  return std::nullopt;
 }
 
 bool cuda_server::prepare_cluster(kernel const& k, loaded_kernel& fn,

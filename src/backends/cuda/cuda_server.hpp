@@ -16,10 +16,14 @@
 
 #include <cuda.h>
 
+#include <array>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace cubert::cuda::detail {
@@ -67,6 +71,14 @@ class cuda_server final : public backend::server {
   void copy(cubert::binding const& src, cubert::binding const& dst) override;
   void execute(kernel const& k, cube_count const& count, bindings args,
                execution_mode mode) override;
+  /// A device graph of the steps (`cuGraphInstantiate`): kernels, copies and fills as nodes in
+  /// one chain, compiled and checked now. 0 (replayed step by step) when the driver lacks graphs
+  /// or a step needs what a kernel node here does not carry: a dynamic cube count (read from
+  /// the device at each launch), clusters or a cooperative launch.
+  [[nodiscard]] std::uint64_t instantiate_graph(std::vector<graph_step> const& steps) override;
+  /// One `cuGraphLaunch` on the stream for a device graph.
+  void launch_graph(std::uint64_t id, std::vector<graph_step> const& steps) override;
+  void drop_graph(std::uint64_t id) noexcept override;
   void flush() override;
   [[nodiscard]] std::future<void> sync() override;
   [[nodiscard]] backend::binding_resource get_resource(cubert::binding const& b) override;
@@ -131,6 +143,15 @@ class cuda_server final : public backend::server {
   [[nodiscard]] std::array<std::uint32_t, 3> resolve_count(kernel const& k,
                                                            cube_count const& count);
   void marshal(kernel const& k, bindings const& args);
+  /// Lets `fn` use the kernel's dynamic shared memory (an opt-in past the default, kept per
+  /// function). A refusal comes back with the driver's result, not thrown: a launch defers it,
+  /// a graph throws it.
+  [[nodiscard]] std::optional<std::pair<std::string, CUresult>> allow_shared_memory(
+      kernel const& k, loaded_kernel& fn);
+  /// Builds one device graph (cuda_graph.cpp); throws what a step's check throws.
+  [[nodiscard]] std::uint64_t build_graph(std::vector<graph_step> const& steps);
+  /// Destroys every device graph (before the modules their nodes use go).
+  void drop_graphs() noexcept;
   /// Refuses a cluster this device or this grid cannot take; opts the function in to clusters
   /// past the portable size. False when the opt-in failed (recorded as a failed launch).
   [[nodiscard]] bool prepare_cluster(kernel const& k, loaded_kernel& fn,
@@ -166,6 +187,19 @@ class cuda_server final : public backend::server {
   // Set by throw_lost: the failure on_failure sees next is already the lost report.
   bool lost_thrown_ = false;
   bool launch_blocking_;
+  // Device graphs by id, and the launches each adds to the fault log when it runs.
+  struct native_graph {
+    CUgraph graph = nullptr;
+    CUgraphExec exec = nullptr;
+    struct launch {
+      loaded_kernel const* fn;
+      std::array<std::uint32_t, 3> grid;
+      std::array<std::uint32_t, 3> block;
+    };
+    std::vector<launch> launches;
+  };
+  std::unordered_map<std::uint64_t, native_graph> graphs_;
+  std::uint64_t next_graph_ = 1;
   // Launch scratch, reused so a launch allocates nothing once warm.
   std::vector<CUtensorMap> maps_;  // CUtensorMap is 128-byte aligned; vector honours it.
   std::vector<CUdeviceptr> pointers_;

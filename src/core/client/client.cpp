@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "client/graph_state.hpp"
 #include "profiling/profiling_summary.hpp"
 
 #include <cubert/backend/spin_wait.hpp>
@@ -38,11 +39,77 @@ void refuse_inside_kernel() {
   }
 }
 
+thread_local detail::recording* open_recordings = nullptr;
+
+// Calls that wait or move host data would act before the recorded work ran.
+void refuse_while_capturing(backend::channel const* channel, std::string_view call) {
+  if (open_recordings != nullptr && detail::recording_of(channel) != nullptr) [[unlikely]] {
+    throw invalid_argument(fmt::format(
+        "{} inside a capture: it would act before the recorded work has run; call it before or "
+        "after `capture` (inside, only launches, copies, fills, replays and allocations)",
+        call));
+  }
+}
+
 }  // namespace
+
+namespace detail {
+
+recording* recording_of(backend::channel const* channel) noexcept {
+  for (auto* r = open_recordings; r != nullptr; r = r->outer) {
+    if (r->channel == channel) return r;
+  }
+  return nullptr;
+}
+
+}  // namespace detail
+
+client::capture_scope::capture_scope(client const& c) : state_(c.state_.get()) {
+  refuse_inside_kernel();
+  auto const* channel = state_->channel.get();
+  CUBERT_EXPECTS(detail::recording_of(channel) == nullptr,
+                 "capture: this thread is already capturing for this device; captures of one "
+                 "device do not nest (replay a graph inside a capture to include it)");
+  auto r = std::make_unique<detail::recording>();
+  r->channel = channel;
+  r->outer = open_recordings;
+  open_recordings = r.get();
+  recording_ = r.release();
+}
+
+client::capture_scope::~capture_scope() {
+  auto* r = static_cast<detail::recording*>(recording_);
+  if (r == nullptr) return;
+  open_recordings = r->outer;
+  delete r;  // NOLINT(cppcoreguidelines-owning-memory): owned since the constructor.
+}
+
+graph client::capture_scope::finish() {
+  std::unique_ptr<detail::recording> r(static_cast<detail::recording*>(recording_));
+  recording_ = nullptr;
+  open_recordings = r->outer;
+  auto steps = std::make_shared<std::vector<graph_step> const>(std::move(r->steps));
+  auto const id = state_->channel->instantiate_graph(steps);
+  return graph(std::make_shared<graph::state const>(state_->channel, std::move(steps), id));
+}
+
+void client::replay(graph const& g) const {
+  refuse_inside_kernel();
+  CUBERT_EXPECTS(g.state_ != nullptr,
+                 "replay: a default-constructed graph (make one with capture)");
+  CUBERT_EXPECTS(g.state_->channel == state_->channel,
+                 "replay: the graph was captured on another device (or another channel of it)");
+  if (auto* r = detail::recording_of(state_->channel.get())) [[unlikely]] {
+    r->steps.insert(r->steps.end(), g.state_->steps->begin(), g.state_->steps->end());
+    return;
+  }
+  state_->channel->launch_graph(g.state_->id, g.state_->steps);
+}
 
 client::profile_scope::profile_scope(client const& c, std::string_view /*name*/)
     : state_(c.state_.get()) {
   refuse_inside_kernel();
+  refuse_while_capturing(state_->channel.get(), "profile");
   token_ = state_->channel->start_profile();
 }
 
@@ -62,6 +129,7 @@ client::profile_scope::~profile_scope() {
 
 handle client::create(std::span<std::byte const> data) const {
   refuse_inside_kernel();
+  refuse_while_capturing(state_->channel.get(), "create");
   return state_->channel->create(data);
 }
 
@@ -76,6 +144,7 @@ std::vector<backend::tensor_allocation> client::create_tensors(
     std::vector<std::span<std::byte const>> const& data,
     std::vector<backend::tensor_descriptor> const& descriptors) const {
   refuse_inside_kernel();
+  refuse_while_capturing(state_->channel.get(), "create_tensors");
   return state_->channel->create_tensors(data, descriptors);
 }
 
@@ -98,6 +167,7 @@ std::vector<backend::tensor_allocation> client::empty_tensors(
 
 std::future<std::vector<bytes>> client::read_async(std::vector<binding> bindings) const {
   refuse_inside_kernel();
+  refuse_while_capturing(state_->channel.get(), "read");
   return state_->channel->read(std::move(bindings));
 }
 
@@ -113,6 +183,7 @@ bytes client::read_one(binding b) const {
 
 std::future<void> client::read_into_async(binding const& b, std::span<std::byte> dst) const {
   refuse_inside_kernel();
+  refuse_while_capturing(state_->channel.get(), "read_into");
   // Checked here so every channel reports it the same way, at once.
   CUBERT_EXPECTS(dst.size() == b.size(),
                  fmt::format("read_into: the destination holds {} bytes but the binding {}",
@@ -126,6 +197,7 @@ void client::read_into(binding const& b, std::span<std::byte> dst) const {
 
 void client::write(binding const& dst, std::span<std::byte const> data) const {
   refuse_inside_kernel();
+  refuse_while_capturing(state_->channel.get(), "write");
   CUBERT_EXPECTS(
       data.size() == dst.size(),
       fmt::format("write: {} bytes given for a binding of {} bytes", data.size(), dst.size()));
@@ -134,6 +206,7 @@ void client::write(binding const& dst, std::span<std::byte const> data) const {
 
 void client::write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) const {
   refuse_inside_kernel();
+  refuse_while_capturing(state_->channel.get(), "write_tensor");
   backend::check_writable_layout(dst, data.size());  // Every channel refuses it at once.
   state_->channel->write_tensor(dst, data);
 }
@@ -147,6 +220,15 @@ void client::fill(binding const& dst, std::span<std::byte const> pattern) const 
                  fmt::format("fill: the binding's {} bytes are not a whole number of {}-byte "
                              "elements",
                              dst.size(), width));
+  if (auto* r = detail::recording_of(state_->channel.get())) [[unlikely]] {
+    graph_step step;
+    step.what = graph_step::kind::fill;
+    step.dst = dst;
+    std::copy(pattern.begin(), pattern.end(), step.pattern.begin());
+    step.width = static_cast<std::uint8_t>(width);
+    r->steps.push_back(std::move(step));
+    return;
+  }
   state_->channel->fill(dst, pattern);
 }
 
@@ -155,6 +237,14 @@ void client::copy(binding const& src, binding const& dst) const {
   CUBERT_EXPECTS(src.size() == dst.size(),
                  fmt::format("copy: the source holds {} bytes but the destination {}", src.size(),
                              dst.size()));
+  if (auto* r = detail::recording_of(state_->channel.get())) [[unlikely]] {
+    graph_step step;
+    step.what = graph_step::kind::copy;
+    step.src = src;
+    step.dst = dst;
+    r->steps.push_back(std::move(step));
+    return;
+  }
   state_->channel->copy(src, dst);
 }
 
@@ -166,6 +256,7 @@ host_buffer client::alloc_host(std::uint64_t size) const {
 std::vector<bytes> client::read_tensor(std::vector<binding_with_meta> tensors) const {
   auto pending = [&] {
     refuse_inside_kernel();
+    refuse_while_capturing(state_->channel.get(), "read_tensor");
     return state_->channel->read_tensor(std::move(tensors));
   }();
   return backend::await_future(std::move(pending), state_->spin);
@@ -187,6 +278,19 @@ void client::execute_unchecked(kernel const& k, cube_count const& count, binding
 
 void client::execute_inner(kernel const& k, cube_count const& count, bindings args,
                            execution_mode mode) const {
+  if (open_recordings != nullptr) [[unlikely]] {
+    if (auto* r = detail::recording_of(state_->channel.get())) {
+      refuse_inside_kernel();
+      graph_step step;
+      step.what = graph_step::kind::launch;
+      step.k = k;
+      step.count = count;
+      step.args = std::move(args);
+      step.mode = mode;
+      r->steps.push_back(std::move(step));
+      return;
+    }
+  }
   // Profiling level basic or more times every launch, which makes each one synchronising.
   if (log::enabled(log::category::profiling, log_level::basic)) [[unlikely]] {
     std::string label = log::enabled(log::category::profiling, log_level::full)
@@ -212,12 +316,14 @@ void client::execute_inner(kernel const& k, cube_count const& count, bindings ar
 
 void client::flush() const {
   refuse_inside_kernel();
+  refuse_while_capturing(state_->channel.get(), "flush");
   state_->channel->flush();
 }
 
 void client::sync() const {
   auto pending = [&] {
     refuse_inside_kernel();
+    refuse_while_capturing(state_->channel.get(), "sync");
     return state_->channel->sync();
   }();
   backend::await_future(std::move(pending), state_->spin);

@@ -282,6 +282,29 @@ std::future<std::vector<bytes>> server::read_tensor(std::vector<binding_with_met
   return done.get_future();
 }
 
+std::uint64_t server::instantiate_graph(std::vector<graph_step> const&) {
+  return 0;
+}
+
+void server::launch_graph(std::uint64_t id, std::vector<graph_step> const& steps) {
+  CUBERT_EXPECTS(id == 0, fmt::format("launch_graph: this server made no graph {}", id));
+  for (auto const& s : steps) {
+    switch (s.what) {
+      case graph_step::kind::launch:
+        execute(s.k, s.count, s.args, s.mode);
+        break;
+      case graph_step::kind::copy:
+        copy(s.src, s.dst);
+        break;
+      case graph_step::kind::fill:
+        fill(s.dst, std::span<std::byte const>(s.pattern.data(), s.width));
+        break;
+    }
+  }
+}
+
+void server::drop_graph(std::uint64_t) noexcept {}
+
 void server::write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) {
   check_writable_layout(dst, data.size());
   if (data.empty()) return;

@@ -22,9 +22,13 @@
 
 namespace {
 
+using cubert::binding;
 using cubert::bindings;
+using cubert::compilation_error;
 using cubert::cube_count;
 using cubert::execution_mode;
+using cubert::graph_step;
+using cubert::invalid_argument;
 using cubert::kernel;
 
 class CudaModuleTest : public cubert::test::cuda_server_fixture {};
@@ -296,6 +300,84 @@ TEST_F(CudaLaunchTest, ACooperativeLaunchReachesTheDriverAndATooLargeGridIsNamed
     EXPECT_NE(what.find("holds at most"), std::string::npos) << what;
   }
   EXPECT_NO_THROW(server_->sync().get());
+}
+
+// Captured kernels, fills and copies become one device graph, compiled and checked when it is
+// made: a replay is one cuGraphLaunch, and dropping the graph destroys its driver objects. A
+// step a kernel node does not carry (a cluster) keeps the graph as steps; a bad step is refused
+// at once and leaves nothing behind.
+TEST_F(CudaLaunchTest, CapturedWorkIsOneDeviceGraphCheckedWhenMadeAndDroppedWhole) {
+  auto* const graph_launches = cubert::test::fake_hook<int (*)()>("cubert_fake_graph_launches");
+  auto* const live_graphs = cubert::test::fake_hook<int (*)()>("cubert_fake_live_graphs");
+  auto const k =
+      kernel::builder("launch_test::graph_kernel")
+          .cube_dim(64)
+          .cuda_source("extern \"C\" __global__ void k(unsigned* p) { p[threadIdx.x] = 1; }", "k")
+          .build();
+  std::vector<std::uint32_t> const zeros(64, 0);
+  auto const a = server_->create(std::as_bytes(std::span{zeros}));
+  auto const b = server_->create(std::as_bytes(std::span{zeros}));
+  std::vector<graph_step> steps(3);
+  steps[0].k = k;
+  steps[0].args = bindings{}.with_buffer(a.binding());
+  steps[1].what = graph_step::kind::fill;
+  steps[1].dst = a.binding();
+  steps[1].pattern = {std::byte{2}, std::byte{0}, std::byte{0}, std::byte{0}};
+  steps[1].width = 4;
+  steps[2].what = graph_step::kind::copy;
+  steps[2].src = a.binding();
+  steps[2].dst = b.binding();
+  int const live_before = live_graphs ? live_graphs() : 0;
+  int const launched_before = graph_launches ? graph_launches() : 0;
+  auto const id = server_->instantiate_graph(steps);
+  ASSERT_NE(id, 0u);
+  if (live_graphs) {  // The graph and its executable.
+    EXPECT_EQ(live_graphs(), live_before + 2);
+  }
+  for (int i = 0; i < 3; ++i) server_->launch_graph(id, steps);
+  server_->sync().get();
+  if (graph_launches) {
+    EXPECT_EQ(graph_launches(), launched_before + 3);
+  }
+  std::vector<std::uint32_t> got(64);
+  auto const back = read(b.binding());
+  ASSERT_EQ(back.size(), got.size() * sizeof(std::uint32_t));
+  std::memcpy(got.data(), back.data(), back.size());
+  EXPECT_EQ(got, std::vector<std::uint32_t>(64, 2));
+  server_->drop_graph(id);
+  server_->drop_graph(id);  // Unknown by now: ignored.
+  if (live_graphs) {
+    EXPECT_EQ(live_graphs(), live_before);
+  }
+  // A cluster is not carried by a kernel node here: the steps are replayed one by one.
+  std::vector<graph_step> clustered(1);
+  clustered[0].k = kernel::builder("launch_test::graph_cluster")
+                       .cube_dim(32)
+                       .cluster_dim(2)
+                       .cuda_source("extern \"C\" __global__ void k() {}", "k")
+                       .build();
+  clustered[0].count = cube_count{2};
+  EXPECT_EQ(server_->instantiate_graph(clustered), 0u);
+  server_->launch_graph(0, clustered);
+  EXPECT_NO_THROW(server_->sync().get());
+  // A step that names memory of nobody is refused now, and no driver object is left over.
+  auto foreign = steps;
+  foreign[2].dst = binding{};
+  EXPECT_THROW((void)server_->instantiate_graph(foreign), invalid_argument);
+  auto broken = steps;
+  broken[0].k = kernel::builder("launch_test::graph_broken")
+                    .cuda_source("extern \"C\" __global__ void k() { nope; }", "k")
+                    .build();
+  EXPECT_THROW((void)server_->instantiate_graph(broken), compilation_error);
+  if (live_graphs) {
+    EXPECT_EQ(live_graphs(), live_before);
+  }
+  // A graph the server still holds when it goes is destroyed with it.
+  (void)server_->instantiate_graph(steps);
+  server_.reset();
+  if (live_graphs) {
+    EXPECT_EQ(live_graphs(), live_before);
+  }
 }
 
 // A client held in a static is destroyed at exit after whatever the first compile made (cubert's

@@ -47,6 +47,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -696,6 +697,112 @@ CUresult CUDAAPI cuLaunchKernelEx(CUlaunchConfig const* config, CUfunction f, vo
   return cuLaunchKernel(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
                         config->blockDimY, config->blockDimZ, config->sharedMemBytes,
                         config->hStream, params, extra);
+}
+
+// Graphs: each node is what the matching stream call would queue, replayed in order at each
+// cuGraphLaunch (`cubert_fake_graph_launches()` counts those, `cubert_fake_live_graphs()` the
+// graphs and executable graphs not yet destroyed).
+}  // extern "C"
+struct CUgraphNode_st {};
+struct CUgraph_st {
+  std::vector<std::function<CUresult(CUstream)>> nodes;
+  std::vector<std::unique_ptr<CUgraphNode_st>> handles;
+};
+struct CUgraphExec_st {
+  std::vector<std::function<CUresult(CUstream)>> nodes;
+};
+namespace {
+std::atomic<int> live_graphs{0};
+std::atomic<int> graph_launches{0};
+CUresult add_node(CUgraphNode* node, CUgraph g, CUgraphNode const* deps, size_t n,
+                  std::function<CUresult(CUstream)> run) {
+  if (!g || !node || (n > 0 && !deps)) return CUDA_ERROR_INVALID_VALUE;
+  g->nodes.push_back(std::move(run));
+  g->handles.push_back(std::make_unique<CUgraphNode_st>());
+  *node = g->handles.back().get();
+  return CUDA_SUCCESS;
+}
+}  // namespace
+extern "C" {
+int cubert_fake_graph_launches() {
+  return graph_launches.load();
+}
+int cubert_fake_live_graphs() {
+  return live_graphs.load();
+}
+CUresult CUDAAPI cuGraphCreate(CUgraph* g, unsigned int) {
+  FAKE_NEED_CONTEXT();
+  *g = new CUgraph_st;
+  ++live_graphs;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGraphDestroy(CUgraph g) {
+  if (!g) return CUDA_ERROR_INVALID_VALUE;
+  delete g;
+  --live_graphs;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode* node, CUgraph g, CUgraphNode const* deps,
+                                      size_t n, CUDA_KERNEL_NODE_PARAMS const* p) {
+  FAKE_NEED_CONTEXT();
+  if (!p || !p->func) return CUDA_ERROR_INVALID_VALUE;
+  auto const k = *p;
+  return add_node(node, g, deps, n, [k](CUstream s) {
+    return cuLaunchKernel(k.func, k.gridDimX, k.gridDimY, k.gridDimZ, k.blockDimX, k.blockDimY,
+                          k.blockDimZ, k.sharedMemBytes, s, nullptr, nullptr);
+  });
+}
+CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode* node, CUgraph g, CUgraphNode const* deps,
+                                      size_t n, CUDA_MEMCPY3D const* m, CUcontext) {
+  FAKE_NEED_CONTEXT();
+  if (!m || m->srcMemoryType != CU_MEMORYTYPE_DEVICE || m->dstMemoryType != CU_MEMORYTYPE_DEVICE ||
+      m->Height != 1 || m->Depth != 1) {
+    return CUDA_ERROR_INVALID_VALUE;  // Only what cubert records: one device-to-device row.
+  }
+  auto const c = *m;
+  return add_node(node, g, deps, n, [c](CUstream s) {
+    return cuMemcpyDtoDAsync(c.dstDevice, c.srcDevice, c.WidthInBytes, s);
+  });
+}
+CUresult CUDAAPI cuGraphAddMemsetNode(CUgraphNode* node, CUgraph g, CUgraphNode const* deps,
+                                      size_t n, CUDA_MEMSET_NODE_PARAMS const* m, CUcontext) {
+  FAKE_NEED_CONTEXT();
+  if (!m || m->height != 1) return CUDA_ERROR_INVALID_VALUE;
+  auto const c = *m;
+  return add_node(node, g, deps, n, [c](CUstream s) {
+    switch (c.elementSize) {
+      case 1:
+        return cuMemsetD8Async(c.dst, static_cast<unsigned char>(c.value), c.width, s);
+      case 2:
+        return cuMemsetD16Async(c.dst, static_cast<unsigned short>(c.value), c.width, s);
+      case 4:
+        return cuMemsetD32Async(c.dst, c.value, c.width, s);
+      default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+  });
+}
+CUresult CUDAAPI cuGraphInstantiate(CUgraphExec* e, CUgraph g, unsigned long long) {
+  FAKE_NEED_CONTEXT();
+  if (!g || !e) return CUDA_ERROR_INVALID_VALUE;
+  *e = new CUgraphExec_st{g->nodes};
+  ++live_graphs;
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGraphLaunch(CUgraphExec e, CUstream s) {
+  FAKE_NEED_CONTEXT();
+  if (!e) return CUDA_ERROR_INVALID_VALUE;
+  ++graph_launches;
+  for (auto const& run : e->nodes) {
+    if (CUresult const r = run(s); r != CUDA_SUCCESS) return r;
+  }
+  return CUDA_SUCCESS;
+}
+CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec e) {
+  if (!e) return CUDA_ERROR_INVALID_VALUE;
+  delete e;
+  --live_graphs;
+  return CUDA_SUCCESS;
 }
 
 // Tensor maps are only ever passed to kernels, which this driver does not run.
