@@ -155,6 +155,26 @@ std::vector<check> run_workload(client const& c, run_options const& opts,
     copy_check.max_error = std::max(copy_check.max_error, double(std::fabs(back[i] - fresh[i])));
   }
   checks.push_back(copy_check);
+
+  // Captured once, replayed: the add again and a copy of its result, as one graph.
+  auto replayed = c.empty(std::uint64_t{n} * sizeof(float));
+  graph const g = c.capture([&] {
+    c.execute(add, cube_count{cubes},
+              bindings{}
+                  .with_buffers({ha.binding(), hb.binding(), out.binding()})
+                  .with_scalar(elem::u32, {n}));
+    c.copy(out.binding(), replayed.binding());
+  });
+  c.fill(out.binding(), 0.0f);
+  timed(c, summary, g.native() ? "graph replay (device graph)" : "graph replay (steps)",
+        opts.repeat, [&] { c.replay(g); });
+  auto const again = read_values<float>(c, replayed);
+  check graph_check{"graph replay (a + b)", n, 0, 0};
+  for (std::uint32_t i = 0; i < n; ++i) {
+    graph_check.max_error =
+        std::max(graph_check.max_error, double(std::fabs(again[i] - (a[i] + b[i]))));
+  }
+  checks.push_back(graph_check);
   c.sync();
   // Reported while the buffers are still alive, so it shows what the workload held.
   memory = fmt::format("{}\n\n{}", c.memory_report(), c.memory_usage().to_string());
