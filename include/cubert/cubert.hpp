@@ -9,6 +9,7 @@
 #include <cubert/cpu.hpp>
 #include <cubert/device.hpp>
 #include <cubert/error.hpp>
+#include <cubert/graph.hpp>
 #include <cubert/handle.hpp>
 #include <cubert/kernel.hpp>
 #include <cubert/logging.hpp>
