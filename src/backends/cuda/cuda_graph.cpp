@@ -63,13 +63,7 @@ std::uint64_t cuda_server::build_graph(std::vector<graph_step> const& steps) {
         auto const dim = s.k.cube_dim();
         CUDA_KERNEL_NODE_PARAMS p{};
         p.func = fn.function;
-        p.gridDimX = grid[0];
-        p.gridDimY = grid[1];
-        p.gridDimZ = grid[2];
-        p.blockDimX = dim.x;
-        p.blockDimY = dim.y;
-        p.blockDimZ = dim.z;
-        p.sharedMemBytes = static_cast<unsigned>(s.k.shared_memory());
+        set_launch_shape(p, grid, s.k);
         p.kernelParams = params_.data();  // Copied into the node here.
         CUBERT_CU_CALL(cuGraphAddKernelNode, &node, g.graph, &previous, deps(), &p);
         g.launches.push_back({&fn, grid, {dim.x, dim.y, dim.z}});

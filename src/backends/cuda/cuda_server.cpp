@@ -677,7 +677,6 @@ void cuda_server::check_cooperative(kernel const& k, loaded_kernel const& fn,
 
 CUresult cuda_server::launch_extended(kernel const& k, loaded_kernel const& fn,
                                       std::array<std::uint32_t, 3> const& grid) {
-  auto const dim = k.cube_dim();
   auto const c = k.cluster_dim();
   std::array<CUlaunchAttribute, 2> attributes{};
   unsigned count = 0;
@@ -694,13 +693,7 @@ CUresult cuda_server::launch_extended(kernel const& k, loaded_kernel const& fn,
     a.value.cooperative = 1;
   }
   CUlaunchConfig config{};
-  config.gridDimX = grid[0];
-  config.gridDimY = grid[1];
-  config.gridDimZ = grid[2];
-  config.blockDimX = dim.x;
-  config.blockDimY = dim.y;
-  config.blockDimZ = dim.z;
-  config.sharedMemBytes = static_cast<unsigned>(k.shared_memory());
+  set_launch_shape(config, grid, k);
   config.hStream = stream_;
   config.attrs = attributes.data();
   config.numAttrs = count;

@@ -28,6 +28,20 @@
 
 namespace cubert::cuda::detail {
 
+/// Writes a launch's grid, block and dynamic shared memory into a driver struct that names them
+/// gridDimX..blockDimZ and sharedMemBytes (CUlaunchConfig, CUDA_KERNEL_NODE_PARAMS).
+template <typename Params>
+void set_launch_shape(Params& p, std::array<std::uint32_t, 3> const& grid, kernel const& k) {
+  auto const dim = k.cube_dim();
+  p.gridDimX = grid[0];
+  p.gridDimY = grid[1];
+  p.gridDimZ = grid[2];
+  p.blockDimX = dim.x;
+  p.blockDimY = dim.y;
+  p.blockDimZ = dim.z;
+  p.sharedMemBytes = static_cast<unsigned>(k.shared_memory());
+}
+
 /// One CUDA device behind the server contract. Every piece of work goes to one stream, so a
 /// slice freed by the host and reused for the next reservation is ordered after the kernels
 /// that used it; a second stream (planned: options.stream_count) will need an event per slice.

@@ -564,21 +564,27 @@ CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUs
   stream_of(s).push([=] { std::memset(as_host(dst), v, n); });
   return CUDA_SUCCESS;
 }
-CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr dst, unsigned short v, size_t n, CUstream s) {
+}  // extern "C"
+namespace {
+// cuMemsetD16Async / D32Async: `n` words of `v`, at an address aligned to a word.
+template <typename Word>
+CUresult fill_words(CUdeviceptr dst, Word v, size_t n, CUstream s) {
   FAKE_NEED_CONTEXT();
-  if (dst % 2 != 0 || !device_range(dst, 2 * n)) return CUDA_ERROR_INVALID_VALUE;
+  if (dst % sizeof(Word) != 0 || !device_range(dst, sizeof(Word) * n)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
   stream_of(s).push([=] {
-    for (size_t i = 0; i < n; ++i) std::memcpy(as_host(dst + 2 * i), &v, 2);
+    for (size_t i = 0; i < n; ++i) std::memcpy(as_host(dst + sizeof(Word) * i), &v, sizeof(Word));
   });
   return CUDA_SUCCESS;
 }
+}  // namespace
+extern "C" {
+CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr dst, unsigned short v, size_t n, CUstream s) {
+  return fill_words(dst, v, n, s);
+}
 CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, CUstream s) {
-  FAKE_NEED_CONTEXT();
-  if (dst % 4 != 0 || !device_range(dst, 4 * n)) return CUDA_ERROR_INVALID_VALUE;
-  stream_of(s).push([=] {
-    for (size_t i = 0; i < n; ++i) std::memcpy(as_host(dst + 4 * i), &v, 4);
-  });
-  return CUDA_SUCCESS;
+  return fill_words(dst, v, n, s);
 }
 
 CUresult CUDAAPI cuModuleLoadData(CUmodule* m, void const* image) {
