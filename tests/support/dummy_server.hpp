@@ -61,23 +61,13 @@ class dummy_server final : public backend::server {
     return p.get_future();
   }
   void write(binding const& dst, std::span<std::byte const> data) override {
-    auto const res = memory_.get_resource(dst);
-    backend::check_write(res, data.size());
-    if (!data.empty()) std::memcpy(res.host_ptr<std::byte>(), data.data(), data.size());
+    memory::host_write(memory_.get_resource(dst), data);
   }
   void fill(binding const& dst, std::span<std::byte const> pattern) override {
-    auto const res = memory_.get_resource(dst);
-    if (!backend::check_fill(res, pattern)) return;
-    for (std::uint64_t i = 0; i < res.size; i += pattern.size()) {
-      std::memcpy(res.host_ptr<std::byte>() + i, pattern.data(), pattern.size());
-    }
+    memory::host_fill(memory_.get_resource(dst), pattern);
   }
   void copy(binding const& src, binding const& dst) override {
-    auto const from = memory_.get_resource(src);
-    auto const to = memory_.get_resource(dst);
-    if (backend::check_copy(from, to)) {
-      std::memcpy(to.host_ptr<std::byte>(), from.host_ptr<std::byte const>(), to.size);
-    }
+    memory::host_copy(memory_.get_resource(src), memory_.get_resource(dst));
   }
   void execute(kernel const& k, cube_count const&, bindings args, execution_mode mode) override {
     auto const* fn = k.cpu();

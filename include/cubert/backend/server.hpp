@@ -108,9 +108,18 @@ void check_writable_layout(binding_with_meta const& meta, std::uint64_t data_siz
 void scatter_dense(std::span<std::byte> dst, binding_with_meta const& meta,
                    std::span<std::byte const> data);
 
+/// Checks a write of `data_size` bytes into a binding of `binding_size` bytes (what a client
+/// can check before any server has resolved the binding). @throws invalid_argument when they
+/// differ.
+void check_write(std::uint64_t binding_size, std::uint64_t data_size);
 /// Checks a write of `data_size` bytes into a binding whose resource is `dst`.
 /// @throws invalid_argument when the sizes differ.
 void check_write(resource const& dst, std::uint64_t data_size);
+/// The size half of `check_copy`. @throws invalid_argument when the sizes differ.
+void check_copy_sizes(std::uint64_t src_size, std::uint64_t dst_size);
+/// The pattern half of `check_fill`: 1, 2 or 4 bytes, and `size` a whole number of them.
+/// @throws invalid_argument otherwise.
+void check_fill_pattern(std::uint64_t size, std::size_t width);
 
 /// Checks a device-to-device copy between two resolved bindings of one device: equal sizes, and
 /// ranges that are either the same bytes or disjoint (a copy between overlapping ranges has no

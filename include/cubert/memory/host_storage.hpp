@@ -4,8 +4,10 @@
 
 #include <cubert/backend/storage.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <unordered_map>
 
 namespace cubert::memory {
@@ -47,5 +49,12 @@ class host_storage final : public backend::storage {
   std::uint64_t allocated_ = 0;
   std::unordered_map<backend::storage_id, page> pages_;
 };
+
+/// `server::write`, `fill` and `copy` for bindings resolved to host memory (the CPU server and
+/// the test harness's dummy server), with the contract's checks: work is done when they return.
+/// @throws invalid_argument as `backend::check_write`, `check_fill` and `check_copy` say.
+void host_write(backend::resource const& dst, std::span<std::byte const> data);
+void host_fill(backend::resource const& dst, std::span<std::byte const> pattern);
+void host_copy(backend::resource const& src, backend::resource const& dst);
 
 }  // namespace cubert::memory

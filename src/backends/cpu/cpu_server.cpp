@@ -75,30 +75,15 @@ std::future<void> cpu_server::read_into(cubert::binding const& b, std::span<std:
 }
 
 void cpu_server::write(cubert::binding const& dst, std::span<std::byte const> data) {
-  auto const res = memory_.get_resource(dst);
-  backend::check_write(res, data.size());
-  if (!data.empty()) std::memcpy(res.host_ptr<std::byte>(), data.data(), data.size());
+  memory::host_write(memory_.get_resource(dst), data);
 }
 
 void cpu_server::copy(cubert::binding const& src, cubert::binding const& dst) {
-  auto const from = memory_.get_resource(src);
-  auto const to = memory_.get_resource(dst);
-  if (backend::check_copy(from, to)) {
-    std::memcpy(to.host_ptr<std::byte>(), from.host_ptr<std::byte const>(), to.size);
-  }
+  memory::host_copy(memory_.get_resource(src), memory_.get_resource(dst));
 }
 
 void cpu_server::fill(cubert::binding const& dst, std::span<std::byte const> pattern) {
-  auto const res = memory_.get_resource(dst);
-  if (!backend::check_fill(res, pattern)) return;
-  auto* out = res.host_ptr<std::byte>();
-  if (pattern.size() == 1) {
-    std::memset(out, std::to_integer<int>(pattern[0]), res.size);
-    return;
-  }
-  for (std::uint64_t i = 0; i < res.size; i += pattern.size()) {
-    std::memcpy(out + i, pattern.data(), pattern.size());
-  }
+  memory::host_fill(memory_.get_resource(dst), pattern);
 }
 
 std::array<std::uint32_t, 3> cpu_server::resolve_count(cube_count const& count) const {

@@ -28,7 +28,7 @@ class cpu_server final : public backend::server {
   /// since nothing on this device benefits from pinning.
   [[nodiscard]] std::future<void> read_into(cubert::binding const& b,
                                             std::span<std::byte> dst) override;
-  /// Launches have all completed when this runs (see above), so both copy at once.
+  /// Launches have all completed when these run (see above), so they act at once.
   void write(cubert::binding const& dst, std::span<std::byte const> data) override;
   void copy(cubert::binding const& src, cubert::binding const& dst) override;
   void fill(cubert::binding const& dst, std::span<std::byte const> pattern) override;

@@ -49,7 +49,6 @@ std::uint64_t cuda_server::build_graph(std::vector<graph_step> const& steps) {
     }
   } guard{g};
   CUgraphNode previous = nullptr;
-  auto const chain = [&](CUgraphNode node) { previous = node; };
   auto const deps = [&] { return previous != nullptr ? std::size_t{1} : std::size_t{0}; };
   for (auto const& s : steps) {
     CUgraphNode node = nullptr;
@@ -101,7 +100,7 @@ std::uint64_t cuda_server::build_graph(std::vector<graph_step> const& steps) {
         break;
       }
     }
-    chain(node);
+    previous = node;  // Each step after the one before: a chain, like one stream.
   }
   if (previous == nullptr) return 0;  // Every step was empty: nothing to instantiate.
   CUBERT_CU_CALL(cuGraphInstantiate, &g.exec, g.graph, 0);

@@ -198,9 +198,7 @@ void client::read_into(binding const& b, std::span<std::byte> dst) const {
 void client::write(binding const& dst, std::span<std::byte const> data) const {
   refuse_inside_kernel();
   refuse_while_capturing(state_->channel.get(), "write");
-  CUBERT_EXPECTS(
-      data.size() == dst.size(),
-      fmt::format("write: {} bytes given for a binding of {} bytes", data.size(), dst.size()));
+  backend::check_write(dst.size(), data.size());  // Every channel refuses it at once.
   state_->channel->write(dst, data);
 }
 
@@ -214,12 +212,7 @@ void client::write_tensor(binding_with_meta const& dst, std::span<std::byte cons
 void client::fill(binding const& dst, std::span<std::byte const> pattern) const {
   refuse_inside_kernel();
   auto const width = pattern.size();
-  CUBERT_EXPECTS(width == 1 || width == 2 || width == 4,
-                 fmt::format("fill: the pattern has {} bytes; it must have 1, 2 or 4", width));
-  CUBERT_EXPECTS(dst.size() % width == 0,
-                 fmt::format("fill: the binding's {} bytes are not a whole number of {}-byte "
-                             "elements",
-                             dst.size(), width));
+  backend::check_fill_pattern(dst.size(), width);
   if (auto* r = detail::recording_of(state_->channel.get())) [[unlikely]] {
     graph_step step;
     step.what = graph_step::kind::fill;
@@ -234,9 +227,7 @@ void client::fill(binding const& dst, std::span<std::byte const> pattern) const 
 
 void client::copy(binding const& src, binding const& dst) const {
   refuse_inside_kernel();
-  CUBERT_EXPECTS(src.size() == dst.size(),
-                 fmt::format("copy: the source holds {} bytes but the destination {}", src.size(),
-                             dst.size()));
+  backend::check_copy_sizes(src.size(), dst.size());
   if (auto* r = detail::recording_of(state_->channel.get())) [[unlikely]] {
     graph_step step;
     step.what = graph_step::kind::copy;

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
+#include <cubert/backend/server.hpp>
 #include <cubert/error.hpp>
 #include <cubert/memory/host_storage.hpp>
 
 #include <fmt/format.h>
 
 #include <bit>
+#include <cstring>
 #include <new>
 
 namespace cubert::memory {
@@ -63,6 +65,29 @@ backend::resource host_storage::get(backend::storage_handle const& handle) const
   }
   return {p.ptr, static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(p.ptr)), handle.offset,
           handle.size};
+}
+
+void host_write(backend::resource const& dst, std::span<std::byte const> data) {
+  backend::check_write(dst, data.size());
+  if (!data.empty()) std::memcpy(dst.host_ptr<std::byte>(), data.data(), data.size());
+}
+
+void host_fill(backend::resource const& dst, std::span<std::byte const> pattern) {
+  if (!backend::check_fill(dst, pattern)) return;
+  auto* out = dst.host_ptr<std::byte>();
+  if (pattern.size() == 1) {
+    std::memset(out, std::to_integer<int>(pattern[0]), dst.size);
+    return;
+  }
+  for (std::uint64_t i = 0; i < dst.size; i += pattern.size()) {
+    std::memcpy(out + i, pattern.data(), pattern.size());
+  }
+}
+
+void host_copy(backend::resource const& src, backend::resource const& dst) {
+  if (backend::check_copy(src, dst)) {
+    std::memcpy(dst.host_ptr<std::byte>(), src.host_ptr<std::byte const>(), dst.size);
+  }
 }
 
 }  // namespace cubert::memory

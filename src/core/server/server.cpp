@@ -40,18 +40,26 @@ bool async_error::pending() const noexcept {
   return error_ != nullptr;
 }
 
-void check_write(resource const& dst, std::uint64_t data_size) {
-  if (data_size != dst.size) {
+void check_write(std::uint64_t binding_size, std::uint64_t data_size) {
+  if (data_size != binding_size) {
     throw invalid_argument(
-        fmt::format("write: {} bytes given for a binding of {} bytes", data_size, dst.size));
+        fmt::format("write: {} bytes given for a binding of {} bytes", data_size, binding_size));
+  }
+}
+
+void check_write(resource const& dst, std::uint64_t data_size) {
+  check_write(dst.size, data_size);
+}
+
+void check_copy_sizes(std::uint64_t src_size, std::uint64_t dst_size) {
+  if (src_size != dst_size) {
+    throw invalid_argument(
+        fmt::format("copy: the source holds {} bytes but the destination {}", src_size, dst_size));
   }
 }
 
 bool check_copy(resource const& src, resource const& dst) {
-  if (src.size != dst.size) {
-    throw invalid_argument(
-        fmt::format("copy: the source holds {} bytes but the destination {}", src.size, dst.size));
-  }
+  check_copy_sizes(src.size, dst.size);
   if (src.size == 0 || src.address() == dst.address()) return false;
   auto const lo = std::min(src.address(), dst.address());
   auto const hi = std::max(src.address(), dst.address());
@@ -64,17 +72,20 @@ bool check_copy(resource const& src, resource const& dst) {
   return true;
 }
 
-bool check_fill(resource const& dst, std::span<std::byte const> pattern) {
-  auto const width = pattern.size();
+void check_fill_pattern(std::uint64_t size, std::size_t width) {
   if (width != 1 && width != 2 && width != 4) {
     throw invalid_argument(
         fmt::format("fill: the pattern has {} bytes; it must have 1, 2 or 4", width));
   }
-  if (dst.size % width != 0) {
-    throw invalid_argument(
-        fmt::format("fill: the binding's {} bytes are not a whole number of {}-byte elements",
-                    dst.size, width));
+  if (size % width != 0) {
+    throw invalid_argument(fmt::format(
+        "fill: the binding's {} bytes are not a whole number of {}-byte elements", size, width));
   }
+}
+
+bool check_fill(resource const& dst, std::span<std::byte const> pattern) {
+  auto const width = pattern.size();
+  check_fill_pattern(dst.size, width);
   if (dst.address() % width != 0) {
     throw invalid_argument(fmt::format(
         "fill: a {}-byte pattern needs a binding that starts on a {}-byte boundary; this one "
