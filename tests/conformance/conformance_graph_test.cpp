@@ -117,6 +117,60 @@ TEST_P(Graphs, AGraphWithADynamicCountLaunchStillReplays) {
   EXPECT_EQ(values_of<float>(c().read_one(out.binding())), std::vector<float>(n, 5.0f));
 }
 
+// Clusters and a grid-wide barrier inside a graph: CUDA carries them as kernel-node attributes,
+// and each replay runs them as a launch would (the fill resets the barrier's counter).
+TEST_P(Graphs, AGraphOfClusterAndCooperativeKernelsReplaysAsLaunchesWould) {
+  auto const& hw = c().properties().hardware;
+  if (hw.max_cluster_size < 2 || !hw.cooperative_launch) {
+    GTEST_SKIP() << GetParam().name << " has no thread-block clusters or cooperative launches";
+  }
+  constexpr std::uint32_t cubes = 16;
+  auto const neighbours = c().empty(cubes * 3 * sizeof(std::uint32_t));
+  auto const values = c().empty(cubes * sizeof(std::uint32_t));
+  auto const counter = c().empty(sizeof(std::uint32_t));
+  auto const out = c().empty(cubes * sizeof(std::uint32_t));
+  graph const g = c().capture([&] {
+    c().fill(neighbours.binding(), std::uint32_t{0});
+    c().fill(counter.binding(), std::uint32_t{0});
+    c().execute(kernels::cluster_neighbour_u32(), cube_count{cubes},
+                bindings{}.with_buffer(neighbours.binding()));
+    c().execute(kernels::grid_barrier_u32(), cube_count{cubes},
+                bindings{}.with_buffers({values.binding(), counter.binding(), out.binding()}));
+  });
+  EXPECT_EQ(g.native(), device_graphs());
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    c().fill(out.binding(), std::uint32_t{0xffffffffu});
+    c().replay(g);
+    auto const got = read_u32(c(), neighbours);
+    ASSERT_EQ(got.size(), cubes * 3);
+    for (std::uint32_t cube = 0; cube < cubes; ++cube) {
+      EXPECT_EQ(got[3 * cube], cube % 2) << cube;
+      EXPECT_EQ(got[3 * cube + 1], 2u) << cube;
+      EXPECT_EQ(got[3 * cube + 2], 10 * (cube ^ 1u) + 7) << cube;
+    }
+    auto const moved = read_u32(c(), out);
+    for (std::uint32_t cube = 0; cube < cubes; ++cube) {
+      EXPECT_EQ(moved[cube], 10 * ((cube + 1) % cubes) + 3) << cube;
+    }
+  }
+}
+
+// A cluster that does not divide the cube count is refused when the graph is made, as a launch
+// would refuse it, and the client goes on.
+TEST_P(Graphs, ACaptureWithAClusterThatDoesNotFitIsRefusedWhereTheGraphIsMade) {
+  if (c().properties().hardware.max_cluster_size < 2) {
+    GTEST_SKIP() << GetParam().name << " has no thread-block clusters";
+  }
+  auto const out = c().empty(7 * 3 * sizeof(std::uint32_t));
+  EXPECT_THROW((void)c().capture([&] {
+    c().execute(kernels::cluster_neighbour_u32(), cube_count{7},
+                bindings{}.with_buffer(out.binding()));
+  }),
+               invalid_argument);
+  EXPECT_NO_THROW(c().sync());
+}
+
 TEST_P(Graphs, AnEmptyCaptureAndAStepThatMovesNothingReplayAsNothing) {
   auto const h = c().create(bytes_of(iota_u32(16, 9)));
   graph const none = c().capture([] {});

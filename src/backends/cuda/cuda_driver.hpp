@@ -90,6 +90,7 @@ namespace cubert::cuda::detail {
   X(cuGraphCreate)                               \
   X(cuGraphDestroy)                              \
   X(cuGraphAddKernelNode)                        \
+  X(cuGraphKernelNodeSetAttribute)               \
   X(cuGraphAddMemcpyNode)                        \
   X(cuGraphAddMemsetNode)                        \
   X(cuGraphInstantiate)                          \

@@ -14,10 +14,13 @@ namespace cubert::cuda::detail {
 
 namespace {
 
-// Whether a kernel node can carry this launch as the server would make it.
-bool expressible(graph_step const& s) {
+// Whether a kernel node can carry this launch as the server would make it: a dynamic count is
+// read from the device at each launch, and clusters or a cooperative launch need node attributes.
+bool expressible(graph_step const& s, driver_api const& api) {
   if (s.what != graph_step::kind::launch) return true;
-  return !s.count.is_dynamic() && s.k.cluster_dim().units() <= 1 && !s.k.cooperative();
+  if (s.count.is_dynamic()) return false;
+  bool const attributed = s.k.cluster_dim().units() > 1 || s.k.cooperative();
+  return !attributed || api.cuGraphKernelNodeSetAttribute != nullptr;
 }
 
 bool graphs_available(driver_api const& api) {
@@ -31,7 +34,7 @@ bool graphs_available(driver_api const& api) {
 std::uint64_t cuda_server::instantiate_graph(std::vector<graph_step> const& steps) {
   if (steps.empty() || !graphs_available(driver())) return 0;
   for (auto const& s : steps) {
-    if (!expressible(s)) return 0;
+    if (!expressible(s, driver())) return 0;
   }
   return on_device([&] { return build_graph(steps); });
 }
@@ -58,13 +61,23 @@ std::uint64_t cuda_server::build_graph(std::vector<graph_step> const& steps) {
         loaded_kernel& fn = modules_->get(s.k, s.mode);
         auto const grid = s.count.counts();
         if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) continue;  // Nothing to run.
-        if (auto refused = allow_shared_memory(s.k, fn)) throw launch_error(refused->first);
+        // The checks a launch makes, made once here: a replay runs what was accepted.
+        auto refused =
+            s.k.cluster_dim().units() > 1 ? prepare_cluster(s.k, fn, grid) : std::nullopt;
+        if (!refused) refused = allow_shared_memory(s.k, fn);
+        if (refused) throw launch_error(refused->first);
+        if (s.k.cooperative()) check_cooperative(s.k, fn, grid);
         auto const dim = s.k.cube_dim();
         CUDA_KERNEL_NODE_PARAMS p{};
         p.func = fn.function;
         set_launch_shape(p, grid, s.k);
         p.kernelParams = params_.data();  // Copied into the node here.
         CUBERT_CU_CALL(cuGraphAddKernelNode, &node, g.graph, &previous, deps(), &p);
+        launch_attributes const attributes(s.k);
+        for (unsigned i = 0; i < attributes.count; ++i) {
+          auto const& a = attributes.items[i];
+          CUBERT_CU_CALL_AS(launch_error, cuGraphKernelNodeSetAttribute, node, a.id, &a.value);
+        }
         g.launches.push_back({&fn, grid, {dim.x, dim.y, dim.z}});
         break;
       }
@@ -103,7 +116,7 @@ std::uint64_t cuda_server::build_graph(std::vector<graph_step> const& steps) {
     previous = node;  // Each step after the one before: a chain, like one stream.
   }
   if (previous == nullptr) return 0;  // Every step was empty: nothing to instantiate.
-  CUBERT_CU_CALL(cuGraphInstantiate, &g.exec, g.graph, 0);
+  CUBERT_CU_CALL_AS(launch_error, cuGraphInstantiate, &g.exec, g.graph, 0);
   auto const id = next_graph_++;
   graphs_.emplace(id, std::move(g));
   guard.kept = true;

@@ -549,8 +549,9 @@ void cuda_server::launch(kernel const& k, cube_count const& count, bindings cons
   auto const& api = driver();
   bool const clustered = k.cluster_dim().units() > 1;
   bool const extended = clustered || k.cooperative();
-  if (clustered && !prepare_cluster(k, fn, grid)) return;
-  if (auto refused = allow_shared_memory(k, fn)) [[unlikely]] {
+  auto refused = clustered ? prepare_cluster(k, fn, grid) : std::nullopt;
+  if (!refused) refused = allow_shared_memory(k, fn);
+  if (refused) [[unlikely]] {
     return launch_failed(std::move(refused->first), refused->second);
   }
   // After the opt-in: how many cubes fit on an SM depends on the dynamic shared memory.
@@ -613,8 +614,8 @@ std::optional<std::pair<std::string, CUresult>> cuda_server::allow_shared_memory
   return std::nullopt;
 }
 
-bool cuda_server::prepare_cluster(kernel const& k, loaded_kernel& fn,
-                                  std::array<std::uint32_t, 3> const& grid) {
+std::optional<std::pair<std::string, CUresult>> cuda_server::prepare_cluster(
+    kernel const& k, loaded_kernel& fn, std::array<std::uint32_t, 3> const& grid) {
   auto const c = k.cluster_dim();
   auto const most = props_.hardware.max_cluster_size;
   if (most <= 1) {
@@ -638,15 +639,15 @@ bool cuda_server::prepare_cluster(kernel const& k, loaded_kernel& fn,
     CUresult const r = driver().cuFuncSetAttribute(
         fn.function, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
     if (r != CUDA_SUCCESS) {
-      launch_failed(fmt::format("kernel '{}' asks for clusters of {} cubes, more than the "
-                                "portable {}; cuda:{} refused the opt-in (cuFuncSetAttribute: {})",
-                                k.name(), c.units(), most, info_.ordinal, describe(r)),
-                    r);
-      return false;
+      return std::pair{
+          fmt::format("kernel '{}' asks for clusters of {} cubes, more than the portable {}; "
+                      "cuda:{} refused the opt-in (cuFuncSetAttribute: {})",
+                      k.name(), c.units(), most, info_.ordinal, describe(r)),
+          r};
     }
     fn.large_clusters = true;
   }
-  return true;
+  return std::nullopt;
 }
 
 void cuda_server::check_cooperative(kernel const& k, loaded_kernel const& fn,
@@ -675,28 +676,30 @@ void cuda_server::check_cooperative(kernel const& k, loaded_kernel const& fn,
   }
 }
 
-CUresult cuda_server::launch_extended(kernel const& k, loaded_kernel const& fn,
-                                      std::array<std::uint32_t, 3> const& grid) {
+launch_attributes::launch_attributes(kernel const& k) {
   auto const c = k.cluster_dim();
-  std::array<CUlaunchAttribute, 2> attributes{};
-  unsigned count = 0;
   if (c.units() > 1) {
-    auto& a = attributes[count++];
+    auto& a = items[count++];
     a.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
     a.value.clusterDim.x = c.x;
     a.value.clusterDim.y = c.y;
     a.value.clusterDim.z = c.z;
   }
   if (k.cooperative()) {
-    auto& a = attributes[count++];
+    auto& a = items[count++];
     a.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
     a.value.cooperative = 1;
   }
+}
+
+CUresult cuda_server::launch_extended(kernel const& k, loaded_kernel const& fn,
+                                      std::array<std::uint32_t, 3> const& grid) {
+  launch_attributes attributes(k);
   CUlaunchConfig config{};
   set_launch_shape(config, grid, k);
   config.hStream = stream_;
-  config.attrs = attributes.data();
-  config.numAttrs = count;
+  config.attrs = attributes.items.data();
+  config.numAttrs = attributes.count;
   return driver().cuLaunchKernelEx(&config, fn.function, params_.data(), nullptr);
 }
 

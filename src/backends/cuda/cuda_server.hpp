@@ -42,6 +42,13 @@ void set_launch_shape(Params& p, std::array<std::uint32_t, 3> const& grid, kerne
   p.sharedMemBytes = static_cast<unsigned>(k.shared_memory());
 }
 
+/// A launch's cluster and cooperative attributes, as cuLaunchKernelEx and kernel nodes take them.
+struct launch_attributes {
+  explicit launch_attributes(kernel const& k);
+  std::array<CUlaunchAttribute, 2> items{};
+  unsigned count = 0;
+};
+
 /// One CUDA device behind the server contract. Every piece of work goes to one stream, so a
 /// slice freed by the host and reused for the next reservation is ordered after the kernels
 /// that used it; a second stream (planned: options.stream_count) will need an event per slice.
@@ -86,9 +93,10 @@ class cuda_server final : public backend::server {
   void execute(kernel const& k, cube_count const& count, bindings args,
                execution_mode mode) override;
   /// A device graph of the steps (`cuGraphInstantiate`): kernels, copies and fills as nodes in
-  /// one chain, compiled and checked now. 0 (replayed step by step) when the driver lacks graphs
-  /// or a step needs what a kernel node here does not carry: a dynamic cube count (read from
-  /// the device at each launch), clusters or a cooperative launch.
+  /// one chain, compiled and checked now; clusters and cooperative launches as kernel-node
+  /// attributes. 0 (replayed step by step) when the driver lacks graphs, or node attributes for
+  /// a step that needs them, or a step has a dynamic cube count (read from the device at each
+  /// launch).
   [[nodiscard]] std::uint64_t instantiate_graph(std::vector<graph_step> const& steps) override;
   /// One `cuGraphLaunch` on the stream for a device graph.
   void launch_graph(std::uint64_t id, std::vector<graph_step> const& steps) override;
@@ -166,10 +174,10 @@ class cuda_server final : public backend::server {
   [[nodiscard]] std::uint64_t build_graph(std::vector<graph_step> const& steps);
   /// Destroys every device graph (before the modules their nodes use go).
   void drop_graphs() noexcept;
-  /// Refuses a cluster this device or this grid cannot take; opts the function in to clusters
-  /// past the portable size. False when the opt-in failed (recorded as a failed launch).
-  [[nodiscard]] bool prepare_cluster(kernel const& k, loaded_kernel& fn,
-                                     std::array<std::uint32_t, 3> const& grid);
+  /// Refuses (throws) a cluster this device or this grid cannot take; opts the function in to
+  /// clusters past the portable size. A refused opt-in comes back as allow_shared_memory's does.
+  [[nodiscard]] std::optional<std::pair<std::string, CUresult>> prepare_cluster(
+      kernel const& k, loaded_kernel& fn, std::array<std::uint32_t, 3> const& grid);
   /// Refuses a cooperative launch this device cannot make or whose cubes it cannot hold at once.
   void check_cooperative(kernel const& k, loaded_kernel const& fn,
                          std::array<std::uint32_t, 3> const& grid);

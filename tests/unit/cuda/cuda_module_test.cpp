@@ -15,9 +15,11 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -304,8 +306,8 @@ TEST_F(CudaLaunchTest, ACooperativeLaunchReachesTheDriverAndATooLargeGridIsNamed
 
 // Captured kernels, fills and copies become one device graph, compiled and checked when it is
 // made: a replay is one cuGraphLaunch, and dropping the graph destroys its driver objects. A
-// step a kernel node does not carry (a cluster) keeps the graph as steps; a bad step is refused
-// at once and leaves nothing behind.
+// step a kernel node does not carry (a dynamic count) keeps the graph as steps; a bad step is
+// refused at once and leaves nothing behind.
 TEST_F(CudaLaunchTest, CapturedWorkIsOneDeviceGraphCheckedWhenMadeAndDroppedWhole) {
   auto* const graph_launches = cubert::test::fake_hook<int (*)()>("cubert_fake_graph_launches");
   auto* const live_graphs = cubert::test::fake_hook<int (*)()>("cubert_fake_live_graphs");
@@ -349,16 +351,15 @@ TEST_F(CudaLaunchTest, CapturedWorkIsOneDeviceGraphCheckedWhenMadeAndDroppedWhol
   if (live_graphs) {
     EXPECT_EQ(live_graphs(), live_before);
   }
-  // A cluster is not carried by a kernel node here: the steps are replayed one by one.
-  std::vector<graph_step> clustered(1);
-  clustered[0].k = kernel::builder("launch_test::graph_cluster")
-                       .cube_dim(32)
-                       .cluster_dim(2)
-                       .cuda_source("extern \"C\" __global__ void k() {}", "k")
-                       .build();
-  clustered[0].count = cube_count{2};
-  EXPECT_EQ(server_->instantiate_graph(clustered), 0u);
-  server_->launch_graph(0, clustered);
+  // A dynamic count is read from the device at each launch: the steps are replayed one by one.
+  std::vector<graph_step> dynamic(1);
+  dynamic[0].k = k;
+  dynamic[0].args = bindings{}.with_buffer(a.binding());
+  std::array<std::uint32_t, 3> const one_cube{1, 1, 1};
+  auto const counts = server_->create(std::as_bytes(std::span{one_cube}));
+  dynamic[0].count = cube_count::dynamic(counts.binding());
+  EXPECT_EQ(server_->instantiate_graph(dynamic), 0u);
+  server_->launch_graph(0, dynamic);
   EXPECT_NO_THROW(server_->sync().get());
   // A step that names memory of nobody is refused now, and no driver object is left over.
   auto foreign = steps;
@@ -378,6 +379,63 @@ TEST_F(CudaLaunchTest, CapturedWorkIsOneDeviceGraphCheckedWhenMadeAndDroppedWhol
   if (live_graphs) {
     EXPECT_EQ(live_graphs(), live_before);
   }
+}
+
+// Clusters and cooperative launches are kernel-node attributes: such a graph is still one
+// device graph, its replay reaches the driver with them, and what a launch would refuse (a
+// cluster that does not divide the grid, more cooperative cubes than fit) is refused when the
+// graph is made.
+TEST_F(CudaLaunchTest, ClustersAndCooperativeLaunchesStayInTheDeviceGraph) {
+  auto* const graph_launches = cubert::test::fake_hook<int (*)()>("cubert_fake_graph_launches");
+  auto* const last_cluster =
+      cubert::test::fake_hook<void (*)(unsigned*)>("cubert_fake_last_cluster");
+  auto* const last_cooperative =
+      cubert::test::fake_hook<bool (*)()>("cubert_fake_last_cooperative");
+  auto const source = "extern \"C\" __global__ void k() {}";
+  std::vector<graph_step> steps(2);
+  steps[0].k = kernel::builder("launch_test::graph_cooperative")
+                   .cube_dim(256)
+                   .cooperative()
+                   .cuda_source(source, "k")
+                   .build();
+  steps[0].count = cube_count{4};
+  steps[1].k = kernel::builder("launch_test::graph_cluster")
+                   .cube_dim(32)
+                   .cluster_dim(2, 2)
+                   .cuda_source(source, "k")
+                   .build();
+  steps[1].count = cube_count{4, 6};
+  int const launched_before = graph_launches ? graph_launches() : 0;
+  auto const id = server_->instantiate_graph(steps);
+  ASSERT_NE(id, 0u);
+  server_->launch_graph(id, steps);
+  EXPECT_NO_THROW(server_->sync().get());
+  if (graph_launches) {
+    EXPECT_EQ(graph_launches(), launched_before + 1);
+  }
+  if (last_cluster) {  // The last node replayed is the clustered one.
+    std::array<unsigned, 3> got{};
+    last_cluster(got.data());
+    EXPECT_EQ(got, (std::array<unsigned, 3>{2, 2, 1}));
+    EXPECT_FALSE(last_cooperative());
+  }
+  std::swap(steps[0], steps[1]);
+  auto const swapped = server_->instantiate_graph(steps);
+  server_->launch_graph(swapped, steps);
+  EXPECT_NO_THROW(server_->sync().get());
+  if (last_cooperative) {
+    EXPECT_TRUE(last_cooperative());
+  }
+  server_->drop_graph(id);
+  server_->drop_graph(swapped);
+
+  auto uneven = steps;
+  uneven[0].count = cube_count{4, 5};
+  EXPECT_THROW((void)server_->instantiate_graph(uneven), invalid_argument);
+  auto crowded = steps;
+  crowded[1].count = cube_count{1000, 1000};
+  EXPECT_THROW((void)server_->instantiate_graph(crowded), invalid_argument);
+  EXPECT_NO_THROW(server_->sync().get());
 }
 
 // A client held in a static is destroyed at exit after whatever the first compile made (cubert's

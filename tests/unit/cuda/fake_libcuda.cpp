@@ -28,7 +28,8 @@
 // `cubert_fake_tensor_map_result(r)` sets what cuTensorMapEncode* return (default
 // CUDA_ERROR_NOT_SUPPORTED: this driver cannot encode).
 // `cubert_fake_last_cluster(out)` writes the cluster of the last cuLaunchKernelEx,
-// `cubert_fake_last_cooperative()` whether it was cooperative.
+// `cubert_fake_last_cooperative()` whether it was cooperative (a graph's kernel node with
+// attributes replays through cuLaunchKernelEx, so these see it too).
 // `cubert_fake_other_context(fault)` returns a second context, which owns nothing and runs
 // nothing: calls made under it fail with `fault` unless that is CUDA_SUCCESS, and stream queries
 // and syncs made under it with a stream of the primary context fail with
@@ -51,6 +52,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -709,7 +711,11 @@ CUresult CUDAAPI cuLaunchKernelEx(CUlaunchConfig const* config, CUfunction f, vo
 // cuGraphLaunch (`cubert_fake_graph_launches()` counts those, `cubert_fake_live_graphs()` the
 // graphs and executable graphs not yet destroyed).
 }  // extern "C"
-struct CUgraphNode_st {};
+// A kernel node keeps its launch and attributes until the graph is instantiated.
+struct CUgraphNode_st {
+  std::optional<CUDA_KERNEL_NODE_PARAMS> kernel;
+  std::vector<CUlaunchAttribute> attributes;
+};
 struct CUgraph_st {
   std::vector<std::function<CUresult(CUstream)>> nodes;
   std::vector<std::unique_ptr<CUgraphNode_st>> handles;
@@ -752,11 +758,22 @@ CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode* node, CUgraph g, CUgraphNode 
                                       size_t n, CUDA_KERNEL_NODE_PARAMS const* p) {
   FAKE_NEED_CONTEXT();
   if (!p || !p->func) return CUDA_ERROR_INVALID_VALUE;
-  auto const k = *p;
-  return add_node(node, g, deps, n, [k](CUstream s) {
-    return cuLaunchKernel(k.func, k.gridDimX, k.gridDimY, k.gridDimZ, k.blockDimX, k.blockDimY,
-                          k.blockDimZ, k.sharedMemBytes, s, nullptr, nullptr);
-  });
+  CUresult const r = add_node(node, g, deps, n, nullptr);  // Built at instantiation.
+  if (r == CUDA_SUCCESS) (*node)->kernel = *p;
+  return r;
+}
+// Only the attributes cubert sets; the rules are cuLaunchKernelEx's, applied at each replay.
+CUresult CUDAAPI cuGraphKernelNodeSetAttribute(CUgraphNode node, CUkernelNodeAttrID id,
+                                               CUkernelNodeAttrValue const* value) {
+  if (!node || !node->kernel || !value) return CUDA_ERROR_INVALID_VALUE;
+  if (id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION && id != CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
+    return CUDA_ERROR_NOT_SUPPORTED;
+  }
+  CUlaunchAttribute a{};
+  a.id = id;
+  a.value = *value;
+  node->attributes.push_back(a);
+  return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode* node, CUgraph g, CUgraphNode const* deps,
                                       size_t n, CUDA_MEMCPY3D const* m, CUcontext) {
@@ -791,7 +808,29 @@ CUresult CUDAAPI cuGraphAddMemsetNode(CUgraphNode* node, CUgraph g, CUgraphNode 
 CUresult CUDAAPI cuGraphInstantiate(CUgraphExec* e, CUgraph g, unsigned long long) {
   FAKE_NEED_CONTEXT();
   if (!g || !e) return CUDA_ERROR_INVALID_VALUE;
-  *e = new CUgraphExec_st{g->nodes};
+  auto nodes = g->nodes;
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    auto const& handle = *g->handles[i];
+    if (!handle.kernel) continue;
+    nodes[i] = [k = *handle.kernel, attributes = handle.attributes](CUstream s) {
+      CUlaunchConfig config{};
+      config.gridDimX = k.gridDimX;
+      config.gridDimY = k.gridDimY;
+      config.gridDimZ = k.gridDimZ;
+      config.blockDimX = k.blockDimX;
+      config.blockDimY = k.blockDimY;
+      config.blockDimZ = k.blockDimZ;
+      config.sharedMemBytes = k.sharedMemBytes;
+      config.hStream = s;
+      config.attrs = const_cast<CUlaunchAttribute*>(attributes.data());
+      config.numAttrs = static_cast<unsigned>(attributes.size());
+      return attributes.empty()
+                 ? cuLaunchKernel(k.func, k.gridDimX, k.gridDimY, k.gridDimZ, k.blockDimX,
+                                  k.blockDimY, k.blockDimZ, k.sharedMemBytes, s, nullptr, nullptr)
+                 : cuLaunchKernelEx(&config, k.func, nullptr, nullptr);
+    };
+  }
+  *e = new CUgraphExec_st{std::move(nodes)};
   ++live_graphs;
   return CUDA_SUCCESS;
 }
