@@ -87,6 +87,7 @@ namespace cubert::cuda::detail {
   X(cuTensorMapEncodeIm2colWide)                 \
   X(cuLaunchKernelEx)                            \
   X(cuOccupancyMaxActiveBlocksPerMultiprocessor) \
+  X(cuOccupancyMaxActiveClusters)                \
   X(cuGraphCreate)                               \
   X(cuGraphDestroy)                              \
   X(cuGraphAddKernelNode)                        \

@@ -658,15 +658,42 @@ void cuda_server::check_cooperative(kernel const& k, loaded_kernel const& fn,
         "cooperative launches, or the driver lacks cuLaunchKernelEx)",
         k.name(), info_.ordinal, props_.architecture));
   }
-  if (k.cluster_dim().units() > 1) return;  // Placed by clusters: the driver's to check.
-  int per_sm = 0;
   auto const dim = k.cube_dim();
+  std::uint64_t const cubes = std::uint64_t{grid[0]} * grid[1] * grid[2];
+  if (auto const c = k.cluster_dim(); c.units() > 1) {
+    // Placed cluster by cluster: how many fit depends on the cluster's shape, which only the
+    // driver's cluster occupancy knows.
+    auto const& api = driver();
+    if (api.cuOccupancyMaxActiveClusters == nullptr) return;  // The launch itself will say.
+    CUlaunchAttribute cluster{};
+    cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    cluster.value.clusterDim.x = c.x;
+    cluster.value.clusterDim.y = c.y;
+    cluster.value.clusterDim.z = c.z;
+    CUlaunchConfig config{};
+    set_launch_shape(config, grid, k);
+    config.hStream = stream_;
+    config.attrs = &cluster;
+    config.numAttrs = 1;
+    int clusters = 0;
+    if (api.cuOccupancyMaxActiveClusters(&clusters, fn.function, &config) != CUDA_SUCCESS) return;
+    std::uint64_t const fits = std::uint64_t(clusters) * c.units();
+    if (cubes > fits) {
+      throw invalid_argument(fmt::format(
+          "kernel '{}': a cooperative launch of {} cubes in clusters of ({}, {}, {}); cuda:{} "
+          "holds at most {} such clusters ({} cubes) at once, with {} units and {} B of dynamic "
+          "shared memory per cube",
+          k.name(), cubes, c.x, c.y, c.z, info_.ordinal, clusters, fits, dim.units(),
+          k.shared_memory()));
+    }
+    return;
+  }
+  int per_sm = 0;
   CUresult const r = driver().cuOccupancyMaxActiveBlocksPerMultiprocessor(
       &per_sm, fn.function, static_cast<int>(dim.units()),
       static_cast<std::size_t>(k.shared_memory()));
   if (r != CUDA_SUCCESS) return;  // Unknown here: the launch itself will say.
   std::uint64_t const fits = std::uint64_t(per_sm) * std::uint64_t(info_.sm_count);
-  std::uint64_t const cubes = std::uint64_t{grid[0]} * grid[1] * grid[2];
   if (cubes > fits) {
     throw invalid_argument(fmt::format(
         "kernel '{}': a cooperative launch of {} cubes; cuda:{} holds at most {} of them at once "

@@ -274,8 +274,8 @@ TEST_F(CudaLaunchTest, AClusterReachesTheDriverAndBadClustersAreNamed) {
 }
 
 // A cooperative kernel goes through cuLaunchKernelEx with the cooperative attribute (the fake
-// driver says so; a real device runs it); a grid the device cannot hold at once is refused
-// before the driver sees it, naming how many cubes fit.
+// driver says so; a real device runs it); a grid the device cannot hold at once, in clusters or
+// not, is refused before the driver sees it, naming how many cubes fit.
 TEST_F(CudaLaunchTest, ACooperativeLaunchReachesTheDriverAndATooLargeGridIsNamed) {
   ASSERT_TRUE(server_->properties().hardware.cooperative_launch) << "an sm_90 device";
   auto* const last_cooperative =
@@ -300,6 +300,30 @@ TEST_F(CudaLaunchTest, ACooperativeLaunchReachesTheDriverAndATooLargeGridIsNamed
               std::string::npos)
         << what;
     EXPECT_NE(what.find("holds at most"), std::string::npos) << what;
+  }
+  EXPECT_NO_THROW(server_->sync().get());
+  // In clusters, the device holds whole clusters: the count comes from the cluster occupancy.
+  auto const clustered = kernel::builder("launch_test::cooperative_clusters")
+                             .cube_dim(256)
+                             .cluster_dim(2)
+                             .cooperative()
+                             .cuda_source("extern \"C\" __global__ void k() {}", "k")
+                             .build();
+  server_->execute(clustered, cube_count{4}, bindings{}, execution_mode::checked);
+  EXPECT_NO_THROW(server_->sync().get());
+  if (last_cooperative) {
+    EXPECT_TRUE(last_cooperative());
+  }
+  try {
+    server_->execute(clustered, cube_count{1000, 1000}, bindings{}, execution_mode::checked);
+    ADD_FAILURE() << "expected invalid_argument";
+  } catch (cubert::invalid_argument const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("kernel 'launch_test::cooperative_clusters': a cooperative launch of "
+                        "1000000 cubes in clusters of (2, 1, 1)"),
+              std::string::npos)
+        << what;
+    EXPECT_NE(what.find("such clusters"), std::string::npos) << what;
   }
   EXPECT_NO_THROW(server_->sync().get());
 }

@@ -668,6 +668,23 @@ CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* n, CUfunction 
   return CUDA_SUCCESS;
 }
 
+// Whole clusters only: as many as the device's cubes allow.
+CUresult CUDAAPI cuOccupancyMaxActiveClusters(int* n, CUfunction f, CUlaunchConfig const* config) {
+  FAKE_NEED_CONTEXT();
+  if (!n || !f || !config || (config->numAttrs != 0 && !config->attrs)) {
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  std::uint64_t size = 1;
+  for (unsigned i = 0; i < config->numAttrs; ++i) {
+    auto const& a = config->attrs[i];
+    if (a.id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) return CUDA_ERROR_INVALID_VALUE;
+    size = std::uint64_t{a.value.clusterDim.x} * a.value.clusterDim.y * a.value.clusterDim.z;
+  }
+  auto const threads = config->blockDimX * config->blockDimY * config->blockDimZ;
+  *n = static_cast<int>(std::uint64_t(fake_cubes_per_sm(threads)) * 4 / size);
+  return CUDA_SUCCESS;
+}
+
 // The H100/H200's rules: a cluster divides the grid, holds at most 8 cubes, or 16 once the
 // function opted in.
 CUresult CUDAAPI cuLaunchKernelEx(CUlaunchConfig const* config, CUfunction f, void** params,
