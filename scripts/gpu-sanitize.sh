@@ -10,7 +10,8 @@
 #      transfer tests and the threaded conformance cases on cuda:0.
 # Usage: scripts/gpu-sanitize.sh [asan|memcheck|tsan|all] (default all).
 # To split a run (the GPU machine allows 10 minutes per command): GPU_SANITIZE_TESTS and
-# GPU_SANITIZE_TSAN_TESTS replace the test lists, GPU_SANITIZE_CONFORMANCE=0 skips the suite.
+# GPU_SANITIZE_TSAN_TESTS replace the test lists, GPU_SANITIZE_CONFORMANCE=0 skips the suite,
+# GPU_SANITIZE_CONF_FILTER narrows it (a gtest filter; default every cuda:0 case).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -32,7 +33,7 @@ TSAN_TESTS=(cuda_transfer_test cuda_pinned_pool_test cuda_fault_test cuda_profil
 [ -n "${GPU_SANITIZE_TSAN_TESTS:-}" ] && read -r -a TSAN_TESTS <<<"$GPU_SANITIZE_TSAN_TESTS"
 CONFORMANCE=${GPU_SANITIZE_CONFORMANCE:-1}
 TARGETS=("${GPU_TESTS[@]}" cubert_conformance_tests)
-CONF_FILTER='*cuda0*'
+CONF_FILTER=${GPU_SANITIZE_CONF_FILTER:-'*cuda0*'}
 
 configure_build() {  # dir, extra cmake args...
   local dir=$1
@@ -95,11 +96,12 @@ if [ "$MODE" = memcheck ] || [ "$MODE" = all ]; then
       # on purpose (memcheck would report exactly those), so it is left out here.
       MC=(compute-sanitizer --tool memcheck --leak-check full --error-exitcode 86
         --report-api-errors no)
-      # Death tests re-execute the binary, and a child started under memcheck takes minutes; the
-      # one outside cuda_fault_test checks a configuration error that never reaches the device.
+      # Tests that re-execute the binary (death tests, the at-exit check) start a child under
+      # memcheck, which takes minutes; outside cuda_fault_test they check a configuration error
+      # that never reaches the device and a static client's teardown at exit.
       for t in "${GPU_TESTS[@]}"; do
         [ "$t" = cuda_fault_test ] && continue
-        GTEST_FILTER='-CudaBadConfiguration.*' run_checked "memcheck $t" "$LOGS/memcheck-$t.log" \
+        GTEST_FILTER='-CudaBadConfiguration.*:CudaModuleAtExit.*' run_checked "memcheck $t" "$LOGS/memcheck-$t.log" \
           "${MC[@]}" "$(test_bin "$MC_DIR" "$t")"
       done
       [ "$CONFORMANCE" = 1 ] && run_checked "memcheck conformance cuda:0" "$LOGS/memcheck-conformance.log" "${MC[@]}" \
