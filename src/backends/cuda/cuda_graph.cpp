@@ -32,7 +32,9 @@ bool graphs_available(driver_api const& api) {
 }  // namespace
 
 std::uint64_t cuda_server::instantiate_graph(std::vector<graph_step> const& steps) {
-  if (steps.empty() || !graphs_available(driver())) return 0;
+  // With launch blocking on, each kernel is waited for so a fault names it: that needs the
+  // steps one by one, not one graph whose kernels fail together.
+  if (steps.empty() || !graphs_available(driver()) || launch_blocking_) return 0;
   for (auto const& s : steps) {
     if (!expressible(s, driver())) return 0;
   }

@@ -12,6 +12,7 @@
 #include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
 #include <cubert/error.hpp>
+#include <cubert/graph.hpp>
 
 #include <cuda.h>
 #include <gtest/gtest.h>
@@ -297,6 +298,46 @@ void fault_found_by_a_profile(channel_kind kind) {
   checks.finish();
 }
 
+// A kernel that faults inside a replayed device graph is reported like a launch's fault, with
+// the graph's kernels as the suspects. With launch blocking on the graph is kept as steps, each
+// kernel waited for, so the report names the one that faulted.
+void fault_in_a_graph(channel_kind kind, bool blocking) {
+  child_checks checks;
+  {
+    auto opts = test_options();
+    opts.launch_blocking = blocking;
+    scenario s(kind, opts);
+    auto& [zeros, c, buf] = s;
+    graph const g = c.capture([&] {
+      c.execute(fine(), cube_count{2}, bindings{}.with_buffer(buf.binding()));
+      c.execute(poke(), cube_count{1}, bad_pointer());
+    });
+    checks.expect(g.native() == !blocking,
+                  blocking ? "a device graph with launch blocking on" : "no device graph");
+    c.sync();  // Capturing ran nothing.
+    c.replay(g);
+    if (blocking) {
+      checks.expect_device_error(
+          "the first sync", [&] { c.sync(); },
+          {"kernel 'fault_test::poke' grid (1, 1, 1) block (32, 1, 1) failed while running: "
+           "CUDA_ERROR_ILLEGAL_ADDRESS",
+           "cuda:0 is lost"});
+    } else {
+      checks.expect_device_error("the first sync", [&] { c.sync(); },
+                                 {"CUDA_ERROR_ILLEGAL_ADDRESS", "cuda:0 is lost",
+                                  "'fault_test::fine' grid (2, 1, 1) block (32, 1, 1), "
+                                  "'fault_test::poke' grid (1, 1, 1) block (32, 1, 1)"});
+    }
+    checks.expect_device_error("a second replay and sync",
+                               [&] {
+                                 c.replay(g);
+                                 c.sync();
+                               },
+                               {"cuda:0 is lost", "restart the process"});
+  }  // The graph goes after the loss: destroying its driver objects may fail, never throw.
+  checks.finish();
+}
+
 // The fake driver's second context, reporting `fault` unless that is CUDA_SUCCESS, made current
 // on the calling thread; false on a real driver, which has no such hook.
 bool enter_other_context(CUresult fault) {
@@ -447,6 +488,14 @@ TEST_P(CudaKernelFault, OnAnotherDeviceLosesThisOneToo) {
 
 TEST_P(CudaKernelFault, LaunchBlockingNamesTheKernelThatFaulted) {
   EXPECT_EXIT(blocking_names_the_kernel(GetParam()), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_P(CudaKernelFault, InADeviceGraphIsReportedWithTheGraphsKernels) {
+  EXPECT_EXIT(fault_in_a_graph(GetParam(), false), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_P(CudaKernelFault, InAGraphWithLaunchBlockingNamesTheKernel) {
+  EXPECT_EXIT(fault_in_a_graph(GetParam(), true), ::testing::ExitedWithCode(0), "");
 }
 
 TEST_P(CudaKernelFault, SupersedesAnOrdinaryLaunchErrorStillWaiting) {
