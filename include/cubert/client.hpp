@@ -227,6 +227,11 @@ class client {
 /// Devices present in this process (CPU always; CUDA/OpenCL when built and found).
 [[nodiscard]] std::vector<device_info> devices();
 
+/// Every backend cubert knows, built or not, with its device count and, where it has no
+/// device, why (no CUDA backend in this build, no driver, no GPU...), so a missing `cuda:0`
+/// can be explained without trying to make a client.
+[[nodiscard]] std::vector<backend_info> backends();
+
 /// The client of device `id` ("cpu", "cpu:0", "cuda:0"): created on first use, then the same
 /// client for the life of the process. @throws unsupported for an unknown or absent device.
 [[nodiscard]] client make_client(std::string_view id = "cpu", client_options options = {});

@@ -59,4 +59,12 @@ struct device_info {
   std::string backend;  ///< "cpu", "cuda", "opencl".
 };
 
+/// One backend of cubert::backends(): whether this build has it and what it found.
+struct backend_info {
+  std::string name;      ///< "cpu", "cuda", "opencl".
+  bool built = false;    ///< Compiled into this build of cubert.
+  int device_count = 0;  ///< Devices it can use in this process.
+  std::string note;      ///< Why it has no device, when it has none; empty otherwise.
+};
+
 }  // namespace cubert

@@ -91,6 +91,21 @@ std::vector<device_info> devices() {
   return out;
 }
 
+std::vector<backend_info> backends() {
+  std::vector<backend_info> out;
+  out.push_back({"cpu", true, 1, {}});
+#if CUBERT_HAS_CUDA
+  int const count = cuda::device_count();
+  out.push_back({"cuda", true, count, count == 0 ? cuda::unavailable_reason() : std::string{}});
+#else
+  out.push_back({"cuda", false, 0,
+                 "this build of cubert has no CUDA backend (configure with -DCUBERT_BUILD_CUDA=ON "
+                 "where the CUDA toolkit is installed)"});
+#endif
+  out.push_back({"opencl", false, 0, "no OpenCL backend in this version of cubert"});
+  return out;
+}
+
 client make_client(std::string_view id, client_options options) {
   auto const ref = parse_id(id);
   auto const key = fmt::format("{}:{}", ref.backend, ref.ordinal);

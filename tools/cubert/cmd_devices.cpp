@@ -50,6 +50,10 @@ void run_devices(devices_options const& opts) {
                cubert::to_string(p.timing), p.hardware.tensor_maps ? "yes" : "no",
                p.hardware.max_cluster_size, d.name);
   }
+  // Why a device one expected is missing, without having to try a client.
+  for (auto const& b : cubert::backends()) {
+    if (b.device_count == 0) fmt::print("{}: no device: {}\n", b.name, b.note);
+  }
 }
 
 void setup(CLI::App& app) {

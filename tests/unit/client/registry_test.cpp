@@ -54,6 +54,33 @@ TEST(RegistryTest, UnknownOrAbsentDevicesAreUnsupported) {
   EXPECT_EQ(cubert::make_client("cpu").properties().backend, "cpu");  // The registry still works.
 }
 
+// Every backend is listed; one without a device says why, and the counts agree with devices().
+TEST(RegistryTest, BackendsSayWhatTheyFoundAndWhyNot) {
+  auto const list = cubert::backends();
+  ASSERT_EQ(list.size(), 3u);
+  EXPECT_EQ(list[0].name, "cpu");
+  EXPECT_TRUE(list[0].built);
+  EXPECT_EQ(list[0].device_count, 1);
+  EXPECT_TRUE(list[0].note.empty());
+  EXPECT_EQ(list[1].name, "cuda");
+  EXPECT_EQ(list[1].built, bool(CUBERT_HAS_CUDA));
+  EXPECT_EQ(list[2].name, "opencl");
+  EXPECT_FALSE(list[2].built);
+  std::size_t listed = 0;
+  for (auto const& b : list) {
+    SCOPED_TRACE(b.name);
+    EXPECT_EQ(b.note.empty(), b.device_count > 0) << b.note;
+    if (!b.built) {
+      EXPECT_EQ(b.device_count, 0);
+    }
+    listed += static_cast<std::size_t>(b.device_count);
+  }
+  EXPECT_EQ(listed, cubert::devices().size());
+#if !CUBERT_HAS_CUDA
+  EXPECT_NE(list[1].note.find("no CUDA backend"), std::string::npos) << list[1].note;
+#endif
+}
+
 #if !CUBERT_HAS_CUDA
 TEST(RegistryTest, CudaWithoutTheBackendSaysSo) {
   try {
