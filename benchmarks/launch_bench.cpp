@@ -113,6 +113,21 @@ void BM_read_one_actor(benchmark::State& s) {
   read_small(s, backend::channel_kind::actor);
 }
 
+// empty(256) + drop: a pool hit through the channel (the actor channel's is not a round trip).
+void empty_drop(benchmark::State& state, backend::channel_kind kind) {
+  client c(backend::make_channel(cpu::make_server({}), kind));
+  for (auto _ : state) {
+    auto h = c.empty(256);
+    benchmark::DoNotOptimize(h);
+  }
+}
+void BM_empty_drop_mutex(benchmark::State& s) {
+  empty_drop(s, backend::channel_kind::mutex);
+}
+void BM_empty_drop_actor(benchmark::State& s) {
+  empty_drop(s, backend::channel_kind::actor);
+}
+
 BENCHMARK(BM_direct_call);
 BENCHMARK(BM_openmp_region);
 BENCHMARK(BM_execute_mutex);
@@ -123,6 +138,8 @@ BENCHMARK(BM_execute_actor_3buf);
 BENCHMARK(BM_execute_inline_3buf);
 BENCHMARK(BM_read_one_mutex);
 BENCHMARK(BM_read_one_actor);
+BENCHMARK(BM_empty_drop_mutex);
+BENCHMARK(BM_empty_drop_actor);
 
 }  // namespace
 

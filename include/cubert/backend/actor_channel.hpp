@@ -28,6 +28,13 @@ namespace cubert::backend {
 /// Messages run in the order they were posted. While a thread profiles, other threads wait to
 /// post until its last `end_profile` is queued.
 ///
+/// Calls that only make new memory (`empty`, `empty_tensors`, `create`, `create_tensors`,
+/// `alloc_host`) are not posted: the caller runs them itself, taking the server between two
+/// messages (the server thread lets a waiting caller in before its next message). Nothing queued
+/// can name memory that does not exist yet, and a slice is free only once the messages that
+/// bind it have run, so running ahead of the queue changes no result; it saves the round trip,
+/// which cost an `empty` 1.1-1.7 µs against 60-90 ns through the mutex channel.
+///
 /// A round trip through two sleeping threads costs two wake-ups (10-80 µs), which would make
 /// every `empty` a hundred times dearer than through the mutex channel; so the server thread
 /// spins for `spin` (`[channel] spin_us`) after its queue runs dry before it sleeps, and a caller
@@ -39,6 +46,7 @@ class actor_channel final : public channel {
                          std::chrono::microseconds spin = default_spin_budget)
       : properties_(server->properties()),
         core_(std::make_shared<core>(spin)),
+        server_(server.get()),
         thread_(
             [c = core_, s = std::move(server)]() mutable { serve(std::move(c), std::move(s)); }) {
     // Before any message can arrive, hence before the thread could be orphaned.
@@ -67,20 +75,19 @@ class actor_channel final : public channel {
   [[nodiscard]] channel_kind kind() const noexcept override { return channel_kind::actor; }
 
   cubert::handle create(std::span<std::byte const> data) override {
-    // The caller blocks until the reply, so the span stays valid: no copy needed.
-    return call([data](Server& s) { return s.create(data); });
+    return direct([data](Server& s) { return s.create(data); });
   }
   std::vector<tensor_allocation> create_tensors(
       std::vector<std::span<std::byte const>> const& data,
       std::vector<tensor_descriptor> const& descriptors) override {
-    return call([&](Server& s) { return s.create_tensors(data, descriptors); });
+    return direct([&](Server& s) { return s.create_tensors(data, descriptors); });
   }
   cubert::handle empty(std::uint64_t size) override {
-    return call([size](Server& s) { return s.empty(size); });
+    return direct([size](Server& s) { return s.empty(size); });
   }
   std::vector<tensor_allocation> empty_tensors(
       std::vector<tensor_descriptor> const& descriptors) override {
-    return call([&](Server& s) { return s.empty_tensors(descriptors); });
+    return direct([&](Server& s) { return s.empty_tensors(descriptors); });
   }
   std::future<std::vector<bytes>> read(std::vector<cubert::binding> bindings) override {
     return call_async([d = &core_->deferred, b = std::move(bindings)](Server& s) mutable {
@@ -102,7 +109,7 @@ class actor_channel final : public channel {
     });
   }
   host_buffer alloc_host(std::uint64_t size) override {
-    return call([size](Server& s) { return s.alloc_host(size); });
+    return direct([size](Server& s) { return s.alloc_host(size); });
   }
   void write(cubert::binding const& dst, std::span<std::byte const> data) override {
     // Like create: the caller waits, so the span stays valid without a copy.
@@ -194,11 +201,28 @@ class actor_channel final : public channel {
     });
   }
   profiling_token start_profile() override {
-    return gated_call([](Server& s) { return s.start_profile(); }, gate_step::open);
+    return gated_call(
+        [c = core_.get(), me = std::this_thread::get_id()](Server& s) {
+          auto token = s.start_profile();
+          c->window_owner = me;
+          ++c->window_depth;
+          return token;
+        },
+        gate_step::open);
   }
   profile_duration end_profile(profiling_token token) override {
     // Other threads' messages may queue as soon as this one has: they run after it.
-    return gated_call([token](Server& s) { return s.end_profile(token); }, gate_step::close);
+    return gated_call(
+        [c = core_.get(), token](Server& s) {
+          struct closing {
+            core* c;
+            ~closing() {
+              if (c->window_depth > 0 && --c->window_depth == 0) c->window_owner = {};
+            }
+          } const closes{c};
+          return s.end_profile(token);
+        },
+        gate_step::close);
   }
   [[nodiscard]] device_properties const& properties() const noexcept override {
     return properties_;
@@ -230,6 +254,13 @@ class actor_channel final : public channel {
     std::atomic<bool> queued{false};  // !queue.empty(), readable without the lock while spinning
     bool waiting = false;
     bool stopping = false;
+    // Held by the server thread while it runs messages and by a caller running a `direct` call.
+    std::mutex server_mutex;
+    std::atomic<int> direct_waiting{0};  // Callers waiting for server_mutex: let them in first.
+    // The profile the server has started and not yet ended, if any (under server_mutex): a
+    // direct call from another thread would land in it, so it waits for its end to run.
+    std::thread::id window_owner;
+    unsigned window_depth = 0;
   };
 
   // What posting a message does to profiling ownership, in the same critical section.
@@ -332,6 +363,25 @@ class actor_channel final : public channel {
     if constexpr (!std::is_void_v<result>) return std::move(*r->value);
   }
 
+  // Runs `f` on the calling thread with the server to itself, between two messages, outside
+  // any other thread's profile (as a posted call would be).
+  template <typename F>
+  auto direct(F&& f) -> std::invoke_result_t<F&, Server&> {
+    auto const me = std::this_thread::get_id();
+    for (;;) {
+      core_->direct_waiting.fetch_add(1);
+      std::unique_lock server(core_->server_mutex);
+      core_->direct_waiting.fetch_sub(1);
+      if (core_->window_depth == 0 || core_->window_owner == me) return f(*server_);
+      server.unlock();
+      {
+        std::unique_lock lock(core_->mutex);
+        core_->gate.pass(lock);  // Until the profile's last end is queued...
+      }
+      std::this_thread::yield();  // ...then until it has run.
+    }
+  }
+
   static void serve(std::shared_ptr<core> c, std::unique_ptr<Server> server) {
     std::deque<std::unique_ptr<message>> batch;
     for (;;) {
@@ -345,9 +395,20 @@ class actor_channel final : public channel {
         batch.swap(c->queue);
         c->queued.store(false, std::memory_order_relaxed);
       }
-      for (auto& m : batch) {
-        m->run(*server);
-        m.reset();  // Its captures (bindings, a client) go now, not after the rest of the batch.
+      {
+        std::unique_lock held(c->server_mutex);
+        for (auto& m : batch) {
+          if (c->direct_waiting.load(std::memory_order_relaxed) != 0) [[unlikely]] {
+            // Without stepping aside, this thread would take the lock back first every time.
+            held.unlock();
+            while (c->direct_waiting.load(std::memory_order_relaxed) != 0) {
+              std::this_thread::yield();
+            }
+            held.lock();
+          }
+          m->run(*server);
+          m.reset();  // Its captures (bindings, a client) go now, not after the rest of the batch.
+        }
       }
       batch.clear();
     }
@@ -356,6 +417,7 @@ class actor_channel final : public channel {
 
   device_properties properties_;
   std::shared_ptr<core> core_;
+  Server* server_;      // Owned by the thread; lives until the thread ends, after the channel.
   std::thread thread_;  // Last: starts after every other member is ready.
 };
 

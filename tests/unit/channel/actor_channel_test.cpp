@@ -19,6 +19,7 @@
 #include <string>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -89,10 +90,36 @@ TEST(ActorChannel, AReplyLongerThanTheSpinStillArrives) {
   c.execute(slow, cube_count{1}, bindings{});
   auto const start = std::chrono::steady_clock::now();
   go->store(true);
-  auto h = c.empty(64);  // Queued behind the kernel: the caller outlasts its spin and sleeps.
+  // Queued behind the kernel: the caller outlasts its spin and sleeps.
+  auto const usage = c.memory_usage();
   auto const waited = std::chrono::steady_clock::now() - start;
-  EXPECT_EQ(h.size(), 64u);
+  EXPECT_EQ(usage.bytes_in_use, 0u);
   EXPECT_GE(waited, 10ms);
+}
+
+// Calls that only make new memory do not wait for the queue: the caller takes the server
+// between two kernels, long before the twenty queued ones have run, and gets usable memory.
+TEST(ActorChannel, NewMemoryIsMadeBetweenTwoMessagesNotBehindTheQueue) {
+  auto c = actor_client();
+  auto const done = std::make_shared<std::atomic<int>>(0);
+  auto const k = kernel::builder("test::sleep_20ms_and_count")
+                     .cpu([done](cpu::kernel_context const&) {
+                       std::this_thread::sleep_for(20ms);
+                       done->fetch_add(1);
+                     })
+                     .build();
+  for (int i = 0; i < 20; ++i) c.execute(k, cube_count{1}, bindings{});
+  auto const h = c.empty(64);
+  std::vector<std::byte> const bytes(32, std::byte{7});
+  auto const made = c.create(bytes);
+  auto const pinned = c.alloc_host(128);
+  int const ran = done->load();
+  EXPECT_LT(ran, 20) << "the calls waited for the whole queue";
+  EXPECT_EQ(h.size(), 64u);
+  EXPECT_EQ(pinned.size(), 128u);
+  auto const back = c.read_one(made.binding());  // Queued: after every kernel.
+  EXPECT_EQ(done->load(), 20);
+  EXPECT_EQ(std::vector<std::byte>(back.begin(), back.end()), bytes);
 }
 
 TEST(ActorChannel, ErrorsReachTheCallerOnBothPathsAndTheChannelGoesOn) {
