@@ -280,52 +280,45 @@ TEST_F(CudaLaunchTest, ACooperativeLaunchReachesTheDriverAndATooLargeGridIsNamed
   ASSERT_TRUE(server_->properties().hardware.cooperative_launch) << "an sm_90 device";
   auto* const last_cooperative =
       cubert::test::fake_hook<bool (*)()>("cubert_fake_last_cooperative");
-  auto const k = kernel::builder("launch_test::cooperative")
-                     .cube_dim(256)
-                     .cooperative()
-                     .cuda_source("extern \"C\" __global__ void k() {}", "k")
-                     .build();
-  server_->execute(k, cube_count{4}, bindings{}, execution_mode::checked);
-  EXPECT_NO_THROW(server_->sync().get());
-  if (last_cooperative) {
-    EXPECT_TRUE(last_cooperative());
-  }
-  try {
-    server_->execute(k, cube_count{1000, 1000}, bindings{}, execution_mode::checked);
-    ADD_FAILURE() << "expected invalid_argument";
-  } catch (cubert::invalid_argument const& e) {
-    std::string const what = e.what();
-    EXPECT_NE(what.find("kernel 'launch_test::cooperative': a cooperative launch of 1000000 "
-                        "cubes"),
-              std::string::npos)
-        << what;
-    EXPECT_NE(what.find("holds at most"), std::string::npos) << what;
-  }
-  EXPECT_NO_THROW(server_->sync().get());
+  auto const cooperative = [](std::string const& name, std::uint32_t cluster) {
+    return kernel::builder(name)
+        .cube_dim(256)
+        .cluster_dim(cluster)
+        .cooperative()
+        .cuda_source("extern \"C\" __global__ void k() {}", "k")
+        .build();
+  };
   // In clusters, the device holds whole clusters: the count comes from the cluster occupancy.
-  auto const clustered = kernel::builder("launch_test::cooperative_clusters")
-                             .cube_dim(256)
-                             .cluster_dim(2)
-                             .cooperative()
-                             .cuda_source("extern \"C\" __global__ void k() {}", "k")
-                             .build();
-  server_->execute(clustered, cube_count{4}, bindings{}, execution_mode::checked);
-  EXPECT_NO_THROW(server_->sync().get());
-  if (last_cooperative) {
-    EXPECT_TRUE(last_cooperative());
+  struct refusal {
+    kernel k;
+    std::string begins;
+    std::string names;
+  };
+  std::vector<refusal> const cases{
+      {cooperative("launch_test::cooperative", 1),
+       "kernel 'launch_test::cooperative': a cooperative launch of 1000000 cubes;",
+       "holds at most"},
+      {cooperative("launch_test::cooperative_clusters", 2),
+       "kernel 'launch_test::cooperative_clusters': a cooperative launch of 1000000 cubes in "
+       "clusters of (2, 1, 1)",
+       "such clusters"}};
+  for (auto const& c : cases) {
+    SCOPED_TRACE(c.k.name());
+    server_->execute(c.k, cube_count{4}, bindings{}, execution_mode::checked);
+    EXPECT_NO_THROW(server_->sync().get());
+    if (last_cooperative) {
+      EXPECT_TRUE(last_cooperative());
+    }
+    try {
+      server_->execute(c.k, cube_count{1000, 1000}, bindings{}, execution_mode::checked);
+      ADD_FAILURE() << "expected invalid_argument";
+    } catch (cubert::invalid_argument const& e) {
+      std::string const what = e.what();
+      EXPECT_NE(what.find(c.begins), std::string::npos) << what;
+      EXPECT_NE(what.find(c.names), std::string::npos) << what;
+    }
+    EXPECT_NO_THROW(server_->sync().get());
   }
-  try {
-    server_->execute(clustered, cube_count{1000, 1000}, bindings{}, execution_mode::checked);
-    ADD_FAILURE() << "expected invalid_argument";
-  } catch (cubert::invalid_argument const& e) {
-    std::string const what = e.what();
-    EXPECT_NE(what.find("kernel 'launch_test::cooperative_clusters': a cooperative launch of "
-                        "1000000 cubes in clusters of (2, 1, 1)"),
-              std::string::npos)
-        << what;
-    EXPECT_NE(what.find("such clusters"), std::string::npos) << what;
-  }
-  EXPECT_NO_THROW(server_->sync().get());
 }
 
 // Captured kernels, fills and copies become one device graph, compiled and checked when it is
