@@ -64,11 +64,7 @@ std::uint64_t cuda_server::build_graph(std::vector<graph_step> const& steps) {
         auto const grid = s.count.counts();
         if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) continue;  // Nothing to run.
         // The checks a launch makes, made once here: a replay runs what was accepted.
-        auto refused =
-            s.k.cluster_dim().units() > 1 ? prepare_cluster(s.k, fn, grid) : std::nullopt;
-        if (!refused) refused = allow_shared_memory(s.k, fn);
-        if (refused) throw launch_error(refused->first);
-        if (s.k.cooperative()) check_cooperative(s.k, fn, grid);
+        if (auto refused = admit(s.k, fn, grid)) throw launch_error(refused->first);
         auto const dim = s.k.cube_dim();
         CUDA_KERNEL_NODE_PARAMS p{};
         p.func = fn.function;

@@ -91,13 +91,9 @@ void cuda_server::launch(kernel const& k, cube_count const& count, bindings cons
   auto const& api = driver();
   bool const clustered = k.cluster_dim().units() > 1;
   bool const extended = clustered || k.cooperative();
-  auto refused = clustered ? prepare_cluster(k, fn, grid) : std::nullopt;
-  if (!refused) refused = allow_shared_memory(k, fn);
-  if (refused) [[unlikely]] {
+  if (auto refused = admit(k, fn, grid)) [[unlikely]] {
     return launch_failed(std::move(refused->first), refused->second);
   }
-  // After the opt-in: how many cubes fit on an SM depends on the dynamic shared memory.
-  if (k.cooperative()) check_cooperative(k, fn, grid);
   CUresult result = extended ? launch_extended(k, fn, grid)
                              : api.cuLaunchKernel(fn.function, grid[0], grid[1], grid[2], dim.x,
                                                   dim.y, dim.z, static_cast<unsigned>(shared),
@@ -123,6 +119,15 @@ void cuda_server::launch(kernel const& k, cube_count const& count, bindings cons
     }
     launches_.clear();
   }
+}
+
+std::optional<std::pair<std::string, CUresult>> cuda_server::admit(
+    kernel const& k, loaded_kernel& fn, std::array<std::uint32_t, 3> const& grid) {
+  auto refused = k.cluster_dim().units() > 1 ? prepare_cluster(k, fn, grid) : std::nullopt;
+  if (!refused) refused = allow_shared_memory(k, fn);
+  // After the opt-in: how many cubes fit on an SM depends on the dynamic shared memory.
+  if (!refused && k.cooperative()) check_cooperative(k, fn, grid);
+  return refused;
 }
 
 std::optional<std::pair<std::string, CUresult>> cuda_server::allow_shared_memory(
@@ -207,15 +212,11 @@ void cuda_server::check_cooperative(kernel const& k, loaded_kernel const& fn,
     // driver's cluster occupancy knows.
     auto const& api = driver();
     if (api.cuOccupancyMaxActiveClusters == nullptr) return;  // The launch itself will say.
-    CUlaunchAttribute cluster{};
-    cluster.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    cluster.value.clusterDim.x = c.x;
-    cluster.value.clusterDim.y = c.y;
-    cluster.value.clusterDim.z = c.z;
+    launch_attributes cluster(k);  // The cluster comes first; the occupancy takes only it.
     CUlaunchConfig config{};
     set_launch_shape(config, grid, k);
     config.hStream = stream_;
-    config.attrs = &cluster;
+    config.attrs = cluster.items.data();
     config.numAttrs = 1;
     int clusters = 0;
     if (api.cuOccupancyMaxActiveClusters(&clusters, fn.function, &config) != CUDA_SUCCESS) return;

@@ -165,6 +165,11 @@ class cuda_server final : public backend::server {
   [[nodiscard]] std::array<std::uint32_t, 3> resolve_count(kernel const& k,
                                                            cube_count const& count);
   void marshal(kernel const& k, bindings const& args);
+  /// The checks every launch of `k` makes, graph nodes included: the cluster (prepare_cluster),
+  /// the dynamic shared memory (allow_shared_memory), the cooperative fit (check_cooperative).
+  /// Throws what they throw; returns a refused opt-in as allow_shared_memory does.
+  [[nodiscard]] std::optional<std::pair<std::string, CUresult>> admit(
+      kernel const& k, loaded_kernel& fn, std::array<std::uint32_t, 3> const& grid);
   /// Lets `fn` use the kernel's dynamic shared memory (an opt-in past the default, kept per
   /// function). A refusal comes back with the driver's result, not thrown: a launch defers it,
   /// a graph throws it.

@@ -751,6 +751,14 @@ CUresult add_node(CUgraphNode* node, CUgraph g, CUgraphNode const* deps, size_t 
   *node = g->handles.back().get();
   return CUDA_SUCCESS;
 }
+// A graph or an executable graph, counted in live_graphs.
+template <typename T>
+CUresult destroy_graph_object(T* object) {
+  if (!object) return CUDA_ERROR_INVALID_VALUE;
+  delete object;
+  --live_graphs;
+  return CUDA_SUCCESS;
+}
 }  // namespace
 extern "C" {
 int cubert_fake_graph_launches() {
@@ -766,10 +774,7 @@ CUresult CUDAAPI cuGraphCreate(CUgraph* g, unsigned int) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuGraphDestroy(CUgraph g) {
-  if (!g) return CUDA_ERROR_INVALID_VALUE;
-  delete g;
-  --live_graphs;
-  return CUDA_SUCCESS;
+  return destroy_graph_object(g);
 }
 CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode* node, CUgraph g, CUgraphNode const* deps,
                                       size_t n, CUDA_KERNEL_NODE_PARAMS const* p) {
@@ -861,10 +866,7 @@ CUresult CUDAAPI cuGraphLaunch(CUgraphExec e, CUstream s) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec e) {
-  if (!e) return CUDA_ERROR_INVALID_VALUE;
-  delete e;
-  --live_graphs;
-  return CUDA_SUCCESS;
+  return destroy_graph_object(e);
 }
 
 // Tensor maps are only ever passed to kernels, which this driver does not run.
