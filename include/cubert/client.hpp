@@ -59,7 +59,10 @@ class client {
   [[nodiscard]] std::vector<backend::tensor_allocation> empty_tensors(
       std::vector<backend::tensor_descriptor> const& descriptors) const;
 
-  /// Starts reading the bytes of each binding (offsets honoured); the future waits.
+  /// Starts reading the bytes of each binding (offsets honoured); the future waits. The copy is
+  /// queued now; on CUDA the future is deferred: its get() or wait() waits for the device on the
+  /// calling thread (other threads' calls go on meanwhile), wait_for reports
+  /// std::future_status::deferred, and dropping it unwaited waits for the copy.
   [[nodiscard]] std::future<std::vector<bytes>> read_async(std::vector<binding> bindings) const;
   /// Reads the bytes of each binding. On CUDA each result lives in a per-device pool of pinned
   /// host memory, filled by DMA and returned to the pool when the `bytes` is destroyed (from any
@@ -74,7 +77,8 @@ class client {
   /// `dst` (a host_buffer from `alloc_host`, or other pinned memory) is written by DMA
   /// directly; pageable memory goes through pinned staging, copied by several threads.
   /// @throws invalid_argument at once when `dst.size()` differs from `b.size()`; an unknown
-  /// binding throws here or from the future (per channel), as do deferred errors.
+  /// binding throws here or from the future (per channel), as do deferred errors. Deferred on
+  /// CUDA, as `read_async`'s; dropped unwaited, it waits for the copy into `dst`.
   [[nodiscard]] std::future<void> read_into_async(binding const& b, std::span<std::byte> dst) const;
   /// Copies the bytes of `b` into `dst` and waits. @throws invalid_argument when `dst.size()`
   /// differs from `b.size()` or for an unknown binding; rethrows a deferred error.

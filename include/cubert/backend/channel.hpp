@@ -24,7 +24,9 @@ enum class channel_kind {
 [[nodiscard]] channel_kind parse_channel_kind(std::string_view name);
 
 /// The server API made safe to call from the threads a channel kind allows. Returned futures
-/// may be waited on any thread. Errors of fire-and-forget work surface at the next
+/// may be waited on any thread; they may be deferred (the wait for the device runs in their
+/// get() or wait(), on the waiting thread, so wait_for reports std::future_status::deferred
+/// until then). Errors of fire-and-forget work surface at the next
 /// sync/read/flush, exactly once.
 class channel {
  public:

@@ -135,6 +135,10 @@ void check_fill_pattern(std::uint64_t size, std::size_t width);
 /// Row-major contiguous strides (in elements) of `shape`.
 [[nodiscard]] std::vector<std::uint64_t> contiguous_strides(std::span<std::uint64_t const> shape);
 
+/// Checks what `gather_dense` checks before it copies: ranks agree and every element of `meta`
+/// lies inside `src_size` bytes. @throws invalid_argument naming what is wrong.
+void check_gather(binding_with_meta const& meta, std::uint64_t src_size);
+
 /// Gathers a strided tensor out of `src` (the binding's bytes) into dense row-major bytes.
 /// @throws invalid_argument if shape, strides and elem_size address bytes outside `src`.
 [[nodiscard]] bytes gather_dense(std::span<std::byte const> src, binding_with_meta const& meta);

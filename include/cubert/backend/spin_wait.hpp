@@ -53,10 +53,13 @@ inline void await_flag(std::atomic<int> const& flag, std::chrono::microseconds b
 
 /// The value of a future another thread completes (a server thread, copy threads): spins for
 /// `budget` before `get()` sleeps, since a wake-up (5-40 µs) costs more than a small call takes.
+/// A deferred future (a CUDA wait, which waits for the device in get()) is got at once.
 template <typename T>
 T await_future(std::future<T>&& f, std::chrono::microseconds budget) {
-  spin_until([&] { return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready; },
-             budget);
+  if (f.wait_for(std::chrono::seconds(0)) != std::future_status::deferred) {
+    spin_until([&] { return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready; },
+               budget);
+  }
   return f.get();
 }
 

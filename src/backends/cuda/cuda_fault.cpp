@@ -92,16 +92,29 @@ std::string launch_log::describe(loaded_kernel const& kernel, std::array<std::ui
 }
 
 std::string launch_log::describe() const {
-  if (count_ == 0) return "none";
-  auto const listed = std::min<std::uint64_t>(count_, kept);
+  auto const suspects = next_ - first_;
+  if (suspects == 0) return "none";
+  auto const listed = std::min<std::uint64_t>(suspects, kept);
   std::string out;
-  if (count_ > kept) out = fmt::format("{} earlier, then ", count_ - kept);
-  for (std::uint64_t i = count_ - listed; i < count_; ++i) {
+  if (suspects > kept) out = fmt::format("{} earlier, then ", suspects - kept);
+  for (std::uint64_t i = next_ - listed; i < next_; ++i) {
     auto const& e = entries_[i % kept];
-    if (i != count_ - listed) out += ", ";
+    if (i != next_ - listed) out += ", ";
     out += describe(*e.kernel, e.grid, e.block);
   }
   return out;
+}
+
+std::string fault_report(std::string_view what, int ordinal, std::string_view suspects,
+                         bool launch_blocking) {
+  return fmt::format(
+      "{}. This is a kernel fault: CUDA keeps it for the rest of the process, so cuda:{} is lost, "
+      "with every other CUDA device of this process, and every later call fails. Launched by this "
+      "client since its stream was last idle, oldest first: {}.{}",
+      what, ordinal, suspects,
+      launch_blocking ? ""
+                      : " With CUBERT_CUDA_LAUNCH_BLOCKING=1 each launch waits for its kernel, "
+                        "so the report names the one that faulted.");
 }
 
 bool launch_blocking(std::optional<bool> requested) {

@@ -15,11 +15,13 @@
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace cubert::cuda::detail {
 
@@ -47,19 +49,27 @@ void mark_lost(int ordinal, std::string report);
 
 /// The most recent launches of one server since its stream was last seen idle: the kernels a
 /// fault found at the next wait may have come from. Recording is a few stores, so it stays on
-/// the launch path.
+/// the launch path. Launches are numbered from 0 for the server's life, so a wait that ran
+/// outside the server can say up to which launch it saw the stream complete (`forget_through`).
 class launch_log {
  public:
   static constexpr std::size_t kept = 8;
 
   void record(loaded_kernel const& kernel, std::array<std::uint32_t, 3> grid,
               std::array<std::uint32_t, 3> block) noexcept {
-    entries_[count_ % kept] = {&kernel, grid, block};
-    ++count_;
+    entries_[next_ % kept] = {&kernel, grid, block};
+    ++next_;
   }
   /// The stream went idle without a fault: nothing launched so far can be the culprit.
-  void clear() noexcept { count_ = 0; }
-  [[nodiscard]] std::uint64_t size() const noexcept { return count_; }
+  void clear() noexcept { first_ = next_; }
+  /// The number the next launch gets: a wait recorded now covers every launch before it.
+  [[nodiscard]] std::uint64_t mark() const noexcept { return next_; }
+  /// Launches numbered below `mark` completed, or were reported: they are no suspects now.
+  void forget_through(std::uint64_t mark) noexcept {
+    first_ = std::max(first_, std::min(mark, next_));
+  }
+  /// Launches still suspect.
+  [[nodiscard]] std::uint64_t size() const noexcept { return next_ - first_; }
 
   /// "'a' grid (1, 1, 1) block (32, 1, 1), 'b' ..." oldest first, with how many older launches
   /// are not listed; "none" when empty.
@@ -76,8 +86,15 @@ class launch_log {
     std::array<std::uint32_t, 3> block{};
   };
   std::array<entry, kept> entries_{};
-  std::uint64_t count_ = 0;
+  std::uint64_t first_ = 0;  // The oldest suspect's number.
+  std::uint64_t next_ = 0;
 };
+
+/// The report of a kernel fault found while `what` failed on cuda:`ordinal`: that CUDA keeps it
+/// for the process, the launches since the stream was last idle (`suspects`, a
+/// `launch_log::describe`), and, without launch blocking, how to make the report name the kernel.
+[[nodiscard]] std::string fault_report(std::string_view what, int ordinal,
+                                       std::string_view suspects, bool launch_blocking);
 
 /// Whether `execute` waits for each kernel (so a fault names its kernel): `requested` when set,
 /// otherwise CUBERT_CUDA_LAUNCH_BLOCKING or CUDA_LAUNCH_BLOCKING set to anything but "0".

@@ -29,6 +29,12 @@ std::future<T> ready(T value) {
   return p.get_future();
 }
 
+std::future<void> ready_void() {
+  std::promise<void> p;
+  p.set_value();
+  return p.get_future();
+}
+
 template <typename T>
 std::future<T> failed(std::exception_ptr e) {
   std::promise<T> p;
@@ -75,9 +81,10 @@ cuda_server::cuda_server(int ordinal, options const& opts)
       CUBERT_CU_CALL(cuStreamCreate, &stream_, CU_STREAM_NON_BLOCKING);
       owns_stream_ = true;
     }
-    memory_ = std::make_unique<memory::memory_manager>(
-        std::make_unique<cuda_storage>(context_, stream_, slice_alignment), props_.memory,
-        opts.memory);
+    auto pages = std::make_unique<cuda_storage>(context_, stream_, slice_alignment);
+    pages_ = pages.get();
+    memory_ =
+        std::make_unique<memory::memory_manager>(std::move(pages), props_.memory, opts.memory);
     staging_ = std::make_unique<cuda_staging>(
         context_, stream_, opts.staging_block_size, opts.staging_blocks, opts.copy_threads,
         opts.streaming_downloads, std::chrono::microseconds(config::get().channel.spin_us));
@@ -85,6 +92,7 @@ cuda_server::cuda_server(int ordinal, options const& opts)
         std::make_unique<cuda_module_cache>(cuda_compiler(disk_cache_for(opts)), info_.arch());
     profiler_ = std::make_unique<cuda_event_profiler>(stream_, info_.ordinal, info_.device);
     read_pool_ = cuda_pinned_pool::make(info_.device, opts.read_pool_bytes);
+    events_ = cuda_event_pool::make(info_.device);
   } catch (...) {
     // Whatever was made before the failure holds pinned blocks, modules, events or slices of
     // the stream and context: it must go first, as in the destructor.
@@ -102,6 +110,8 @@ cuda_server::~cuda_server() {
 
 void cuda_server::release() noexcept {
   auto const& api = driver_state();
+  waits_->close();     // A wait outside may still describe its suspects: their kernels go below.
+  events_.reset();     // Events out in waits keep the pool, and the context, alive.
   drop_graphs();       // Their nodes name functions of the modules unloaded below.
   read_pool_.reset();  // Leased blocks keep the pool alive; each retains the context it needs.
   profiler_.reset();
@@ -135,6 +145,7 @@ void cuda_server::throw_lost() {
   // Found elsewhere (another client of the device, or a profile being resolved): this client's
   // own launches since its stream was last idle may hold the kernel that faulted.
   std::string own;
+  launches_.forget_through(waits_->accounted());  // A wait outside may have reported them.
   if (launches_.size() != 0) {
     own = fmt::format(" Launched by this client since its stream was last idle, oldest first: {}.",
                       launches_.describe());
@@ -186,15 +197,8 @@ std::exception_ptr cuda_server::on_failure(std::exception_ptr e) noexcept {
 }
 
 std::string cuda_server::lose_device(std::string_view what) {
-  auto report = fmt::format(
-      "{}. This is a kernel fault: CUDA keeps it for the rest of the process, so cuda:{} is lost, "
-      "with every other CUDA device of this process, and every later call fails. Launched by this "
-      "client since its stream was last idle, "
-      "oldest first: {}.{}",
-      what, info_.ordinal, launches_.describe(),
-      launch_blocking_ ? ""
-                       : " With CUBERT_CUDA_LAUNCH_BLOCKING=1 each launch waits for its kernel, "
-                         "so the report names the one that faulted.");
+  launches_.forget_through(waits_->accounted());
+  auto report = fault_report(what, info_.ordinal, launches_.describe(), launch_blocking_);
   launches_.clear();
   // An ordinary launch error still waiting would otherwise be thrown first and the device's
   // loss only at the call after; the loss is what the caller must hear next.
@@ -395,15 +399,27 @@ bytes cuda_server::read_destination(std::size_t size) {
   return out;
 }
 
-bytes cuda_server::read_one(cubert::binding const& b) {
+bytes cuda_server::read_one(cubert::binding const& b, bool& queued) {
   auto const res = memory_->get_resource(b);
   auto const size = static_cast<std::size_t>(res.size);
   if (size == 0) return {};
-  // A pooled block is pinned, so the download is one DMA into resident pages.
+  // A pooled block is pinned, so the download is one DMA into resident pages, waited for
+  // outside the server.
   auto out = read_destination(size);
+  if (staging_->download_queued(out.span(), res.address())) {
+    queued = true;
+    return out;
+  }
   staging_->download(out.span(), res.address());
   launches_.clear();  // The download came after every launch, and they all completed.
   return out;
+}
+
+stream_point cuda_server::mark_stream(char const* what) {
+  auto event = events_->acquire();
+  CUBERT_CU_CALL(cuEventRecord, event.get(), stream_);
+  launches_.forget_through(waits_->accounted());
+  return stream_point(std::move(event), {waits_, launches_, info_.ordinal, launch_blocking_}, what);
 }
 
 std::future<void> cuda_server::read_into(cubert::binding const& b, std::span<std::byte> dst) {
@@ -417,12 +433,14 @@ std::future<void> cuda_server::read_into(cubert::binding const& b, std::span<std
   try {
     errors_.rethrow_if_any();
     if (!dst.empty()) {  // An empty read waits for nothing, so it proves no launch finished.
+      if (staging_->download_queued(dst, res.address())) {
+        // Dropped unwaited, the future still waits: the caller may free `dst` right after.
+        return after(mark_stream("read_into"), 0, [](int) {});
+      }
       staging_->download(dst, res.address());
       launches_.clear();
     }
-    std::promise<void> p;
-    p.set_value();
-    return p.get_future();
+    return ready_void();
   } catch (...) {
     return failed<void>(on_failure(std::current_exception()));
   }
@@ -442,8 +460,10 @@ std::future<std::vector<bytes>> cuda_server::read(std::vector<cubert::binding> b
     errors_.rethrow_if_any();
     std::vector<bytes> out;
     out.reserve(bindings.size());
-    for (auto const& b : bindings) out.push_back(read_one(b));
-    return ready(std::move(out));
+    bool queued = false;
+    for (auto const& b : bindings) out.push_back(read_one(b, queued));
+    if (!queued) return ready(std::move(out));
+    return after(mark_stream("read"), std::move(out), [](std::vector<bytes> r) { return r; });
   } catch (...) {
     return failed<std::vector<bytes>>(on_failure(std::current_exception()));
   }
@@ -453,19 +473,30 @@ std::future<std::vector<bytes>> cuda_server::read_tensor(std::vector<binding_wit
   on_device([] {});
   try {
     errors_.rethrow_if_any();
-    std::vector<bytes> out;
-    out.reserve(tensors.size());
-    for (auto const& t : tensors) {
-      auto const dense = backend::contiguous_strides(t.shape);
+    // What the caller got wrong is thrown now, before anything is queued.
+    std::vector<bool> dense(tensors.size());
+    for (std::size_t i = 0; i < tensors.size(); ++i) {
+      auto const& t = tensors[i];
       auto const dense_bytes = backend::tensor_bytes(t.shape, t.elem_size, "read_tensor");
-      auto raw = read_one(t.binding);
-      if (t.strides == dense && raw.size() == dense_bytes) {
-        out.push_back(std::move(raw));  // Already dense: no gather.
-      } else {
-        out.push_back(backend::gather_dense(raw, t));
-      }
+      auto const size = memory_->get_resource(t.binding).size;
+      dense[i] = t.strides == backend::contiguous_strides(t.shape) && size == dense_bytes;
+      if (!dense[i]) backend::check_gather(t, size);
     }
-    return ready(std::move(out));
+    std::vector<bytes> raw;
+    raw.reserve(tensors.size());
+    bool queued = false;
+    for (auto const& t : tensors) raw.push_back(read_one(t.binding, queued));
+    // Gathering strided ones waits for their bytes: on the caller's thread when they come by DMA.
+    auto gather = [tensors = std::move(tensors), dense = std::move(dense)](std::vector<bytes> r) {
+      std::vector<bytes> out;
+      out.reserve(r.size());
+      for (std::size_t i = 0; i < r.size(); ++i) {
+        out.push_back(dense[i] ? std::move(r[i]) : backend::gather_dense(r[i], tensors[i]));
+      }
+      return out;
+    };
+    if (!queued) return ready(gather(std::move(raw)));
+    return after(mark_stream("read_tensor"), std::move(raw), std::move(gather));
   } catch (invalid_argument const&) {
     throw;
   } catch (...) {
@@ -482,17 +513,24 @@ void cuda_server::flush() {
 std::future<void> cuda_server::sync() {
   try {
     make_current();
-    CUBERT_CU_CALL(cuStreamSynchronize, stream_);
-    launches_.clear();
-    staging_->on_stream_idle();
-    memory_->storage().flush();  // The stream is idle: queued page frees are safe now.
-    errors_.rethrow_if_any();
-    std::promise<void> p;
-    p.set_value();
-    return p.get_future();
+    // Rare: a waiting launch error goes after the wait, so that a fault behind it is what the
+    // caller hears; page frees wait for an idle stream. Both wait here, inside the server.
+    if (errors_.pending() || pages_->pending_frees() != 0) {
+      sync_here();
+      return ready_void();
+    }
+    return after(mark_stream("sync"), 0, [](int) {});
   } catch (...) {
     return failed<void>(on_failure(std::current_exception()));
   }
+}
+
+void cuda_server::sync_here() {
+  CUBERT_CU_CALL(cuStreamSynchronize, stream_);
+  launches_.clear();
+  staging_->on_stream_idle();
+  memory_->storage().flush();  // The stream is idle: queued page frees are safe now.
+  errors_.rethrow_if_any();
 }
 
 backend::binding_resource cuda_server::get_resource(cubert::binding const& b) {

@@ -9,6 +9,7 @@
 #include "cuda_pinned_pool.hpp"
 #include "cuda_staging.hpp"
 #include "cuda_tensor_layout.hpp"
+#include "cuda_wait.hpp"
 
 #include <cubert/backend/server.hpp>
 #include <cubert/cuda.hpp>
@@ -48,6 +49,8 @@ struct launch_attributes {
   std::array<CUlaunchAttribute, 2> items{};
   unsigned count = 0;
 };
+
+class cuda_storage;
 
 /// One CUDA device behind the server contract. Every piece of work goes to one stream, so a
 /// slice freed by the host and reused for the next reservation is ordered after the kernels
@@ -189,7 +192,14 @@ class cuda_server final : public backend::server {
   /// cuLaunchKernelEx with the kernel's cluster and cooperative attributes.
   [[nodiscard]] CUresult launch_extended(kernel const& k, loaded_kernel const& fn,
                                          std::array<std::uint32_t, 3> const& grid);
-  [[nodiscard]] bytes read_one(cubert::binding const& b);
+  /// The bytes of `b`: a pooled pinned block the download is queued into (`queued` set), or
+  /// memory it was copied into by the staging ring, waiting.
+  [[nodiscard]] bytes read_one(cubert::binding const& b, bool& queued);
+  /// An event recorded behind every piece of work queued so far, for a wait outside the server.
+  [[nodiscard]] stream_point mark_stream(char const* what);
+  /// Waits for the stream here, then does what an idle stream allows: forget the suspects,
+  /// recycle staging blocks, free queued pages. Rethrows a deferred error after.
+  void sync_here();
   void upload_padded(CUdeviceptr dst, std::span<std::byte const> src, tensor_layout const& l);
   [[nodiscard]] bytes read_destination(std::size_t size);
 
@@ -200,6 +210,7 @@ class cuda_server final : public backend::server {
   bool owns_stream_ = false;  // False for the caller's stream (options::stream).
   // Destroyed explicitly, in this order, before the stream and the context go away.
   std::unique_ptr<memory::memory_manager> memory_;
+  cuda_storage* pages_ = nullptr;  // memory_'s storage.
   std::unique_ptr<cuda_staging> staging_;
   std::unique_ptr<cuda_module_cache> modules_;
   std::unique_ptr<cuda_event_profiler> profiler_;
@@ -208,6 +219,9 @@ class cuda_server final : public backend::server {
   backend::async_error errors_;
   std::atomic<bool> const* lost_;  // Set when any server of any device finds a kernel fault.
   launch_log launches_;            // Launches since the stream was last seen idle.
+  // Shared with the waits handed out, which run outside the server.
+  std::shared_ptr<wait_ledger> waits_ = std::make_shared<wait_ledger>();
+  std::shared_ptr<cuda_event_pool> events_;
   // errors_ holds the report of a fault this server found at a launch; whatever else waits
   // there when the device is lost is stale.
   bool fault_waiting_ = false;

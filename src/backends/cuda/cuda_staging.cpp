@@ -223,6 +223,14 @@ void cuda_staging::download(std::span<std::byte> dst, CUdeviceptr src) {
   on_stream_idle();
 }
 
+bool cuda_staging::download_queued(std::span<std::byte> dst, CUdeviceptr src) {
+  if (dst.empty() || !is_pinned(dst.data(), dst.size(), dst.size() >= direct_threshold)) {
+    return false;
+  }
+  CUBERT_CU_CALL(cuMemcpyDtoHAsync, dst.data(), src, dst.size(), stream_);
+  return true;
+}
+
 void cuda_staging::download_chunks(plan const& p, std::span<std::byte> dst, CUdeviceptr src) {
   bool const streaming = streaming_downloads_ && dst.size() >= streaming_threshold;
   std::atomic<std::size_t> next{0};

@@ -48,6 +48,10 @@ class cuda_staging {
   /// Copies `dst.size()` bytes from device address `src` into `dst` after all earlier work on
   /// the stream; blocks until they are there. @throws device_error from the stream.
   void download(std::span<std::byte> dst, CUdeviceptr src);
+  /// Queues the download into a pinned `dst` as one DMA and returns true, without waiting: the
+  /// caller waits for the stream before it reads `dst`. False (nothing queued) for pageable
+  /// memory, which `download` moves. @throws device_error from the driver.
+  [[nodiscard]] bool download_queued(std::span<std::byte> dst, CUdeviceptr src);
   /// Tells the staging that every DMA queued so far has completed (the server synchronised
   /// the stream): every block is idle, and the next small upload goes to the start of the
   /// block written last, whose lines are still in the cache, instead of the next block of

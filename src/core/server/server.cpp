@@ -172,13 +172,18 @@ void for_each_element(binding_with_meta const& meta, std::uint64_t count, Fn&& f
 
 }  // namespace
 
-bytes gather_dense(std::span<std::byte const> src, binding_with_meta const& meta) {
+void check_gather(binding_with_meta const& meta, std::uint64_t src_size) {
   CUBERT_EXPECTS(meta.shape.size() == meta.strides.size(),
                  fmt::format("read_tensor: shape has rank {} but strides have rank {}",
                              meta.shape.size(), meta.strides.size()));
+  if (tensor_bytes(meta.shape, meta.elem_size, "read_tensor") == 0) return;
+  check_extent(meta, src_size, "read_tensor");
+}
+
+bytes gather_dense(std::span<std::byte const> src, binding_with_meta const& meta) {
+  check_gather(meta, src.size());
   std::uint64_t const dense = tensor_bytes(meta.shape, meta.elem_size, "read_tensor");
   if (dense == 0) return {};
-  check_extent(meta, src.size(), "read_tensor");
   // Every byte is written below, so the destination need not be zero-filled.
   auto out = bytes::uninitialized(dense);
   auto const size = meta.elem_size;

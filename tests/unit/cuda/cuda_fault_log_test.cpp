@@ -46,6 +46,33 @@ TEST(CudaFaultLog, KeepsTheNewestAndCountsTheRest) {
   EXPECT_NE(text.find("'b' grid (7, 1, 1) block (1, 1, 1)"), std::string::npos) << text;
 }
 
+TEST(CudaFaultLog, ForgetsWhatAWaitSawComplete) {
+  auto const a = named("a");
+  auto const b = named("b");
+  launch_log log;
+  log.record(a, {1, 1, 1}, {1, 1, 1});
+  auto const mark = log.mark();  // A wait recorded here covers `a`.
+  log.record(b, {2, 1, 1}, {1, 1, 1});
+  log.forget_through(mark);
+  EXPECT_EQ(log.size(), 1u);
+  EXPECT_EQ(log.describe(), "'b' grid (2, 1, 1) block (1, 1, 1)");
+  log.forget_through(0);  // An older wait, finishing late, brings nothing back.
+  EXPECT_EQ(log.size(), 1u);
+  log.forget_through(mark + 100);  // Never beyond what was launched.
+  EXPECT_EQ(log.size(), 0u);
+  log.record(a, {3, 1, 1}, {1, 1, 1});
+  EXPECT_EQ(log.describe(), "'a' grid (3, 1, 1) block (1, 1, 1)");
+}
+
+TEST(CudaFaultLog, CountsOnlyTheSuspectsBeyondTheKeptOnes) {
+  auto const a = named("a");
+  launch_log log;
+  for (std::uint32_t i = 0; i < 20; ++i) log.record(a, {i, 1, 1}, {1, 1, 1});
+  log.forget_through(10);
+  auto const text = log.describe();
+  EXPECT_EQ(text.rfind("2 earlier, then 'a' grid (12, 1, 1)", 0), 0u) << text;
+}
+
 TEST(CudaFaultLog, StickyResultsAreTheKernelFaults) {
   EXPECT_TRUE(is_sticky(CUDA_ERROR_ILLEGAL_ADDRESS));
   EXPECT_TRUE(is_sticky(CUDA_ERROR_LAUNCH_FAILED));

@@ -298,6 +298,32 @@ void fault_found_by_a_profile(channel_kind kind) {
   checks.finish();
 }
 
+// A fault found by a read's wait (on the caller's thread, outside the server) is reported there
+// with the launches before the read; the server's next call says the device is lost without
+// listing those launches again.
+void fault_found_by_a_read(channel_kind kind) {
+  // As for the profile: the fault must come after the read is queued, or the server finds it.
+  setenv("CUBERT_FAKE_CUDA_DELAY_US", "2000", 1);
+  child_checks checks;
+  {
+    scenario s(kind);
+    auto& [zeros, c, buf] = s;
+    c.sync();
+    c.execute(stall(), cube_count{1}, bindings{});
+    c.execute(poke(), cube_count{1}, bad_pointer());
+    auto pending = c.read_async({buf.binding()});
+    checks.expect_device_error(
+        "the read", [&] { (void)pending.get(); },
+        {"CUDA_ERROR_ILLEGAL_ADDRESS", "waiting for a read", "cuda:0 is lost",
+         "'fault_test::poke' grid (1, 1, 1) block (32, 1, 1)"});
+    auto const next =
+        checks.expect_device_error("the next sync", [&] { c.sync(); },
+                                   {"cuda:0 is lost", "restart the process", "waiting for a read"});
+    checks.expect(count(next, "'fault_test::poke'") == 1, "the launch is listed twice: " + next);
+  }
+  checks.finish();
+}
+
 // A kernel that faults inside a replayed device graph is reported like a launch's fault, with
 // the graph's kernels as the suspects. With launch blocking on the graph is kept as steps, each
 // kernel waited for, so the report names the one that faulted.
@@ -514,6 +540,10 @@ TEST_P(CudaKernelFault, AnEmptyReadKeepsTheSuspects) {
 
 TEST_P(CudaKernelFault, FoundByResolvingAProfileIsReportedThereThenTheDeviceIsLost) {
   EXPECT_EXIT(fault_found_by_a_profile(GetParam()), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_P(CudaKernelFault, FoundByAReadsWaitIsReportedThereThenTheDeviceIsLost) {
+  EXPECT_EXIT(fault_found_by_a_read(GetParam()), ::testing::ExitedWithCode(0), "");
 }
 
 TEST_P(CudaKernelFault, FoundElsewhereDuringACallIsReportedAsTheLoss) {

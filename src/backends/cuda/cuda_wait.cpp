@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "cuda_wait.hpp"
+
+#include "cuda_driver.hpp"
+
+#include <cubert/error.hpp>
+
+#include <fmt/format.h>
+
+namespace cubert::cuda::detail {
+
+void wait_ledger::account(std::uint64_t mark) noexcept {
+  auto seen = accounted_.load(std::memory_order_relaxed);
+  while (seen < mark && !accounted_.compare_exchange_weak(seen, mark, std::memory_order_acq_rel,
+                                                          std::memory_order_relaxed)) {
+  }
+}
+
+std::string wait_ledger::describe(launch_log const& suspects) const {
+  std::lock_guard lock(mutex_);
+  if (closed_) return "not known (the client was destroyed before the wait)";
+  return suspects.describe();
+}
+
+void wait_ledger::close() noexcept {
+  std::lock_guard lock(mutex_);
+  closed_ = true;
+}
+
+std::shared_ptr<cuda_event_pool> cuda_event_pool::make(CUdevice device) {
+  CUcontext c = nullptr;
+  CUBERT_CU_CALL(cuDevicePrimaryCtxRetain, &c, device);
+  return std::shared_ptr<cuda_event_pool>(new cuda_event_pool(device));
+}
+
+cuda_event_pool::cuda_event_pool(CUdevice device) : device_(device) {}
+
+cuda_event_pool::~cuda_event_pool() {
+  auto const& api = driver_state();
+  if (!api.loaded) return;
+  for (CUevent e : idle_) api.cuEventDestroy(e);
+  api.cuDevicePrimaryCtxRelease(device_);  // Retained by make.
+}
+
+std::shared_ptr<CUevent_st> cuda_event_pool::acquire() {
+  CUevent e = nullptr;
+  {
+    std::lock_guard lock(mutex_);
+    if (!idle_.empty()) {
+      e = idle_.back();
+      idle_.pop_back();
+    }
+  }
+  if (!e) CUBERT_CU_CALL(cuEventCreate, &e, CU_EVENT_DISABLE_TIMING);
+  try {
+    return std::shared_ptr<CUevent_st>(
+        e, [pool = shared_from_this()](CUevent x) { pool->give_back(x); });
+  } catch (...) {
+    give_back(e);
+    throw;
+  }
+}
+
+void cuda_event_pool::give_back(CUevent e) noexcept {
+  try {
+    std::lock_guard lock(mutex_);
+    idle_.push_back(e);
+  } catch (...) {  // No room to keep it: it is cheaper to lose its reuse than to leak it.
+    driver_state().cuEventDestroy(e);
+  }
+}
+
+void stream_point::wait() {
+  if (!event_) return;
+  auto const event = std::move(event_);
+  CUresult const r = driver_state().cuEventSynchronize(event.get());
+  if (r == CUDA_SUCCESS) {
+    from_.ledger->account(from_.suspects.mark());
+    return;
+  }
+  auto const what = fmt::format("cuEventSynchronize, waiting for a {}: {}", what_, describe(r));
+  if (!is_sticky(r)) throw device_error(what);
+  // Found here, outside the server: report the launches the point covers and mark every device
+  // lost, as the server would; its next call then says the device is lost, listing only the
+  // launches that came after the point.
+  auto report = fault_report(what, from_.ordinal, from_.ledger->describe(from_.suspects),
+                             from_.launch_blocking);
+  from_.ledger->account(from_.suspects.mark());
+  mark_lost(from_.ordinal, report);
+  throw device_error(report);
+}
+
+void stream_point::wait_quietly() noexcept {
+  if (!event_) return;
+  (void)driver_state().cuEventSynchronize(event_.get());
+  event_.reset();
+}
+
+}  // namespace cubert::cuda::detail

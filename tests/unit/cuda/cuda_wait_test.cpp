@@ -1,0 +1,219 @@
+// SPDX-License-Identifier: Apache-2.0
+// Waits for the device run outside the server: while one thread waits in `sync` or a read,
+// other threads' calls on the same client go on (mutex channel: the lock is free; actor
+// channel: the server thread is). The stream is held by a host function the test opens, so
+// "while it waits" is certain. Runs on a device and on the fake driver (ctest
+// `cuda_wait_fake_driver`); skipped where neither is present.
+#include "cuda_driver.hpp"
+
+#include <cubert/client.hpp>
+#include <cubert/cuda.hpp>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <future>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <vector>
+
+namespace {
+
+using cubert::backend::channel_kind;
+using cubert::cuda::detail::driver;
+using namespace std::chrono_literals;
+
+// Holds the stream until opened (or 30 s, so that a failing test cannot hang the run).
+struct gate {
+  std::atomic<bool> open{false};
+  std::atomic<bool> reached{false};
+
+  static void CUDA_CB hold(void* self) {
+    auto& g = *static_cast<gate*>(self);
+    g.reached.store(true);
+    auto const until = std::chrono::steady_clock::now() + 30s;
+    while (!g.open.load() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(1ms);
+    }
+  }
+};
+
+// True once `flag` is set, false if `limit` passes first.
+bool becomes_true(std::atomic<bool> const& flag, std::chrono::milliseconds limit) {
+  auto const until = std::chrono::steady_clock::now() + limit;
+  while (!flag.load()) {
+    if (std::chrono::steady_clock::now() >= until) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+std::vector<std::byte> pattern_bytes(std::size_t n, unsigned seed) {
+  std::vector<std::byte> v(n);
+  for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<std::byte>(i * 13 + seed);
+  return v;
+}
+
+class CudaWaitOutside : public ::testing::TestWithParam<channel_kind> {
+ protected:
+  void SetUp() override {
+    if (cubert::cuda::device_count() == 0) {
+      GTEST_SKIP() << "no CUDA device: " << cubert::cuda::unavailable_reason();
+    }
+    auto const& api = driver();
+    ASSERT_EQ(api.cuDeviceGet(&device_, 0), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuDevicePrimaryCtxRetain(&context_, device_), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuCtxSetCurrent(context_), CUDA_SUCCESS);
+    ASSERT_EQ(api.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    cubert::cuda::options opts;
+    opts.kernel_cache_dir = std::filesystem::path{};
+    opts.stream = stream_;  // The test's: it holds the stream with a gate.
+    client_.emplace(cubert::backend::make_channel(cubert::cuda::make_server(0, opts), GetParam()));
+  }
+  void TearDown() override {
+    gate_.open.store(true);
+    for (auto& t : threads_) t.join();
+    client_.reset();
+    if (!context_) return;
+    auto const& api = driver();
+    api.cuCtxSetCurrent(context_);
+    if (stream_) {
+      api.cuStreamSynchronize(stream_);
+      EXPECT_EQ(api.cuStreamDestroy(stream_), CUDA_SUCCESS);
+    }
+    api.cuDevicePrimaryCtxRelease(device_);
+  }
+
+  // Closes the stream: nothing queued from now runs until the gate opens.
+  void hold_stream() {
+    ASSERT_EQ(driver().cuLaunchHostFunc(stream_, gate::hold, &gate_), CUDA_SUCCESS);
+    ASSERT_TRUE(becomes_true(gate_.reached, 10s)) << "the stream never reached the gate";
+  }
+  // Runs `f` on a thread of its own; sets `done` after it.
+  template <typename F>
+  void spawn(std::atomic<bool>& done, F f) {
+    threads_.emplace_back([&done, f]() mutable {
+      f();
+      done.store(true);
+    });
+  }
+  // What other threads may do while one waits for the stream: each needs the channel (the
+  // lock, or a reply from the server thread) but not the device.
+  void others_go_on(cubert::handle const& h) {
+    std::atomic<bool> done{false};
+    spawn(done, [this, &h] {
+      (void)client_->memory_usage();
+      auto const extra = client_->empty(256);
+      std::array<std::byte, 4> const ones{std::byte{1}, std::byte{1}, std::byte{1}, std::byte{1}};
+      client_->fill(h.binding(), ones);  // Queued behind the wait; runs once the gate opens.
+    });
+    EXPECT_TRUE(becomes_true(done, 5s))
+        << "another thread's calls waited for the device with the waiting thread";
+  }
+
+  CUdevice device_ = 0;
+  CUcontext context_ = nullptr;
+  CUstream stream_ = nullptr;
+  gate gate_;
+  std::optional<cubert::client> client_;
+  std::vector<std::thread> threads_;
+};
+
+TEST_P(CudaWaitOutside, SyncLetsOtherThreadsCallWhileItWaits) {
+  auto const h = client_->empty(4096);
+  client_->sync();
+  hold_stream();
+  std::atomic<bool> synced{false};
+  spawn(synced, [this] { client_->sync(); });
+  std::this_thread::sleep_for(100ms);  // Time for the waiter to reach its wait.
+  others_go_on(h);
+  EXPECT_FALSE(synced.load()) << "sync returned before the stream passed the gate";
+  gate_.open.store(true);
+  EXPECT_TRUE(becomes_true(synced, 10s)) << "sync did not return once the stream went on";
+}
+
+TEST_P(CudaWaitOutside, AReadLetsOtherThreadsCallAndSeesOnlyWorkBeforeIt) {
+  auto const data = pattern_bytes(4096, 7);
+  auto const h = client_->create(data);
+  client_->sync();
+  hold_stream();
+  std::atomic<bool> read{false};
+  std::vector<std::byte> got;
+  spawn(read, [&] {
+    auto const b = client_->read_one(h.binding());
+    got.assign(b.begin(), b.end());
+  });
+  std::this_thread::sleep_for(100ms);
+  others_go_on(h);  // Its fill is queued after the read's copy.
+  EXPECT_FALSE(read.load()) << "the read returned before the stream passed the gate";
+  gate_.open.store(true);
+  ASSERT_TRUE(becomes_true(read, 10s));
+  EXPECT_EQ(got, data) << "the read saw work queued after it";
+  std::vector<std::byte> const ones(4096, std::byte{1});
+  auto const after = client_->read_one(h.binding());
+  EXPECT_EQ(std::vector<std::byte>(after.begin(), after.end()), ones);
+}
+
+TEST_P(CudaWaitOutside, ReadIntoAPinnedBufferLetsOtherThreadsCall) {
+  auto const data = pattern_bytes(1 << 16, 3);
+  auto const h = client_->create(data);
+  auto dst = client_->alloc_host(data.size());
+  client_->sync();
+  hold_stream();
+  std::atomic<bool> read{false};
+  spawn(read, [&] { client_->read_into(h.binding(), dst.span()); });
+  std::this_thread::sleep_for(100ms);
+  others_go_on(h);
+  EXPECT_FALSE(read.load());
+  gate_.open.store(true);
+  ASSERT_TRUE(becomes_true(read, 10s));
+  EXPECT_EQ(std::memcmp(dst.data(), data.data(), data.size()), 0);
+}
+
+// The future of a pinned read is deferred: its wait runs in get(), and dropping it unwaited
+// waits for the copy, so the destination may be freed right after.
+TEST_P(CudaWaitOutside, ADroppedReadIntoFutureWaitsForItsCopy) {
+  auto const data = pattern_bytes(1 << 16, 5);
+  auto const h = client_->create(data);
+  auto dst = client_->alloc_host(data.size());
+  std::memset(dst.data(), 0, dst.size());
+  client_->sync();
+  hold_stream();
+  {
+    auto pending = client_->read_into_async(h.binding(), dst.span());
+    EXPECT_EQ(pending.wait_for(0s), std::future_status::deferred);
+    std::atomic<bool> opened{false};
+    spawn(opened, [this] {
+      std::this_thread::sleep_for(100ms);
+      gate_.open.store(true);
+    });
+  }  // Dropped here, 100 ms before the stream may run the copy.
+  EXPECT_EQ(std::memcmp(dst.data(), data.data(), data.size()), 0)
+      << "a dropped read returned before its copy was done";
+}
+
+// A read's future may be waited for after its client is gone: its event and the block its
+// bytes land in outlive the server.
+TEST_P(CudaWaitOutside, AReadIsWaitedForAfterItsClientIsGone) {
+  auto const data = pattern_bytes(8192, 9);
+  auto h = std::make_optional(client_->create(data));
+  auto pending = client_->read_async({h->binding()});
+  h.reset();  // The handle goes before its client.
+  client_.reset();
+  auto const got = pending.get();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(std::vector<std::byte>(got[0].begin(), got[0].end()), data);
+}
+
+INSTANTIATE_TEST_SUITE_P(Channels, CudaWaitOutside,
+                         ::testing::Values(channel_kind::mutex, channel_kind::actor),
+                         [](auto const& p) {
+                           return p.param == channel_kind::mutex ? "mutex" : "actor";
+                         });
+
+}  // namespace
