@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <future>
 #include <memory>
@@ -76,8 +77,7 @@ class CudaWaitOutside : public ::testing::TestWithParam<channel_kind> {
     client_.emplace(cubert::backend::make_channel(cubert::cuda::make_server(0, opts), GetParam()));
   }
   void TearDown() override {
-    gate_.open.store(true);
-    for (auto& t : threads_) t.join();
+    { joined const rest{this}; }  // Threads of a test that ended before joining them.
     client_.reset();
     if (!context_) return;
     auto const& api = driver();
@@ -94,19 +94,31 @@ class CudaWaitOutside : public ::testing::TestWithParam<channel_kind> {
     ASSERT_EQ(driver().cuLaunchHostFunc(stream_, gate::hold, &gate_), CUDA_SUCCESS);
     ASSERT_TRUE(becomes_true(gate_.reached, 10s)) << "the stream never reached the gate";
   }
-  // Runs `f` on a thread of its own; sets `done` after it.
+  // Runs `f` on a thread of its own; the flag returned is set after it.
   template <typename F>
-  void spawn(std::atomic<bool>& done, F f) {
+  std::atomic<bool> const& spawn(F f) {
+    auto& done = flags_.emplace_back(false);
     threads_.emplace_back([&done, f]() mutable {
       f();
       done.store(true);
     });
+    return done;
   }
+  // Opens the gate and joins the threads when it goes: declared after what they use, it goes
+  // first, even when an assertion ends the test early.
+  struct joined {
+    CudaWaitOutside* fixture;
+    ~joined() {
+      fixture->gate_.open.store(true);
+      for (auto& t : fixture->threads_) t.join();
+      fixture->threads_.clear();
+    }
+  };
+  [[nodiscard]] joined threads_joined() { return joined{this}; }
   // What other threads may do while one waits for the stream: each needs the channel (the
   // lock, or a reply from the server thread) but not the device.
   void others_go_on(cubert::handle const& h) {
-    std::atomic<bool> done{false};
-    spawn(done, [this, &h] {
+    auto const& done = spawn([this, &h] {
       (void)client_->memory_usage();
       auto const extra = client_->empty(256);
       std::array<std::byte, 4> const ones{std::byte{1}, std::byte{1}, std::byte{1}, std::byte{1}};
@@ -121,6 +133,7 @@ class CudaWaitOutside : public ::testing::TestWithParam<channel_kind> {
   CUstream stream_ = nullptr;
   gate gate_;
   std::optional<cubert::client> client_;
+  std::deque<std::atomic<bool>> flags_;  // Stable addresses, for the threads.
   std::vector<std::thread> threads_;
 };
 
@@ -128,8 +141,8 @@ TEST_P(CudaWaitOutside, SyncLetsOtherThreadsCallWhileItWaits) {
   auto const h = client_->empty(4096);
   client_->sync();
   hold_stream();
-  std::atomic<bool> synced{false};
-  spawn(synced, [this] { client_->sync(); });
+  auto const& synced = spawn([this] { client_->sync(); });
+  auto const joiner = threads_joined();
   std::this_thread::sleep_for(100ms);  // Time for the waiter to reach its wait.
   others_go_on(h);
   EXPECT_FALSE(synced.load()) << "sync returned before the stream passed the gate";
@@ -142,12 +155,12 @@ TEST_P(CudaWaitOutside, AReadLetsOtherThreadsCallAndSeesOnlyWorkBeforeIt) {
   auto const h = client_->create(data);
   client_->sync();
   hold_stream();
-  std::atomic<bool> read{false};
   std::vector<std::byte> got;
-  spawn(read, [&] {
+  auto const& read = spawn([&] {
     auto const b = client_->read_one(h.binding());
     got.assign(b.begin(), b.end());
   });
+  auto const joiner = threads_joined();
   std::this_thread::sleep_for(100ms);
   others_go_on(h);  // Its fill is queued after the read's copy.
   EXPECT_FALSE(read.load()) << "the read returned before the stream passed the gate";
@@ -165,8 +178,8 @@ TEST_P(CudaWaitOutside, ReadIntoAPinnedBufferLetsOtherThreadsCall) {
   auto dst = client_->alloc_host(data.size());
   client_->sync();
   hold_stream();
-  std::atomic<bool> read{false};
-  spawn(read, [&] { client_->read_into(h.binding(), dst.span()); });
+  auto const& read = spawn([&] { client_->read_into(h.binding(), dst.span()); });
+  auto const joiner = threads_joined();
   std::this_thread::sleep_for(100ms);
   others_go_on(h);
   EXPECT_FALSE(read.load());
@@ -184,11 +197,11 @@ TEST_P(CudaWaitOutside, ADroppedReadIntoFutureWaitsForItsCopy) {
   std::memset(dst.data(), 0, dst.size());
   client_->sync();
   hold_stream();
+  auto const joiner = threads_joined();
   {
     auto pending = client_->read_into_async(h.binding(), dst.span());
     EXPECT_EQ(pending.wait_for(0s), std::future_status::deferred);
-    std::atomic<bool> opened{false};
-    spawn(opened, [this] {
+    (void)spawn([this] {
       std::this_thread::sleep_for(100ms);
       gate_.open.store(true);
     });
