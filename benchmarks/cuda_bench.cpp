@@ -213,7 +213,7 @@ int main(int argc, char** argv) {
   using namespace cubert::bench;
   std::string traces;
   std::string torch;
-  std::string groups = "launch,memory,driver,first-launch,add,transfer,small,sizes,tune";
+  std::string groups = "launch,memory,driver,first-launch,add,transfer,small,sizes,tune,waits";
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string_view const flag = argv[i];
     if (flag == "--first-launch") return first_launch(argv[i + 1]);
@@ -248,6 +248,7 @@ int main(int argc, char** argv) {
   run("small", [&] { small_transfer_rows(rows); });
   run("sizes", [&] { transfer_size_rows(rows); });
   run("tune", [&] { tune_rows(rows); });
+  run("waits", [&] { wait_rows(rows); });
   print(rows);
   return status;
 }

@@ -63,6 +63,10 @@ void driver_cost_rows(std::vector<row>& rows);
 /// measured (cuda_bench_tune.cpp).
 void tune_rows(std::vector<row>& rows);
 
+/// Waits rows: a thread's execute and write while another thread of the client waits in `sync`
+/// behind a 1 ms kernel, against the same calls with nobody waiting (cuda_bench_waits.cpp).
+void wait_rows(std::vector<row>& rows);
+
 /// Reserve/release and trace-replay rows (cuda_bench_memory.cpp).
 void memory_rows(std::vector<row>& rows, std::string const& trace_dir,
                  std::string const& torch_results);

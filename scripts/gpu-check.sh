@@ -69,6 +69,10 @@ TEST_LINE=$(grep -E 'tests passed|tests failed' "$LOGS/tests.log" | tail -1)
 SKIPPED=$(grep -c '(Skipped)' "$LOGS/tests.log")
 note "tests (unit|gpu): ${TEST_LINE:-none ran}; skipped: $SKIPPED"
 grep -E '^\s+[0-9]+ - .*\((Failed|SEGFAULT|Timeout|Subprocess aborted|Exception)' "$LOGS/tests.log" | head -20
+# What a failing test printed, here too: the logs that come back from a lent machine are few.
+awk '/Test +#[0-9]+: .*\*\*\*(Failed|Exception|Timeout)|Test +#[0-9]+: .*(SEGFAULT|Subprocess aborted)/ {n = 60}
+     /^ *[0-9]+\/[0-9]+ Test +#/ && !/\*\*\*(Failed|Exception|Timeout)|SEGFAULT|Subprocess aborted/ {n = 0}
+     n > 0 {print "  | " $0; n--}' "$LOGS/tests.log" | head -200
 (cd "$BUILD" && ctest -L conformance --output-on-failure --timeout 600) \
   >"$LOGS/conformance.log" 2>&1
 CONF_LINE=$(grep -E 'tests passed|tests failed|No tests were found' "$LOGS/conformance.log" | tail -1)

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: Apache-2.0
+// Waits rows of cuda_bench: what a thread's calls cost while another thread of the same client
+// waits for the device. One thread loops on a 1 ms kernel and `sync`; a second times its own
+// calls, one by one, against the same calls with nobody waiting. The waits run on the waiting
+// thread (an event, outside the server), so the second thread should not notice them; when the
+// server waited inside (before 2026-11-25) each of its calls through the mutex channel, and each
+// round trip through the actor channel, waited for the rest of the kernel.
+#include "cuda_bench.hpp"
+#include "spin_kernel.hpp"
+
+#include <cubert/backend/channel.hpp>
+#include <cubert/client.hpp>
+#include <cubert/cuda.hpp>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace cubert::bench {
+namespace {
+
+constexpr int samples = 2000;
+constexpr std::uint64_t kernel_ns = 1'000'000;
+constexpr double pause_us = 50.0;  // Between samples: the stream's queue stays short.
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 1e300;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<std::size_t>(p * static_cast<double>(v.size())))];
+}
+
+// Microseconds of each call of `op`, timed alone, with a pause between calls.
+std::vector<double> time_each(std::function<void()> const& op) {
+  std::vector<double> us;
+  us.reserve(samples);
+  for (int i = 0; i < samples; ++i) {
+    double const t0 = now_s();
+    op();
+    double const t1 = now_s();
+    us.push_back((t1 - t0) * 1e6);
+    while ((now_s() - t1) * 1e6 < pause_us) {
+    }
+  }
+  return us;
+}
+
+}  // namespace
+
+void wait_rows(std::vector<row>& rows) {
+  constexpr char const* empty_source = R"(extern "C" __global__ void empty_kernel() {})";
+  auto const empty =
+      kernel::builder("empty_kernel").cuda_source(empty_source, "empty_kernel").build();
+  auto const spin = test::spin_ns_kernel();
+  std::vector<std::byte> const payload(4096, std::byte{7});
+  for (auto const kind : {backend::channel_kind::mutex, backend::channel_kind::actor}) {
+    cuda::options opts;
+    opts.kernel_cache_dir = std::filesystem::path{};
+    client const c(backend::make_channel(cuda::make_server(0, opts), kind));
+    auto const buf = c.empty(payload.size());
+    auto const execute = [&] { c.execute(empty, cube_count{1}, bindings{}); };
+    auto const write = [&] { c.write(buf.binding(), payload); };
+    c.execute(spin, cube_count{1}, bindings{}.with_scalar(std::uint64_t{1000}));
+    execute();
+    write();
+    c.sync();  // Compiled, staged and warm.
+
+    auto const alone_execute = time_each(execute);
+    auto const alone_write = time_each(write);
+    c.sync();
+    std::atomic<bool> stop{false};
+    std::thread waiter([&] {
+      while (!stop.load()) {
+        c.execute(spin, cube_count{1}, bindings{}.with_scalar(kernel_ns));
+        c.sync();
+      }
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    auto const busy_execute = time_each(execute);
+    auto const busy_write = time_each(write);
+    stop.store(true);
+    waiter.join();
+    c.sync();
+
+    auto const name = std::string(backend::to_string(kind));
+    auto const add = [&](char const* call, std::vector<double> const& busy,
+                         std::vector<double> const& alone) {
+      rows.push_back(
+          time_row(fmt::format("{}, {} channel, while a thread syncs: median", call, name),
+                   median(busy), median(alone), "us", "the same, nobody waiting", 0));
+      rows.push_back(time_row(fmt::format("{}, {} channel, while a thread syncs: p99", call, name),
+                              percentile(busy, 0.99), percentile(alone, 0.99), "us",
+                              "the same, nobody waiting", 0));
+    };
+    add("execute", busy_execute, alone_execute);
+    add("write 4 KiB", busy_write, alone_write);
+  }
+}
+
+}  // namespace cubert::bench
