@@ -265,24 +265,29 @@ void empty_read_keeps_the_suspects(channel_kind kind) {
   checks.finish();
 }
 
+// A fault must sometimes be found by a wait outside the server (a profile resolved, a read's
+// future), not by the call that queues the wait: the stream is kept busy ahead of the faulting
+// kernel — on a device by a kernel that spins, on the fake driver (which runs no kernel) by
+// making each stream operation 2 ms late. Call first in the child process, before any stream.
+void slow_fake_stream() {
+  setenv("CUBERT_FAKE_CUDA_DELAY_US", "2000", 1);
+}
+
+void queue_late_fault(client const& c) {
+  c.execute(stall(), cube_count{1}, bindings{});
+  c.execute(poke(), cube_count{1}, bad_pointer());
+}
+
 // A fault found first by resolving a profile (on the caller's thread, outside the server) is
 // reported there and loses the device; the server's next call says so once, with its launches.
 void fault_found_by_a_profile(channel_kind kind) {
-  // The fault must not be found before the profile's end is recorded, or the server reports it
-  // there: the stream is kept busy ahead of the faulting kernel — on a device by a kernel that
-  // spins, on the fake driver (which runs no kernel) by making each stream operation 2 ms late.
-  setenv("CUBERT_FAKE_CUDA_DELAY_US", "2000", 1);
+  slow_fake_stream();
   child_checks checks;
   {
     scenario s(kind);
     auto& [zeros, c, buf] = s;
     c.sync();
-    auto duration = c.profile(
-        [&] {
-          c.execute(stall(), cube_count{1}, bindings{});
-          c.execute(poke(), cube_count{1}, bad_pointer());
-        },
-        "fault_test::profiled");
+    auto duration = c.profile([&] { queue_late_fault(c); }, "fault_test::profiled");
     checks.expect_device_error(
         "resolving the profile", [&] { (void)duration.resolve(); },
         {"CUDA_ERROR_ILLEGAL_ADDRESS", "while resolving a profile", "cuda:0 is lost"});
@@ -302,15 +307,13 @@ void fault_found_by_a_profile(channel_kind kind) {
 // with the launches before the read; the server's next call says the device is lost without
 // listing those launches again.
 void fault_found_by_a_read(channel_kind kind) {
-  // As for the profile: the fault must come after the read is queued, or the server finds it.
-  setenv("CUBERT_FAKE_CUDA_DELAY_US", "2000", 1);
+  slow_fake_stream();
   child_checks checks;
   {
     scenario s(kind);
     auto& [zeros, c, buf] = s;
     c.sync();
-    c.execute(stall(), cube_count{1}, bindings{});
-    c.execute(poke(), cube_count{1}, bad_pointer());
+    queue_late_fault(c);
     auto pending = c.read_async({buf.binding()});
     checks.expect_device_error(
         "the read", [&] { (void)pending.get(); },

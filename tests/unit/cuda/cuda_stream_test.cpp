@@ -5,6 +5,7 @@
 #include "cuda_driver.hpp"
 #include "cuda_server.hpp"
 #include "cuda_storage.hpp"
+#include "owned_stream.hpp"
 
 #include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
@@ -43,37 +44,22 @@ cubert::cuda::options on_stream(CUstream stream) {
 class CudaCallersStream : public ::testing::Test {
  protected:
   void SetUp() override {
-    if (cubert::cuda::device_count() == 0) {
-      GTEST_SKIP() << "no CUDA device: " << cubert::cuda::unavailable_reason();
-    }
-    auto const& api = driver();
-    ASSERT_EQ(api.cuDeviceGet(&device_, 0), CUDA_SUCCESS);
-    ASSERT_EQ(api.cuDevicePrimaryCtxRetain(&context_, device_), CUDA_SUCCESS);
-    ASSERT_EQ(api.cuCtxSetCurrent(context_), CUDA_SUCCESS);
-    ASSERT_EQ(api.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
-    server_ = std::make_unique<cuda_server>(0, on_stream(stream_));
+    owned_.open();
+    if (IsSkipped() || HasFatalFailure()) return;
+    server_ = std::make_unique<cuda_server>(0, on_stream(owned_.stream));
   }
   void TearDown() override {
     server_.reset();
-    if (!context_) return;
-    auto const& api = driver();
-    api.cuCtxSetCurrent(context_);
-    if (stream_) {
-      api.cuStreamSynchronize(stream_);  // The owner's work may still write done_.
-      EXPECT_EQ(api.cuStreamDestroy(stream_), CUDA_SUCCESS);
-    }
-    api.cuDevicePrimaryCtxRelease(device_);
+    owned_.close();
   }
 
-  CUdevice device_ = 0;
-  CUcontext context_ = nullptr;
-  CUstream stream_ = nullptr;
+  cubert::test::owned_stream owned_;  // The caller's stream the server serves on.
   std::unique_ptr<cuda_server> server_;
   std::atomic<bool> done_{false};  // Set by the owner's work on the stream.
 };
 
 TEST_F(CudaCallersStream, SyncWaitsForTheOwnersWork) {
-  ASSERT_EQ(driver().cuLaunchHostFunc(stream_, hold_then_mark, &done_), CUDA_SUCCESS);
+  ASSERT_EQ(driver().cuLaunchHostFunc(owned_.stream, hold_then_mark, &done_), CUDA_SUCCESS);
   server_->sync().get();
   EXPECT_TRUE(done_.load()) << "sync returned before the work queued on the stream ran";
 }
@@ -85,8 +71,8 @@ TEST_F(CudaCallersStream, ReadsComeAfterTheOwnersWrites) {
   auto const address = server_->get_resource(h.binding()).resource.address();
   // The owner's write waits behind 50 ms of other work; a read on any other stream would see
   // the zeros.
-  ASSERT_EQ(driver().cuLaunchHostFunc(stream_, hold_then_mark, &done_), CUDA_SUCCESS);
-  ASSERT_EQ(driver().cuMemsetD8Async(address, 0x5a, zeros.size(), stream_), CUDA_SUCCESS);
+  ASSERT_EQ(driver().cuLaunchHostFunc(owned_.stream, hold_then_mark, &done_), CUDA_SUCCESS);
+  ASSERT_EQ(driver().cuMemsetD8Async(address, 0x5a, zeros.size(), owned_.stream), CUDA_SUCCESS);
   auto const back = std::move(server_->read({h.binding()}).get().at(0));
   ASSERT_EQ(back.size(), zeros.size());
   std::vector<std::byte> const expected(zeros.size(), std::byte{0x5a});
@@ -95,8 +81,9 @@ TEST_F(CudaCallersStream, ReadsComeAfterTheOwnersWrites) {
 
 TEST_F(CudaCallersStream, KernelsOfAClientOnTheActorChannelJoinTheStream) {
   server_.reset();
-  cubert::client c(cubert::backend::make_channel(cubert::cuda::make_server(0, on_stream(stream_)),
-                                                 cubert::backend::channel_kind::actor));
+  cubert::client c(
+      cubert::backend::make_channel(cubert::cuda::make_server(0, on_stream(owned_.stream)),
+                                    cubert::backend::channel_kind::actor));
   auto const k =
       cubert::kernel::builder("stream_test::mark")
           .cuda_source("extern \"C\" __global__ void mark(unsigned* p) { p[0] = 9; }", "mark")
@@ -104,7 +91,7 @@ TEST_F(CudaCallersStream, KernelsOfAClientOnTheActorChannelJoinTheStream) {
   auto const h = c.empty(4);
   c.execute(k, cubert::cube_count{1}, cubert::bindings{}.with_buffer(h.binding()));
   c.sync();  // Compiled and launched on the caller's stream.
-  ASSERT_EQ(driver().cuLaunchHostFunc(stream_, hold_then_mark, &done_), CUDA_SUCCESS);
+  ASSERT_EQ(driver().cuLaunchHostFunc(owned_.stream, hold_then_mark, &done_), CUDA_SUCCESS);
   c.execute(k, cubert::cube_count{1}, cubert::bindings{}.with_buffer(h.binding()));
   c.sync();
   EXPECT_TRUE(done_.load()) << "the client's sync returned before the owner's work ran";
@@ -147,7 +134,7 @@ TEST_F(CudaCallersStream, AThreadWithoutAContextReservesAndFreesPages) {
     EXPECT_EQ(hit.size(), 256U);
   }).join();
   std::thread([&] {
-    cubert::cuda::detail::cuda_storage storage(context_, stream_, 256);
+    cubert::cuda::detail::cuda_storage storage(owned_.context, owned_.stream, 256);
     auto const page = storage.alloc(std::uint64_t{1} << 20);
     EXPECT_EQ(storage.bytes_held(), std::uint64_t{1} << 20);
     storage.dealloc(page.id);
@@ -163,11 +150,11 @@ TEST_F(CudaCallersStream, TheStreamOutlivesTheServer) {
   { auto const h = server_->create(data); }
   server_.reset();
   auto const& api = driver();
-  ASSERT_EQ(api.cuCtxSetCurrent(context_), CUDA_SUCCESS);
+  ASSERT_EQ(api.cuCtxSetCurrent(owned_.context), CUDA_SUCCESS);
   CUdeviceptr p = 0;
   ASSERT_EQ(api.cuMemAlloc(&p, 256), CUDA_SUCCESS);
-  EXPECT_EQ(api.cuMemsetD8Async(p, 1, 256, stream_), CUDA_SUCCESS);
-  EXPECT_EQ(api.cuStreamSynchronize(stream_), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuMemsetD8Async(p, 1, 256, owned_.stream), CUDA_SUCCESS);
+  EXPECT_EQ(api.cuStreamSynchronize(owned_.stream), CUDA_SUCCESS);
   EXPECT_EQ(api.cuMemFree(p), CUDA_SUCCESS);
 }
 

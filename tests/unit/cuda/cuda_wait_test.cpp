@@ -5,6 +5,7 @@
 // "while it waits" is certain. Runs on a device and on the fake driver (ctest
 // `cuda_wait_fake_driver`); skipped where neither is present.
 #include "cuda_driver.hpp"
+#include "owned_stream.hpp"
 
 #include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
@@ -63,35 +64,22 @@ std::vector<std::byte> pattern_bytes(std::size_t n, unsigned seed) {
 class CudaWaitOutside : public ::testing::TestWithParam<channel_kind> {
  protected:
   void SetUp() override {
-    if (cubert::cuda::device_count() == 0) {
-      GTEST_SKIP() << "no CUDA device: " << cubert::cuda::unavailable_reason();
-    }
-    auto const& api = driver();
-    ASSERT_EQ(api.cuDeviceGet(&device_, 0), CUDA_SUCCESS);
-    ASSERT_EQ(api.cuDevicePrimaryCtxRetain(&context_, device_), CUDA_SUCCESS);
-    ASSERT_EQ(api.cuCtxSetCurrent(context_), CUDA_SUCCESS);
-    ASSERT_EQ(api.cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), CUDA_SUCCESS);
+    owned_.open();
+    if (IsSkipped() || HasFatalFailure()) return;
     cubert::cuda::options opts;
     opts.kernel_cache_dir = std::filesystem::path{};
-    opts.stream = stream_;  // The test's: it holds the stream with a gate.
+    opts.stream = owned_.stream;  // The test's: it holds the stream with a gate.
     client_.emplace(cubert::backend::make_channel(cubert::cuda::make_server(0, opts), GetParam()));
   }
   void TearDown() override {
     { joined const rest{this}; }  // Threads of a test that ended before joining them.
     client_.reset();
-    if (!context_) return;
-    auto const& api = driver();
-    api.cuCtxSetCurrent(context_);
-    if (stream_) {
-      api.cuStreamSynchronize(stream_);
-      EXPECT_EQ(api.cuStreamDestroy(stream_), CUDA_SUCCESS);
-    }
-    api.cuDevicePrimaryCtxRelease(device_);
+    owned_.close();
   }
 
   // Closes the stream: nothing queued from now runs until the gate opens.
   void hold_stream() {
-    ASSERT_EQ(driver().cuLaunchHostFunc(stream_, gate::hold, &gate_), CUDA_SUCCESS);
+    ASSERT_EQ(driver().cuLaunchHostFunc(owned_.stream, gate::hold, &gate_), CUDA_SUCCESS);
     ASSERT_TRUE(becomes_true(gate_.reached, 10s)) << "the stream never reached the gate";
   }
   // Runs `f` on a thread of its own; the flag returned is set after it.
@@ -128,9 +116,7 @@ class CudaWaitOutside : public ::testing::TestWithParam<channel_kind> {
         << "another thread's calls waited for the device with the waiting thread";
   }
 
-  CUdevice device_ = 0;
-  CUcontext context_ = nullptr;
-  CUstream stream_ = nullptr;
+  cubert::test::owned_stream owned_;  // The caller's stream the server serves on.
   gate gate_;
   std::optional<cubert::client> client_;
   std::deque<std::atomic<bool>> flags_;  // Stable addresses, for the threads.
