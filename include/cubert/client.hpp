@@ -60,9 +60,10 @@ class client {
       std::vector<backend::tensor_descriptor> const& descriptors) const;
 
   /// Starts reading the bytes of each binding (offsets honoured); the future waits. The copy is
-  /// queued now; on CUDA the future is deferred: its get() or wait() waits for the device on the
-  /// calling thread (other threads' calls go on meanwhile), wait_for reports
-  /// std::future_status::deferred, and dropping it unwaited waits for the copy.
+  /// queued now. The future may be deferred (on CUDA, and through the actor channel): its get()
+  /// or wait() waits for the device on the calling thread (other threads' calls go on
+  /// meanwhile), wait_for reports std::future_status::deferred, and dropping it unwaited waits
+  /// for the copy.
   [[nodiscard]] std::future<std::vector<bytes>> read_async(std::vector<binding> bindings) const;
   /// Reads the bytes of each binding. On CUDA each result lives in a per-device pool of pinned
   /// host memory, filled by DMA and returned to the pool when the `bytes` is destroyed (from any

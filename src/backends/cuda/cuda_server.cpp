@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <exception>
 #include <limits>
 #include <optional>
 #include <utility>
@@ -34,6 +35,27 @@ std::future<void> ready_void() {
   p.set_value();
   return p.get_future();
 }
+
+// Declared after memory that downloads are queued into: when an exception unwinds it before the
+// memory was handed to a wait (a later download failing, no event to be had), it waits for the
+// stream, so no DMA lands in a pinned block after the block is handed out again or unpinned.
+class drain_if_unwinding {
+ public:
+  drain_if_unwinding(CUstream stream, bool const& queued) noexcept
+      : stream_(stream), queued_(queued), unwinding_(std::uncaught_exceptions()) {}
+  drain_if_unwinding(drain_if_unwinding const&) = delete;
+  drain_if_unwinding& operator=(drain_if_unwinding const&) = delete;
+  ~drain_if_unwinding() {
+    if (queued_ && std::uncaught_exceptions() > unwinding_) {
+      (void)driver_state().cuStreamSynchronize(stream_);
+    }
+  }
+
+ private:
+  CUstream stream_;
+  bool const& queued_;
+  int unwinding_;
+};
 
 template <typename T>
 std::future<T> failed(std::exception_ptr e) {
@@ -433,7 +455,10 @@ std::future<void> cuda_server::read_into(cubert::binding const& b, std::span<std
   try {
     errors_.rethrow_if_any();
     if (!dst.empty()) {  // An empty read waits for nothing, so it proves no launch finished.
-      if (staging_->download_queued(dst, res.address())) {
+      bool queued = false;
+      drain_if_unwinding const drain(stream_, queued);
+      queued = staging_->download_queued(dst, res.address());
+      if (queued) {
         // Dropped unwaited, the future still waits: the caller may free `dst` right after.
         return after(mark_stream("read_into"), 0, [](int) {});
       }
@@ -461,6 +486,7 @@ std::future<std::vector<bytes>> cuda_server::read(std::vector<cubert::binding> b
     std::vector<bytes> out;
     out.reserve(bindings.size());
     bool queued = false;
+    drain_if_unwinding const drain(stream_, queued);
     for (auto const& b : bindings) out.push_back(read_one(b, queued));
     if (!queued) return ready(std::move(out));
     return after(mark_stream("read"), std::move(out), [](std::vector<bytes> r) { return r; });
@@ -485,6 +511,7 @@ std::future<std::vector<bytes>> cuda_server::read_tensor(std::vector<binding_wit
     std::vector<bytes> raw;
     raw.reserve(tensors.size());
     bool queued = false;
+    drain_if_unwinding const drain(stream_, queued);
     for (auto const& t : tensors) raw.push_back(read_one(t.binding, queued));
     // Gathering strided ones waits for their bytes: on the caller's thread when they come by DMA.
     auto gather = [tensors = std::move(tensors), dense = std::move(dense)](std::vector<bytes> r) {

@@ -9,6 +9,7 @@
 
 #include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
+#include <cubert/error.hpp>
 
 #include <gtest/gtest.h>
 
@@ -17,6 +18,7 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
+#include <dlfcn.h>
 #include <filesystem>
 #include <future>
 #include <memory>
@@ -194,6 +196,32 @@ TEST_P(CudaWaitOutside, ADroppedReadIntoFutureWaitsForItsCopy) {
   }  // Dropped here, 100 ms before the stream may run the copy.
   EXPECT_EQ(std::memcmp(dst.data(), data.data(), data.size()), 0)
       << "a dropped read returned before its copy was done";
+}
+
+// A read of several bindings whose second download fails has queued the first into a pinned
+// block; it waits for that copy before the block goes back to its pool (where it could be
+// unpinned, or handed out, under the DMA). Needs the fake driver's copy-failure hook.
+TEST_P(CudaWaitOutside, AFailedReadWaitsForTheCopiesItQueued) {
+  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  auto* const fail_copies =
+      lib ? reinterpret_cast<void (*)(int, int)>(::dlsym(lib, "cubert_fake_fail_copies")) : nullptr;
+  if (lib) ::dlclose(lib);  // The backend holds its own reference.
+  if (!fail_copies) GTEST_SKIP() << "needs the fake driver's copy-failure hook";
+  auto const a = client_->create(pattern_bytes(4096, 1));
+  auto const b = client_->create(pattern_bytes(4096, 2));
+  client_->sync();
+  hold_stream();
+  auto const& opened = spawn([this] {
+    std::this_thread::sleep_for(100ms);
+    gate_.open.store(true);
+  });
+  auto const joiner = threads_joined();
+  fail_copies(1, 1);  // `a`'s download is queued, `b`'s fails.
+  EXPECT_THROW((void)client_->read({a.binding(), b.binding()}), cubert::device_error);
+  fail_copies(0, 0);
+  EXPECT_TRUE(opened.load()) << "the failed read returned with its first copy still queued";
+  client_->memory_cleanup();  // Unpins the idle block: safe only once its copy is done.
+  EXPECT_EQ(client_->read_one(a.binding()).size(), 4096u);
 }
 
 // A read's future may be waited for after its client is gone: its event and the block its
