@@ -73,13 +73,15 @@ class cuda_server final : public backend::server {
       std::vector<backend::tensor_descriptor> const& descriptors) override;
   [[nodiscard]] std::vector<backend::tensor_allocation> empty_tensors(
       std::vector<backend::tensor_descriptor> const& descriptors) override;
-  /// Each result is a block of the pinned read pool, written by one DMA (heap memory, through
-  /// the staging ring, when the pool is off or the size is beyond its cap).
+  /// Each result is a block of the pinned read pool, written by one DMA and waited for in the
+  /// deferred future's get(), on the caller's thread (heap memory, through the staging ring and
+  /// waited for here, when the pool is off or the size is beyond its cap).
   [[nodiscard]] std::future<std::vector<bytes>> read(
       std::vector<cubert::binding> bindings) override;
   [[nodiscard]] std::future<std::vector<bytes>> read_tensor(
       std::vector<binding_with_meta> tensors) override;
-  /// Pinned `dst`: one DMA. Pageable: through the staging ring, copied out by the copy threads.
+  /// Pinned `dst`: one DMA, waited for in the deferred future's get(). Pageable: through the
+  /// staging ring, copied out by the copy threads before this returns.
   [[nodiscard]] std::future<void> read_into(cubert::binding const& b,
                                             std::span<std::byte> dst) override;
   /// Page-locked memory (cuMemHostAlloc), recognised by `create` and `read_into`.
@@ -105,6 +107,8 @@ class cuda_server final : public backend::server {
   void launch_graph(std::uint64_t id, std::vector<graph_step> const& steps) override;
   void drop_graph(std::uint64_t id) noexcept override;
   void flush() override;
+  /// A deferred future that waits for an event behind the work queued so far; waits here
+  /// instead while a launch error or page frees wait (`sync_here`).
   [[nodiscard]] std::future<void> sync() override;
   [[nodiscard]] backend::binding_resource get_resource(cubert::binding const& b) override;
   [[nodiscard]] memory::memory_usage memory_usage() override;
