@@ -21,6 +21,15 @@ std::string device_info::fingerprint() const {
                      driver_version);
 }
 
+std::shared_ptr<void const> retain_primary_context(CUdevice device) {
+  CUcontext c = nullptr;
+  CUBERT_CU_CALL(cuDevicePrimaryCtxRetain, &c, device);
+  // The deleter runs even when the shared_ptr cannot be made, so the reference never leaks.
+  return std::shared_ptr<void const>(c, [device](void const*) {
+    if (driver_state().loaded) driver_state().cuDevicePrimaryCtxRelease(device);
+  });
+}
+
 int device_count() noexcept {
   auto const& api = driver_state();
   if (!api.loaded) return 0;

@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace cubert::cuda::detail {
@@ -40,6 +41,11 @@ struct device_info {
 
 /// Number of CUDA devices; 0 when the driver is absent or unusable. Never throws.
 [[nodiscard]] int device_count() noexcept;
+
+/// One reference to `device`'s primary context, released with its last owner: what something
+/// that may outlive its server (events, a duration) holds so the context they belong to stays.
+/// @throws device_error when the context cannot be retained.
+[[nodiscard]] std::shared_ptr<void const> retain_primary_context(CUdevice device);
 
 /// Reads the properties of device `ordinal`. @throws unsupported without a driver,
 /// invalid_argument for an ordinal out of range.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cuda_event_profiler.hpp"
 
+#include "cuda_device.hpp"
 #include "cuda_driver.hpp"
 #include "cuda_fault.hpp"
 
@@ -75,13 +76,7 @@ std::chrono::nanoseconds to_duration(float ms) {
 }  // namespace
 
 cuda_event_profiler::cuda_event_profiler(CUstream stream, int ordinal, CUdevice device)
-    : stream_(stream), ordinal_(ordinal) {
-  CUcontext c = nullptr;
-  CUBERT_CU_CALL(cuDevicePrimaryCtxRetain, &c, device);
-  context_ = std::shared_ptr<void const>(c, [device](void const*) {
-    if (driver_state().loaded) driver_state().cuDevicePrimaryCtxRelease(device);
-  });
-}
+    : stream_(stream), ordinal_(ordinal), context_(retain_primary_context(device)) {}
 
 cuda_event_profiler::~cuda_event_profiler() {
   for (auto& [id, e] : open_) event_destroyer{}(e.start);

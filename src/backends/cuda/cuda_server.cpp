@@ -460,7 +460,7 @@ std::future<void> cuda_server::read_into(cubert::binding const& b, std::span<std
       queued = staging_->download_queued(dst, res.address());
       if (queued) {
         // Dropped unwaited, the future still waits: the caller may free `dst` right after.
-        return after(mark_stream("read_into"), 0, [](int) {});
+        return after(mark_stream("read_into"));
       }
       staging_->download(dst, res.address());
       launches_.clear();
@@ -546,7 +546,7 @@ std::future<void> cuda_server::sync() {
       sync_here();
       return ready_void();
     }
-    return after(mark_stream("sync"), 0, [](int) {});
+    return after(mark_stream("sync"));
   } catch (...) {
     return failed<void>(on_failure(std::current_exception()));
   }

@@ -204,10 +204,8 @@ void cuda_staging::upload_chunks(plan const& p, CUdeviceptr dst, std::span<std::
 
 void cuda_staging::download(std::span<std::byte> dst, CUdeviceptr src) {
   if (dst.empty()) return;
-  // The caller waits anyway, so any pinned destination is written by DMA directly; only the
-  // driver's opinion of foreign memory costs two calls, not worth it for small reads.
-  if (is_pinned(dst.data(), dst.size(), dst.size() >= direct_threshold)) {
-    CUBERT_CU_CALL(cuMemcpyDtoHAsync, dst.data(), src, dst.size(), stream_);
+  // The caller waits anyway, so any pinned destination is written by DMA directly.
+  if (download_queued(dst, src)) {
     CUBERT_CU_CALL(cuStreamSynchronize, stream_);
     on_stream_idle();
     return;
@@ -224,6 +222,7 @@ void cuda_staging::download(std::span<std::byte> dst, CUdeviceptr src) {
 }
 
 bool cuda_staging::download_queued(std::span<std::byte> dst, CUdeviceptr src) {
+  // Only the driver's opinion of foreign memory costs two calls, not worth it for small reads.
   if (dst.empty() || !is_pinned(dst.data(), dst.size(), dst.size() >= direct_threshold)) {
     return false;
   }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cuda_wait.hpp"
 
+#include "cuda_device.hpp"
 #include "cuda_driver.hpp"
 
 #include <cubert/error.hpp>
@@ -28,18 +29,16 @@ void wait_ledger::close() noexcept {
 }
 
 std::shared_ptr<cuda_event_pool> cuda_event_pool::make(CUdevice device) {
-  CUcontext c = nullptr;
-  CUBERT_CU_CALL(cuDevicePrimaryCtxRetain, &c, device);
-  return std::shared_ptr<cuda_event_pool>(new cuda_event_pool(device));
+  return std::shared_ptr<cuda_event_pool>(new cuda_event_pool(retain_primary_context(device)));
 }
 
-cuda_event_pool::cuda_event_pool(CUdevice device) : device_(device) {}
+cuda_event_pool::cuda_event_pool(std::shared_ptr<void const> context)
+    : context_(std::move(context)) {}
 
 cuda_event_pool::~cuda_event_pool() {
   auto const& api = driver_state();
   if (!api.loaded) return;
-  for (CUevent e : idle_) api.cuEventDestroy(e);
-  api.cuDevicePrimaryCtxRelease(device_);  // Retained by make.
+  for (CUevent e : idle_) api.cuEventDestroy(e);  // Before context_ lets the context go.
 }
 
 std::shared_ptr<CUevent_st> cuda_event_pool::acquire() {

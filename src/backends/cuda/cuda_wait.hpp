@@ -59,10 +59,10 @@ class cuda_event_pool : public std::enable_shared_from_this<cuda_event_pool> {
   [[nodiscard]] std::shared_ptr<CUevent_st> acquire();
 
  private:
-  explicit cuda_event_pool(CUdevice device);
+  explicit cuda_event_pool(std::shared_ptr<void const> context);
   void give_back(CUevent e) noexcept;
 
-  CUdevice device_;
+  std::shared_ptr<void const> context_;  // The primary context the events belong to.
   std::mutex mutex_;
   std::vector<CUevent> idle_;
 };
@@ -134,6 +134,11 @@ template <typename Payload, typename Then>
   return std::async(
       std::launch::deferred,
       after_point<Payload, Then>(std::move(point), std::move(payload), std::move(then)));
+}
+
+/// A future that waits for `point` on the calling thread in its get() or wait(); deferred.
+[[nodiscard]] inline std::future<void> after(stream_point point) {
+  return after(std::move(point), 0, [](int) {});
 }
 
 }  // namespace cubert::cuda::detail
