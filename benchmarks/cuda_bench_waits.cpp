@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Waits rows of cuda_bench: what a thread's calls cost while another thread of the same client
-// waits for the device. One thread loops on a 1 ms kernel and `sync`; a second times its own
-// calls, one by one, against the same calls with nobody waiting. The waits run on the waiting
-// thread (an event, outside the server), so the second thread should not notice them; when the
-// server waited inside (before 2026-11-25) each of its calls through the mutex channel, and each
+// waits for the device. One thread loops on a 1 ms kernel and `sync` (or a 64 KiB `read_into`
+// of pageable memory); a second times its own calls, one by one, against the same calls with
+// nobody waiting. The waits run on the waiting thread (an event, outside the server), so the
+// second thread should not notice them; when the server waited inside (`sync` before 2026-11-25,
+// small pageable reads before 2026-11-26) each of its calls through the mutex channel, and each
 // round trip through the actor channel, waited for the rest of the kernel.
 #include "cuda_bench.hpp"
 #include "spin_kernel.hpp"
@@ -21,6 +22,7 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace cubert::bench {
@@ -74,32 +76,39 @@ void wait_rows(std::vector<row>& rows) {
     auto const alone_execute = time_each(execute);
     auto const alone_write = time_each(write);
     c.sync();
-    std::atomic<bool> stop{false};
-    std::thread waiter([&] {
-      while (!stop.load()) {
-        c.execute(spin, cube_count{1}, bindings{}.with_scalar(kernel_ns));
-        c.sync();
-      }
-    });
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    auto const busy_execute = time_each(execute);
-    auto const busy_write = time_each(write);
-    stop.store(true);
-    waiter.join();
-    c.sync();
-
     auto const name = std::string(backend::to_string(kind));
-    auto const add = [&](char const* call, std::vector<double> const& busy,
-                         std::vector<double> const& alone) {
-      rows.push_back(
-          time_row(fmt::format("{}, {} channel, while a thread syncs: median", call, name),
-                   median(busy), median(alone), "us", "the same, nobody waiting", 0));
-      rows.push_back(time_row(fmt::format("{}, {} channel, while a thread syncs: p99", call, name),
-                              percentile(busy, 0.99), percentile(alone, 0.99), "us",
-                              "the same, nobody waiting", 0));
+    std::vector<std::byte> read_dst(64 << 10);
+    auto const read_src = c.empty(read_dst.size());
+    std::pair<char const*, std::function<void()>> const waits[] = {
+        {"syncs", [&] { c.sync(); }},
+        {"reads 64 KiB into pageable memory", [&] { c.read_into(read_src.binding(), read_dst); }},
     };
-    add("execute", busy_execute, alone_execute);
-    add("write 4 KiB", busy_write, alone_write);
+    for (auto const& [waiting, wait] : waits) {
+      std::atomic<bool> stop{false};
+      std::thread waiter([&] {
+        while (!stop.load()) {
+          c.execute(spin, cube_count{1}, bindings{}.with_scalar(kernel_ns));
+          wait();
+        }
+      });
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      auto const busy_execute = time_each(execute);
+      auto const busy_write = time_each(write);
+      stop.store(true);
+      waiter.join();
+      c.sync();
+      auto const add = [&](char const* call, std::vector<double> const& busy,
+                           std::vector<double> const& alone) {
+        rows.push_back(
+            time_row(fmt::format("{}, {} channel, while a thread {}: median", call, name, waiting),
+                     median(busy), median(alone), "us", "the same, nobody waiting", 0));
+        rows.push_back(time_row(
+            fmt::format("{}, {} channel, while a thread {}: p99", call, name, waiting),
+            percentile(busy, 0.99), percentile(alone, 0.99), "us", "the same, nobody waiting", 0));
+      };
+      add("execute", busy_execute, alone_execute);
+      add("write 4 KiB", busy_write, alone_write);
+    }
   }
 }
 

@@ -76,10 +76,13 @@ class client {
   /// Starts copying the bytes of `b` (offsets honoured) into `dst`, after all earlier work.
   /// `dst` must stay valid and untouched until the future is ready. On CUDA a page-locked
   /// `dst` (a host_buffer from `alloc_host`, or other pinned memory) is written by DMA
-  /// directly; pageable memory goes through pinned staging, copied by several threads.
+  /// directly; pageable memory up to 256 KiB lands by DMA in a pooled pinned block and is copied
+  /// into `dst` by the thread that waits; larger pageable memory goes through pinned staging,
+  /// copied by several threads.
   /// @throws invalid_argument at once when `dst.size()` differs from `b.size()`; an unknown
   /// binding throws here or from the future (per channel), as do deferred errors. Deferred on
-  /// CUDA, as `read_async`'s; dropped unwaited, it waits for the copy into `dst`.
+  /// CUDA, as `read_async`'s; dropped unwaited, it waits for the copy into `dst` (and, for a
+  /// small pageable `dst`, copies the bytes there itself).
   [[nodiscard]] std::future<void> read_into_async(binding const& b, std::span<std::byte> dst) const;
   /// Copies the bytes of `b` into `dst` and waits. @throws invalid_argument when `dst.size()`
   /// differs from `b.size()` or for an unknown binding; rethrows a deferred error.

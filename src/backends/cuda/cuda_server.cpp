@@ -405,15 +405,20 @@ std::vector<backend::tensor_allocation> cuda_server::empty_tensors(
   });
 }
 
-bytes cuda_server::read_destination(std::size_t size) {
-  if (read_pool_->pools(size)) {
-    try {
-      return bytes(read_pool_->acquire(size), size);
-    } catch (out_of_memory const&) {
-      // The host will not pin more: give back what is cached and read into pageable memory.
-      read_pool_->release_idle();
-    }
+std::optional<bytes> cuda_server::pooled_block(std::size_t size) {
+  if (!read_pool_->pools(size)) return std::nullopt;
+  try {
+    return bytes(read_pool_->acquire(size), size);
+  } catch (out_of_memory const&) {
+    // The host will not pin more: give back what is cached; the caller reads through pageable
+    // memory.
+    read_pool_->release_idle();
+    return std::nullopt;
   }
+}
+
+bytes cuda_server::read_destination(std::size_t size) {
+  if (auto block = pooled_block(size)) return std::move(*block);
   // Fresh pages would otherwise take every page fault on the copy threads' first writes, one
   // chunk at a time; fault them in up front, all threads at once.
   auto out = bytes::uninitialized(size);
@@ -456,11 +461,22 @@ std::future<void> cuda_server::read_into(cubert::binding const& b, std::span<std
     errors_.rethrow_if_any();
     if (!dst.empty()) {  // An empty read waits for nothing, so it proves no launch finished.
       bool queued = false;
+      std::optional<bytes> block;  // Declared before the drain, which goes first.
       drain_if_unwinding const drain(stream_, queued);
       queued = staging_->download_queued(dst, res.address());
       if (queued) {
         // Dropped unwaited, the future still waits: the caller may free `dst` right after.
         return after(mark_stream("read_into"));
+      }
+      // A small pageable read is one chunk on one thread in the staging ring too; through a
+      // pooled pinned block its wait and copy-out run on the waiting thread instead.
+      if (dst.size() <= cuda_staging::min_chunk) block = pooled_block(dst.size());
+      if (block && staging_->download_queued(block->span(), res.address())) {
+        queued = true;
+        // Dropped unwaited, the future still copies: `dst` is written either way, as by a DMA.
+        return after<when_dropped::finish>(
+            mark_stream("read_into"), std::move(*block),
+            [dst](bytes landed) { std::memcpy(dst.data(), landed.data(), dst.size()); });
       }
       staging_->download(dst, res.address());
       launches_.clear();

@@ -80,7 +80,9 @@ class cuda_server final : public backend::server {
       std::vector<cubert::binding> bindings) override;
   [[nodiscard]] std::future<std::vector<bytes>> read_tensor(
       std::vector<binding_with_meta> tensors) override;
-  /// Pinned `dst`: one DMA, waited for in the deferred future's get(). Pageable: through the
+  /// Pinned `dst`: one DMA, waited for in the deferred future's get(). Pageable, up to
+  /// `cuda_staging::min_chunk`: one DMA into a pooled pinned block, waited for and copied into
+  /// `dst` in get() (or when the future is dropped unwaited). Larger pageable: through the
   /// staging ring, copied out by the copy threads before this returns.
   [[nodiscard]] std::future<void> read_into(cubert::binding const& b,
                                             std::span<std::byte> dst) override;
@@ -205,6 +207,9 @@ class cuda_server final : public backend::server {
   /// recycle staging blocks, free queued pages. Rethrows a deferred error after.
   void sync_here();
   void upload_padded(CUdeviceptr dst, std::span<std::byte const> src, tensor_layout const& l);
+  /// A pooled pinned block of `size` bytes, or none when the pool does not keep that size or
+  /// the host will not pin more.
+  [[nodiscard]] std::optional<bytes> pooled_block(std::size_t size);
   [[nodiscard]] bytes read_destination(std::size_t size);
 
   device_info info_;

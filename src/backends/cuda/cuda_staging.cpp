@@ -16,8 +16,6 @@ namespace cubert::cuda::detail {
 namespace {
 
 constexpr std::size_t kib = 1024;
-// Below this a chunk's DMA is dominated by its fixed cost (a few µs per copy call).
-constexpr std::size_t min_chunk = 256 * kib;
 constexpr std::size_t huge_page = std::size_t{2} << 20;
 
 std::size_t round_up(std::size_t n, std::size_t to) noexcept {

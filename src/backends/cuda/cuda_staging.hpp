@@ -70,6 +70,10 @@ class cuda_staging {
   /// Pinned sources at least this large skip staging (smaller ones are cheaper to memcpy into a
   /// block and not wait for).
   static constexpr std::size_t direct_threshold = std::size_t{1} << 20;
+  /// The smallest chunk a large transfer is cut into: below it a chunk's DMA is dominated by
+  /// its fixed cost (a few µs per copy call). Downloads up to this size are one chunk, copied
+  /// out by one thread.
+  static constexpr std::size_t min_chunk = std::size_t{256} << 10;
   /// Pageable uploads at least this large are shared between the copy threads.
   static constexpr std::size_t parallel_threshold = std::size_t{2} << 20;
   /// Downloads at least this large copy out with streaming stores (when enabled); a smaller

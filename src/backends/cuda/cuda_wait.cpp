@@ -89,10 +89,11 @@ void stream_point::wait() {
   throw device_error(report);
 }
 
-void stream_point::wait_quietly() noexcept {
-  if (!event_) return;
-  (void)driver_state().cuEventSynchronize(event_.get());
+bool stream_point::wait_quietly() noexcept {
+  if (!event_) return false;
+  CUresult const r = driver_state().cuEventSynchronize(event_.get());
   event_.reset();
+  return r == CUDA_SUCCESS;
 }
 
 }  // namespace cubert::cuda::detail

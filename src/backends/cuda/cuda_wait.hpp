@@ -91,8 +91,11 @@ class stream_point {
   /// launch's would be — the suspects, every device marked lost — and thrown as device_error;
   /// so is any other failure of the wait.
   void wait();
-  /// Waits, ignoring failures (what a dropped wait does before freeing what the device writes).
-  void wait_quietly() noexcept;
+  /// Waits, ignoring failures (what a dropped wait does before freeing what the device writes);
+  /// true when the stream passed the point without an error.
+  bool wait_quietly() noexcept;
+  /// True until waited for (or moved from).
+  [[nodiscard]] bool pending() const noexcept { return event_ != nullptr; }
 
  private:
   std::shared_ptr<CUevent_st> event_;  // Null once waited for, or moved from.
@@ -100,10 +103,15 @@ class stream_point {
   char const* what_;
 };
 
+/// What a future dropped unwaited does once the device has passed its point: let the payload
+/// go, or finish the work as get() would have (its result and any exception dropped), so that a
+/// read into the caller's memory writes it whether or not the future is waited for.
+enum class when_dropped { discard, finish };
+
 /// The callable a deferred future runs: waits for `point`, then hands `payload` to `then`. The
 /// payload (memory the device writes) outlives the device's writes: destroyed unwaited (the
-/// future dropped), it waits first.
-template <typename Payload, typename Then>
+/// future dropped), it waits first, then does what `Dropped` says.
+template <typename Payload, typename Then, when_dropped Dropped = when_dropped::discard>
 class after_point {
  public:
   after_point(stream_point point, Payload payload, Then then)
@@ -112,7 +120,18 @@ class after_point {
   after_point& operator=(after_point&&) = delete;
   after_point(after_point const&) = delete;
   after_point& operator=(after_point const&) = delete;
-  ~after_point() { point_.wait_quietly(); }  // Runs before the payload is destroyed.
+  ~after_point() {                  // Runs before the payload is destroyed.
+    if (!point_.pending()) return;  // Waited for by get() (then ran or the wait threw), or moved.
+    bool const passed = point_.wait_quietly();
+    if constexpr (Dropped == when_dropped::finish) {
+      if (passed) {
+        try {
+          (void)then_(std::move(payload_));
+        } catch (...) {  // Nobody is left to hear it.
+        }
+      }
+    }
+  }
 
   auto operator()() {
     point_.wait();
@@ -128,12 +147,12 @@ class after_point {
 /// A future that, in its get() or wait(), waits for `point` on the calling thread and returns
 /// `then(payload)`. Deferred: wait_for and wait_until report std::future_status::deferred until
 /// then.
-template <typename Payload, typename Then>
+template <when_dropped Dropped = when_dropped::discard, typename Payload, typename Then>
 [[nodiscard]] auto after(stream_point point, Payload payload, Then then)
     -> std::future<std::invoke_result_t<Then, Payload&&>> {
   return std::async(
       std::launch::deferred,
-      after_point<Payload, Then>(std::move(point), std::move(payload), std::move(then)));
+      after_point<Payload, Then, Dropped>(std::move(point), std::move(payload), std::move(then)));
 }
 
 /// A future that waits for `point` on the calling thread in its get() or wait(); deferred.

@@ -17,12 +17,14 @@
 #include <cuda.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <filesystem>
+#include <future>
 #include <limits>
 #include <string>
 #include <thread>
@@ -306,7 +308,7 @@ void fault_found_by_a_profile(channel_kind kind) {
 // A fault found by a read's wait (on the caller's thread, outside the server) is reported there
 // with the launches before the read; the server's next call says the device is lost without
 // listing those launches again.
-void fault_found_by_a_read(channel_kind kind) {
+void fault_found_by_a_read(channel_kind kind, bool into_pageable) {
   slow_fake_stream();
   child_checks checks;
   {
@@ -314,11 +316,33 @@ void fault_found_by_a_read(channel_kind kind) {
     auto& [zeros, c, buf] = s;
     c.sync();
     queue_late_fault(c);
-    auto pending = c.read_async({buf.binding()});
-    checks.expect_device_error(
-        "the read", [&] { (void)pending.get(); },
-        {"CUDA_ERROR_ILLEGAL_ADDRESS", "waiting for a read", "cuda:0 is lost",
-         "'fault_test::poke' grid (1, 1, 1) block (32, 1, 1)"});
+    // Into pageable memory the bytes land in a pinned block, copied out only by a wait that
+    // succeeds: the caller's memory is left as it was, then and when the future goes.
+    std::vector<std::byte> dst(buf.size(), std::byte{0x5a});
+    {
+      std::future<void> into;
+      std::future<std::vector<bytes>> pending;
+      if (into_pageable) {
+        into = c.read_into_async(buf.binding(), dst);
+      } else {
+        pending = c.read_async({buf.binding()});
+      }
+      checks.expect_device_error(
+          "the read",
+          [&] {
+            if (into_pageable) {
+              into.get();
+            } else {
+              (void)pending.get();
+            }
+          },
+          {"CUDA_ERROR_ILLEGAL_ADDRESS",
+           into_pageable ? "waiting for a read_into" : "waiting for a read", "cuda:0 is lost",
+           "'fault_test::poke' grid (1, 1, 1) block (32, 1, 1)"});
+    }
+    checks.expect(
+        std::all_of(dst.begin(), dst.end(), [](std::byte b) { return b == std::byte{0x5a}; }),
+        "a failed read wrote the caller's memory");
     auto const next =
         checks.expect_device_error("the next sync", [&] { c.sync(); },
                                    {"cuda:0 is lost", "restart the process", "waiting for a read"});
@@ -546,7 +570,11 @@ TEST_P(CudaKernelFault, FoundByResolvingAProfileIsReportedThereThenTheDeviceIsLo
 }
 
 TEST_P(CudaKernelFault, FoundByAReadsWaitIsReportedThereThenTheDeviceIsLost) {
-  EXPECT_EXIT(fault_found_by_a_read(GetParam()), ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(fault_found_by_a_read(GetParam(), false), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_P(CudaKernelFault, FoundByAPageableReadsWaitLeavesTheDestinationAlone) {
+  EXPECT_EXIT(fault_found_by_a_read(GetParam(), true), ::testing::ExitedWithCode(0), "");
 }
 
 TEST_P(CudaKernelFault, FoundElsewhereDuringACallIsReportedAsTheLoss) {

@@ -13,6 +13,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -198,6 +199,59 @@ TEST_P(CudaWaitOutside, ADroppedReadIntoFutureWaitsForItsCopy) {
       << "a dropped read returned before its copy was done";
 }
 
+// A small read into pageable memory lands in a pooled pinned block by DMA; the wait and the
+// copy into the caller's memory run on the reading thread.
+TEST_P(CudaWaitOutside, ASmallReadIntoPageableMemoryLetsOtherThreadsCall) {
+  auto const data = pattern_bytes(1 << 16, 4);
+  auto const h = client_->create(data);
+  std::vector<std::byte> dst(data.size());
+  client_->sync();
+  hold_stream();
+  auto const& read = spawn([&] { client_->read_into(h.binding(), dst); });
+  auto const joiner = threads_joined();
+  std::this_thread::sleep_for(100ms);
+  others_go_on(h);  // Its fill is queued after the read's copy.
+  EXPECT_FALSE(read.load()) << "the read returned before the stream passed the gate";
+  gate_.open.store(true);
+  ASSERT_TRUE(becomes_true(read, 10s));
+  EXPECT_EQ(dst, data) << "the read saw work queued after it";
+}
+
+// Dropped unwaited, a small pageable read still writes its destination once the copy is done,
+// as a pinned destination's DMA does.
+TEST_P(CudaWaitOutside, ADroppedSmallPageableReadStillWritesItsDestination) {
+  auto const data = pattern_bytes(4096, 6);
+  auto const h = client_->create(data);
+  std::vector<std::byte> dst(data.size());
+  client_->sync();
+  hold_stream();
+  auto const joiner = threads_joined();
+  {
+    auto pending = client_->read_into_async(h.binding(), dst);
+    EXPECT_EQ(pending.wait_for(0s), std::future_status::deferred);
+    (void)spawn([this] {
+      std::this_thread::sleep_for(100ms);
+      gate_.open.store(true);
+    });
+  }
+  EXPECT_EQ(dst, data) << "a dropped pageable read did not write its destination";
+}
+
+// Once waited for, the destination is the caller's again: the future copies nothing more when it
+// goes.
+TEST_P(CudaWaitOutside, AWaitedSmallPageableReadCopiesOnlyOnce) {
+  auto const h = client_->create(pattern_bytes(4096, 8));
+  client_->sync();
+  std::vector<std::byte> dst(4096, std::byte{0x5a});
+  auto pending = client_->read_into_async(h.binding(), dst);
+  pending.wait();
+  EXPECT_EQ(dst, pattern_bytes(4096, 8));
+  std::vector<std::byte> const mine(4096, std::byte{0x11});
+  std::copy(mine.begin(), mine.end(), dst.begin());
+  { auto const gone = std::move(pending); }
+  EXPECT_EQ(dst, mine) << "the read's copy ran again after it was waited for";
+}
+
 // A read of several bindings whose second download fails has queued the first into a pinned
 // block; it waits for that copy before the block goes back to its pool (where it could be
 // unpinned, or handed out, under the DMA). Needs the fake driver's copy-failure hook.
@@ -235,6 +289,18 @@ TEST_P(CudaWaitOutside, AReadIsWaitedForAfterItsClientIsGone) {
   auto const got = pending.get();
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(std::vector<std::byte>(got[0].begin(), got[0].end()), data);
+}
+
+// Likewise a small pageable read: its pinned block comes from a pool that outlives the server.
+TEST_P(CudaWaitOutside, ASmallPageableReadIsWaitedForAfterItsClientIsGone) {
+  auto const data = pattern_bytes(8192, 10);
+  std::vector<std::byte> dst(data.size());
+  auto h = std::make_optional(client_->create(data));
+  auto pending = client_->read_into_async(h->binding(), dst);
+  h.reset();
+  client_.reset();
+  pending.get();
+  EXPECT_EQ(dst, data);
 }
 
 INSTANTIATE_TEST_SUITE_P(Channels, CudaWaitOutside,
