@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Waits rows of cuda_bench: what a thread's calls cost while another thread of the same client
-// waits for the device. One thread loops on a 1 ms kernel and `sync` (or a 64 KiB `read_into`
-// of pageable memory); a second times its own calls, one by one, against the same calls with
-// nobody waiting. The waits run on the waiting thread (an event, outside the server), so the
+// waits for the device. One thread loops on a 1 ms kernel and `sync` (or a 64 KiB or 1 MiB
+// `read_into` of pageable memory); a second times its own calls, one by one, against the same calls
+// with nobody waiting. The waits run on the waiting thread (an event, outside the server), so the
 // second thread should not notice them; when the server waited inside (`sync` before 2026-11-25,
-// small pageable reads before 2026-11-26) each of its calls through the mutex channel, and each
+// small pageable reads until later that day) each of its calls through the mutex channel, and each
 // round trip through the actor channel, waited for the rest of the kernel.
 #include "cuda_bench.hpp"
 #include "spin_kernel.hpp"
@@ -77,11 +77,17 @@ void wait_rows(std::vector<row>& rows) {
     auto const alone_write = time_each(write);
     c.sync();
     auto const name = std::string(backend::to_string(kind));
-    std::vector<std::byte> read_dst(64 << 10);
-    auto const read_src = c.empty(read_dst.size());
+    // 64 KiB: waited for outside the server. 1 MiB: still inside (the copy threads wait for
+    // each chunk), for contrast.
+    std::vector<std::byte> small_dst(64 << 10);
+    std::vector<std::byte> large_dst(1 << 20);
+    auto const small_src = c.empty(small_dst.size());
+    auto const large_src = c.empty(large_dst.size());
     std::pair<char const*, std::function<void()>> const waits[] = {
         {"syncs", [&] { c.sync(); }},
-        {"reads 64 KiB into pageable memory", [&] { c.read_into(read_src.binding(), read_dst); }},
+        {"reads 64 KiB into pageable memory", [&] { c.read_into(small_src.binding(), small_dst); }},
+        {"reads 1 MiB into pageable memory (waits inside)",
+         [&] { c.read_into(large_src.binding(), large_dst); }},
     };
     for (auto const& [waiting, wait] : waits) {
       std::atomic<bool> stop{false};
