@@ -22,13 +22,13 @@
 #include <functional>
 #include <string>
 #include <thread>
-#include <utility>
 #include <vector>
 
 namespace cubert::bench {
 namespace {
 
 constexpr int samples = 2000;
+constexpr int samples_inside = 200;  // Each may wait for a whole kernel: fewer, to bound the run.
 constexpr std::uint64_t kernel_ns = 1'000'000;
 constexpr double pause_us = 50.0;  // Between samples: the stream's queue stays short.
 
@@ -39,10 +39,10 @@ double percentile(std::vector<double> v, double p) {
 }
 
 // Microseconds of each call of `op`, timed alone, with a pause between calls.
-std::vector<double> time_each(std::function<void()> const& op) {
+std::vector<double> time_each(std::function<void()> const& op, int n = samples) {
   std::vector<double> us;
-  us.reserve(samples);
-  for (int i = 0; i < samples; ++i) {
+  us.reserve(static_cast<std::size_t>(n));
+  for (int i = 0; i < n; ++i) {
     double const t0 = now_s();
     op();
     double const t1 = now_s();
@@ -83,13 +83,19 @@ void wait_rows(std::vector<row>& rows) {
     std::vector<std::byte> large_dst(1 << 20);
     auto const small_src = c.empty(small_dst.size());
     auto const large_src = c.empty(large_dst.size());
-    std::pair<char const*, std::function<void()>> const waits[] = {
-        {"syncs", [&] { c.sync(); }},
-        {"reads 64 KiB into pageable memory", [&] { c.read_into(small_src.binding(), small_dst); }},
-        {"reads 1 MiB into pageable memory (waits inside)",
-         [&] { c.read_into(large_src.binding(), large_dst); }},
+    struct waiting_thread {
+      char const* does;
+      std::function<void()> wait;
+      int samples;
     };
-    for (auto const& [waiting, wait] : waits) {
+    waiting_thread const waits[] = {
+        {"syncs", [&] { c.sync(); }, samples},
+        {"reads 64 KiB into pageable memory", [&] { c.read_into(small_src.binding(), small_dst); },
+         samples},
+        {"reads 1 MiB into pageable memory (waits inside)",
+         [&] { c.read_into(large_src.binding(), large_dst); }, samples_inside},
+    };
+    for (auto const& [waiting, wait, n] : waits) {
       std::atomic<bool> stop{false};
       std::thread waiter([&] {
         while (!stop.load()) {
@@ -98,8 +104,8 @@ void wait_rows(std::vector<row>& rows) {
         }
       });
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      auto const busy_execute = time_each(execute);
-      auto const busy_write = time_each(write);
+      auto const busy_execute = time_each(execute, n);
+      auto const busy_write = time_each(write, n);
       stop.store(true);
       waiter.join();
       c.sync();

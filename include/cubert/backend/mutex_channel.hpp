@@ -2,6 +2,7 @@
 // The mutex channel: every call locks the server; futures are waited on outside the lock.
 #pragma once
 
+#include <cubert/backend/bounded_wait_mutex.hpp>
 #include <cubert/backend/channel.hpp>
 #include <cubert/backend/profile_gate.hpp>
 
@@ -11,7 +12,9 @@
 namespace cubert::backend {
 
 /// Serialises calls from any number of threads with one mutex. Execution order is lock order;
-/// while a thread profiles, other threads' calls wait for the lock and the profile's end.
+/// while a thread profiles, other threads' calls wait for the lock and the profile's end. The
+/// mutex starves no thread (`bounded_wait_mutex`): a thread looping on long calls cannot keep
+/// the others out.
 template <typename Server>
 class mutex_channel final : public channel {
  public:
@@ -131,13 +134,13 @@ class mutex_channel final : public channel {
 
  private:
   // The lock every call holds, once no other thread profiles.
-  [[nodiscard]] std::unique_lock<std::mutex> enter() {
+  [[nodiscard]] std::unique_lock<bounded_wait_mutex> enter() {
     std::unique_lock lock(mutex_);
     gate_.pass(lock);
     return lock;
   }
 
-  std::mutex mutex_;
+  bounded_wait_mutex mutex_;
   profile_gate gate_;
   std::unique_ptr<Server> server_;
   device_properties properties_;

@@ -3,7 +3,6 @@
 #pragma once
 
 #include <condition_variable>
-#include <mutex>
 #include <thread>
 
 namespace cubert::backend {
@@ -16,8 +15,9 @@ namespace cubert::backend {
 /// channel's lock held by the caller.
 class profile_gate {
  public:
-  /// Waits while another thread owns profiling.
-  void pass(std::unique_lock<std::mutex>& lock) {
+  /// Waits while another thread owns profiling; `lock` holds the channel's lock.
+  template <typename Lock>
+  void pass(Lock& lock) {
     if (owner_ == std::thread::id{}) return;  // Nobody profiles: the common case.
     auto const me = std::this_thread::get_id();
     released_.wait(lock, [&] { return owner_ == std::thread::id{} || owner_ == me; });
@@ -39,7 +39,7 @@ class profile_gate {
  private:
   std::thread::id owner_;
   unsigned depth_ = 0;
-  std::condition_variable released_;
+  std::condition_variable_any released_;  // Any: the channels' locks differ.
 };
 
 }  // namespace cubert::backend
