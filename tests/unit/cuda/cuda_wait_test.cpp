@@ -21,6 +21,7 @@
 #include <deque>
 #include <dlfcn.h>
 #include <filesystem>
+#include <functional>
 #include <future>
 #include <memory>
 #include <optional>
@@ -119,6 +120,20 @@ class CudaWaitOutside : public ::testing::TestWithParam<channel_kind> {
         << "another thread's calls waited for the device with the waiting thread";
   }
 
+  // Runs `wait` on a thread of its own while the stream is held: other threads' calls go on
+  // meanwhile, and `wait` returns only once the stream does (true once it has). The test
+  // declares its joiner first, after what `wait` uses.
+  [[nodiscard]] bool waits_while_others_go_on(std::function<void()> wait, cubert::handle const& h) {
+    auto const& waited = spawn(std::move(wait));
+    std::this_thread::sleep_for(100ms);  // Time for the waiter to reach its wait.
+    others_go_on(h);                     // Its fill is queued after the waiter's work.
+    EXPECT_FALSE(waited.load()) << "the wait returned before the stream passed the gate";
+    gate_.open.store(true);
+    bool const returned = becomes_true(waited, 10s);
+    EXPECT_TRUE(returned) << "the wait did not return once the stream went on";
+    return returned;
+  }
+
   cubert::test::owned_stream owned_;  // The caller's stream the server serves on.
   gate gate_;
   std::optional<cubert::client> client_;
@@ -130,13 +145,8 @@ TEST_P(CudaWaitOutside, SyncLetsOtherThreadsCallWhileItWaits) {
   auto const h = client_->empty(4096);
   client_->sync();
   hold_stream();
-  auto const& synced = spawn([this] { client_->sync(); });
   auto const joiner = threads_joined();
-  std::this_thread::sleep_for(100ms);  // Time for the waiter to reach its wait.
-  others_go_on(h);
-  EXPECT_FALSE(synced.load()) << "sync returned before the stream passed the gate";
-  gate_.open.store(true);
-  EXPECT_TRUE(becomes_true(synced, 10s)) << "sync did not return once the stream went on";
+  EXPECT_TRUE(waits_while_others_go_on([this] { client_->sync(); }, h));
 }
 
 TEST_P(CudaWaitOutside, AReadLetsOtherThreadsCallAndSeesOnlyWorkBeforeIt) {
@@ -145,16 +155,13 @@ TEST_P(CudaWaitOutside, AReadLetsOtherThreadsCallAndSeesOnlyWorkBeforeIt) {
   client_->sync();
   hold_stream();
   std::vector<std::byte> got;
-  auto const& read = spawn([&] {
-    auto const b = client_->read_one(h.binding());
-    got.assign(b.begin(), b.end());
-  });
   auto const joiner = threads_joined();
-  std::this_thread::sleep_for(100ms);
-  others_go_on(h);  // Its fill is queued after the read's copy.
-  EXPECT_FALSE(read.load()) << "the read returned before the stream passed the gate";
-  gate_.open.store(true);
-  ASSERT_TRUE(becomes_true(read, 10s));
+  ASSERT_TRUE(waits_while_others_go_on(
+      [&] {
+        auto const b = client_->read_one(h.binding());
+        got.assign(b.begin(), b.end());
+      },
+      h));
   EXPECT_EQ(got, data) << "the read saw work queued after it";
   std::vector<std::byte> const ones(4096, std::byte{1});
   auto const after = client_->read_one(h.binding());
@@ -167,13 +174,8 @@ TEST_P(CudaWaitOutside, ReadIntoAPinnedBufferLetsOtherThreadsCall) {
   auto dst = client_->alloc_host(data.size());
   client_->sync();
   hold_stream();
-  auto const& read = spawn([&] { client_->read_into(h.binding(), dst.span()); });
   auto const joiner = threads_joined();
-  std::this_thread::sleep_for(100ms);
-  others_go_on(h);
-  EXPECT_FALSE(read.load());
-  gate_.open.store(true);
-  ASSERT_TRUE(becomes_true(read, 10s));
+  ASSERT_TRUE(waits_while_others_go_on([&] { client_->read_into(h.binding(), dst.span()); }, h));
   EXPECT_EQ(std::memcmp(dst.data(), data.data(), data.size()), 0);
 }
 
@@ -207,13 +209,8 @@ TEST_P(CudaWaitOutside, ASmallReadIntoPageableMemoryLetsOtherThreadsCall) {
   std::vector<std::byte> dst(data.size());
   client_->sync();
   hold_stream();
-  auto const& read = spawn([&] { client_->read_into(h.binding(), dst); });
   auto const joiner = threads_joined();
-  std::this_thread::sleep_for(100ms);
-  others_go_on(h);  // Its fill is queued after the read's copy.
-  EXPECT_FALSE(read.load()) << "the read returned before the stream passed the gate";
-  gate_.open.store(true);
-  ASSERT_TRUE(becomes_true(read, 10s));
+  ASSERT_TRUE(waits_while_others_go_on([&] { client_->read_into(h.binding(), dst); }, h));
   EXPECT_EQ(dst, data) << "the read saw work queued after it";
 }
 
