@@ -14,7 +14,9 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <future>
 #include <thread>
 #include <vector>
 
@@ -107,6 +109,30 @@ TEST_P(CudaTransferTest, RoundTripsFromPinnedAndPageableAtOddSizes) {
       auto pinned_dst = server_->alloc_host(n);
       read_into(h->binding(), pinned_dst.span());
       EXPECT_TRUE(same_bytes(pinned_dst.span(), data)) << "read_into a pinned buffer";
+    }
+  }
+}
+
+// A pageable read up to 256 KiB lands in a pooled pinned block and is copied out by whoever
+// waits (a deferred future); a larger one, or any without a read pool, goes through the ring
+// before read_into returns. Both give the bytes, at the edges of the two paths.
+TEST_P(CudaTransferTest, SmallPageableReadsGoThroughThePoolLargerThroughTheRing) {
+  constexpr std::size_t limit = std::size_t{256} << 10;
+  for (bool pool : {true, false}) {
+    auto opts = options_for(GetParam());
+    if (!pool) opts.read_pool_bytes = 0;
+    cuda_server server(0, opts);
+    for (std::size_t n : {std::size_t{1}, std::size_t{4097}, limit, limit + 1}) {
+      SCOPED_TRACE(::testing::Message() << n << " bytes, " << (pool ? "pool" : "no pool"));
+      auto const data = pattern(n, static_cast<std::uint32_t>(n) + 7);
+      auto const h = server.create(data);
+      std::vector<std::byte> back(n);
+      auto pending = server.read_into(h.binding(), back);
+      bool const outside = pool && n <= limit;
+      EXPECT_EQ(pending.wait_for(std::chrono::seconds(0)),
+                outside ? std::future_status::deferred : std::future_status::ready);
+      pending.get();
+      EXPECT_TRUE(same_bytes(back, data));
     }
   }
 }
