@@ -92,10 +92,9 @@ class stream_point {
   /// so is any other failure of the wait.
   void wait();
   /// Waits, ignoring failures (what a dropped wait does before freeing what the device writes);
-  /// true when the stream passed the point without an error.
+  /// true when this call saw the stream pass the point without an error, false once waited
+  /// for (or moved from).
   bool wait_quietly() noexcept;
-  /// True until waited for (or moved from).
-  [[nodiscard]] bool pending() const noexcept { return event_ != nullptr; }
 
  private:
   std::shared_ptr<CUevent_st> event_;  // Null once waited for, or moved from.
@@ -120,8 +119,8 @@ class after_point {
   after_point& operator=(after_point&&) = delete;
   after_point(after_point const&) = delete;
   after_point& operator=(after_point const&) = delete;
-  ~after_point() {                  // Runs before the payload is destroyed.
-    if (!point_.pending()) return;  // Waited for by get() (then ran or the wait threw), or moved.
+  ~after_point() {  // Runs before the payload is destroyed.
+    // False when get() already waited (then ran, or the wait threw) or this was moved from.
     bool const passed = point_.wait_quietly();
     if constexpr (Dropped == when_dropped::finish) {
       if (passed) {
