@@ -28,7 +28,7 @@ std::array<std::uint32_t, 3> cuda_server::resolve_count(kernel const& k, cube_co
                                        k.name(), res.size));
   }
   staging_->download(std::as_writable_bytes(std::span{c}), res.address());
-  launches_.clear();  // The download came after every launch, and they all completed.
+  drained_here();
   return c;
 }
 
@@ -117,7 +117,7 @@ void cuda_server::launch(kernel const& k, cube_count const& count, bindings cons
                       launch_log::describe(fn, grid, {dim.x, dim.y, dim.z}), describe(result)),
           result);
     }
-    launches_.clear();
+    drained_here();
   }
 }
 

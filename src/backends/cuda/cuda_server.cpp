@@ -153,6 +153,24 @@ void cuda_server::check_lost() {
 void cuda_server::make_current() {
   check_lost();
   check(make_context_current(context_), "cuCtxSetCurrent");
+  if (pages_->pending_frees() != 0) [[unlikely]] {
+    reap_pages();
+  }
+}
+
+void cuda_server::drained_here() noexcept {
+  launches_.clear();  // They all completed before the wait ended.
+  (void)pages_->reap();
+}
+
+void cuda_server::reap_pages() noexcept {
+  // Only a wait that saw the stream pass its point since the last look can have found it
+  // drained (short of the stream draining on its own, which the next sync, reservation of a new
+  // page or free finds): a busy stream then costs one query per wait, not one per call.
+  auto const passes = waits_->passes();
+  if (passes == reaped_at_) return;
+  reaped_at_ = passes;
+  (void)pages_->reap();
 }
 
 void cuda_server::throw_lost() {
@@ -438,7 +456,7 @@ bytes cuda_server::read_one(cubert::binding const& b, bool& queued) {
     return out;
   }
   staging_->download(out.span(), res.address());
-  launches_.clear();  // The download came after every launch, and they all completed.
+  drained_here();
   return out;
 }
 
@@ -479,7 +497,7 @@ std::future<void> cuda_server::read_into(cubert::binding const& b, std::span<std
             [dst](bytes landed) { std::memcpy(dst.data(), landed.data(), dst.size()); });
       }
       staging_->download(dst, res.address());
-      launches_.clear();
+      drained_here();
     }
     return ready_void();
   } catch (...) {
@@ -557,11 +575,15 @@ std::future<void> cuda_server::sync() {
   try {
     make_current();
     // Rare: a waiting launch error goes after the wait, so that a fault behind it is what the
-    // caller hears; page frees wait for an idle stream. Both wait here, inside the server.
-    if (errors_.pending() || pages_->pending_frees() != 0) {
+    // caller hears; it waits here, inside the server.
+    if (errors_.pending()) {
       sync_here();
       return ready_void();
     }
+    // Pages given back while the stream was busy are freed now if it has drained, else by the
+    // first call after the wait that finds it idle (make_current): cuMemFree waits for the whole
+    // device, which is not the server's to do for a caller that waits outside.
+    (void)pages_->reap();
     return after(mark_stream("sync"));
   } catch (...) {
     return failed<void>(on_failure(std::current_exception()));

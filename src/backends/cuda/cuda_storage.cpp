@@ -32,6 +32,9 @@ backend::storage_handle cuda_storage::alloc(std::uint64_t size) {
   }
   auto const& api = driver();
   check(make_context_current(context_), "cuCtxSetCurrent");
+  // Pages given back while the stream was busy go first, if it has drained since: the driver
+  // then has them for this request.
+  (void)reap();
   CUdeviceptr ptr = 0;
   CUresult result = api.cuMemAlloc(&ptr, size);
   if (result == CUDA_ERROR_OUT_OF_MEMORY && !pending_.empty()) {
@@ -64,26 +67,19 @@ void cuda_storage::dealloc(backend::storage_id id) noexcept {
   if (it == pages_.end()) return;
   auto const p = it->second;
   pages_.erase(it);
-  auto const& api = driver_state();
-  // An idle stream cannot be using the page: free it now, so memory goes back to the driver
-  // without waiting for the next sync (one cheap query, no wait).
-  if (make_context_current(context_) == CUDA_SUCCESS &&
-      api.cuStreamQuery(stream_) == CUDA_SUCCESS) {
-    if (p.ptr) {
-      if (CUresult r = api.cuMemFree(p.ptr); r != CUDA_SUCCESS) {
-        log::warn(log::category::memory, "cuMemFree: {}", describe(r));
-      }
-    }
-    bytes_held_ -= p.size;
+  // An idle stream cannot be using the page, nor the queued ones: free them now, so memory goes
+  // back to the driver without waiting for the next flush (one cheap query, no wait).
+  if (stream_idle()) {
+    free_page(p);
+    free_queue();
     return;
   }
   try {
     pending_.push_back(p);
   } catch (...) {
     // Out of host memory for the queue: wait and free now, rather than leak the page.
-    api.cuStreamSynchronize(stream_);
-    if (p.ptr) api.cuMemFree(p.ptr);
-    bytes_held_ -= p.size;
+    driver_state().cuStreamSynchronize(stream_);
+    free_page(p);
   }
 }
 
@@ -107,19 +103,36 @@ void cuda_storage::flush() {
   free_pending();
 }
 
+bool cuda_storage::reap() noexcept {
+  if (pending_.empty()) return true;
+  if (!stream_idle()) return false;
+  free_queue();
+  return true;
+}
+
 void cuda_storage::free_pending() noexcept {
-  auto const& api = driver_state();
-  // The stream must be idle: callers sync first (flush) or run after a failed allocation,
-  // which the driver only reports once earlier work on the context has been accounted for.
   (void)make_context_current(context_);
-  api.cuStreamSynchronize(stream_);
-  for (auto const& p : pending_) {
-    if (!p.ptr) continue;
-    if (CUresult r = api.cuMemFree(p.ptr); r != CUDA_SUCCESS) {
+  driver_state().cuStreamSynchronize(stream_);
+  free_queue();
+}
+
+bool cuda_storage::stream_idle() const noexcept {
+  // A failed query (a fault, say) is not idle: the pages wait for the flush or the destructor.
+  return make_context_current(context_) == CUDA_SUCCESS &&
+         driver_state().cuStreamQuery(stream_) == CUDA_SUCCESS;
+}
+
+void cuda_storage::free_page(page const& p) noexcept {
+  if (p.ptr) {
+    if (CUresult r = driver_state().cuMemFree(p.ptr); r != CUDA_SUCCESS) {
       log::warn(log::category::memory, "cuMemFree: {}", describe(r));
     }
-    bytes_held_ -= p.size;
   }
+  bytes_held_ -= p.size;
+}
+
+void cuda_storage::free_queue() noexcept {
+  for (auto const& p : pending_) free_page(p);
   pending_.clear();
 }
 

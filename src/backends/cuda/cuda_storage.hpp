@@ -13,9 +13,11 @@
 namespace cubert::cuda::detail {
 
 /// Raw device pages of one context. A page may still be read by kernels in flight on the
-/// stream when the pool gives it back, so `dealloc` frees at once only when the stream is idle
-/// and otherwise queues the page; `flush` waits for the stream and frees the queue (cubecl queued
-/// frees but never flushed them, so its cleanup returned nothing to the driver). Not thread-safe:
+/// stream when the pool gives it back, and `cuMemFree` waits for the whole device, so a page is
+/// freed only while the stream is idle and otherwise queued: `dealloc`, `alloc` and `reap` free
+/// the queue when one query finds the stream idle, `flush` waits for the stream and frees it
+/// (cubecl queued frees but never flushed them, so its cleanup returned nothing to the driver).
+/// Not thread-safe:
 /// one caller at a time (the server's channel). Every call that reaches the driver makes
 /// `context` current first, so a pool hit, which never does, needs no context check.
 class cuda_storage final : public backend::storage {
@@ -29,14 +31,19 @@ class cuda_storage final : public backend::storage {
   cuda_storage& operator=(cuda_storage const&) = delete;
 
   [[nodiscard]] std::uint64_t alignment() const noexcept override { return alignment_; }
-  /// A page from cuMemAlloc. On exhaustion performs the queued frees and tries once more.
+  /// A page from cuMemAlloc, after the queued frees if the stream is idle. On exhaustion waits
+  /// for the stream, performs the queued frees and tries once more.
   /// @throws out_of_memory naming the request and the driver's free memory.
   [[nodiscard]] backend::storage_handle alloc(std::uint64_t size) override;
-  /// Frees the page now if the stream is idle, else queues it; unknown ids are ignored.
+  /// Frees the page, and any queued, now if the stream is idle, else queues it; unknown ids are
+  /// ignored.
   void dealloc(backend::storage_id id) noexcept override;
   [[nodiscard]] backend::resource get(backend::storage_handle const& handle) const override;
   /// Waits for the stream if frees are queued, then frees them.
   void flush() override;
+  /// Frees the queued pages if the stream is idle (one query, no wait); true when none remain
+  /// queued.
+  bool reap() noexcept;
 
   /// Bytes held from the driver, queued frees included.
   [[nodiscard]] std::uint64_t bytes_held() const noexcept { return bytes_held_; }
@@ -48,7 +55,14 @@ class cuda_storage final : public backend::storage {
     CUdeviceptr ptr = 0;
     std::uint64_t size = 0;
   };
+  /// Waits for the stream, then frees the queue.
   void free_pending() noexcept;
+  /// True when the stream has nothing left to run (the context made current first).
+  [[nodiscard]] bool stream_idle() const noexcept;
+  /// Frees `p` now; the stream must be idle.
+  void free_page(page const& p) noexcept;
+  /// Frees the queue now; the stream must be idle.
+  void free_queue() noexcept;
 
   CUcontext context_;  // Not owned, like the stream.
   CUstream stream_;

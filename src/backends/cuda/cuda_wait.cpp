@@ -75,6 +75,7 @@ void stream_point::wait() {
   CUresult const r = driver_state().cuEventSynchronize(event.get());
   if (r == CUDA_SUCCESS) {
     from_.ledger->account(from_.suspects.mark());
+    from_.ledger->passed();
     return;
   }
   auto const what = fmt::format("cuEventSynchronize, waiting for a {}: {}", what_, describe(r));
@@ -93,7 +94,9 @@ bool stream_point::wait_quietly() noexcept {
   if (!event_) return false;
   CUresult const r = driver_state().cuEventSynchronize(event_.get());
   event_.reset();
-  return r == CUDA_SUCCESS;
+  if (r != CUDA_SUCCESS) return false;
+  from_.ledger->passed();
+  return true;
 }
 
 }  // namespace cubert::cuda::detail

@@ -22,14 +22,21 @@
 namespace cubert::cuda::detail {
 
 /// What a server shares with the waits it hands out: up to which launch the waits have seen
-/// the stream complete (or reported a fault for), and whether the server, whose kernels the
-/// suspects of a fault name, still exists. Thread-safe.
+/// the stream complete (or reported a fault for), how many have seen their point pass, and
+/// whether the server, whose kernels the suspects of a fault name, still exists. Thread-safe.
 class wait_ledger {
  public:
   /// Launches numbered below `mark` need no more reporting.
   void account(std::uint64_t mark) noexcept;
   [[nodiscard]] std::uint64_t accounted() const noexcept {
     return accounted_.load(std::memory_order_acquire);
+  }
+  /// A wait saw the stream pass its point: the stream may have gone idle since the server last
+  /// looked.
+  void passed() noexcept { passes_.fetch_add(1, std::memory_order_release); }
+  /// How many waits have seen their point pass.
+  [[nodiscard]] std::uint64_t passes() const noexcept {
+    return passes_.load(std::memory_order_acquire);
   }
   /// `suspects.describe()` while the server exists; afterwards only that it is gone (its
   /// kernels, and their names, went with it).
@@ -39,6 +46,7 @@ class wait_ledger {
 
  private:
   std::atomic<std::uint64_t> accounted_{0};
+  std::atomic<std::uint64_t> passes_{0};
   mutable std::mutex mutex_;
   bool closed_ = false;
 };

@@ -16,6 +16,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
+#include <dlfcn.h>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -156,6 +157,76 @@ TEST_F(CudaCallersStream, TheStreamOutlivesTheServer) {
   EXPECT_EQ(api.cuMemsetD8Async(p, 1, 256, owned_.stream), CUDA_SUCCESS);
   EXPECT_EQ(api.cuStreamSynchronize(owned_.stream), CUDA_SUCCESS);
   EXPECT_EQ(api.cuMemFree(p), CUDA_SUCCESS);
+}
+
+// Holds the stream until `open` is set (or 30 s, so that a failing test cannot hang the run).
+struct stream_gate {
+  std::atomic<bool> open{false};
+  std::atomic<bool> reached{false};
+  static void CUDA_CB hold(void* self) {
+    auto& g = *static_cast<stream_gate*>(self);
+    g.reached.store(true);
+    auto const until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!g.open.load() && std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+};
+
+// The fake driver's count of cuMemFree calls made while a stream had work left; none on a GPU.
+int busy_frees() {
+  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  auto* const count =
+      lib ? reinterpret_cast<int (*)()>(::dlsym(lib, "cubert_fake_busy_frees")) : nullptr;
+  if (lib) ::dlclose(lib);
+  return count ? count() : 0;
+}
+
+// cuMemFree waits for the whole device, so a page given back while the stream is busy is queued;
+// the queue goes back to the driver at the first free, reservation or reap that finds the stream
+// idle, never by a call that would wait.
+TEST_F(CudaCallersStream, QueuedPagesAreFreedWhenTheStreamIsFoundIdle) {
+  auto const busy_before = busy_frees();
+  cubert::cuda::detail::cuda_storage storage(owned_.context, owned_.stream, 256);
+  auto const mib = std::uint64_t{1} << 20;
+  auto const a = storage.alloc(mib);
+  auto const b = storage.alloc(2 * mib);
+  stream_gate gate;
+  ASSERT_EQ(driver().cuLaunchHostFunc(owned_.stream, stream_gate::hold, &gate), CUDA_SUCCESS);
+  storage.dealloc(a.id);
+  EXPECT_EQ(storage.pending_frees(), 1U);
+  EXPECT_FALSE(storage.reap()) << "a page was freed while the stream was busy";
+  auto const c = storage.alloc(4 * mib);  // Reaps first: the stream is still busy.
+  EXPECT_EQ(storage.pending_frees(), 1U);
+  EXPECT_EQ(storage.bytes_held(), 7 * mib);
+  gate.open.store(true);
+  ASSERT_EQ(driver().cuStreamSynchronize(owned_.stream), CUDA_SUCCESS);
+  EXPECT_TRUE(storage.reap());
+  EXPECT_EQ(storage.pending_frees(), 0U);
+  EXPECT_EQ(storage.bytes_held(), 6 * mib);
+
+  // A free that finds the stream idle takes the queue with it; so does a reservation.
+  stream_gate again;
+  ASSERT_EQ(driver().cuLaunchHostFunc(owned_.stream, stream_gate::hold, &again), CUDA_SUCCESS);
+  storage.dealloc(b.id);
+  EXPECT_EQ(storage.pending_frees(), 1U);
+  again.open.store(true);
+  ASSERT_EQ(driver().cuStreamSynchronize(owned_.stream), CUDA_SUCCESS);
+  storage.dealloc(c.id);
+  EXPECT_EQ(storage.pending_frees(), 0U);
+  EXPECT_EQ(storage.bytes_held(), 0U);
+  stream_gate third;
+  ASSERT_EQ(driver().cuLaunchHostFunc(owned_.stream, stream_gate::hold, &third), CUDA_SUCCESS);
+  auto const d = storage.alloc(mib);
+  storage.dealloc(d.id);
+  EXPECT_EQ(storage.pending_frees(), 1U);
+  third.open.store(true);
+  ASSERT_EQ(driver().cuStreamSynchronize(owned_.stream), CUDA_SUCCESS);
+  auto const e = storage.alloc(mib);
+  EXPECT_EQ(storage.pending_frees(), 0U);
+  EXPECT_EQ(storage.bytes_held(), mib);
+  storage.dealloc(e.id);
+  EXPECT_EQ(busy_frees(), busy_before) << "cuMemFree was called with work left on the stream";
 }
 
 }  // namespace

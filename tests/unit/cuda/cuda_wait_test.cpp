@@ -70,13 +70,21 @@ class CudaWaitOutside : public ::testing::TestWithParam<channel_kind> {
   void SetUp() override {
     owned_.open();
     if (IsSkipped() || HasFatalFailure()) return;
+    open_client(cubert::memory::memory_configuration::caching());
+  }
+  // A client on the test's stream (it holds the stream with a gate), its pools laid out as
+  // `memory` says.
+  void open_client(cubert::memory::memory_configuration memory) {
+    client_.reset();
     cubert::cuda::options opts;
     opts.kernel_cache_dir = std::filesystem::path{};
-    opts.stream = owned_.stream;  // The test's: it holds the stream with a gate.
+    opts.stream = owned_.stream;
+    opts.memory = std::move(memory);
     client_.emplace(cubert::backend::make_channel(cubert::cuda::make_server(0, opts), GetParam()));
   }
   void TearDown() override {
     { joined const rest{this}; }  // Threads of a test that ended before joining them.
+    grown_.reset();
     client_.reset();
     owned_.close();
   }
@@ -120,6 +128,15 @@ class CudaWaitOutside : public ::testing::TestWithParam<channel_kind> {
         << "another thread's calls waited for the device with the waiting thread";
   }
 
+  // Holds the stream, then makes the pool (`releasing_free_pages`) give a 1 MiB page back
+  // while it is held: its free is queued.
+  void queue_a_page_free() {
+    { auto const idle = client_->empty(std::uint64_t{1} << 20); }  // A page of its own.
+    client_->sync();
+    hold_stream();
+    grown_.emplace(client_->empty(std::uint64_t{2} << 20));  // The free page goes first.
+  }
+
   // Runs `wait` on a thread of its own while the stream is held: other threads' calls go on
   // meanwhile, and `wait` returns only once the stream does (true once it has). The test
   // declares its joiner first, after what `wait` uses.
@@ -137,6 +154,7 @@ class CudaWaitOutside : public ::testing::TestWithParam<channel_kind> {
   cubert::test::owned_stream owned_;  // The caller's stream the server serves on.
   gate gate_;
   std::optional<cubert::client> client_;
+  std::optional<cubert::handle> grown_;  // queue_a_page_free's.
   std::deque<std::atomic<bool>> flags_;  // Stable addresses, for the threads.
   std::vector<std::thread> threads_;
 };
@@ -273,6 +291,69 @@ TEST_P(CudaWaitOutside, AFailedReadWaitsForTheCopiesItQueued) {
   EXPECT_TRUE(opened.load()) << "the failed read returned with its first copy still queued";
   client_->memory_cleanup();  // Unpins the idle block: safe only once its copy is done.
   EXPECT_EQ(client_->read_one(a.binding()).size(), 4096u);
+}
+
+// One of the fake driver's counters (none on a GPU).
+template <typename T>
+std::optional<T> fake_count(char const* name) {
+  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+  auto* const count = lib ? reinterpret_cast<T (*)()>(::dlsym(lib, name)) : nullptr;
+  if (lib) ::dlclose(lib);
+  if (!count) return std::nullopt;
+  return count();
+}
+
+// A layout whose pool gives whole free pages back before it grows: a page goes back to the
+// storage without a cleanup call.
+cubert::memory::memory_configuration releasing_free_pages() {
+  auto pool = cubert::memory::pool_options::sliced(std::uint64_t{1} << 20, std::uint64_t{4} << 20);
+  pool.release_free_pages = true;
+  return cubert::memory::memory_configuration::custom({pool});
+}
+
+// A pool giving a page back while the stream is busy queues its free (cuMemFree would wait for
+// the whole device). A sync then still waits outside the server, and the page goes back to the
+// driver at the first call after the wait that finds the stream idle; no cuMemFree ever waits.
+TEST_P(CudaWaitOutside, ASyncWithAPageFreeQueuedLetsOtherThreadsCall) {
+  using cubert::memory::pool_options;
+  auto const mib = std::uint64_t{1} << 20;
+  // Whole free pages go back before the pool grows: a page goes without a cleanup call.
+  open_client(releasing_free_pages());
+  auto const busy_before = fake_count<int>("cubert_fake_busy_frees");
+  auto const h = client_->empty(4096);  // A page that stays.
+  queue_a_page_free();
+  auto const joiner = threads_joined();
+  auto const held = fake_count<std::size_t>("cubert_fake_device_bytes");
+  ASSERT_TRUE(waits_while_others_go_on([this] { client_->sync(); }, h));
+  // The others' fill drains too; then the first call after the wait finds the stream idle.
+  ASSERT_EQ(driver().cuStreamSynchronize(owned_.stream), CUDA_SUCCESS);
+  client_->flush();
+  if (held) {
+    EXPECT_EQ(*fake_count<std::size_t>("cubert_fake_device_bytes"), *held - mib)
+        << "the page given back while the stream was busy was never freed";
+  }
+  EXPECT_EQ(fake_count<int>("cubert_fake_busy_frees"), busy_before)
+      << "cuMemFree was called with work left on the stream";
+}
+
+// A read that waits inside the server (a pageable one through the staging ring) has seen the
+// stream drain: it frees the queued pages itself.
+TEST_P(CudaWaitOutside, AReadThatWaitsInsideFreesQueuedPages) {
+  if (!fake_count<std::size_t>("cubert_fake_device_bytes")) {
+    GTEST_SKIP() << "needs the fake driver's count of device bytes";
+  }
+  open_client(releasing_free_pages());
+  auto const data = pattern_bytes(std::size_t{1} << 20, 11);
+  auto const h = client_->create(data);
+  queue_a_page_free();
+  auto const held = *fake_count<std::size_t>("cubert_fake_device_bytes");
+  client_->flush();  // Finds the stream busy: no call before the read's wait looks again.
+  gate_.open.store(true);
+  std::vector<std::byte> got(data.size());
+  client_->read_into(h.binding(), got);  // Over 256 KiB: through the ring, waited for inside.
+  EXPECT_EQ(got, data);
+  EXPECT_EQ(*fake_count<std::size_t>("cubert_fake_device_bytes"), held - (std::uint64_t{1} << 20))
+      << "the read waited for the stream but left the queued page";
 }
 
 // A read's future may be waited for after its client is gone: its event and the block its

@@ -17,7 +17,10 @@
 // so the sanitizers see no leak). Tests that fault therefore run in a child process.
 // `cubert_fake_fail_host_allocs(n)` (found with dlsym) makes the next n pinned allocations fail
 // with CUDA_ERROR_OUT_OF_MEMORY, as a host that will not pin more does.
-// `cubert_fake_pinned_allocations()` counts the pinned host allocations alive.
+// `cubert_fake_pinned_allocations()` counts the pinned host allocations alive;
+// `cubert_fake_device_bytes()` sums the device allocations alive; `cubert_fake_busy_frees()`
+// counts the cuMemFree calls made while a stream of the calling context had work left (the real
+// driver waits for the device there).
 // `cubert_fake_fail_context_retains(after, n)` lets `after` cuDevicePrimaryCtxRetain calls through
 // and fails the next n with CUDA_ERROR_OUT_OF_MEMORY; `cubert_fake_context_refs()` and
 // `cubert_fake_live_streams()` say what a failed construction left behind.
@@ -87,6 +90,10 @@ driver_state& state() {
   static auto* s = new driver_state;  // Leaked: host buffers may be freed at exit.
   return *s;
 }
+
+// cuMemFree calls made while a stream of the calling context had work left
+// (cubert_fake_busy_frees).
+std::atomic<int> busy_frees{0};
 
 // The error a kernel fault left in the context: CUDA_SUCCESS until one faults.
 std::atomic<CUresult> fault{CUDA_SUCCESS};
@@ -357,6 +364,16 @@ CUresult CUDAAPI cuMemAlloc(CUdeviceptr* p, size_t n) {
 }
 CUresult CUDAAPI cuMemFree(CUdeviceptr p) {
   FAKE_NEED_CONTEXT_ONLY();
+  {
+    // The real cuMemFree waits for the whole device: count the frees that would have waited.
+    std::lock_guard lock(state().m);
+    for (auto const& [stream, owner] : state().stream_owners) {
+      if (owner == current() && !stream->reached(stream->last())) {
+        ++busy_frees;
+        break;
+      }
+    }
+  }
   CUresult const r = free_device(p);
   return r == CUDA_SUCCESS ? sticky() : r;
 }
@@ -982,6 +999,15 @@ __attribute__((visibility("default"))) void cubert_fake_fail_context_retains(int
 __attribute__((visibility("default"))) int cubert_fake_context_refs() {
   std::lock_guard lock(state().m);
   return state().primary.refs;
+}
+__attribute__((visibility("default"))) std::size_t cubert_fake_device_bytes() {
+  std::lock_guard lock(state().m);
+  std::size_t n = 0;
+  for (auto const& [begin, size] : state().device) n += size;
+  return n;
+}
+__attribute__((visibility("default"))) int cubert_fake_busy_frees() {
+  return busy_frees.load();
 }
 __attribute__((visibility("default"))) std::size_t cubert_fake_live_streams() {
   std::lock_guard lock(state().m);
