@@ -5,11 +5,17 @@
 #include "cuda_bench.hpp"
 #include "cuda_bench_context.hpp"
 #include "cuda_driver.hpp"
+#include "spin_kernel.hpp"
+
+#include <cubert/backend/channel.hpp>
+#include <cubert/client.hpp>
+#include <cubert/cuda.hpp>
 
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <atomic>
+#include <filesystem>
 #include <thread>
 #include <vector>
 
@@ -164,6 +170,40 @@ void concurrency_rows(std::vector<row>& rows, CUcontext ctx) {
       info("driver: 16 x cuMemAlloc 256 MiB while a thread frees 16", median(overlapped)));
 }
 
+// Whether cuMemAlloc / cuMemFree wait for work on a stream they have nothing to do with: a
+// client's 20 ms kernel on its own stream, the calls on the bench's context. cuda_storage frees a
+// page only while its own stream is idle; another client's (or stream's) work is not looked at.
+void busy_device_rows(std::vector<row>& rows) {
+  auto const& api = driver();
+  cuda::options opts;
+  opts.kernel_cache_dir = std::filesystem::path{};
+  client const other(
+      backend::make_channel(cuda::make_server(0, opts), backend::channel_kind::mutex));
+  auto const spin = test::spin_ns_kernel();
+  other.execute(spin, cube_count{1}, bindings{}.with_scalar(std::uint64_t{1000}));
+  other.sync();  // Compiled and warm.
+  std::vector<double> alloc_us;
+  std::vector<double> free_us;
+  for (int i = 0; i < samples; ++i) {
+    CUdeviceptr p = 0;
+    check(api.cuMemAlloc(&p, 2 * mib), "cuMemAlloc");
+    other.execute(spin, cube_count{1}, bindings{}.with_scalar(std::uint64_t{20'000'000}));
+    CUdeviceptr q = 0;
+    double t0 = now_s();
+    check(api.cuMemAlloc(&q, 2 * mib), "cuMemAlloc");
+    alloc_us.push_back((now_s() - t0) * 1e6);
+    t0 = now_s();
+    check(api.cuMemFree(p), "cuMemFree");
+    free_us.push_back((now_s() - t0) * 1e6);
+    check(api.cuMemFree(q), "cuMemFree");
+    other.sync();
+  }
+  rows.push_back(
+      info("driver: cuMemAlloc 2 MiB while another stream runs a 20 ms kernel", median(alloc_us)));
+  rows.push_back(
+      info("driver: cuMemFree 2 MiB while another stream runs a 20 ms kernel", median(free_us)));
+}
+
 }  // namespace
 
 void driver_cost_rows(std::vector<row>& rows) {
@@ -171,6 +211,7 @@ void driver_cost_rows(std::vector<row>& rows) {
   alloc_free_rows(rows, c.stream);
   vmm_rows(rows, c.dev, c.stream);
   concurrency_rows(rows, c.ctx);
+  busy_device_rows(rows);
 }
 
 }  // namespace cubert::bench
