@@ -103,6 +103,7 @@ cuda_server::cuda_server(int ordinal, options const& opts)
       CUBERT_CU_CALL(cuStreamCreate, &stream_, CU_STREAM_NON_BLOCKING);
       owns_stream_ = true;
     }
+    registered_.emplace(context_, stream_);
     auto pages = std::make_unique<cuda_storage>(context_, stream_, slice_alignment);
     pages_ = pages.get();
     memory_ =
@@ -140,6 +141,7 @@ void cuda_server::release() noexcept {
   modules_.reset();
   staging_.reset();
   memory_.reset();
+  registered_.reset();
   if (owns_stream_) api.cuStreamDestroy(stream_);
   api.cuDevicePrimaryCtxRelease(info_.device);
 }

@@ -8,6 +8,7 @@
 #include "cuda_module_cache.hpp"
 #include "cuda_pinned_pool.hpp"
 #include "cuda_staging.hpp"
+#include "cuda_stream_registry.hpp"
 #include "cuda_tensor_layout.hpp"
 #include "cuda_wait.hpp"
 
@@ -226,6 +227,8 @@ class cuda_server final : public backend::server {
   CUcontext context_ = nullptr;  // The device's primary context, retained until destruction.
   CUstream stream_ = nullptr;
   bool owns_stream_ = false;  // False for the caller's stream (options::stream).
+  // Listed for other servers' storage, whose frees must wait for it to be idle; gone before it.
+  std::optional<stream_registration> registered_;
   // Destroyed explicitly, in this order, before the stream and the context go away.
   std::unique_ptr<memory::memory_manager> memory_;
   cuda_storage* pages_ = nullptr;  // memory_'s storage.

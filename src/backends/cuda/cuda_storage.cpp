@@ -2,6 +2,7 @@
 #include "cuda_storage.hpp"
 
 #include "cuda_driver.hpp"
+#include "cuda_stream_registry.hpp"
 
 #include <cubert/logging.hpp>
 #include <cubert/memory/memory_usage.hpp>
@@ -118,8 +119,9 @@ void cuda_storage::free_pending() noexcept {
 
 bool cuda_storage::stream_idle() const noexcept {
   // A failed query (a fault, say) is not idle: the pages wait for the flush or the destructor.
+  // cuMemFree waits for every stream of the device, so other servers' streams must be idle too.
   return make_context_current(context_) == CUDA_SUCCESS &&
-         driver_state().cuStreamQuery(stream_) == CUDA_SUCCESS;
+         driver_state().cuStreamQuery(stream_) == CUDA_SUCCESS && others_idle(context_, stream_);
 }
 
 void cuda_storage::free_page(page const& p) noexcept {

@@ -14,8 +14,9 @@ namespace cubert::cuda::detail {
 
 /// Raw device pages of one context. A page may still be read by kernels in flight on the
 /// stream when the pool gives it back, and `cuMemFree` waits for the whole device, so a page is
-/// freed only while the stream is idle and otherwise queued: `dealloc`, `alloc` and `reap` free
-/// the queue when one query finds the stream idle, `flush` waits for the stream and frees it
+/// freed only while the stream — and every other server's stream of the context
+/// (`others_idle`) — is idle, and otherwise queued: `dealloc`, `alloc` and `reap` free the queue
+/// when queries find them idle, `flush` waits for the stream and frees it
 /// (cubecl queued frees but never flushed them, so its cleanup returned nothing to the driver).
 /// Not thread-safe:
 /// one caller at a time (the server's channel). Every call that reaches the driver makes
@@ -57,7 +58,8 @@ class cuda_storage final : public backend::storage {
   };
   /// Waits for the stream, then frees the queue.
   void free_pending() noexcept;
-  /// True when the stream has nothing left to run (the context made current first).
+  /// True when the stream, and every other server's stream of the context, has nothing left to
+  /// run (the context made current first).
   [[nodiscard]] bool stream_idle() const noexcept;
   /// Frees `p` now; the stream must be idle.
   void free_page(page const& p) noexcept;

@@ -336,6 +336,60 @@ TEST_P(CudaWaitOutside, ASyncWithAPageFreeQueuedLetsOtherThreadsCall) {
       << "cuMemFree was called with work left on the stream";
 }
 
+// cuMemFree waits for every stream of the device, so a client whose own stream is idle still
+// queues a page while another client's stream is busy, and frees it once both are idle.
+TEST_P(CudaWaitOutside, AnotherClientsBusyStreamKeepsAPageFreeQueued) {
+  if (!fake_count<std::size_t>("cubert_fake_device_bytes")) {
+    GTEST_SKIP() << "needs the fake driver's count of device bytes";
+  }
+  auto const mib = std::uint64_t{1} << 20;
+  auto const busy_before = fake_count<int>("cubert_fake_busy_frees");
+  cubert::cuda::options opts;
+  opts.kernel_cache_dir = std::filesystem::path{};
+  opts.memory = releasing_free_pages();
+  cubert::client const other(  // On a stream of its own.
+      cubert::backend::make_channel(cubert::cuda::make_server(0, opts), GetParam()));
+  { auto const idle = other.empty(mib); }
+  other.sync();
+  hold_stream();  // This fixture's client's stream.
+  auto const joiner = threads_joined();
+  auto const before = *fake_count<std::size_t>("cubert_fake_device_bytes");
+  auto const grown = other.empty(2 * mib);  // Gives its free page back: queued.
+  EXPECT_EQ(*fake_count<std::size_t>("cubert_fake_device_bytes"), before + 2 * mib)
+      << "a page was freed while another client's stream was busy";
+  gate_.open.store(true);
+  ASSERT_EQ(driver().cuStreamSynchronize(owned_.stream), CUDA_SUCCESS);
+  other.sync();  // Finds every stream idle.
+  EXPECT_EQ(*fake_count<std::size_t>("cubert_fake_device_bytes"), before + mib)
+      << "the queued page was not freed once every stream was idle";
+  EXPECT_EQ(fake_count<int>("cubert_fake_busy_frees"), busy_before)
+      << "cuMemFree was called with work left on a stream of the device";
+}
+
+// A client that is gone is no longer asked about: with every stream idle, a page given back is
+// freed at once.
+TEST_P(CudaWaitOutside, AGoneClientsStreamIsNotWaitedFor) {
+  if (!fake_count<std::size_t>("cubert_fake_device_bytes")) {
+    GTEST_SKIP() << "needs the fake driver's count of device bytes";
+  }
+  auto const mib = std::uint64_t{1} << 20;
+  open_client(releasing_free_pages());
+  {
+    cubert::cuda::options opts;
+    opts.kernel_cache_dir = std::filesystem::path{};
+    cubert::client const other(
+        cubert::backend::make_channel(cubert::cuda::make_server(0, opts), GetParam()));
+    other.sync();
+  }
+  auto const h = client_->empty(4096);
+  { auto const idle = client_->empty(mib); }
+  client_->sync();
+  auto const before = *fake_count<std::size_t>("cubert_fake_device_bytes");
+  auto const grown = client_->empty(2 * mib);  // Gives the free page back.
+  EXPECT_EQ(*fake_count<std::size_t>("cubert_fake_device_bytes"), before + mib)
+      << "a page given back with every stream idle was not freed at once";
+}
+
 // A read that waits inside the server (a pageable one through the staging ring) has seen the
 // stream drain: it frees the queued pages itself.
 TEST_P(CudaWaitOutside, AReadThatWaitsInsideFreesQueuedPages) {

@@ -29,12 +29,11 @@ struct CUstream_st {
     cv.notify_all();
     worker.join();
   }
-  std::uint64_t push(std::function<void()> op) {
-    std::lock_guard lock(m);
-    ops.push_back(std::move(op));
-    cv.notify_all();
-    return ++enqueued;
-  }
+  std::uint64_t push(std::function<void()> op) { return enqueue(std::move(op), false); }
+  // An event's marker: runs as the stream counts itself past it, under the same lock, so that
+  // the event is reached exactly when a query or sync of the stream sees it passed, as on a
+  // device.
+  std::uint64_t push_marker(std::function<void()> op) { return enqueue(std::move(op), true); }
   void wait(std::uint64_t seq) {
     std::unique_lock lock(m);
     cv.wait(lock, [&] { return completed >= seq; });
@@ -55,7 +54,7 @@ struct CUstream_st {
       return v ? std::atol(v) : 20L;
     }();
     for (;;) {
-      std::function<void()> op;
+      queued op;
       {
         std::unique_lock lock(m);
         cv.wait(lock, [&] { return stop || !ops.empty(); });
@@ -64,18 +63,30 @@ struct CUstream_st {
         ops.pop_front();
       }
       if (delay_us > 0) std::this_thread::sleep_for(std::chrono::microseconds(delay_us));
-      op();
+      if (!op.marker) op.run();
       {
         std::lock_guard lock(m);
         ++completed;
+        if (op.marker) op.run();  // Locks the event's state: always after this stream's lock.
       }
       cv.notify_all();
     }
   }
 
+  struct queued {
+    std::function<void()> run;
+    bool marker = false;
+  };
+  std::uint64_t enqueue(std::function<void()> op, bool marker) {
+    std::lock_guard lock(m);
+    ops.push_back({std::move(op), marker});
+    cv.notify_all();
+    return ++enqueued;
+  }
+
   std::mutex m;
   std::condition_variable cv;
-  std::deque<std::function<void()>> ops;
+  std::deque<queued> ops;
   std::uint64_t enqueued = 0;
   std::uint64_t completed = 0;
   bool stop = false;

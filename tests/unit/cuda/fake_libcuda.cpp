@@ -939,7 +939,7 @@ CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
     std::lock_guard lock(st->m);
     target = ++st->recorded;
   }
-  stream_of(s).push([st, target] {
+  stream_of(s).push_marker([st, target] {
     {
       std::lock_guard lock(st->m);
       st->when = clock_type::now();
