@@ -170,9 +170,11 @@ void concurrency_rows(std::vector<row>& rows, CUcontext ctx) {
       info("driver: 16 x cuMemAlloc 256 MiB while a thread frees 16", median(overlapped)));
 }
 
-// Whether cuMemAlloc / cuMemFree wait for work on a stream they have nothing to do with: a
-// client's 20 ms kernel on its own stream, the calls on the bench's context. cuda_storage frees a
-// page only while its own stream is idle; another client's (or stream's) work is not looked at.
+// Whether allocating and freeing device or pinned memory waits for work on a stream it has
+// nothing to do with: a client's 20 ms kernel on its own stream, the calls on the bench's
+// context. cuda_storage frees a page only while every server's stream is idle, because cuMemFree
+// waits for them (22 ms here on an H200, 2026-11-25); the pinned pools free blocks inside the
+// server too.
 void busy_device_rows(std::vector<row>& rows) {
   auto const& api = driver();
   cuda::options opts;
@@ -182,26 +184,38 @@ void busy_device_rows(std::vector<row>& rows) {
   auto const spin = test::spin_ns_kernel();
   other.execute(spin, cube_count{1}, bindings{}.with_scalar(std::uint64_t{1000}));
   other.sync();  // Compiled and warm.
-  std::vector<double> alloc_us;
-  std::vector<double> free_us;
-  for (int i = 0; i < samples; ++i) {
-    CUdeviceptr p = 0;
-    check(api.cuMemAlloc(&p, 2 * mib), "cuMemAlloc");
-    other.execute(spin, cube_count{1}, bindings{}.with_scalar(std::uint64_t{20'000'000}));
-    CUdeviceptr q = 0;
-    double t0 = now_s();
-    check(api.cuMemAlloc(&q, 2 * mib), "cuMemAlloc");
-    alloc_us.push_back((now_s() - t0) * 1e6);
-    t0 = now_s();
-    check(api.cuMemFree(p), "cuMemFree");
-    free_us.push_back((now_s() - t0) * 1e6);
-    check(api.cuMemFree(q), "cuMemFree");
-    other.sync();
-  }
-  rows.push_back(
-      info("driver: cuMemAlloc 2 MiB while another stream runs a 20 ms kernel", median(alloc_us)));
-  rows.push_back(
-      info("driver: cuMemFree 2 MiB while another stream runs a 20 ms kernel", median(free_us)));
+  // Each call timed right after the kernel is queued, the kernel waited for after it.
+  auto const beside_kernel = [&](auto&& call) {
+    std::vector<double> us;
+    for (int i = 0; i < samples; ++i) {
+      other.execute(spin, cube_count{1}, bindings{}.with_scalar(std::uint64_t{20'000'000}));
+      double const t0 = now_s();
+      call();
+      us.push_back((now_s() - t0) * 1e6);
+      other.sync();
+    }
+    return median(us);
+  };
+  auto const row_beside = [&](char const* what, double us) {
+    rows.push_back(
+        info(fmt::format("driver: {} 2 MiB while another stream runs a 20 ms kernel", what), us));
+  };
+  std::vector<CUdeviceptr> pages;
+  row_beside("cuMemAlloc", beside_kernel([&] {
+               check(api.cuMemAlloc(&pages.emplace_back(), 2 * mib), "cuMemAlloc");
+             }));
+  row_beside("cuMemFree", beside_kernel([&] {
+               check(api.cuMemFree(pages.back()), "cuMemFree");
+               pages.pop_back();
+             }));
+  std::vector<void*> pinned;
+  row_beside("cuMemHostAlloc", beside_kernel([&] {
+               check(api.cuMemHostAlloc(&pinned.emplace_back(), 2 * mib, 0), "cuMemHostAlloc");
+             }));
+  row_beside("cuMemFreeHost", beside_kernel([&] {
+               check(api.cuMemFreeHost(pinned.back()), "cuMemFreeHost");
+               pinned.pop_back();
+             }));
 }
 
 }  // namespace
