@@ -68,19 +68,19 @@ void cuda_pinned_pool::give_back(std::byte*, std::size_t, void* context) noexcep
 }
 
 void cuda_pinned_pool::take_back(host_buffer block) noexcept {
-  std::vector<host_buffer> evicted;  // Unpinned after the lock: cuMemFreeHost is slow.
+  std::vector<host_buffer> unpin;  // Past the retired cap only; unpinned after the lock.
   std::size_t const cls = block.size();
   try {
     std::lock_guard lock(mutex_);
     counters_.leased_bytes -= cls;
     if (cls > max_idle_bytes_) {
-      evicted.push_back(std::move(block));
+      retire(std::move(block));
     } else {
       while (counters_.idle_bytes + cls > max_idle_bytes_ && !idle_.empty()) {
         auto oldest = std::min_element(
             idle_.begin(), idle_.end(),
             [](auto const& a, auto const& b) { return a.second.returned < b.second.returned; });
-        evicted.push_back(std::move(oldest->second.block));
+        retire(std::move(oldest->second.block));
         counters_.idle_bytes -= oldest->first;
         --counters_.idle_blocks;
         idle_.erase(oldest);
@@ -89,22 +89,61 @@ void cuda_pinned_pool::take_back(host_buffer block) noexcept {
       counters_.idle_bytes += cls;
       ++counters_.idle_blocks;
     }
-    counters_.released += evicted.size();
+    if (counters_.retired_bytes > max_idle_bytes_) unpin = take_retired();
   } catch (...) {
     // Out of host memory for the bookkeeping: the block is simply unpinned (by `block`'s
-    // destructor) instead of cached.
+    // destructor, waiting for the device) instead of cached.
   }
+}
+
+void cuda_pinned_pool::retire(host_buffer&& block) {
+  retired_.push_back(std::move(block));
+  counters_.retired_bytes += retired_.back().size();
+  ++counters_.retired_blocks;
+  retired_count_.store(retired_.size(), std::memory_order_release);
+}
+
+std::vector<host_buffer> cuda_pinned_pool::take_retired() noexcept {
+  std::vector<host_buffer> out;
+  out.swap(retired_);
+  counters_.released += out.size();
+  counters_.retired_bytes = 0;
+  counters_.retired_blocks = 0;
+  retired_count_.store(0, std::memory_order_release);
+  return out;
 }
 
 void cuda_pinned_pool::release_idle() noexcept {
   std::multimap<std::size_t, idle_block> dropped;
+  std::vector<host_buffer> unpin;
   {
     std::lock_guard lock(mutex_);
     dropped.swap(idle_);
+    unpin = take_retired();
     counters_.released += counters_.idle_blocks;
     counters_.idle_bytes = 0;
     counters_.idle_blocks = 0;
   }
+}
+
+void cuda_pinned_pool::retire_idle() noexcept {
+  std::lock_guard lock(mutex_);
+  try {
+    retired_.reserve(retired_.size() + idle_.size());
+  } catch (...) {
+    return;  // No room to note them: they stay idle, for a cleanup or the pool's end.
+  }
+  for (auto& [cls, b] : idle_) retire(std::move(b.block));  // Cannot throw: reserved.
+  idle_.clear();
+  counters_.idle_bytes = 0;
+  counters_.idle_blocks = 0;
+}
+
+void cuda_pinned_pool::free_retired() noexcept {
+  std::vector<host_buffer> unpin;
+  std::lock_guard lock(mutex_);
+  unpin = take_retired();
+  // Unpinned as `unpin` goes, after the lock: declared before it.
 }
 
 cuda_pinned_pool::counters cuda_pinned_pool::stats() const {

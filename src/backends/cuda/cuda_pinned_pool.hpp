@@ -6,11 +6,13 @@
 
 #include <cuda.h>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace cubert::cuda::detail {
 
@@ -22,16 +24,24 @@ namespace cubert::cuda::detail {
 /// the pool by shared_ptr, so the pool lives until its server and every lease are gone. Idle
 /// blocks are kept up to `max_idle_bytes` (least recently returned go first) and all freed by
 /// `release_idle`. Leased bytes are not bounded: they belong to the caller. Thread-safe.
+///
+/// `cuMemFreeHost` waits for the whole device (20.3 ms for a 2 MiB block beside another stream's
+/// 20 ms kernel on an H200), so a block evicted when another comes back is only *retired*: the
+/// caller dropping a read result while kernels run does not wait for them. The server unpins the
+/// retired blocks where it finds every stream idle (`free_retired`). Retired bytes are bounded by
+/// `max_idle_bytes` too: past that, the returning thread unpins them all, waiting.
 class cuda_pinned_pool : public std::enable_shared_from_this<cuda_pinned_pool> {
  public:
   /// What the pool did so far (tests, benchmarks, reports).
   struct counters {
-    std::uint64_t pinned = 0;      ///< Blocks pinned (cuMemHostAlloc calls).
-    std::uint64_t reused = 0;      ///< Leases served from an idle block.
-    std::uint64_t released = 0;    ///< Blocks unpinned (evicted or cleaned up).
-    std::size_t idle_bytes = 0;    ///< Bytes of idle blocks now.
-    std::size_t idle_blocks = 0;   ///< Idle blocks now.
-    std::size_t leased_bytes = 0;  ///< Bytes of blocks held by callers now.
+    std::uint64_t pinned = 0;        ///< Blocks pinned (cuMemHostAlloc calls).
+    std::uint64_t reused = 0;        ///< Leases served from an idle block.
+    std::uint64_t released = 0;      ///< Blocks unpinned (evicted or cleaned up).
+    std::size_t idle_bytes = 0;      ///< Bytes of idle blocks now.
+    std::size_t idle_blocks = 0;     ///< Idle blocks now.
+    std::size_t leased_bytes = 0;    ///< Bytes of blocks held by callers now.
+    std::size_t retired_bytes = 0;   ///< Bytes of evicted blocks not yet unpinned.
+    std::size_t retired_blocks = 0;  ///< Evicted blocks not yet unpinned.
   };
 
   /// A pool of blocks pinned for `device` (retained per block), keeping at most
@@ -52,8 +62,19 @@ class cuda_pinned_pool : public std::enable_shared_from_this<cuda_pinned_pool> {
   /// when destroyed. Size 0 gives an empty buffer.
   /// @throws out_of_memory when the driver cannot pin that much; device_error otherwise.
   [[nodiscard]] host_buffer acquire(std::size_t size);
-  /// Unpins every idle block now (memory_cleanup). Leased blocks are unaffected.
+  /// Unpins every idle and retired block now (memory_cleanup), waiting for the device. Leased
+  /// blocks are unaffected.
   void release_idle() noexcept;
+  /// Retires every idle block: unpinned by the next `free_retired` (a failed pin inside the
+  /// server, which must not wait for the device).
+  void retire_idle() noexcept;
+  /// Unpins the retired blocks. Call where no stream of the device has work left: it waits for
+  /// all of them otherwise.
+  void free_retired() noexcept;
+  /// How many blocks are retired (any thread; one atomic load).
+  [[nodiscard]] std::size_t retired_blocks() const noexcept {
+    return retired_count_.load(std::memory_order_acquire);
+  }
   /// A snapshot of the counters.
   [[nodiscard]] counters stats() const;
 
@@ -68,11 +89,18 @@ class cuda_pinned_pool : public std::enable_shared_from_this<cuda_pinned_pool> {
       : device_(device), max_idle_bytes_(max_idle_bytes) {}
   static void give_back(std::byte* data, std::size_t size, void* context) noexcept;
   void take_back(host_buffer block) noexcept;
+  /// Moves `block` to the retired ones; the caller holds the lock. @throws std::bad_alloc, with
+  /// `block` left as it was.
+  void retire(host_buffer&& block);
+  /// Takes every retired block, for the caller to unpin after the lock; the caller holds it.
+  [[nodiscard]] std::vector<host_buffer> take_retired() noexcept;
 
   CUdevice device_;
   std::size_t max_idle_bytes_;
   mutable std::mutex mutex_;
   std::multimap<std::size_t, idle_block> idle_;  // Size class -> idle blocks of that class.
+  std::vector<host_buffer> retired_;
+  std::atomic<std::size_t> retired_count_{0};  // retired_.size(), read without the lock.
   std::uint64_t clock_ = 0;
   counters counters_;
 };

@@ -155,24 +155,31 @@ void cuda_server::check_lost() {
 void cuda_server::make_current() {
   check_lost();
   check(make_context_current(context_), "cuCtxSetCurrent");
-  if (pages_->pending_frees() != 0) [[unlikely]] {
-    reap_pages();
+  if (pages_->pending_frees() != 0 || read_pool_->retired_blocks() != 0) [[unlikely]] {
+    free_queued_after_a_wait();
   }
 }
 
 void cuda_server::drained_here() noexcept {
   launches_.clear();  // They all completed before the wait ended.
-  (void)pages_->reap();
+  free_queued();
 }
 
-void cuda_server::reap_pages() noexcept {
+void cuda_server::free_queued() noexcept {
+  if (pages_->pending_frees() != 0) (void)pages_->reap();
+  if (read_pool_->retired_blocks() != 0 && device_idle(context_, stream_)) {
+    read_pool_->free_retired();
+  }
+}
+
+void cuda_server::free_queued_after_a_wait() noexcept {
   // Only a wait that saw the stream pass its point since the last look can have found it
   // drained (short of the stream draining on its own, which the next sync, reservation of a new
   // page or free finds): a busy stream then costs one query per wait, not one per call.
   auto const passes = waits_->passes();
   if (passes == reaped_at_) return;
   reaped_at_ = passes;
-  (void)pages_->reap();
+  free_queued();
 }
 
 void cuda_server::throw_lost() {
@@ -430,9 +437,9 @@ std::optional<bytes> cuda_server::pooled_block(std::size_t size) {
   try {
     return bytes(read_pool_->acquire(size), size);
   } catch (out_of_memory const&) {
-    // The host will not pin more: give back what is cached; the caller reads through pageable
-    // memory.
-    read_pool_->release_idle();
+    // The host will not pin more: give back what is cached, once the device is idle (unpinning
+    // waits for it); the caller reads through pageable memory.
+    read_pool_->retire_idle();
     return std::nullopt;
   }
 }
@@ -582,10 +589,11 @@ std::future<void> cuda_server::sync() {
       sync_here();
       return ready_void();
     }
-    // Pages given back while the stream was busy are freed now if it has drained, else by the
-    // first call after the wait that finds it idle (make_current): cuMemFree waits for the whole
-    // device, which is not the server's to do for a caller that waits outside.
-    (void)pages_->reap();
+    // Pages and pinned blocks given back while the device was busy are freed now if it has
+    // drained, else by the first call after the wait that finds it idle (make_current):
+    // cuMemFree and cuMemFreeHost wait for the whole device, which is not the server's to do for
+    // a caller that waits outside.
+    free_queued();
     return after(mark_stream("sync"));
   } catch (...) {
     return failed<void>(on_failure(std::current_exception()));
@@ -597,6 +605,7 @@ void cuda_server::sync_here() {
   launches_.clear();
   staging_->on_stream_idle();
   memory_->storage().flush();  // The stream is idle: queued page frees are safe now.
+  free_queued();               // Retired pinned blocks, if the other streams are idle too.
   errors_.rethrow_if_any();
 }
 

@@ -111,8 +111,9 @@ class cuda_server final : public backend::server {
   void drop_graph(std::uint64_t id) noexcept override;
   void flush() override;
   /// A deferred future that waits for an event behind the work queued so far; waits here
-  /// instead while a launch error waits (`sync_here`). Pages queued for freeing are freed now
-  /// if the stream is idle, else by the first call after a wait that finds it idle.
+  /// instead while a launch error waits (`sync_here`). Pages and pinned blocks queued for
+  /// freeing are freed now if the device is idle, else by the first call after a wait that
+  /// finds it idle.
   [[nodiscard]] std::future<void> sync() override;
   [[nodiscard]] backend::binding_resource get_resource(cubert::binding const& b) override;
   [[nodiscard]] memory::memory_usage memory_usage() override;
@@ -137,15 +138,18 @@ class cuda_server final : public backend::server {
   void release() noexcept;
   /// Throws the device's fault report if it is lost.
   void check_lost();
-  /// check_lost, then makes the context current; frees queued pages if a wait has since seen
-  /// the stream drain (`reap_pages`).
+  /// check_lost, then makes the context current; frees queued pages and retired pinned blocks
+  /// if a wait has since seen the stream drain (`free_queued_after_a_wait`).
   void make_current();
-  /// Frees the storage's queued pages if the stream is idle, asking the driver only when a wait
-  /// has seen the stream pass a point since the last time it asked.
-  void reap_pages() noexcept;
+  /// Frees the storage's queued pages and the read pool's retired blocks if the device is idle
+  /// (a query per server stream, no wait).
+  void free_queued() noexcept;
+  /// `free_queued`, asking the driver only when a wait has seen the stream pass a point since
+  /// the last time it asked.
+  void free_queued_after_a_wait() noexcept;
   /// After a wait for everything queued, here in the server (a download through the staging
-  /// ring, a launch-blocking sync): forgets the suspects, frees queued pages unless the stream's
-  /// owner queued more meanwhile.
+  /// ring, a launch-blocking sync): forgets the suspects, frees what is queued unless more work
+  /// came meanwhile (the stream's owner, another server).
   void drained_here() noexcept;
   /// Throws the fault report (first) or that the device is lost.
   void throw_lost();
@@ -242,7 +246,8 @@ class cuda_server final : public backend::server {
   launch_log launches_;            // Launches since the stream was last seen idle.
   // Shared with the waits handed out, which run outside the server.
   std::shared_ptr<wait_ledger> waits_ = std::make_shared<wait_ledger>();
-  std::uint64_t reaped_at_ = 0;  // waits_->passes() when reap_pages last asked the driver.
+  // waits_->passes() when free_queued_after_a_wait last asked the driver.
+  std::uint64_t reaped_at_ = 0;
   std::shared_ptr<cuda_event_pool> events_;
   // errors_ holds the report of a fault this server found at a launch; whatever else waits
   // there when the device is lost is stale.

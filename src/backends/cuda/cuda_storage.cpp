@@ -120,8 +120,7 @@ void cuda_storage::free_pending() noexcept {
 bool cuda_storage::stream_idle() const noexcept {
   // A failed query (a fault, say) is not idle: the pages wait for the flush or the destructor.
   // cuMemFree waits for every stream of the device, so other servers' streams must be idle too.
-  return make_context_current(context_) == CUDA_SUCCESS &&
-         driver_state().cuStreamQuery(stream_) == CUDA_SUCCESS && others_idle(context_, stream_);
+  return make_context_current(context_) == CUDA_SUCCESS && device_idle(context_, stream_);
 }
 
 void cuda_storage::free_page(page const& p) noexcept {

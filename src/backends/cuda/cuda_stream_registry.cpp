@@ -52,4 +52,8 @@ bool others_idle(CUcontext context, CUstream mine) noexcept {
   return true;
 }
 
+bool device_idle(CUcontext context, CUstream mine) noexcept {
+  return driver_state().cuStreamQuery(mine) == CUDA_SUCCESS && others_idle(context, mine);
+}
+
 }  // namespace cubert::cuda::detail

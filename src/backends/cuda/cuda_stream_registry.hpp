@@ -28,4 +28,8 @@ class stream_registration {
 /// work left. Streams of other libraries are not known; their work still makes a free wait.
 [[nodiscard]] bool others_idle(CUcontext context, CUstream mine) noexcept;
 
+/// `mine` and every other registered stream of `context` have no work left: what cuMemFree and
+/// cuMemFreeHost need in order not to wait. `context` current on the calling thread.
+[[nodiscard]] bool device_idle(CUcontext context, CUstream mine) noexcept;
+
 }  // namespace cubert::cuda::detail

@@ -119,10 +119,14 @@ TEST_F(CudaPinnedPoolTest, IdleBytesStayUnderTheCapLeastRecentlyReturnedFirst) {
   std::byte* const c_data = c.data();
   a = host_buffer{};
   b = host_buffer{};
-  c = host_buffer{};  // Over the cap: `a`, returned first, is unpinned.
+  c = host_buffer{};  // Over the cap: `a`, returned first, is retired.
   auto s = pool->stats();
   EXPECT_EQ(s.idle_bytes, 2 * mib);
-  EXPECT_EQ(s.released, 1u);
+  EXPECT_EQ(s.retired_blocks, 1u);
+  EXPECT_EQ(s.released, 0u);
+  pool->free_retired();
+  EXPECT_EQ(pool->stats().released, 1u);
+  EXPECT_EQ(pool->retired_blocks(), 0u);
   auto x = pool->acquire(mib);
   auto y = pool->acquire(mib);
   EXPECT_TRUE((x.data() == b_data && y.data() == c_data) ||
@@ -130,6 +134,56 @@ TEST_F(CudaPinnedPoolTest, IdleBytesStayUnderTheCapLeastRecentlyReturnedFirst) {
   // A block above the cap (leased anyway by a caller that did not ask `pools`) is not kept.
   { auto big = pool->acquire(4 * mib); }
   EXPECT_EQ(pool->stats().idle_bytes, 0u);
+}
+
+// Unpinning waits for the whole device, so an evicted block is only retired on the thread that
+// returns a block; the server unpins retired blocks where the device is idle. Retired bytes are
+// bounded by the cap as well: past it, the returning thread unpins them.
+TEST_F(CudaPinnedPoolTest, EvictedBlocksAreRetiredThenUnpinnedUpToTheCap) {
+  auto pool = make(2 * mib);
+  std::vector<std::byte*> pinned;
+  {
+    std::vector<host_buffer> out;
+    for (int i = 0; i < 4; ++i) {
+      out.push_back(pool->acquire(mib));
+      pinned.push_back(out.back().data());
+    }
+  }  // Back one after the other: two idle, two retired.
+  auto s = pool->stats();
+  EXPECT_EQ(s.idle_blocks, 2u);
+  EXPECT_EQ(s.retired_blocks, 2u);
+  EXPECT_EQ(s.retired_bytes, 2 * mib);
+  EXPECT_EQ(s.released, 0u);
+  for (auto* p : pinned) EXPECT_TRUE(is_pinned(p, mib, false));  // Nothing unpinned yet.
+  {
+    auto reused = pool->acquire(mib);
+    auto also = pool->acquire(mib);
+    auto fresh = pool->acquire(mib);
+  }  // Evicts a third block: past the cap, all three retired ones are unpinned here.
+  s = pool->stats();
+  EXPECT_EQ(s.retired_blocks, 0u);
+  EXPECT_EQ(s.released, 3u);
+  EXPECT_EQ(s.idle_blocks, 2u);
+
+  pool->retire_idle();  // A failed pin inside the server: idle blocks wait for an idle device.
+  s = pool->stats();
+  EXPECT_EQ(s.idle_blocks, 0u);
+  EXPECT_EQ(s.retired_blocks, 2u);
+  pool->free_retired();
+  EXPECT_EQ(pool->stats().released, 5u);
+
+  // A cleanup unpins retired blocks with the idle ones.
+  {
+    auto x = pool->acquire(mib);
+    auto y = pool->acquire(mib);
+    auto z = pool->acquire(mib);
+  }
+  EXPECT_EQ(pool->stats().retired_blocks, 1u);
+  pool->release_idle();
+  s = pool->stats();
+  EXPECT_EQ(s.retired_blocks, 0u);
+  EXPECT_EQ(s.idle_blocks, 0u);
+  EXPECT_EQ(s.released, 8u);
 }
 
 TEST_F(CudaPinnedPoolTest, BlocksComeBackFromManyThreadsAtOnce) {

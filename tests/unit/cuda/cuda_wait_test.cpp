@@ -7,6 +7,7 @@
 #include "cuda_driver.hpp"
 #include "owned_stream.hpp"
 
+#include <cubert/bytes.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
 #include <cubert/error.hpp>
@@ -74,12 +75,14 @@ class CudaWaitOutside : public ::testing::TestWithParam<channel_kind> {
   }
   // A client on the test's stream (it holds the stream with a gate), its pools laid out as
   // `memory` says.
-  void open_client(cubert::memory::memory_configuration memory) {
+  void open_client(cubert::memory::memory_configuration memory,
+                   std::size_t read_pool_bytes = std::size_t{1} << 30) {
     client_.reset();
     cubert::cuda::options opts;
     opts.kernel_cache_dir = std::filesystem::path{};
     opts.stream = owned_.stream;
     opts.memory = std::move(memory);
+    opts.read_pool_bytes = read_pool_bytes;
     client_.emplace(cubert::backend::make_channel(cubert::cuda::make_server(0, opts), GetParam()));
   }
   void TearDown() override {
@@ -388,6 +391,33 @@ TEST_P(CudaWaitOutside, AGoneClientsStreamIsNotWaitedFor) {
   auto const grown = client_->empty(2 * mib);  // Gives the free page back.
   EXPECT_EQ(*fake_count<std::size_t>("cubert_fake_device_bytes"), before + mib)
       << "a page given back with every stream idle was not freed at once";
+}
+
+// cuMemFreeHost waits for the whole device too: a read result dropped while the device is busy,
+// evicting an idle pinned block from the read pool, only retires it; the server unpins it at the
+// first call after a wait that finds the device idle.
+TEST_P(CudaWaitOutside, ADroppedReadResultDoesNotUnpinWhileTheDeviceIsBusy) {
+  auto const pinned = [] { return fake_count<std::size_t>("cubert_fake_pinned_allocations"); };
+  if (!pinned()) GTEST_SKIP() << "needs the fake driver's count of pinned allocations";
+  auto const kib = std::size_t{1} << 10;
+  open_client(cubert::memory::memory_configuration::caching(), 16 * kib);
+  auto const busy_before = fake_count<int>("cubert_fake_busy_frees");
+  auto const a = client_->create(pattern_bytes(16 * kib, 1));
+  auto const b = client_->create(pattern_bytes(8 * kib, 2));
+  std::optional<cubert::bytes> first{client_->read_one(a.binding())};   // A 16 KiB block.
+  std::optional<cubert::bytes> second{client_->read_one(b.binding())};  // An 8 KiB block.
+  first.reset();  // Idle: the pool holds its cap.
+  hold_stream();
+  auto const joiner = threads_joined();
+  auto const before = *pinned();
+  second.reset();  // Over the cap: the 16 KiB block is evicted while the stream is held.
+  EXPECT_EQ(*pinned(), before) << "a block was unpinned while the device was busy";
+  gate_.open.store(true);
+  client_->sync();  // Waits outside; the device is idle after it.
+  client_->flush();
+  EXPECT_EQ(*pinned(), before - 1) << "the evicted block was never unpinned";
+  EXPECT_EQ(fake_count<int>("cubert_fake_busy_frees"), busy_before)
+      << "a free ran with work left on a stream of the device";
 }
 
 // A read that waits inside the server (a pageable one through the staging ring) has seen the

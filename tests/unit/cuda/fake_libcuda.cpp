@@ -19,8 +19,8 @@
 // with CUDA_ERROR_OUT_OF_MEMORY, as a host that will not pin more does.
 // `cubert_fake_pinned_allocations()` counts the pinned host allocations alive;
 // `cubert_fake_device_bytes()` sums the device allocations alive; `cubert_fake_busy_frees()`
-// counts the cuMemFree calls made while a stream of the calling context had work left (the real
-// driver waits for the device there).
+// counts the cuMemFree and cuMemFreeHost calls made while a stream of the calling context had
+// work left (the real driver waits for the device there).
 // `cubert_fake_fail_context_retains(after, n)` lets `after` cuDevicePrimaryCtxRetain calls through
 // and fails the next n with CUDA_ERROR_OUT_OF_MEMORY; `cubert_fake_context_refs()` and
 // `cubert_fake_live_streams()` say what a failed construction left behind.
@@ -91,7 +91,7 @@ driver_state& state() {
   return *s;
 }
 
-// cuMemFree calls made while a stream of the calling context had work left
+// cuMemFree and cuMemFreeHost calls made while a stream of the calling context had work left
 // (cubert_fake_busy_frees).
 std::atomic<int> busy_frees{0};
 
@@ -173,6 +173,18 @@ CUresult stream_context_check(CUstream s) {
   auto it = state().stream_owners.find(s);
   return it == state().stream_owners.end() || it->second == here ? CUDA_SUCCESS
                                                                  : CUDA_ERROR_INVALID_CONTEXT;
+}
+
+// The real cuMemFree and cuMemFreeHost wait for the whole device: counts the frees that would
+// have waited.
+void count_if_busy() {
+  std::lock_guard lock(state().m);
+  for (auto const& [stream, owner] : state().stream_owners) {
+    if (owner == current() && !stream->reached(stream->last())) {
+      ++busy_frees;
+      return;
+    }
+  }
 }
 
 }  // namespace
@@ -364,16 +376,7 @@ CUresult CUDAAPI cuMemAlloc(CUdeviceptr* p, size_t n) {
 }
 CUresult CUDAAPI cuMemFree(CUdeviceptr p) {
   FAKE_NEED_CONTEXT_ONLY();
-  {
-    // The real cuMemFree waits for the whole device: count the frees that would have waited.
-    std::lock_guard lock(state().m);
-    for (auto const& [stream, owner] : state().stream_owners) {
-      if (owner == current() && !stream->reached(stream->last())) {
-        ++busy_frees;
-        break;
-      }
-    }
-  }
+  count_if_busy();
   CUresult const r = free_device(p);
   return r == CUDA_SUCCESS ? sticky() : r;
 }
@@ -453,6 +456,7 @@ CUresult CUDAAPI cuMemAllocHost(void** p, size_t n) {
 }
 CUresult CUDAAPI cuMemFreeHost(void* p) {
   FAKE_NEED_CONTEXT_ONLY();
+  count_if_busy();
   std::lock_guard lock(state().m);
   if (state().pinned.erase(addr(p)) == 0) return CUDA_ERROR_INVALID_VALUE;
   std::free(p);
