@@ -5,7 +5,9 @@
 #include "cuda_driver.hpp"
 #include "cuda_server.hpp"
 #include "cuda_storage.hpp"
+#include "fake_hook.hpp"
 #include "owned_stream.hpp"
+#include "stream_gate.hpp"
 
 #include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
@@ -16,7 +18,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstring>
-#include <dlfcn.h>
 #include <filesystem>
 #include <memory>
 #include <string>
@@ -159,26 +160,11 @@ TEST_F(CudaCallersStream, TheStreamOutlivesTheServer) {
   EXPECT_EQ(api.cuMemFree(p), CUDA_SUCCESS);
 }
 
-// Holds the stream until `open` is set (or 30 s, so that a failing test cannot hang the run).
-struct stream_gate {
-  std::atomic<bool> open{false};
-  std::atomic<bool> reached{false};
-  static void CUDA_CB hold(void* self) {
-    auto& g = *static_cast<stream_gate*>(self);
-    g.reached.store(true);
-    auto const until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!g.open.load() && std::chrono::steady_clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
-  }
-};
+using cubert::test::stream_gate;
 
-// The fake driver's count of cuMemFree calls made while a stream had work left; none on a GPU.
+// The fake driver's count of frees made while a stream had work left; none on a GPU.
 int busy_frees() {
-  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  auto* const count =
-      lib ? reinterpret_cast<int (*)()>(::dlsym(lib, "cubert_fake_busy_frees")) : nullptr;
-  if (lib) ::dlclose(lib);
+  auto* const count = cubert::test::fake_hook<int (*)()>("cubert_fake_busy_frees");
   return count ? count() : 0;
 }
 

@@ -5,7 +5,9 @@
 // "while it waits" is certain. Runs on a device and on the fake driver (ctest
 // `cuda_wait_fake_driver`); skipped where neither is present.
 #include "cuda_driver.hpp"
+#include "fake_hook.hpp"
 #include "owned_stream.hpp"
+#include "stream_gate.hpp"
 
 #include <cubert/bytes.hpp>
 #include <cubert/client.hpp>
@@ -20,7 +22,6 @@
 #include <chrono>
 #include <cstring>
 #include <deque>
-#include <dlfcn.h>
 #include <filesystem>
 #include <functional>
 #include <future>
@@ -34,21 +35,6 @@ namespace {
 using cubert::backend::channel_kind;
 using cubert::cuda::detail::driver;
 using namespace std::chrono_literals;
-
-// Holds the stream until opened (or 30 s, so that a failing test cannot hang the run).
-struct gate {
-  std::atomic<bool> open{false};
-  std::atomic<bool> reached{false};
-
-  static void CUDA_CB hold(void* self) {
-    auto& g = *static_cast<gate*>(self);
-    g.reached.store(true);
-    auto const until = std::chrono::steady_clock::now() + 30s;
-    while (!g.open.load() && std::chrono::steady_clock::now() < until) {
-      std::this_thread::sleep_for(1ms);
-    }
-  }
-};
 
 // True once `flag` is set, false if `limit` passes first.
 bool becomes_true(std::atomic<bool> const& flag, std::chrono::milliseconds limit) {
@@ -94,7 +80,8 @@ class CudaWaitOutside : public ::testing::TestWithParam<channel_kind> {
 
   // Closes the stream: nothing queued from now runs until the gate opens.
   void hold_stream() {
-    ASSERT_EQ(driver().cuLaunchHostFunc(owned_.stream, gate::hold, &gate_), CUDA_SUCCESS);
+    ASSERT_EQ(driver().cuLaunchHostFunc(owned_.stream, cubert::test::stream_gate::hold, &gate_),
+              CUDA_SUCCESS);
     ASSERT_TRUE(becomes_true(gate_.reached, 10s)) << "the stream never reached the gate";
   }
   // Runs `f` on a thread of its own; the flag returned is set after it.
@@ -155,7 +142,7 @@ class CudaWaitOutside : public ::testing::TestWithParam<channel_kind> {
   }
 
   cubert::test::owned_stream owned_;  // The caller's stream the server serves on.
-  gate gate_;
+  cubert::test::stream_gate gate_;
   std::optional<cubert::client> client_;
   std::optional<cubert::handle> grown_;  // queue_a_page_free's.
   std::deque<std::atomic<bool>> flags_;  // Stable addresses, for the threads.
@@ -274,10 +261,7 @@ TEST_P(CudaWaitOutside, AWaitedSmallPageableReadCopiesOnlyOnce) {
 // block; it waits for that copy before the block goes back to its pool (where it could be
 // unpinned, or handed out, under the DMA). Needs the fake driver's copy-failure hook.
 TEST_P(CudaWaitOutside, AFailedReadWaitsForTheCopiesItQueued) {
-  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  auto* const fail_copies =
-      lib ? reinterpret_cast<void (*)(int, int)>(::dlsym(lib, "cubert_fake_fail_copies")) : nullptr;
-  if (lib) ::dlclose(lib);  // The backend holds its own reference.
+  auto* const fail_copies = cubert::test::fake_hook<void (*)(int, int)>("cubert_fake_fail_copies");
   if (!fail_copies) GTEST_SKIP() << "needs the fake driver's copy-failure hook";
   auto const a = client_->create(pattern_bytes(4096, 1));
   auto const b = client_->create(pattern_bytes(4096, 2));
@@ -299,11 +283,24 @@ TEST_P(CudaWaitOutside, AFailedReadWaitsForTheCopiesItQueued) {
 // One of the fake driver's counters (none on a GPU).
 template <typename T>
 std::optional<T> fake_count(char const* name) {
-  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  auto* const count = lib ? reinterpret_cast<T (*)()>(::dlsym(lib, name)) : nullptr;
-  if (lib) ::dlclose(lib);
+  auto* const count = cubert::test::fake_hook<T (*)()>(name);
   if (!count) return std::nullopt;
   return count();
+}
+
+// The fake driver's bytes of device memory allocated (none on a GPU).
+std::optional<std::size_t> device_bytes() {
+  return fake_count<std::size_t>("cubert_fake_device_bytes");
+}
+
+// A client of device 0 on a stream of its own (not the fixture's), its pools laid out as
+// `memory` says.
+cubert::client other_client(cubert::memory::memory_configuration memory,
+                            cubert::backend::channel_kind kind) {
+  cubert::cuda::options opts;
+  opts.kernel_cache_dir = std::filesystem::path{};
+  opts.memory = std::move(memory);
+  return cubert::client(cubert::backend::make_channel(cubert::cuda::make_server(0, opts), kind));
 }
 
 // A layout whose pool gives whole free pages back before it grows: a page goes back to the
@@ -326,13 +323,13 @@ TEST_P(CudaWaitOutside, ASyncWithAPageFreeQueuedLetsOtherThreadsCall) {
   auto const h = client_->empty(4096);  // A page that stays.
   queue_a_page_free();
   auto const joiner = threads_joined();
-  auto const held = fake_count<std::size_t>("cubert_fake_device_bytes");
+  auto const held = device_bytes();
   ASSERT_TRUE(waits_while_others_go_on([this] { client_->sync(); }, h));
   // The others' fill drains too; then the first call after the wait finds the stream idle.
   ASSERT_EQ(driver().cuStreamSynchronize(owned_.stream), CUDA_SUCCESS);
   client_->flush();
   if (held) {
-    EXPECT_EQ(*fake_count<std::size_t>("cubert_fake_device_bytes"), *held - mib)
+    EXPECT_EQ(*device_bytes(), *held - mib)
         << "the page given back while the stream was busy was never freed";
   }
   EXPECT_EQ(fake_count<int>("cubert_fake_busy_frees"), busy_before)
@@ -342,28 +339,22 @@ TEST_P(CudaWaitOutside, ASyncWithAPageFreeQueuedLetsOtherThreadsCall) {
 // cuMemFree waits for every stream of the device, so a client whose own stream is idle still
 // queues a page while another client's stream is busy, and frees it once both are idle.
 TEST_P(CudaWaitOutside, AnotherClientsBusyStreamKeepsAPageFreeQueued) {
-  if (!fake_count<std::size_t>("cubert_fake_device_bytes")) {
-    GTEST_SKIP() << "needs the fake driver's count of device bytes";
-  }
+  if (!device_bytes()) GTEST_SKIP() << "needs the fake driver's count of device bytes";
   auto const mib = std::uint64_t{1} << 20;
   auto const busy_before = fake_count<int>("cubert_fake_busy_frees");
-  cubert::cuda::options opts;
-  opts.kernel_cache_dir = std::filesystem::path{};
-  opts.memory = releasing_free_pages();
-  cubert::client const other(  // On a stream of its own.
-      cubert::backend::make_channel(cubert::cuda::make_server(0, opts), GetParam()));
+  auto const other = other_client(releasing_free_pages(), GetParam());
   { auto const idle = other.empty(mib); }
   other.sync();
   hold_stream();  // This fixture's client's stream.
   auto const joiner = threads_joined();
-  auto const before = *fake_count<std::size_t>("cubert_fake_device_bytes");
+  auto const before = *device_bytes();
   auto const grown = other.empty(2 * mib);  // Gives its free page back: queued.
-  EXPECT_EQ(*fake_count<std::size_t>("cubert_fake_device_bytes"), before + 2 * mib)
+  EXPECT_EQ(*device_bytes(), before + 2 * mib)
       << "a page was freed while another client's stream was busy";
   gate_.open.store(true);
   ASSERT_EQ(driver().cuStreamSynchronize(owned_.stream), CUDA_SUCCESS);
   other.sync();  // Finds every stream idle.
-  EXPECT_EQ(*fake_count<std::size_t>("cubert_fake_device_bytes"), before + mib)
+  EXPECT_EQ(*device_bytes(), before + mib)
       << "the queued page was not freed once every stream was idle";
   EXPECT_EQ(fake_count<int>("cubert_fake_busy_frees"), busy_before)
       << "cuMemFree was called with work left on a stream of the device";
@@ -372,24 +363,16 @@ TEST_P(CudaWaitOutside, AnotherClientsBusyStreamKeepsAPageFreeQueued) {
 // A client that is gone is no longer asked about: with every stream idle, a page given back is
 // freed at once.
 TEST_P(CudaWaitOutside, AGoneClientsStreamIsNotWaitedFor) {
-  if (!fake_count<std::size_t>("cubert_fake_device_bytes")) {
-    GTEST_SKIP() << "needs the fake driver's count of device bytes";
-  }
+  if (!device_bytes()) GTEST_SKIP() << "needs the fake driver's count of device bytes";
   auto const mib = std::uint64_t{1} << 20;
   open_client(releasing_free_pages());
-  {
-    cubert::cuda::options opts;
-    opts.kernel_cache_dir = std::filesystem::path{};
-    cubert::client const other(
-        cubert::backend::make_channel(cubert::cuda::make_server(0, opts), GetParam()));
-    other.sync();
-  }
+  other_client(cubert::memory::memory_configuration::caching(), GetParam()).sync();
   auto const h = client_->empty(4096);
   { auto const idle = client_->empty(mib); }
   client_->sync();
-  auto const before = *fake_count<std::size_t>("cubert_fake_device_bytes");
+  auto const before = *device_bytes();
   auto const grown = client_->empty(2 * mib);  // Gives the free page back.
-  EXPECT_EQ(*fake_count<std::size_t>("cubert_fake_device_bytes"), before + mib)
+  EXPECT_EQ(*device_bytes(), before + mib)
       << "a page given back with every stream idle was not freed at once";
 }
 
@@ -423,20 +406,18 @@ TEST_P(CudaWaitOutside, ADroppedReadResultDoesNotUnpinWhileTheDeviceIsBusy) {
 // A read that waits inside the server (a pageable one through the staging ring) has seen the
 // stream drain: it frees the queued pages itself.
 TEST_P(CudaWaitOutside, AReadThatWaitsInsideFreesQueuedPages) {
-  if (!fake_count<std::size_t>("cubert_fake_device_bytes")) {
-    GTEST_SKIP() << "needs the fake driver's count of device bytes";
-  }
+  if (!device_bytes()) GTEST_SKIP() << "needs the fake driver's count of device bytes";
   open_client(releasing_free_pages());
   auto const data = pattern_bytes(std::size_t{1} << 20, 11);
   auto const h = client_->create(data);
   queue_a_page_free();
-  auto const held = *fake_count<std::size_t>("cubert_fake_device_bytes");
+  auto const held = *device_bytes();
   client_->flush();  // Finds the stream busy: no call before the read's wait looks again.
   gate_.open.store(true);
   std::vector<std::byte> got(data.size());
   client_->read_into(h.binding(), got);  // Over 256 KiB: through the ring, waited for inside.
   EXPECT_EQ(got, data);
-  EXPECT_EQ(*fake_count<std::size_t>("cubert_fake_device_bytes"), held - (std::uint64_t{1} << 20))
+  EXPECT_EQ(*device_bytes(), held - (std::uint64_t{1} << 20))
       << "the read waited for the stream but left the queued page";
 }
 
