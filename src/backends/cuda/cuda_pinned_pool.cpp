@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -26,11 +27,14 @@ std::size_t cuda_pinned_pool::size_class(std::size_t size) noexcept {
   if (size <= page) return page;
   // A quarter of the largest power of two not above `size`: at most 25% slack per block.
   std::size_t const step = std::max(page, std::bit_floor(size) / 4);
+  if (size > std::numeric_limits<std::size_t>::max() - (step - 1)) {
+    return std::numeric_limits<std::size_t>::max();  // No such block; pools() refuses it.
+  }
   return (size + step - 1) / step * step;
 }
 
 bool cuda_pinned_pool::pools(std::size_t size) const noexcept {
-  return size > 0 && size_class(size) <= max_idle_bytes_;
+  return size > 0 && size <= max_idle_bytes_ && size_class(size) <= max_idle_bytes_;
 }
 
 host_buffer cuda_pinned_pool::acquire(std::size_t size) {
@@ -58,7 +62,8 @@ host_buffer cuda_pinned_pool::acquire(std::size_t size) {
     counters_.leased_bytes += cls;
   }
   std::byte* const data = l->block.data();
-  return host_buffer(data, cls, true, &give_back, l.release());
+  // The caller sees the size it asked for; the lease gives the whole block back.
+  return host_buffer(data, size, true, &give_back, l.release());
 }
 
 void cuda_pinned_pool::give_back(std::byte*, std::size_t, void* context) noexcept {

@@ -53,13 +53,14 @@ class cuda_pinned_pool : public std::enable_shared_from_this<cuda_pinned_pool> {
   cuda_pinned_pool& operator=(cuda_pinned_pool const&) = delete;
 
   /// The block size a request of `size` bytes gets: a multiple of 4 KiB, at most a quarter
-  /// above `size` (four classes per power of two), so that nearby sizes share blocks.
+  /// above `size` (four classes per power of two), so that nearby sizes share blocks; SIZE_MAX
+  /// for a size whose class would not fit a size_t.
   [[nodiscard]] static std::size_t size_class(std::size_t size) noexcept;
   /// True when a block for `size` bytes could be cached (its class fits `max_idle_bytes`);
   /// larger reads would pin and unpin every time, so the caller should not ask for them.
   [[nodiscard]] bool pools(std::size_t size) const noexcept;
-  /// A pinned block of `size_class(size)` bytes, an idle one if any; it returns to this pool
-  /// when destroyed. Size 0 gives an empty buffer.
+  /// `size` bytes of a pinned block of `size_class(size)` bytes, an idle one if any; the block
+  /// returns to this pool when the buffer is destroyed. Size 0 gives an empty buffer.
   /// @throws out_of_memory when the driver cannot pin that much; device_error otherwise.
   [[nodiscard]] host_buffer acquire(std::size_t size);
   /// Unpins every idle and retired block now (memory_cleanup), waiting for the device. Leased

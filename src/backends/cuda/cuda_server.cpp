@@ -515,8 +515,18 @@ std::future<void> cuda_server::read_into(cubert::binding const& b, std::span<std
 }
 
 host_buffer cuda_server::alloc_host(std::uint64_t size) {
-  return on_device(
-      [&] { return make_pinned_buffer(info_.device, static_cast<std::size_t>(size)); });
+  return on_device([&] {
+    auto const n = static_cast<std::size_t>(size);
+    if (n != size || !read_pool_->pools(n)) return make_pinned_buffer(info_.device, n);
+    // A block of the read pool: pinning costs milliseconds per 100 MiB and unpinning waits for
+    // the device, so a buffer dropped goes back to the pool for the next one.
+    try {
+      return read_pool_->acquire(n);
+    } catch (out_of_memory const&) {
+      read_pool_->release_idle();  // The host will not pin more: unpin what is cached, retry.
+      return read_pool_->acquire(n);
+    }
+  });
 }
 
 std::future<std::vector<bytes>> cuda_server::read(std::vector<cubert::binding> bindings) {

@@ -87,7 +87,9 @@ class cuda_server final : public backend::server {
   /// staging ring, copied out by the copy threads before this returns.
   [[nodiscard]] std::future<void> read_into(cubert::binding const& b,
                                             std::span<std::byte> dst) override;
-  /// Page-locked memory (cuMemHostAlloc), recognised by `create` and `read_into`.
+  /// Page-locked memory, recognised by `create` and `read_into`: a block of the read pool when
+  /// its size class fits the pool's cap (given back to the pool when dropped), else its own
+  /// cuMemHostAlloc.
   [[nodiscard]] host_buffer alloc_host(std::uint64_t size) override;
   /// Through the staging ring, as `create`: enqueued on the stream behind earlier work.
   void write(cubert::binding const& dst, std::span<std::byte const> data) override;

@@ -16,6 +16,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 #include <thread>
 #include <vector>
 
@@ -37,6 +38,9 @@ TEST(CudaPinnedPoolClassTest, ClassesArePagesAtMostAQuarterAboveTheSize) {
   EXPECT_EQ(cuda_pinned_pool::size_class(256 * mib), 256 * mib);
   EXPECT_EQ(cuda_pinned_pool::size_class(200 * mib), 224 * mib);
   EXPECT_EQ(cuda_pinned_pool::size_class(256 * mib + 1), 320 * mib);
+  auto const most = std::numeric_limits<std::size_t>::max();
+  EXPECT_EQ(cuda_pinned_pool::size_class(most), most);  // Would wrap: no such block.
+  EXPECT_EQ(cuda_pinned_pool::size_class(most - 4095), most);
   for (std::size_t n = 1; n < 64 * mib; n = n * 3 + 7) {
     auto const c = cuda_pinned_pool::size_class(n);
     EXPECT_GE(c, n);
@@ -112,6 +116,7 @@ TEST_F(CudaPinnedPoolTest, IdleBytesStayUnderTheCapLeastRecentlyReturnedFirst) {
   EXPECT_TRUE(pool->pools(2 * mib));
   EXPECT_FALSE(pool->pools(2 * mib + 1));
   EXPECT_FALSE(pool->pools(0));
+  EXPECT_FALSE(pool->pools(std::numeric_limits<std::size_t>::max()));
   auto a = pool->acquire(mib);
   auto b = pool->acquire(mib);
   auto c = pool->acquire(mib);
@@ -246,6 +251,33 @@ class CudaReadPoolTest : public CudaPinnedPoolTest {
     return v;
   }
 };
+
+// Pinning costs milliseconds per 100 MiB and unpinning waits for the whole device, so host
+// buffers are blocks of the read pool too: one dropped is cached for the next.
+TEST_F(CudaReadPoolTest, HostBuffersComeFromThePoolAndGoBackToIt) {
+  auto s = server(4 * mib);
+  auto a = s->alloc_host(mib + 5);
+  EXPECT_EQ(a.size(), mib + 5);
+  EXPECT_TRUE(a.pinned());
+  EXPECT_TRUE(is_pinned(a.data(), a.size()));
+  std::byte const* const first = a.data();
+  auto const cls = cuda_pinned_pool::size_class(mib + 5);
+  EXPECT_EQ(s->read_pool().stats().leased_bytes, cls);
+  a.reset();
+  EXPECT_EQ(s->read_pool().stats().idle_bytes, cls);
+  auto b = s->alloc_host(mib + 5);
+  EXPECT_EQ(b.data(), first);
+  EXPECT_EQ(s->read_pool().stats().reused, 1u);
+  // Beyond the cap, or with the pool off: a buffer of its own.
+  auto big = s->alloc_host(8 * mib);
+  EXPECT_TRUE(big.pinned());
+  EXPECT_EQ(big.size(), 8 * mib);
+  EXPECT_EQ(s->read_pool().stats().leased_bytes, cls);
+  auto off = server(0);
+  auto c = off->alloc_host(4096);
+  EXPECT_TRUE(c.pinned());
+  EXPECT_EQ(off->read_pool().stats().pinned, 0u);
+}
 
 TEST_F(CudaReadPoolTest, RepeatedReadsReuseOnePinnedBlock) {
   auto s = server();
