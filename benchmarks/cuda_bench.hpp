@@ -49,7 +49,8 @@ void launch_rows(std::vector<row>& rows);
 void transfer_rows(std::vector<row>& rows);
 
 /// Small-transfer rows: read_one of 4 B and create of 4 KiB through the mutex and actor channels
-/// vs the driver's own copies (cuda_bench_small.cpp).
+/// vs the driver's own copies; alloc_host of 16 MiB + drop vs the driver's pin and unpin
+/// (cuda_bench_small.cpp).
 void small_transfer_rows(std::vector<row>& rows);
 /// Pageable create / read_into at 256 KiB-32 MiB vs the driver's pageable copies and a pinned
 /// DMA (cuda_bench_sizes.cpp).

@@ -3,7 +3,8 @@
 // of creating a 4 KiB buffer, through a client on the mutex and the actor channel, against the
 // driver's own ways of doing the same on one stream: cuMemcpyDtoHAsync into pinned memory plus
 // a stream sync, and the synchronous pageable cuMemcpyDtoH / cuMemcpyHtoD. Blocks of each take
-// turns, so drifts hit them alike; figures are medians of the blocks.
+// turns, so drifts hit them alike; figures are medians of the blocks. Also a 16 MiB host buffer
+// allocated and dropped, against the driver's pin and unpin.
 #include "cuda_bench.hpp"
 #include "cuda_bench_context.hpp"
 #include "cuda_driver.hpp"
@@ -42,6 +43,29 @@ client make_client(backend::channel_kind kind) {
   cuda::options opts;
   opts.kernel_cache_dir = std::filesystem::path{};
   return client(backend::make_channel(cuda::make_server(0, opts), kind));
+}
+
+// alloc_host + drop of 16 MiB through the client (a block of the read pool, cached when dropped)
+// against the driver's own pin and unpin of the same size, taking turns.
+void host_buffer_rows(std::vector<row>& rows, client const& c) {
+  constexpr std::size_t size = std::size_t{16} << 20;
+  constexpr int samples = 20;
+  auto const& api = driver();
+  { auto const warm = c.alloc_host(size); }
+  std::vector<double> ours;
+  std::vector<double> raw;
+  for (int i = 0; i < samples; ++i) {
+    double t0 = now_s();
+    { auto const hb = c.alloc_host(size); }
+    ours.push_back((now_s() - t0) * 1e6);
+    t0 = now_s();
+    void* p = nullptr;
+    check(api.cuMemHostAlloc(&p, size, CU_MEMHOSTALLOC_PORTABLE), "cuMemHostAlloc");
+    check(api.cuMemFreeHost(p), "cuMemFreeHost");
+    raw.push_back((now_s() - t0) * 1e6);
+  }
+  rows.push_back(time_row("alloc_host 16 MiB + drop, mutex channel", median(ours), median(raw),
+                          "us", "cuMemHostAlloc + cuMemFreeHost", 0));
 }
 
 }  // namespace
@@ -99,6 +123,7 @@ void small_transfer_rows(std::vector<row>& rows) {
   for (std::size_t i : {4u, 5u}) {
     rows.push_back(time_row(figures[i].what, med(i), med(6), "us", "raw cuMemcpyHtoD pageable", 0));
   }
+  host_buffer_rows(rows, mutex_client);
 }
 
 }  // namespace cubert::bench
