@@ -133,10 +133,13 @@ cuda_server::~cuda_server() {
 
 void cuda_server::release() noexcept {
   auto const& api = driver_state();
-  waits_->close();     // A wait outside may still describe its suspects: their kernels go below.
-  events_.reset();     // Events out in waits keep the pool, and the context, alive.
-  drop_graphs();       // Their nodes name functions of the modules unloaded below.
-  read_pool_.reset();  // Leased blocks keep the pool alive; each retains the context it needs.
+  waits_->close();  // A wait outside may still describe its suspects: their kernels go below.
+  events_.reset();  // Events out in waits keep the pool, and the context, alive.
+  drop_graphs();    // Their nodes name functions of the modules unloaded below.
+  // Leased blocks keep the pool alive (each retains the context it needs), but nothing will take
+  // an idle or retired block from it again: unpin those now.
+  if (read_pool_) read_pool_->release_idle();
+  read_pool_.reset();
   profiler_.reset();
   modules_.reset();
   staging_.reset();

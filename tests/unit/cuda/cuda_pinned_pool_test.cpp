@@ -324,6 +324,27 @@ TEST_F(CudaReadPoolTest, ResultsOutliveTheirServer) {
   kept = bytes{};  // Unpinned now, after the server and its context reference are gone.
 }
 
+// Nothing takes an idle block from the pool once its server is gone: they are unpinned with it,
+// while results still held stay valid.
+TEST_F(CudaReadPoolTest, AServerGoingUnpinsItsIdleBlocks) {
+  auto const data = ramp(mib, 5);
+  bytes kept;
+  std::byte const* idle = nullptr;
+  {
+    auto s = server();
+    auto h = s->create(data);
+    kept = std::move(s->read({h.binding()}).get().at(0));
+    {
+      auto const second = std::move(s->read({h.binding()}).get().at(0));  // Another block.
+      idle = second.data();
+    }
+    EXPECT_TRUE(is_pinned(idle, mib, false));
+  }
+  EXPECT_FALSE(is_pinned(idle, mib, false)) << "an idle block outlived its server, pinned";
+  EXPECT_TRUE(kept.pinned());
+  EXPECT_EQ(kept, data);
+}
+
 TEST_F(CudaReadPoolTest, BeyondTheCapOrWithThePoolOffReadsLandInHeapMemory) {
   auto const data = ramp(mib + 1, 4);
   for (std::size_t cap : {std::size_t{0}, mib}) {
