@@ -34,7 +34,7 @@ std::size_t cuda_pinned_pool::size_class(std::size_t size) noexcept {
 }
 
 bool cuda_pinned_pool::pools(std::size_t size) const noexcept {
-  return size > 0 && size <= max_idle_bytes_ && size_class(size) <= max_idle_bytes_;
+  return size > 0 && size_class(size) <= max_idle_bytes_;  // A class is never below its size.
 }
 
 host_buffer cuda_pinned_pool::acquire(std::size_t size) {

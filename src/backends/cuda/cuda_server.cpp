@@ -169,7 +169,7 @@ void cuda_server::drained_here() noexcept {
 }
 
 void cuda_server::free_queued() noexcept {
-  if (pages_->pending_frees() != 0) (void)pages_->reap();
+  if (!pages_->reap()) return;  // Pages still queued: the device was found busy.
   if (read_pool_->retired_blocks() != 0 && device_idle(context_, stream_)) {
     read_pool_->free_retired();
   }
@@ -520,7 +520,7 @@ std::future<void> cuda_server::read_into(cubert::binding const& b, std::span<std
 host_buffer cuda_server::alloc_host(std::uint64_t size) {
   return on_device([&] {
     auto const n = static_cast<std::size_t>(size);
-    if (n != size || !read_pool_->pools(n)) return make_pinned_buffer(info_.device, n);
+    if (!read_pool_->pools(n)) return make_pinned_buffer(info_.device, n);
     // A block of the read pool: pinning costs milliseconds per 100 MiB and unpinning waits for
     // the device, so a buffer dropped goes back to the pool for the next one.
     try {
