@@ -78,6 +78,10 @@ void cuda_pinned_pool::take_back(host_buffer block) noexcept {
   try {
     std::lock_guard lock(mutex_);
     counters_.leased_bytes -= cls;
+    if (closed_) {
+      ++counters_.released;  // Unpinned by `block`, after the lock.
+      return;
+    }
     if (cls > max_idle_bytes_) {
       retire(std::move(block));
     } else {
@@ -90,14 +94,20 @@ void cuda_pinned_pool::take_back(host_buffer block) noexcept {
         --counters_.idle_blocks;
         idle_.erase(oldest);
       }
-      idle_.emplace(cls, idle_block{std::move(block), ++clock_});
+      idle_block returned{std::move(block), ++clock_};
+      try {
+        idle_.emplace(cls, std::move(returned));
+      } catch (...) {  // The node is allocated before `returned` is moved from.
+        block = std::move(returned.block);
+        throw;
+      }
       counters_.idle_bytes += cls;
       ++counters_.idle_blocks;
     }
     if (counters_.retired_bytes > max_idle_bytes_) unpin = take_retired();
   } catch (...) {
     // Out of host memory for the bookkeeping: the block is simply unpinned (by `block`'s
-    // destructor, waiting for the device) instead of cached.
+    // destructor, after the lock, waiting for the device) instead of cached.
   }
 }
 
@@ -129,6 +139,14 @@ void cuda_pinned_pool::release_idle() noexcept {
     counters_.idle_bytes = 0;
     counters_.idle_blocks = 0;
   }
+}
+
+void cuda_pinned_pool::close() noexcept {
+  {
+    std::lock_guard lock(mutex_);
+    closed_ = true;
+  }
+  release_idle();
 }
 
 void cuda_pinned_pool::retire_idle() noexcept {

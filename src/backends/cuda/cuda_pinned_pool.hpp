@@ -30,6 +30,10 @@ namespace cubert::cuda::detail {
 /// caller dropping a read result while kernels run does not wait for them. The server unpins the
 /// retired blocks where it finds every stream idle (`free_retired`). Retired bytes are bounded by
 /// `max_idle_bytes` too: past that, the returning thread unpins them all, waiting.
+///
+/// When its server goes, the pool is `close`d: nothing will take a block from it again, so a
+/// block returned after that is unpinned by the returning thread (waiting, as `cudaFreeHost`
+/// does) instead of cached.
 class cuda_pinned_pool : public std::enable_shared_from_this<cuda_pinned_pool> {
  public:
   /// What the pool did so far (tests, benchmarks, reports).
@@ -66,6 +70,9 @@ class cuda_pinned_pool : public std::enable_shared_from_this<cuda_pinned_pool> {
   /// Unpins every idle and retired block now (memory_cleanup), waiting for the device. Leased
   /// blocks are unaffected.
   void release_idle() noexcept;
+  /// Unpins every idle and retired block, and every leased one when it comes back (its server
+  /// is going). `acquire` still works, for a caller that holds the pool.
+  void close() noexcept;
   /// Retires every idle block: unpinned by the next `free_retired` (a failed pin inside the
   /// server, which must not wait for the device).
   void retire_idle() noexcept;
@@ -103,6 +110,7 @@ class cuda_pinned_pool : public std::enable_shared_from_this<cuda_pinned_pool> {
   std::vector<host_buffer> retired_;
   std::atomic<std::size_t> retired_count_{0};  // retired_.size(), read without the lock.
   std::uint64_t clock_ = 0;
+  bool closed_ = false;
   counters counters_;
 };
 

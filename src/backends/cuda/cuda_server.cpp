@@ -137,8 +137,8 @@ void cuda_server::release() noexcept {
   events_.reset();  // Events out in waits keep the pool, and the context, alive.
   drop_graphs();    // Their nodes name functions of the modules unloaded below.
   // Leased blocks keep the pool alive (each retains the context it needs), but nothing will take
-  // an idle or retired block from it again: unpin those now.
-  if (read_pool_) read_pool_->release_idle();
+  // a block from it again: unpin the idle and retired ones now, the leased ones as they return.
+  if (read_pool_) read_pool_->close();
   read_pool_.reset();
   profiler_.reset();
   modules_.reset();
@@ -617,8 +617,9 @@ void cuda_server::sync_here() {
   CUBERT_CU_CALL(cuStreamSynchronize, stream_);
   launches_.clear();
   staging_->on_stream_idle();
-  memory_->storage().flush();  // The stream is idle: queued page frees are safe now.
-  free_queued();               // Retired pinned blocks, if the other streams are idle too.
+  // Queued pages and retired pinned blocks, if every stream of the device is idle: this one is,
+  // but a free while another client's stream runs would wait for it here, inside the server.
+  free_queued();
   errors_.rethrow_if_any();
 }
 

@@ -51,13 +51,15 @@ std::shared_ptr<CUevent_st> cuda_event_pool::acquire() {
     }
   }
   if (!e) CUBERT_CU_CALL(cuEventCreate, &e, CU_EVENT_DISABLE_TIMING);
+  std::shared_ptr<cuda_event_pool> pool;
   try {
-    return std::shared_ptr<CUevent_st>(
-        e, [pool = shared_from_this()](CUevent x) { pool->give_back(x); });
+    pool = shared_from_this();
   } catch (...) {
     give_back(e);
     throw;
   }
+  // Once the shared_ptr constructor has the deleter, it gives `e` back itself if it throws.
+  return std::shared_ptr<CUevent_st>(e, [pool = std::move(pool)](CUevent x) { pool->give_back(x); });
 }
 
 void cuda_event_pool::give_back(CUevent e) noexcept {

@@ -345,6 +345,26 @@ TEST_F(CudaReadPoolTest, AServerGoingUnpinsItsIdleBlocks) {
   EXPECT_EQ(kept, data);
 }
 
+// Results still held when the server goes come back to a pool nothing will take from again:
+// each is unpinned as it is dropped, not cached for as long as another result lives.
+TEST_F(CudaReadPoolTest, ResultsDroppedAfterTheServerWentAreUnpinned) {
+  auto const data = ramp(mib, 6);
+  bytes kept;
+  bytes dropped;
+  {
+    auto s = server();
+    auto h = s->create(data);
+    kept = std::move(s->read({h.binding()}).get().at(0));
+    dropped = std::move(s->read({h.binding()}).get().at(0));
+  }
+  std::byte const* const gone = dropped.data();
+  EXPECT_EQ(dropped, data);
+  dropped = bytes{};
+  EXPECT_FALSE(is_pinned(gone, mib, false)) << "a result dropped after its server went stayed pinned";
+  EXPECT_TRUE(kept.pinned());
+  EXPECT_EQ(kept, data);
+}
+
 TEST_F(CudaReadPoolTest, BeyondTheCapOrWithThePoolOffReadsLandInHeapMemory) {
   auto const data = ramp(mib + 1, 4);
   for (std::size_t cap : {std::size_t{0}, mib}) {

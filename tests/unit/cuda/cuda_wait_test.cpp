@@ -9,10 +9,12 @@
 #include "owned_stream.hpp"
 #include "stream_gate.hpp"
 
+#include <cubert/bindings.hpp>
 #include <cubert/bytes.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
 #include <cubert/error.hpp>
+#include <cubert/kernel.hpp>
 
 #include <gtest/gtest.h>
 
@@ -374,6 +376,37 @@ TEST_P(CudaWaitOutside, AGoneClientsStreamIsNotWaitedFor) {
   auto const grown = client_->empty(2 * mib);  // Gives the free page back.
   EXPECT_EQ(*device_bytes(), before + mib)
       << "a page given back with every stream idle was not freed at once";
+}
+
+// A sync with a launch error to report waits inside the server for its own stream, but that
+// does not make the device idle: a page given back while another client's stream runs stays
+// queued.
+TEST_P(CudaWaitOutside, ASyncReportingALaunchErrorLeavesPagesQueuedWhileAnotherStreamRuns) {
+  if (!device_bytes()) GTEST_SKIP() << "needs the fake driver's count of device bytes";
+  auto const mib = std::uint64_t{1} << 20;
+  auto const busy_before = fake_count<int>("cubert_fake_busy_frees");
+  auto const other = other_client(releasing_free_pages(), GetParam());
+  // More threads per cube than any device has: refused by cuLaunchKernel, reported at the sync.
+  auto const refused = cubert::kernel::builder("wait_test::refused")
+                           .cuda_source("extern \"C\" __global__ void refused() {}", "refused")
+                           .cube_dim(2048)
+                           .build();
+  { auto const idle = other.empty(mib); }
+  other.sync();
+  hold_stream();  // This fixture's client's stream.
+  auto const joiner = threads_joined();
+  auto const before = *device_bytes();
+  auto const grown = other.empty(2 * mib);  // Gives its free page back: queued.
+  other.execute(refused, cubert::cube_count{1}, cubert::bindings{});
+  EXPECT_THROW(other.sync(), cubert::device_error);
+  EXPECT_EQ(*device_bytes(), before + 2 * mib)
+      << "the sync freed a page while another client's stream was busy";
+  EXPECT_EQ(fake_count<int>("cubert_fake_busy_frees"), busy_before)
+      << "cuMemFree was called with work left on a stream of the device";
+  gate_.open.store(true);
+  ASSERT_EQ(driver().cuStreamSynchronize(owned_.stream), CUDA_SUCCESS);
+  other.sync();
+  EXPECT_EQ(*device_bytes(), before + mib) << "the queued page was never freed";
 }
 
 // cuMemFreeHost waits for the whole device too: a read result dropped while the device is busy,
