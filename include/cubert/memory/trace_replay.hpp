@@ -43,7 +43,8 @@ struct allocation_trace {
 /// The same trace with every request size multiplied by `factor` (rounded down, at least 1 byte
 /// for nonzero requests), named e.g. "gpt_trainx0.8": checks that a policy's figures do not hinge
 /// on the exact sizes of a recorded workload. @throws invalid_argument unless factor is finite
-/// and > 0, or when a scaled size or the live bytes would pass 2^64 - 1.
+/// and > 0, for a trace `replay_trace` would refuse (a slot outside `allocations`, a free of a
+/// slot not live, a wrong peak), or when a scaled size or the live bytes would pass 2^64 - 1.
 [[nodiscard]] allocation_trace scale_trace(allocation_trace const& trace, double factor);
 
 /// Shapes of generated traces (to check a policy away from the recorded ones).

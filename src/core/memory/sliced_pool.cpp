@@ -266,10 +266,10 @@ sliced_pool::block* sliced_pool::new_block() {
     spare_.pop_back();
     return b;
   }
-  if (blocks_.size() == blocks_.capacity()) {
-    blocks_.reserve(blocks_.size() * 2 + 16);
-    spare_.reserve(blocks_.capacity());  // so that recycle() never allocates
-  }
+  if (blocks_.size() == blocks_.capacity()) blocks_.reserve(blocks_.size() * 2 + 16);
+  // So that recycle() never allocates; checked apart, as a reserve that failed here last time
+  // left blocks_ grown and spare_ not.
+  if (spare_.capacity() < blocks_.capacity()) spare_.reserve(blocks_.capacity());
   auto b = std::make_unique<block>(released_);
   auto* control = new slice_control(next_slice_id(), this, b.get());
   control->page_index = 0;

@@ -149,9 +149,55 @@ allocation_trace load_trace(std::filesystem::path const& path) {
   return parse_text(text, name, path.string());
 }
 
+namespace {
+
+// A trace built in code rather than parsed skipped parse_trace's checks; an event whose slot is
+// past `allocations` would write past the replay's table, and a wrong peak would misstate the
+// ratio. Checked once, before any timed pass, and before scaling.
+void check_trace(allocation_trace const& trace) {
+  std::vector<std::uint64_t> live_size(trace.allocations, 0);
+  std::vector<bool> live(trace.allocations, false);
+  std::uint64_t live_bytes = 0;
+  std::uint64_t peak = 0;
+  auto const refuse = [&](std::size_t index, std::string_view why) {
+    throw invalid_argument(fmt::format("trace {}: event {} of {} (id {}): {}", trace.name,
+                                       index + 1, trace.events.size(), trace.events[index].id,
+                                       why));
+  };
+  for (std::size_t i = 0; i < trace.events.size(); ++i) {
+    auto const& e = trace.events[i];
+    if (e.slot >= trace.allocations) {
+      refuse(i, fmt::format("slot {} is not below the trace's {} allocations", e.slot,
+                            trace.allocations));
+    }
+    if (e.alloc) {
+      if (live[e.slot]) refuse(i, fmt::format("slot {} is allocated while live", e.slot));
+      if (e.size > std::numeric_limits<std::uint64_t>::max() - live_bytes) {
+        refuse(i, "live bytes pass 2^64 - 1");
+      }
+      live[e.slot] = true;
+      live_size[e.slot] = e.size;
+      live_bytes += e.size;
+      peak = std::max(peak, live_bytes);
+    } else {
+      if (!live[e.slot]) refuse(i, fmt::format("slot {} is freed while not live", e.slot));
+      live[e.slot] = false;
+      live_bytes -= live_size[e.slot];
+    }
+  }
+  if (peak != trace.peak_live_bytes) {
+    throw invalid_argument(
+        fmt::format("trace {}: peak_live_bytes says {} but its events peak at {} live bytes",
+                    trace.name, trace.peak_live_bytes, peak));
+  }
+}
+
+}  // namespace
+
 allocation_trace scale_trace(allocation_trace const& trace, double factor) {
   CUBERT_EXPECTS(std::isfinite(factor) && factor > 0,
                  fmt::format("scale_trace: factor {} must be a positive number", factor));
+  check_trace(trace);
   allocation_trace out;
   out.name = fmt::format("{}x{}", trace.name, factor);
   out.events = trace.events;
@@ -250,47 +296,6 @@ pass_result run_pass(allocation_trace const& trace, memory_configuration const& 
   }
   live.clear();
   return r;
-}
-
-// A trace built in code rather than parsed skipped parse_trace's checks; an event whose slot is
-// past `allocations` would write past the replay's table, and a wrong peak would misstate the
-// ratio. Checked once, before any timed pass.
-void check_trace(allocation_trace const& trace) {
-  std::vector<std::uint64_t> live_size(trace.allocations, 0);
-  std::vector<bool> live(trace.allocations, false);
-  std::uint64_t live_bytes = 0;
-  std::uint64_t peak = 0;
-  auto const refuse = [&](std::size_t index, std::string_view why) {
-    throw invalid_argument(fmt::format("trace {}: event {} of {} (id {}): {}", trace.name,
-                                       index + 1, trace.events.size(), trace.events[index].id,
-                                       why));
-  };
-  for (std::size_t i = 0; i < trace.events.size(); ++i) {
-    auto const& e = trace.events[i];
-    if (e.slot >= trace.allocations) {
-      refuse(i, fmt::format("slot {} is not below the trace's {} allocations", e.slot,
-                            trace.allocations));
-    }
-    if (e.alloc) {
-      if (live[e.slot]) refuse(i, fmt::format("slot {} is allocated while live", e.slot));
-      if (e.size > std::numeric_limits<std::uint64_t>::max() - live_bytes) {
-        refuse(i, "live bytes pass 2^64 - 1");
-      }
-      live[e.slot] = true;
-      live_size[e.slot] = e.size;
-      live_bytes += e.size;
-      peak = std::max(peak, live_bytes);
-    } else {
-      if (!live[e.slot]) refuse(i, fmt::format("slot {} is freed while not live", e.slot));
-      live[e.slot] = false;
-      live_bytes -= live_size[e.slot];
-    }
-  }
-  if (peak != trace.peak_live_bytes) {
-    throw invalid_argument(
-        fmt::format("trace {}: peak_live_bytes says {} but its events peak at {} live bytes",
-                    trace.name, trace.peak_live_bytes, peak));
-  }
 }
 
 }  // namespace

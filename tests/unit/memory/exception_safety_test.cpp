@@ -169,6 +169,36 @@ TEST(ExceptionSafety, PersistentPoolLeavesNoEmptyBucket) {
   EXPECT_GT(injected, 0);
 }
 
+// Giving a slice back never allocates (release, drain and cleanup are noexcept): the sliced
+// pool keeps room for every block it made in its spare list. A reservation that failed between
+// growing the block table and that room left it short, and a later cleanup's allocation, failing
+// in turn, ended the process.
+TEST(ExceptionSafety, AFailedReservationLeavesGivingBackAllocationFree) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto const sweep_then_give_back = [] {
+    for (long n = 0;; ++n) {
+      memory_manager m(std::make_unique<page_storage>(), {mib, 64, 4 * mib},
+                       memory_configuration::custom({pool_options::sliced(mib, mib)}));
+      bool threw = false;
+      {
+        armed a(n);
+        try {
+          (void)m.reserve(kib);
+        } catch (std::bad_alloc const&) {
+          threw = true;
+        }
+      }
+      { auto const h = m.reserve(kib); }
+      {
+        armed a(0);       // Any allocation from here on throws...
+        m.cleanup(false);  // ...inside noexcept code, if giving the slice back made one.
+      }
+      if (!threw) std::exit(0);
+    }
+  };
+  EXPECT_EXIT(sweep_then_give_back(), ::testing::ExitedWithCode(0), "");
+}
+
 TEST(ExceptionSafety, EveryPresetStaysConsistent) {
   auto cached = pool_options::sliced(mib, 4 * mib);
   cached.cache_pages = true;

@@ -329,17 +329,22 @@ TEST(TraceReplay, RequestThatCannotBeServedNamesTheTraceAndEvent) {
 }
 
 // A trace built in code skips parse_trace's checks: a slot past `allocations` wrote past the
-// replay's table (heap overflow under ASan), and a wrong peak misstated the ratio.
+// replay's (and the scaler's) table, heap overflow under ASan, and a wrong peak misstated the
+// ratio. Replaying and scaling refuse it alike.
 TEST(TraceReplay, AnInconsistentHandBuiltTraceIsRefusedNamingTheEvent) {
   replay_options o;
   o.repetitions = 1;
   auto const expect_refused = [&](allocation_trace const& t, std::string const& needle) {
-    try {
-      (void)replay_trace(t, memory_configuration::compact(), o);
-      ADD_FAILURE() << "no error for a trace that should contain: " << needle;
-    } catch (cubert::invalid_argument const& e) {
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
-    }
+    auto const refuses = [&](char const* what, auto&& call) {
+      try {
+        call();
+        ADD_FAILURE() << what << ": no error for a trace that should contain: " << needle;
+      } catch (cubert::invalid_argument const& e) {
+        EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << what << ": " << e.what();
+      }
+    };
+    refuses("replay", [&] { (void)replay_trace(t, memory_configuration::compact(), o); });
+    refuses("scale", [&] { (void)scale_trace(t, 2.0); });
   };
   auto const good = parse("a 1 100\na 2 300\nf 1\nf 2\n");
   auto t = good;
