@@ -49,7 +49,8 @@ struct options {
   std::size_t staging_block_size = std::size_t{1} << 20;
   std::size_t staging_blocks = 32;  ///< Most pinned blocks held at once.
   /// Threads sharing the host-side copies of large pageable transfers, the caller included;
-  /// 0 = half the CPUs this process may use (its affinity mask and cgroup CPU quota), 1 to 8.
+  /// 0 = half the CPUs this process may use (its affinity mask and cgroup CPU quota), 1 to 8;
+  /// values above 64 are taken as 64.
   unsigned copy_threads = 0;
   /// Whether the copy threads write the caller's pageable memory in downloads (`read_into`,
   /// `read` beyond the read pool) of 1 MiB or more with streaming stores, which skip reading

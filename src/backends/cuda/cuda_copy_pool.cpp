@@ -11,7 +11,7 @@
 namespace cubert::cuda::detail {
 
 cuda_copy_pool::cuda_copy_pool(unsigned threads, std::chrono::microseconds spin) noexcept
-    : threads_(threads == 0 ? default_threads() : threads), spin_(spin) {}
+    : threads_(threads == 0 ? default_threads() : std::min(threads, max_threads)), spin_(spin) {}
 
 unsigned cuda_copy_pool::default_threads() noexcept {
   // Half the CPUs this process may use (not the host's: under taskset or a CPU quota the
@@ -31,7 +31,7 @@ cuda_copy_pool::~cuda_copy_pool() {
 
 void cuda_copy_pool::start() noexcept {
   started_ = true;
-  pool_.reserve(threads_ - 1);
+  // No reserve: the vector's growth failing is a refusal like a thread's, caught below.
   for (unsigned i = 1; i < threads_; ++i) {
     try {
       pool_.emplace_back([this, i] { worker_loop(i); });

@@ -24,7 +24,11 @@ namespace cubert::cuda::detail {
 /// time (the server's).
 class cuda_copy_pool {
  public:
-  /// A pool of `threads` workers including the caller; 0 picks `default_threads()`.
+  /// Most workers a pool runs: more than the CPUs of any host this is meant for, so a larger
+  /// (mistaken) request gets this many rather than thousands of spinning threads.
+  static constexpr unsigned max_threads = 64;
+  /// A pool of `threads` workers including the caller, at most `max_threads`; 0 picks
+  /// `default_threads()`.
   explicit cuda_copy_pool(unsigned threads,
                           std::chrono::microseconds spin = std::chrono::microseconds(50)) noexcept;
   ~cuda_copy_pool();

@@ -62,6 +62,21 @@ bool host_memory_at(driver_api const& api, std::uintptr_t address) noexcept {
          type == CU_MEMORYTYPE_HOST;
 }
 
+// Whether two addresses lie in one allocation: a range whose ends are pinned may still cross
+// pageable memory between two allocations, which a DMA cannot take. Where the driver gives no
+// buffer id, both ends pinned is all it says.
+bool same_allocation(driver_api const& api, std::uintptr_t a, std::uintptr_t b) noexcept {
+  unsigned long long id_a = 0;
+  unsigned long long id_b = 0;
+  if (api.cuPointerGetAttribute(&id_a, CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                static_cast<CUdeviceptr>(a)) != CUDA_SUCCESS ||
+      api.cuPointerGetAttribute(&id_b, CU_POINTER_ATTRIBUTE_BUFFER_ID,
+                                static_cast<CUdeviceptr>(b)) != CUDA_SUCCESS) {
+    return true;
+  }
+  return id_a == id_b;
+}
+
 }  // namespace
 
 host_buffer make_pinned_buffer(CUdevice device, std::size_t size) {
@@ -111,7 +126,8 @@ bool is_pinned(void const* p, std::size_t n, bool ask_driver) noexcept {
   }
   auto const& api = driver_state();
   if (!ask_driver || !api.loaded) return false;
-  return host_memory_at(api, begin) && host_memory_at(api, begin + (n - 1));
+  auto const end = begin + (n - 1);
+  return host_memory_at(api, begin) && host_memory_at(api, end) && same_allocation(api, begin, end);
 }
 
 }  // namespace cubert::cuda::detail

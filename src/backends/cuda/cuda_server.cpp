@@ -504,8 +504,9 @@ std::future<void> cuda_server::read_into(cubert::binding const& b, std::span<std
       if (block && staging_->download_queued(block->span(), res.address())) {
         queued = true;
         // Dropped unwaited, the future still copies: `dst` is written either way, as by a DMA.
+        auto point = mark_stream("read_into");  // Before the block moves: see drain_if_unwinding.
         return after<when_dropped::finish>(
-            mark_stream("read_into"), std::move(*block),
+            std::move(point), std::move(*block),
             [dst](bytes landed) { std::memcpy(dst.data(), landed.data(), dst.size()); });
       }
       staging_->download(dst, res.address());
@@ -545,7 +546,8 @@ std::future<std::vector<bytes>> cuda_server::read(std::vector<cubert::binding> b
     drain_if_unwinding const drain(stream_, queued);
     for (auto const& b : bindings) out.push_back(read_one(b, queued));
     if (!queued) return ready(std::move(out));
-    return after(mark_stream("read"), std::move(out), [](std::vector<bytes> r) { return r; });
+    auto point = mark_stream("read");  // Before `out` moves: see drain_if_unwinding.
+    return after(std::move(point), std::move(out), [](std::vector<bytes> r) { return r; });
   } catch (...) {
     return failed<std::vector<bytes>>(on_failure(std::current_exception()));
   }
@@ -579,7 +581,8 @@ std::future<std::vector<bytes>> cuda_server::read_tensor(std::vector<binding_wit
       return out;
     };
     if (!queued) return ready(gather(std::move(raw)));
-    return after(mark_stream("read_tensor"), std::move(raw), std::move(gather));
+    auto point = mark_stream("read_tensor");  // Before `raw` moves: see drain_if_unwinding.
+    return after(std::move(point), std::move(raw), std::move(gather));
   } catch (invalid_argument const&) {
     throw;
   } catch (...) {
@@ -607,7 +610,7 @@ std::future<void> cuda_server::sync() {
     // cuMemFree and cuMemFreeHost wait for the whole device, which is not the server's to do for
     // a caller that waits outside.
     free_queued();
-    return after(mark_stream("sync"));
+    return after<when_dropped::forget>(mark_stream("sync"));  // Dropped, it waits for nothing.
   } catch (...) {
     return failed<void>(on_failure(std::current_exception()));
   }

@@ -110,10 +110,12 @@ class stream_point {
   char const* what_;
 };
 
-/// What a future dropped unwaited does once the device has passed its point: let the payload
-/// go, or finish the work as get() would have (its result and any exception dropped), so that a
-/// read into the caller's memory writes it whether or not the future is waited for.
-enum class when_dropped { discard, finish };
+/// What a future dropped unwaited does: wait for the device to pass its point, then let the
+/// payload go (`discard`) or finish the work as get() would have (`finish`: its result and any
+/// exception dropped, so that a read into the caller's memory writes it whether or not the
+/// future is waited for); or, where the device writes nothing the future holds (a `sync`), not
+/// wait at all (`forget`).
+enum class when_dropped { discard, finish, forget };
 
 /// The callable a deferred future runs: waits for `point`, then hands `payload` to `then`. The
 /// payload (memory the device writes) outlives the device's writes: destroyed unwaited (the
@@ -128,6 +130,7 @@ class after_point {
   after_point(after_point const&) = delete;
   after_point& operator=(after_point const&) = delete;
   ~after_point() {  // Runs before the payload is destroyed.
+    if constexpr (Dropped == when_dropped::forget) return;
     // False when get() already waited (then ran, or the wait threw) or this was moved from.
     bool const passed = point_.wait_quietly();
     if constexpr (Dropped == when_dropped::finish) {
@@ -163,8 +166,10 @@ template <when_dropped Dropped = when_dropped::discard, typename Payload, typena
 }
 
 /// A future that waits for `point` on the calling thread in its get() or wait(); deferred.
-[[nodiscard]] inline std::future<void> after(stream_point point) {
-  return after(std::move(point), 0, [](int) {});
+/// Dropped unwaited, it waits too unless `Dropped` is `forget`.
+template <when_dropped Dropped = when_dropped::discard>
+[[nodiscard]] std::future<void> after(stream_point point) {
+  return after<Dropped>(std::move(point), 0, [](int) {});
 }
 
 }  // namespace cubert::cuda::detail

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <chrono>
 #include <ctime>
+#include <limits>
 #include <mutex>
 #include <sched.h>
 #include <set>
@@ -40,6 +41,17 @@ TEST(CudaCopyPoolTest, DefaultSizeFollowsTheCpusThisProcessMayUse) {
   auto const n = cuda_copy_pool::default_threads();
   ASSERT_EQ(sched_setaffinity(0, sizeof(saved), &saved), 0);
   EXPECT_EQ(n, 1u);
+}
+
+// A mistaken huge count (options.copy_threads) gets the most a pool runs, not billions of
+// thread slots (whose reservation, failing inside noexcept code, ended the process).
+TEST(CudaCopyPoolTest, AHugeCountIsCapped) {
+  cuda_copy_pool pool(std::numeric_limits<unsigned>::max());
+  EXPECT_EQ(pool.threads(), cuda_copy_pool::max_threads);
+  std::atomic<unsigned> ran{0};
+  pool.run(2, [&](unsigned) { ran.fetch_add(1); });
+  EXPECT_EQ(ran.load(), 2u);
+  EXPECT_LE(pool.threads(), cuda_copy_pool::max_threads);
 }
 
 TEST(CudaCopyPoolTest, EveryWorkerRunsOnceAndTheCallerIsWorkerZero) {

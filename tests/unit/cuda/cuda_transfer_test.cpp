@@ -180,6 +180,15 @@ TEST_P(CudaTransferTest, PinnedBuffersAreRecognised) {
   auto const h = server_->create(data);
   read_into(h.binding(), {static_cast<std::byte*>(foreign), 2 * mib});
   EXPECT_TRUE(same_bytes({static_cast<std::byte*>(foreign), 2 * mib}, data));
+  // A range from one pinned allocation into another crosses memory that is neither (only the
+  // addresses are asked about).
+  void* second = nullptr;
+  ASSERT_EQ(cubert::cuda::detail::driver().cuMemAllocHost(&second, 2 * mib), CUDA_SUCCESS);
+  auto const* lo = static_cast<std::byte const*>(std::min(foreign, second));
+  auto const* hi = static_cast<std::byte const*>(std::max(foreign, second));
+  EXPECT_FALSE(is_pinned(lo, static_cast<std::size_t>(hi - lo) + mib))
+      << "a range across two pinned allocations was taken for pinned";
+  cubert::cuda::detail::driver().cuMemFreeHost(second);
   cubert::cuda::detail::driver().cuMemFreeHost(foreign);
 }
 

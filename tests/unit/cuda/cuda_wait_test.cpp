@@ -454,6 +454,18 @@ TEST_P(CudaWaitOutside, AReadThatWaitsInsideFreesQueuedPages) {
       << "the read waited for the stream but left the queued page";
 }
 
+// A sync's future holds nothing the device writes: dropped unwaited, it waits for nothing.
+TEST_P(CudaWaitOutside, ADroppedSyncWaitsForNothing) {
+  cubert::cuda::options opts;
+  opts.kernel_cache_dir = std::filesystem::path{};
+  opts.stream = owned_.stream;
+  auto const channel = cubert::backend::make_channel(cubert::cuda::make_server(0, opts), GetParam());
+  hold_stream();
+  auto const joiner = threads_joined();
+  auto const& dropped = spawn([&channel] { (void)channel->sync(); });
+  EXPECT_TRUE(becomes_true(dropped, 5s)) << "dropping a sync's future waited for the device";
+}
+
 // A read's future may be waited for after its client is gone: its event and the block its
 // bytes land in outlive the server.
 TEST_P(CudaWaitOutside, AReadIsWaitedForAfterItsClientIsGone) {

@@ -468,10 +468,26 @@ CUresult CUDAAPI cuMemHostGetFlags(unsigned int* flags, void* p) {
   *flags = 0;
   return CUDA_SUCCESS;
 }
+// The allocation of `ranges` holding `p`, or ranges.end().
+auto allocation_at(std::map<std::uintptr_t, std::size_t> const& ranges, std::uintptr_t p) {
+  auto it = ranges.upper_bound(p);
+  if (it == ranges.begin()) return ranges.end();
+  --it;
+  return p - it->first < it->second ? it : ranges.end();
+}
 CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute a, CUdeviceptr p) {
   FAKE_NEED_CONTEXT();
-  if (a != CU_POINTER_ATTRIBUTE_MEMORY_TYPE) return CUDA_ERROR_NOT_SUPPORTED;
   std::lock_guard lock(state().m);
+  if (a == CU_POINTER_ATTRIBUTE_BUFFER_ID) {  // Here the allocation's address: unique while live.
+    for (auto const* ranges : {&state().pinned, &state().device}) {
+      if (auto it = allocation_at(*ranges, p); it != ranges->end()) {
+        *static_cast<unsigned long long*>(data) = it->first;
+        return CUDA_SUCCESS;
+      }
+    }
+    return CUDA_ERROR_INVALID_VALUE;
+  }
+  if (a != CU_POINTER_ATTRIBUTE_MEMORY_TYPE) return CUDA_ERROR_NOT_SUPPORTED;
   unsigned int type = 0;
   if (inside(state().pinned, p, 1)) {
     type = CU_MEMORYTYPE_HOST;
