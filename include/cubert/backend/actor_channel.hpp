@@ -169,6 +169,14 @@ class actor_channel final : public channel {
     });
   }
   void drop_graph(std::uint64_t id) noexcept override {
+    if (std::this_thread::get_id() == thread_.get_id()) {
+      // A message's captures held the graph's last copy (a kernel's CPU body, say), and go as
+      // it finishes, on the server thread, which has the server to itself: posting would pass
+      // the profile gate, and wait there for another thread's open profile to end while that
+      // thread waits for this one.
+      server_->drop_graph(id);
+      return;
+    }
     try {
       post([id](Server& s) { s.drop_graph(id); });
     } catch (...) {  // Out of memory for the message: the server frees it with itself.
@@ -215,18 +223,24 @@ class actor_channel final : public channel {
         gate_step::open);
   }
   profile_duration end_profile(profiling_token token) override {
-    // Other threads' messages may queue as soon as this one has: they run after it.
-    return gated_call(
-        [c = core_.get(), token](Server& s) {
-          struct closing {
-            core* c;
-            ~closing() {
-              if (c->window_depth > 0 && --c->window_depth == 0) c->window_owner = {};
-            }
-          } const closes{c};
-          return s.end_profile(token);
-        },
-        gate_step::close);
+    auto const ends = [c = core_.get(), token](Server& s) {
+      struct closing {
+        core* c;
+        ~closing() {
+          if (c->window_depth > 0 && --c->window_depth == 0) c->window_owner = {};
+        }
+      } const closes{c};
+      return s.end_profile(token);
+    };
+    // Other threads' messages may queue as soon as this one has: they run after it. One that
+    // cannot be queued (out of host memory) ends the profile here instead, on this thread, so
+    // that the window closes: other threads' direct calls wait for it to.
+    return gated_call(ends, gate_step::close, [this, ends]() noexcept {
+      try {
+        (void)direct(ends);
+      } catch (...) {  // The caller hears the failure to post; the window is closed either way.
+      }
+    });
   }
   [[nodiscard]] device_properties const& properties() const noexcept override {
     return properties_;
@@ -343,9 +357,11 @@ class actor_channel final : public channel {
 
   // A blocking call that takes or gives up profiling ownership as it is posted. Ownership ends up
   // as the caller expects even on failure: a start the server refused is undone, and an end
-  // whose message could not be posted (posting throws before the step) still gives it up.
-  template <typename F>
-  auto gated_call(F&& f, gate_step step) -> std::invoke_result_t<F&, Server&> {
+  // whose message could not be posted (posting throws before the step) still gives it up, and
+  // runs `unposted` (after the gate is open to others again).
+  template <typename F, typename Unposted = void (*)() noexcept>
+  auto gated_call(F&& f, gate_step step, Unposted unposted = []() noexcept {})
+      -> std::invoke_result_t<F&, Server&> {
     auto const undo = [&](gate_step failed) {
       if (step != failed) return;
       std::lock_guard lock(core_->mutex);
@@ -356,6 +372,7 @@ class actor_channel final : public channel {
         return call_async(std::forward<F>(f), step);
       } catch (...) {
         undo(gate_step::close);
+        unposted();
         throw;
       }
     }();

@@ -12,6 +12,7 @@
 #include <cubert/bindings.hpp>
 #include <cubert/bytes.hpp>
 #include <cubert/client.hpp>
+#include <cubert/cpu.hpp>
 #include <cubert/cuda.hpp>
 #include <cubert/error.hpp>
 #include <cubert/kernel.hpp>
@@ -464,6 +465,44 @@ TEST_P(CudaWaitOutside, ADroppedSyncWaitsForNothing) {
   auto const joiner = threads_joined();
   auto const& dropped = spawn([&channel] { (void)channel->sync(); });
   EXPECT_TRUE(becomes_true(dropped, 5s)) << "dropping a sync's future waited for the device";
+}
+
+// A device graph's last copy may go with a queued message (held by a kernel's CPU body): on the
+// actor channel the server thread then drops the graph. While another thread has a profile
+// open, posting that drop waited for the profile's end, and the profile's owner for the server
+// thread: neither moved.
+TEST_P(CudaWaitOutside, AGraphGoingWithAQueuedLaunchDoesNotWaitForAProfile) {
+  auto const buf = client_->empty(std::uint64_t{1} << 20);
+  std::array<std::byte, 4> const ones{std::byte{1}, std::byte{1}, std::byte{1}, std::byte{1}};
+  auto graph =
+      std::make_optional(client_->capture([&] { client_->fill(buf.binding(), ones); }));
+  ASSERT_TRUE(graph->native());
+  auto k = std::make_optional(
+      cubert::kernel::builder("wait_test::holds_a_graph")
+          .cuda_source("extern \"C\" __global__ void holds_a_graph() {}", "holds_a_graph")
+          .cpu([g = *graph](cubert::cpu::kernel_context const&) { (void)g; })
+          .build());
+  graph.reset();  // The kernel holds the graph's last copy.
+  auto const data = pattern_bytes(std::size_t{1} << 20, 12);
+  auto const src = client_->create(data);
+  hold_stream();
+  auto const joiner = threads_joined();
+  // Over 256 KiB and pageable: the read waits inside the server (the actor's thread) for the
+  // held stream; the launch queues behind it.
+  std::vector<std::byte> got(data.size());
+  auto const& read = spawn([&] { client_->read_into(src.binding(), got); });
+  auto const& opened = spawn([this] {
+    std::this_thread::sleep_for(100ms);  // The launch and the profile below are queued first.
+    gate_.open.store(true);
+  });
+  // Through the mutex channel this waits for the read; through the actor's, it is queued.
+  client_->execute(*k, cubert::cube_count{1}, cubert::bindings{});
+  k.reset();  // The queued launch holds the kernel's last copy, and with it the graph's.
+  auto const& profiled = spawn([this] { (void)client_->profile([] {}, "window"); });
+  EXPECT_TRUE(becomes_true(read, 10s));
+  EXPECT_TRUE(becomes_true(opened, 10s));
+  EXPECT_TRUE(becomes_true(profiled, 10s)) << "the profile and the graph's drop waited for each other";
+  EXPECT_EQ(got, data);
 }
 
 // A read's future may be waited for after its client is gone: its event and the block its

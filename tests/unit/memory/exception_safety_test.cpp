@@ -3,6 +3,7 @@
 // its pools consistent and usable: no storage page is leaked or freed twice, the usage report
 // still matches the live slices. Each test fails the 1st, 2nd, ... host allocation of one call
 // until the call runs through.
+#include "failing_new.hpp"
 #include "memory_test_support.hpp"
 
 #include <cubert/error.hpp>
@@ -10,38 +11,11 @@
 
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <cstdlib>
 #include <map>
 #include <new>
 #include <string>
 #include <vector>
-
-namespace {
-
-// Armed with n >= 0: the (n+1)-th plain operator new from now on throws bad_alloc.
-std::atomic<long> fail_countdown{-1};
-
-}  // namespace
-
-// The replacements below pair malloc with free; optimised builds inline them where gtest
-// deletes what it newed, and g++ 12 then takes free() for a mismatch with new.
-#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
-
-void* operator new(std::size_t n) {
-  if (fail_countdown.load(std::memory_order_relaxed) >= 0 &&
-      fail_countdown.fetch_sub(1, std::memory_order_relaxed) == 0) {
-    throw std::bad_alloc();
-  }
-  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
-  throw std::bad_alloc();
-}
-void operator delete(void* p) noexcept {
-  std::free(p);
-}
-void operator delete(void* p, std::size_t) noexcept {
-  std::free(p);
-}
 
 namespace {
 
@@ -51,12 +25,7 @@ constexpr std::uint64_t mib = 1024 * kib;
 
 using page_storage = cubert::memory::test::ledger_storage;
 
-struct armed {
-  explicit armed(long n) { fail_countdown.store(n); }
-  ~armed() { fail_countdown.store(-1); }
-  armed(armed const&) = delete;
-  armed& operator=(armed const&) = delete;
-};
+using armed = cubert::test::failing_allocations;
 
 // Runs `call` with the n-th host allocation failing, for n = 0, 1, ... until it succeeds, and
 // checks the manager after each failure. `setup` builds the state before the call. Returns how

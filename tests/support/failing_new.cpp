@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "failing_new.hpp"
+
+#include <cstdlib>
+#include <new>
+
+namespace {
+
+// Armed with n >= 0: the (n+1)-th plain operator new from now on, on this thread, throws.
+thread_local long fail_countdown = -1;
+
+}  // namespace
+
+namespace cubert::test {
+
+failing_allocations::failing_allocations(long n) noexcept {
+  fail_countdown = n;
+}
+
+failing_allocations::~failing_allocations() {
+  fail_countdown = -1;
+}
+
+}  // namespace cubert::test
+
+// The replacements below pair malloc with free; optimised builds inline them where gtest
+// deletes what it newed, and g++ 12 then takes free() for a mismatch with new.
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+
+void* operator new(std::size_t n) {
+  if (fail_countdown >= 0 && fail_countdown-- == 0) throw std::bad_alloc();
+  if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: Apache-2.0
+// The actor channel when the caller's host allocations fail: a profile whose end cannot be
+// posted still ends, so other threads' calls that wait for the profile window to close go on.
+#include "dummy_server.hpp"
+#include "failing_new.hpp"
+
+#include <cubert/backend/channel.hpp>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <future>
+#include <memory>
+#include <new>
+#include <thread>
+
+namespace {
+
+using namespace cubert;
+using namespace std::chrono_literals;
+
+// True when another thread's direct call (a reservation) finishes within 5 s. The thread is
+// detached: one stuck for ever must not keep the (child) process from exiting.
+bool others_go_on(std::shared_ptr<backend::channel> const& ch) {
+  auto done = std::make_shared<std::promise<void>>();
+  auto finished = done->get_future();
+  std::thread([ch, done] {
+    (void)ch->empty(8);
+    done->set_value();
+  }).detach();
+  return finished.wait_for(5s) == std::future_status::ready;
+}
+
+// For n = 0, 1, ...: the n-th host allocation of end_profile fails, until one runs through.
+// After each, another thread's reservation must go on and a new profile must start and end.
+// Run in a child: a window left open leaves the other thread spinning for ever.
+void sweep_failed_ends() {
+  for (long n = 0;; ++n) {
+    auto const ch =
+        backend::make_channel(std::make_unique<test::dummy_server>(), backend::channel_kind::actor);
+    auto const token = ch->start_profile();
+    bool threw = false;
+    {
+      test::failing_allocations const failing(n);
+      try {
+        (void)ch->end_profile(token);
+      } catch (std::bad_alloc const&) {
+        threw = true;
+      }
+    }
+    if (!others_go_on(ch)) {
+      std::fprintf(stderr, "failing allocation %ld: another thread's call never returned\n", n);
+      std::_Exit(1);
+    }
+    (void)ch->end_profile(ch->start_profile());
+    if (!others_go_on(ch)) std::_Exit(2);
+    if (!threw) std::exit(0);
+  }
+}
+
+TEST(ActorChannelAllocationFailure, AProfileWhoseEndCannotBePostedStillEnds) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(sweep_failed_ends(), ::testing::ExitedWithCode(0), "");
+}
+
+}  // namespace
