@@ -74,6 +74,7 @@ class tune_cache {
   std::unordered_map<std::string, candidate_result> results_;
   std::uint64_t cursor_ = 0;
   std::uint64_t inode_ = 0;
+  std::string tail_;  // The last bytes before cursor_ (at most 32): checked again at each read.
   std::size_t skipped_ = 0;
 };
 

@@ -338,6 +338,10 @@ class tuner {
                       Key key, Inputs... inputs) {
     auto const& s = *set;
     auto& st = *state_;
+    if (s.size() == 0) {  // Nothing to run, in the foreground or while a worker tunes.
+      throw autotune_error(
+          fmt::format("no autotune candidate of {} works: the set has no candidates", st.name));
+    }
     std::unique_lock lock(st.mutex);
     for (;;) {
       auto& list = st.entries[key];

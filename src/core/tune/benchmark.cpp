@@ -80,14 +80,15 @@ std::vector<candidate_result> run_benchmarks(benchmark_target& target,
     try {
       std::optional<profile_duration> timed;
       for (int w = 0; w < std::max(options.warmup, 1); ++w) timed = target.warm_up(indices[s]);
-      results[s].status = candidate_status::ok;
-      auto& c = cands.emplace_back();
+      live_candidate c;
       c.slot = s;
-      if (timed) {
+      if (timed) {  // Resolved before the candidate joins: one that fails here is not sampled.
         c.samples.push_back(timed->resolve());
         c.best = c.samples.back();
         c.timed_warm_up = true;
       }
+      cands.push_back(std::move(c));
+      results[s].status = candidate_status::ok;
     } catch (check_failure const& e) {
       results[s].status = candidate_status::quarantined;
       results[s].error = e.what();

@@ -5,6 +5,7 @@
 #include <xxhash.h>
 
 #include <chrono>
+#include <cmath>
 #include <ctime>
 
 namespace cubert::tune::detail {
@@ -85,11 +86,34 @@ candidate_result parse_candidate(json const& j) {
   r.error = j.value("error", std::string{});
   if (j.contains("stats")) {
     auto const& s = j.at("stats");
-    using ns = std::chrono::nanoseconds;
-    r.stats =
-        candidate_stats{ns(s.at("min").get<std::int64_t>()), ns(s.at("median").get<std::int64_t>()),
-                        ns(s.at("max").get<std::int64_t>()), ns(s.at("mean").get<std::int64_t>()),
-                        s.at("stddev").get<double>(),        s.at("samples").get<std::size_t>()};
+    // nlohmann converts any number with a plain cast (-5 to a huge count, 1e300 undefined):
+    // timings that would be trusted for good are checked for what a benchmark can produce.
+    auto const refuse = [&](std::string const& why) {
+      throw json::other_error::create(501, "stats: " + why, &j);
+    };
+    auto const duration = [&](char const* field) {
+      auto const& v = s.at(field);
+      if (!v.is_number_integer() || v.get<std::int64_t>() < 0) {
+        refuse(fmt::format("'{}' is not a whole, non-negative number of nanoseconds", field));
+      }
+      return std::chrono::nanoseconds(v.get<std::int64_t>());
+    };
+    candidate_stats const c{duration("min"),
+                            duration("median"),
+                            duration("max"),
+                            duration("mean"),
+                            s.at("stddev").get<double>(),
+                            0};
+    auto const& samples = s.at("samples");
+    if (!samples.is_number_unsigned() || samples.get<std::uint64_t>() == 0) {
+      refuse("'samples' is not a positive count");
+    }
+    if (!(c.min <= c.median && c.median <= c.max && c.min <= c.mean && c.mean <= c.max)) {
+      refuse("min, median, mean and max are out of order");
+    }
+    if (!std::isfinite(c.stddev_ns) || c.stddev_ns < 0) refuse("'stddev' is not a non-negative number");
+    r.stats = c;
+    r.stats->samples = samples.get<std::size_t>();
   }
   // A failed or quarantined candidate may keep its timings; an ok or eliminated one must have
   // them (without, it would be cached as measured but never compared).

@@ -27,8 +27,12 @@ std::string composite(std::string_view key, std::string_view name, std::string_v
 std::filesystem::path tune_cache::file_for(std::filesystem::path const& root,
                                            std::string_view tuner_name,
                                            std::string_view device_fingerprint) {
+  // Names that had to be changed to make a file name ("conv/2d" and "conv 2d" both give
+  // "conv_2d") carry a hash of the real one, so two tuners never share a file.
+  auto stem = detail::sanitise(tuner_name);
+  if (stem != tuner_name) stem += "-" + detail::hash_hex(tuner_name).substr(0, 8);
   return root / "autotune" / detail::sanitise(CUBERT_VERSION_STRING) /
-         detail::hash_hex(device_fingerprint) / (detail::sanitise(tuner_name) + ".jsonl");
+         detail::hash_hex(device_fingerprint) / (stem + ".jsonl");
 }
 
 tune_cache::tune_cache(std::filesystem::path const& root, std::string_view tuner_name,
@@ -49,6 +53,7 @@ void tune_cache::read_from_cursor() {
       results_.clear();
       cursor_ = 0;
       inode_ = 0;
+      tail_.clear();
     }
     return;
   }
@@ -56,16 +61,18 @@ void tune_cache::read_from_cursor() {
   try {
     detail::file_lock lock(path_, detail::file_lock::mode::shared);
     // Only what lies past the cursor is read: every key tuned refreshes, and reading the whole
-    // file each time made a process's tuning quadratic in the size of the cache.
+    // file each time made a process's tuning quadratic in the size of the cache. The bytes just
+    // before the cursor are read again: unless they are the ones consumed last, the file was
+    // replaced (a reused inode number), compacted or cut, and what the cursor counts is gone.
     std::uint64_t inode = 0;
-    text = detail::read_from(path_, cursor_, &inode);
-    auto const size = std::filesystem::file_size(path_, ec);
-    if (inode != inode_ || (!ec && size < cursor_)) {  // Compacted (renamed) or cut: reload.
+    text = detail::read_from(path_, cursor_ - tail_.size(), &inode);
+    if (inode == inode_ && std::string_view(text).starts_with(tail_)) {
+      text.erase(0, tail_.size());
+    } else {
       results_.clear();
-      if (cursor_ != 0) {
-        cursor_ = 0;
-        text = detail::read_from(path_, 0, &inode);
-      }
+      if (cursor_ != 0) text = detail::read_from(path_, 0, &inode);
+      cursor_ = 0;
+      tail_.clear();
       inode_ = inode;
     }
   } catch (io_error const& e) {
@@ -92,6 +99,10 @@ void tune_cache::read_from_cursor() {
     }
   });
   cursor_ += consumed;
+  // Each line ends in its own checksum: the last bytes consumed tell this file from another.
+  constexpr std::size_t tail_bytes = 32;
+  tail_.append(text, 0, consumed);
+  if (tail_.size() > tail_bytes) tail_.erase(0, tail_.size() - tail_bytes);
 }
 
 void tune_cache::remember(std::string_view key, std::string_view explicit_checksum,

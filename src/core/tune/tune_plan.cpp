@@ -14,7 +14,9 @@ tune_plan::tune_plan(std::vector<std::vector<plan_membership>> const& membership
     for (auto const& m : memberships[i]) {
       // Negative priorities mean "never tune": the candidate is not planned at all.
       if (m.group_priority < 0 || m.within_priority < 0) continue;
-      groups_[m.group_priority][m.within_priority].push_back(i);
+      // Two memberships at the same priorities put it in one batch once, not twice.
+      auto& batch = groups_[m.group_priority][m.within_priority];
+      if (batch.empty() || batch.back() != i) batch.push_back(i);
     }
   }
 }

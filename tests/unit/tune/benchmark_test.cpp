@@ -124,6 +124,33 @@ TEST(Benchmark, CandidateWhoseMeasuredRunsAllFailIsFailedNotScoredOnItsWarmUp) {
   EXPECT_EQ(*cubert::tune::select_winner(results, 0.02), 0U);
 }
 
+// Candidate 1's timed warm-up runs, but its time cannot be had: it is failed, and never sampled.
+class warm_up_time_fails final : public cubert::tune::benchmark_target {
+ public:
+  std::optional<cubert::profile_duration> warm_up(std::size_t i) override {
+    if (i == 1) {
+      return cubert::profile_duration::from_device(
+          []() -> ns { throw std::runtime_error("event lost"); });
+    }
+    return cubert::profile_duration::from_device([] { return ns(100us); });
+  }
+  cubert::profile_duration sample(std::size_t i) override {
+    ++sampled[i];
+    return cubert::profile_duration::from_device([] { return ns(100us); });
+  }
+  std::map<std::size_t, int> sampled;
+};
+
+TEST(Benchmark, CandidateWhoseWarmUpTimeFailsIsNeverSampled) {
+  warm_up_time_fails target;
+  std::vector<std::size_t> idx{0, 1};
+  auto results = cubert::tune::run_benchmarks(target, idx, {});
+  EXPECT_EQ(results[0].status, candidate_status::ok);
+  EXPECT_EQ(results[1].status, candidate_status::failed);
+  EXPECT_NE(results[1].error.find("event lost"), std::string::npos) << results[1].error;
+  EXPECT_EQ(target.sampled.count(1), 0U);
+}
+
 TEST(Benchmark, NonAdaptiveTakesEverySample) {
   scripted_target target({100us, 900us});
   std::vector<std::size_t> idx{0, 1};

@@ -144,7 +144,9 @@ TEST_F(TuneCacheStoreTest, ImportingAnOlderBundleKeepsNewerLocalResults) {
   }
   auto bundle = nlohmann::json::parse(cubert::tune::export_cache(dir_));
   auto& record = bundle["files"][0]["records"][0];
-  record["stats"]["median"] = 1000;  // A different, older result of the same candidate...
+  for (char const* f : {"min", "median", "mean", "max"}) {
+    record["stats"][f] = 1000;  // A different, older result of the same candidate...
+  }
   record["time"] = 1000;             // ...from 1970.
   auto newer = record;
   newer["key"] = "other";  // A key the local cache lacks is imported.
@@ -191,6 +193,19 @@ TEST_F(TuneCacheStoreTest, ImportChecksEveryRecordBeforeWritingAny) {
   c = candidate;
   c["time"] = "yesterday";
   bad.push_back(c);
+  // Timings a benchmark cannot produce would be trusted for good (the winner never re-measured).
+  for (auto const& [field, value] :
+       std::vector<std::pair<std::string, nlohmann::json>>{{"median", -5},
+                                                           {"median", 1e300},
+                                                           {"min", 2.5},
+                                                           {"max", 0},
+                                                           {"samples", -1},
+                                                           {"samples", 0},
+                                                           {"stddev", -1.0}}) {
+    c = candidate;
+    c["stats"][field] = value;
+    bad.push_back(c);
+  }
   auto d = decision;
   d["checksum"] = 7;
   bad.push_back(d);

@@ -182,6 +182,30 @@ TEST_F(TuneCacheTest, RefreshReloadsACutFile) {
   EXPECT_FALSE(c.find("k", "b", "").has_value());
 }
 
+// Another file in the same place, longer than the cursor and with the same inode number (a
+// rewrite in place here; on ext4 and XFS a cleared file's inode is often handed to the next):
+// reading on from the cursor began mid-line and kept the old file's results.
+TEST_F(TuneCacheTest, RefreshReloadsAFileReplacedUnderTheSameInode) {
+  tune_cache c(dir_, "t", "dev");
+  c.append("k1", std::vector{result("a", 1)}, std::nullopt);
+  c.refresh();
+  std::string other;
+  {
+    tune_cache elsewhere(dir_ / "elsewhere", "t", "dev");
+    for (int k = 0; k < 50; ++k) {
+      elsewhere.append("k" + std::to_string(k + 2), std::vector{result("b", k)}, std::nullopt);
+    }
+    other = read_file(elsewhere.path());
+  }
+  ASSERT_GT(other.size(), read_file(c.path()).size());
+  write_file(c.path(), other);  // In place: same inode.
+  c.refresh();
+  EXPECT_FALSE(c.find("k1", "a", "").has_value()) << "results of the replaced file still used";
+  EXPECT_TRUE(c.find("k2", "b", "").has_value()) << "the new file's first record was skipped";
+  EXPECT_TRUE(c.find("k51", "b", "").has_value());
+  EXPECT_EQ(c.skipped_lines(), 0U);
+}
+
 TEST_F(TuneCacheTest, RefreshForgetsAFileThatWasRemoved) {
   tune_cache c(dir_, "t", "dev");
   c.append("k", std::vector{result("a", 1)}, std::nullopt);
@@ -192,6 +216,17 @@ TEST_F(TuneCacheTest, RefreshForgetsAFileThatWasRemoved) {
   c.append("k", std::vector{result("a", 2)}, std::nullopt);
   c.refresh();
   EXPECT_EQ(c.find("k", "a", "")->stats->median, 2us);
+}
+
+// A tuner name that cannot be a file name as it is gets a hash of itself: "conv/2d" and
+// "conv 2d" (both "conv_2d" once made safe) shared one file and so each other's timings.
+TEST_F(TuneCacheTest, TunersWhoseSafeNamesMatchKeepFilesOfTheirOwn) {
+  auto const file = [&](std::string_view name) { return tune_cache::file_for(dir_, name, "dev"); };
+  EXPECT_NE(file("conv/2d"), file("conv 2d"));
+  EXPECT_NE(file("matmul-\xce\xb1"), file("matmul-\xce\xb2"));  // α and β
+  EXPECT_NE(file("conv/2d"), file("conv_2d"));
+  EXPECT_EQ(file("matmul").filename(), "matmul.jsonl");  // Safe names are kept as they are.
+  EXPECT_EQ(file("conv/2d").parent_path(), file("matmul").parent_path());
 }
 
 TEST_F(TuneCacheTest, LatestEntryWins) {

@@ -72,6 +72,15 @@ TEST(TunePlan, TunableInTwoGroupsIsTriedOnce) {
   EXPECT_EQ(drain(set.plan("k")), (batches{{0, 3}, {1}, {2}, {}}));
 }
 
+// Two groups of one priority, and the candidate at one priority in each: one batch, once.
+TEST(TunePlan, TunableInTwoGroupsOfOnePriorityIsInItsBatchOnce) {
+  tune_group<std::string> g0(constant(1));
+  tune_group<std::string> g1(constant(1));
+  auto set = make_set();
+  set.with(t("t0")).with(t("t1").group(g0, constant(2)).group(g1, constant(2)));
+  EXPECT_EQ(drain(set.plan("k")), (batches{{0, 1}, {}}));
+}
+
 TEST(TunePlan, NoGroups) {
   auto set = make_set();
   set.with(t("t0")).with(t("t1"));
