@@ -34,8 +34,10 @@ struct global_state {
 };
 
 global_state& global() {
-  static global_state g;
-  return g;
+  // Never destroyed: clients live until exit (the registry keeps them for static destructors),
+  // and one made or used from a static destructor reads the configuration.
+  static auto* const g = new global_state;
+  return *g;
 }
 
 }  // namespace

@@ -69,14 +69,17 @@ struct state {
   std::array<log_level, 4> configured{};
 };
 
+// The state and its lock are never destroyed: clients live until exit (the registry keeps
+// them for static destructors), and a launch logged from a static destructor would otherwise
+// copy a destroyed shared_ptr.
 std::mutex& state_mutex() {
-  static std::mutex m;
-  return m;
+  static auto* const m = new std::mutex;
+  return *m;
 }
 
 std::shared_ptr<state const>& current_state() {
-  static std::shared_ptr<state const> s;
-  return s;
+  static auto* const s = new std::shared_ptr<state const>;
+  return *s;
 }
 
 std::shared_ptr<state const> snapshot() {
@@ -196,6 +199,11 @@ std::string_view to_string(category c) noexcept {
 }
 
 void detail::initialise() {
+  // One thread builds at a time: a second building meanwhile opened the log files again, and an
+  // `append = false` file was truncated under the lines the first had written.
+  static auto* const building = new std::mutex;
+  std::lock_guard one_builder(*building);
+  if (detail::levels[0].load(std::memory_order_relaxed) != 0xff) return;
   std::shared_ptr<state const> s;
   try {
     s = build(config::get(), false);

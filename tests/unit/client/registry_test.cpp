@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <cubert/build_config.hpp>
 #include <cubert/client.hpp>
+#include <cubert/config.hpp>
 #include <cubert/error.hpp>
+#include <cubert/logging.hpp>
 
 #include <gtest/gtest.h>
+
+#include <cstdlib>
 
 namespace {
 
@@ -91,5 +95,31 @@ TEST(RegistryTest, CudaWithoutTheBackendSaysSo) {
   }
 }
 #endif
+
+// The registry keeps its clients to the end so that static destructors may use them; what a
+// client reads (the configuration, the loggers) must last as long. An exit handler registered
+// before cubert's first use runs after cubert's function statics are destroyed: before
+// 2026-11-26 it read a freed configuration and copied a destroyed logging state (ASan:
+// heap-use-after-free).
+void use_cubert_at_exit() {
+  auto const c = cubert::make_client("cpu:0");
+  c.sync();
+  (void)cubert::config::get().channel.spin_us;
+  cubert::log::write(cubert::log::category::memory, "at exit");
+  std::_Exit(0);
+}
+
+TEST(RegistryTest, ClientsWorkFromHandlersThatRunAtExit) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto const child = [] {
+    std::atexit(use_cubert_at_exit);  // Before any of cubert's statics: it runs after them.
+    ::setenv("CUBERT_LOG", "stderr", 1);
+    auto const c = cubert::make_client("cpu");
+    cubert::log::write(cubert::log::category::memory, "before exit");
+    c.sync();
+    std::exit(1);  // The handler ends the process with 0.
+  };
+  EXPECT_EXIT(child(), ::testing::ExitedWithCode(0), "at exit");
+}
 
 }  // namespace

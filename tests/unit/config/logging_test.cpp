@@ -11,10 +11,14 @@
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 namespace {
 
@@ -159,6 +163,39 @@ TEST_F(LoggingTest, AnUnopenableFileAtFirstUseSilencesOnlyItsCategory) {
     std::exit(read(good).find("kept") != std::string::npos ? 0 : 1);
   };
   EXPECT_EXIT(first_use(), ::testing::ExitedWithCode(0), "memory logging disabled");
+}
+
+// Threads racing to the first log line: one builds the loggers. Each built its own before, and
+// every build opened the log file again, truncating (append = false) what the first had
+// written. Each round is a fresh process; the race is not certain to be lost in one.
+TEST_F(LoggingTest, ThreadsRacingToTheFirstLineLoseNoLine) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto const file = dir_ / "race.log";
+  write("cubert.toml", fmt::format("[memory.log]\nlevel = \"full\"\nfile = \"{}\"\n"
+                                   "append = false\n",
+                                   file.string()));
+  static constexpr int threads = 16;
+  auto const first_use = [&] {
+    std::filesystem::current_path(dir_);
+    std::atomic<int> ready{0};
+    std::vector<std::thread> pool;
+    for (int i = 0; i < threads; ++i) {
+      pool.emplace_back([&ready, i] {
+        ready.fetch_add(1);
+        while (ready.load() < threads) {
+        }
+        log::write(category::memory, fmt::format("line {}", i));
+      });
+    }
+    for (auto& t : pool) t.join();
+    log::flush();
+    auto const text = read(file);
+    auto const lines = std::count(text.begin(), text.end(), '\n');
+    std::exit(lines == threads ? 0 : 1);
+  };
+  for (int round = 0; round < 5; ++round) {
+    EXPECT_EXIT(first_use(), ::testing::ExitedWithCode(0), "") << "round " << round;
+  }
 }
 
 // One file is opened once for every category naming it; two `append` settings for it cannot both
