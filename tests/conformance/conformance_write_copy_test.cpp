@@ -327,6 +327,23 @@ TEST_P(WriteCopy, WriteTensorLeavesTheBytesBetweenElementsAlone) {
   }
 }
 
+// A write is not where a failed launch is reported: a strided one that reads the binding back
+// leaves the error to the next sync (the CPU device threw it from the write, and the sync
+// after found nothing).
+TEST_P(WriteCopy, AStridedWriteLeavesAFailedLaunchForTheNextSync) {
+  auto const cm = c().create(byte_ramp(48, 1));
+  binding_with_meta const transposed{cm.binding(), {3, 4}, {1, 3}, 4};
+  auto const values = iota_u32(12, 100);
+  c().execute(kernels::failing(), cube_count{1}, bindings{});
+  EXPECT_NO_THROW(c().write_tensor(transposed, bytes_of(values)));
+  EXPECT_THROW(c().sync(), error);
+  EXPECT_NO_THROW(c().sync());
+  auto const raw = values_of<std::uint32_t>(c().read_one(cm.binding()));
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    for (std::uint32_t j = 0; j < 4; ++j) EXPECT_EQ(raw[i + 3 * j], values[i * 4 + j]);
+  }
+}
+
 TEST_P(WriteCopy, BadTensorWritesAreInvalidArgumentAndTheClientGoesOn) {
   auto const original = byte_ramp(64, 5);
   auto const h = c().create(original);

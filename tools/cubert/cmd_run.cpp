@@ -3,6 +3,7 @@
 // data), each result checked against a host reference, then the memory and profiling reports.
 #include "command.hpp"
 #include "profiling/profiling_summary.hpp"
+#include "run_check.hpp"
 #include "run_kernels.hpp"
 
 #include <cubert/client.hpp>
@@ -19,6 +20,8 @@
 namespace {
 
 using namespace cubert;
+using cli::check;
+using cli::max_keeping_nan;
 
 struct run_options {
   std::string device = "cpu";
@@ -26,14 +29,6 @@ struct run_options {
   std::string channel = "mutex";
   unsigned repeat = 5;
   unsigned threads = 0;
-};
-
-struct check {
-  std::string name;
-  std::uint64_t elements = 0;
-  double max_error = 0;
-  double tolerance = 0;
-  [[nodiscard]] bool pass() const { return max_error <= tolerance; }
 };
 
 template <typename T>
@@ -85,7 +80,7 @@ std::vector<check> run_workload(client const& c, run_options const& opts,
   auto sum = read_values<float>(c, out);
   check add_check{"add_f32 (a + b)", n, 0, 0};
   for (std::uint32_t i = 0; i < n; ++i) {
-    add_check.max_error = std::max(add_check.max_error, double(std::fabs(sum[i] - (a[i] + b[i]))));
+    add_check.note(std::fabs(sum[i] - (a[i] + b[i])));
   }
   checks.push_back(add_check);
 
@@ -102,7 +97,7 @@ std::vector<check> run_workload(client const& c, run_options const& opts,
   check axpy_check{"axpy_f32 (1.5·a + b)", n, 0, 1e-6};
   for (std::uint32_t i = 0; i < n; ++i) {
     double const ref = double(alpha) * a[i] + b[i];
-    axpy_check.max_error = std::max(axpy_check.max_error, std::fabs(ax[i] - ref));
+    axpy_check.note(std::fabs(ax[i] - ref));
   }
   checks.push_back(axpy_check);
 
@@ -140,7 +135,7 @@ std::vector<check> run_workload(client const& c, run_options const& opts,
   float ref_max = 0;
   for (float v : b) ref_max = std::max(ref_max, std::fabs(v));
   float got_max = 0;
-  for (float v : read_values<float>(c, partial_max)) got_max = std::max(got_max, v);
+  for (float v : read_values<float>(c, partial_max)) got_max = max_keeping_nan(got_max, v);
   checks.push_back({"max_abs_f32 (max |b|)", n, std::fabs(double(got_max) - ref_max), 0});
 
   // Into existing buffers: a write from the host, then a copy on the device.
@@ -152,7 +147,7 @@ std::vector<check> run_workload(client const& c, run_options const& opts,
   auto const back = read_values<float>(c, copied);
   check copy_check{"write + copy (bytes)", n, 0, 0};
   for (std::uint32_t i = 0; i < n; ++i) {
-    copy_check.max_error = std::max(copy_check.max_error, double(std::fabs(back[i] - fresh[i])));
+    copy_check.note(std::fabs(back[i] - fresh[i]));
   }
   checks.push_back(copy_check);
 
@@ -171,8 +166,7 @@ std::vector<check> run_workload(client const& c, run_options const& opts,
   auto const again = read_values<float>(c, replayed);
   check graph_check{"graph replay (a + b)", n, 0, 0};
   for (std::uint32_t i = 0; i < n; ++i) {
-    graph_check.max_error =
-        std::max(graph_check.max_error, double(std::fabs(again[i] - (a[i] + b[i]))));
+    graph_check.note(std::fabs(again[i] - (a[i] + b[i])));
   }
   checks.push_back(graph_check);
   c.sync();

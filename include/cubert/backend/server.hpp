@@ -98,13 +98,15 @@ void check_tensor_data(std::vector<std::span<std::byte const>> const& data,
                                          std::uint64_t elem_size, std::string_view what);
 
 /// Checks a `write_tensor` of `data_size` dense bytes into `meta`: ranks agree, the sizes
-/// match, every element lies inside the binding, and no two elements share a place.
+/// match, every element lies inside the binding, and no two elements share a place (strides
+/// that interleave rather than nest are checked element by element, up to 2^24 elements).
 /// @throws invalid_argument naming what is wrong.
 void check_writable_layout(binding_with_meta const& meta, std::uint64_t data_size);
 
 /// Scatters dense row-major `data` into `dst` (the binding's bytes) at the places `meta`'s
-/// strides give; bytes between elements are left alone. Checks the extent, not overlaps
-/// (`check_writable_layout` does). @throws invalid_argument if an element falls outside `dst`.
+/// strides give; bytes between elements are left alone. Checks ranks, sizes and the extent,
+/// not overlaps (`check_writable_layout` does). @throws invalid_argument if the ranks differ,
+/// `data` is not the tensor's size, or an element falls outside `dst`.
 void scatter_dense(std::span<std::byte> dst, binding_with_meta const& meta,
                    std::span<std::byte const> data);
 
@@ -240,6 +242,13 @@ class server {
   [[nodiscard]] virtual profile_duration end_profile(profiling_token token) = 0;
 
   [[nodiscard]] virtual device_properties const& properties() const noexcept = 0;
+
+ protected:
+  /// The bytes of `b` after all earlier work, for the default `write_tensor`'s read, scatter
+  /// and write back. Unlike `read`, it must leave a deferred error waiting: a write is not
+  /// where a failed launch is reported, and an error rethrown there would be gone by the next
+  /// sync. The default is `read` (for a server that defers no errors).
+  [[nodiscard]] virtual bytes read_for_write(cubert::binding const& b);
 };
 
 }  // namespace cubert::backend

@@ -78,6 +78,13 @@ void cpu_server::write(cubert::binding const& dst, std::span<std::byte const> da
   memory::host_write(memory_.get_resource(dst), data);
 }
 
+void cpu_server::write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) {
+  backend::check_writable_layout(dst, data.size());
+  if (data.empty()) return;
+  auto const res = memory_.get_resource(dst.binding);
+  backend::scatter_dense({res.host_ptr<std::byte>(), res.size}, dst, data);
+}
+
 void cpu_server::copy(cubert::binding const& src, cubert::binding const& dst) {
   memory::host_copy(memory_.get_resource(src), memory_.get_resource(dst));
 }

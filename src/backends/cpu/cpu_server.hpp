@@ -30,6 +30,8 @@ class cpu_server final : public backend::server {
                                             std::span<std::byte> dst) override;
   /// Launches have all completed when these run (see above), so they act at once.
   void write(cubert::binding const& dst, std::span<std::byte const> data) override;
+  /// Scatters in place: the binding's memory is the host's.
+  void write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) override;
   void copy(cubert::binding const& src, cubert::binding const& dst) override;
   void fill(cubert::binding const& dst, std::span<std::byte const> pattern) override;
   void execute(kernel const& k, cube_count const& count, bindings args,

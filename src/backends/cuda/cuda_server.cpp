@@ -534,12 +534,22 @@ host_buffer cuda_server::alloc_host(std::uint64_t size) {
 }
 
 std::future<std::vector<bytes>> cuda_server::read(std::vector<cubert::binding> bindings) {
+  return read_bindings(std::move(bindings), true);
+}
+
+bytes cuda_server::read_for_write(cubert::binding const& b) {
+  std::vector<cubert::binding> one{b};
+  return std::move(read_bindings(std::move(one), false).get().at(0));
+}
+
+std::future<std::vector<bytes>> cuda_server::read_bindings(std::vector<cubert::binding> bindings,
+                                                           bool report_deferred) {
   on_device([&] {
     // Resolve every binding first: a bad one is the caller's error, thrown now.
     for (auto const& b : bindings) (void)memory_->get_resource(b);
   });
   try {
-    errors_.rethrow_if_any();
+    if (report_deferred) errors_.rethrow_if_any();
     std::vector<bytes> out;
     out.reserve(bindings.size());
     bool queued = false;

@@ -134,7 +134,13 @@ class cuda_server final : public backend::server {
   /// The pool `read` results come from (tests and benchmarks).
   [[nodiscard]] cuda_pinned_pool const& read_pool() const noexcept { return *read_pool_; }
 
+ protected:
+  [[nodiscard]] bytes read_for_write(cubert::binding const& b) override;
+
  private:
+  // `read`, and with `report_deferred` false `read_for_write`: a waiting launch error stays.
+  [[nodiscard]] std::future<std::vector<bytes>> read_bindings(std::vector<cubert::binding> bindings,
+                                                              bool report_deferred);
   /// Destroys what the server made, then its stream, then its context reference: the
   /// destructor's end, and a failed constructor's.
   void release() noexcept;

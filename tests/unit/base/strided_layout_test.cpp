@@ -73,6 +73,30 @@ TEST(StridedLayout, WritableLayoutsRefuseWrongSizesOverflowAndAliasing) {
   }
 }
 
+// Strides that interleave rather than nest may still place every element apart: such a layout
+// was refused as aliasing although read_tensor takes it; it is counted element by element.
+TEST(StridedLayout, InterleavedStridesThatPlaceEveryElementApartAreWritable) {
+  auto const m = meta(32, {2, 3}, {3, 2}, 4);  // Places 0, 2, 4, 3, 5, 7.
+  auto const data = byte_ramp(24, 7);
+  EXPECT_NO_THROW(backend::check_writable_layout(m, data.size()));
+  auto raw = byte_ramp(32, 1);
+  backend::scatter_dense(raw, m, data);
+  EXPECT_TRUE(same(backend::gather_dense(raw, m), data));
+  // Interleaved and sharing a place (0 + 2*2 == 1*4): still refused.
+  EXPECT_THROW(backend::check_writable_layout(meta(64, {2, 3}, {4, 2}, 4), 24), invalid_argument);
+}
+
+// The helper checks what it indexes by itself: called directly, ranks that disagree or a data
+// size that is not the tensor's read or wrote outside the vectors.
+TEST(StridedLayout, ScatterRefusesMismatchedRanksAndSizes) {
+  auto raw = byte_ramp(64, 1);
+  EXPECT_THROW(backend::scatter_dense(raw, meta(64, {4, 4}, {4}, 4), byte_ramp(64, 2)),
+               invalid_argument);
+  EXPECT_THROW(backend::scatter_dense(raw, meta(64, {2, 2}, {2, 1}, 4), byte_ramp(64, 2)),
+               invalid_argument);
+  EXPECT_NO_THROW(backend::scatter_dense(raw, meta(64, {0, 4}, {4, 1}, 4), {}));  // Empty.
+}
+
 TEST(StridedLayout, CopyFillAndWriteChecks) {
   auto const at = [](std::uint64_t address, std::uint64_t size) {
     return backend::resource{nullptr, address, 0, size};

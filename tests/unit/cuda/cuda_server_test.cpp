@@ -212,6 +212,29 @@ TEST_F(CudaServerTest, FailedLaunchSurfacesAtSyncThenServerWorks) {
   EXPECT_EQ(as<std::uint32_t>(read(server_->create(bytes_of(xs)).binding())), xs);
 }
 
+// A strided write that reads the binding back (no padded rows) is not where a failed launch is
+// reported: its read left the error to the next sync, which threw it before (and the sync after
+// the write found nothing).
+TEST_F(CudaServerTest, AStridedWriteLeavesAFailedLaunchForTheSync) {
+  auto const k = kernel::builder("too_big").cube_dim(4096).cuda_source(add_source, "add").build();
+  std::vector<std::uint32_t> const zeros(12, 0);
+  auto const h = server_->create(bytes_of(zeros));
+  server_->execute(k, cube_count{1},
+                   bindings{}
+                       .with_buffers({h.binding(), h.binding(), h.binding()})
+                       .with_scalar(cubert::elem::u32, {0}),
+                   execution_mode::checked);
+  cubert::binding_with_meta const transposed{h.binding(), {3, 4}, {1, 3}, 4};
+  std::vector<std::uint32_t> values(12);
+  for (std::uint32_t i = 0; i < 12; ++i) values[i] = 100 + i;
+  EXPECT_NO_THROW(server_->write_tensor(transposed, bytes_of(values)));
+  EXPECT_THROW(server_->sync().get(), cubert::device_error);
+  auto const raw = as<std::uint32_t>(read(h.binding()));
+  for (std::uint32_t i = 0; i < 3; ++i) {
+    for (std::uint32_t j = 0; j < 4; ++j) EXPECT_EQ(raw[i + 3 * j], values[i * 4 + j]);
+  }
+}
+
 TEST_F(CudaServerTest, ProfilingUsesDeviceEvents) {
   constexpr char const* src = R"(
 extern "C" __global__ void spin(unsigned long long cycles) {
