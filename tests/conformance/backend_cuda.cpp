@@ -32,7 +32,8 @@ conformance_backend cuda_with(channel_kind kind) {
       "a CUDA kernel fault poisons the context for the process (tested in cuda_fault_test)";
   for (char const* name :
        {"FailingKernelSurfacesAtFlushOnceForSeveralFailures", "FailingKernelSurfacesAtReadOnce",
-        "FailingKernelInsideProfileIsProfileError", "AStridedWriteLeavesAFailedLaunchForTheNextSync"}) {
+        "FailingKernelInsideProfileIsProfileError",
+        "AStridedWriteLeavesAFailedLaunchForTheNextSync"}) {
     b.excluded[name] =
         "a CUDA kernel fault poisons the context for the process (tested in cuda_fault_test; "
         "the strided write with a refused launch in cuda_server_test)";

@@ -359,8 +359,9 @@ class actor_channel final : public channel {
   // as the caller expects even on failure: a start the server refused is undone, and an end
   // whose message could not be posted (posting throws before the step) still gives it up, and
   // runs `unposted` (after the gate is open to others again).
+  static void nothing() noexcept {}
   template <typename F, typename Unposted = void (*)() noexcept>
-  auto gated_call(F&& f, gate_step step, Unposted unposted = []() noexcept {})
+  auto gated_call(F&& f, gate_step step, Unposted unposted = nothing)
       -> std::invoke_result_t<F&, Server&> {
     auto const undo = [&](gate_step failed) {
       if (step != failed) return;

@@ -59,7 +59,8 @@ std::shared_ptr<CUevent_st> cuda_event_pool::acquire() {
     throw;
   }
   // Once the shared_ptr constructor has the deleter, it gives `e` back itself if it throws.
-  return std::shared_ptr<CUevent_st>(e, [pool = std::move(pool)](CUevent x) { pool->give_back(x); });
+  return std::shared_ptr<CUevent_st>(e,
+                                     [pool = std::move(pool)](CUevent x) { pool->give_back(x); });
 }
 
 void cuda_event_pool::give_back(CUevent e) noexcept {

@@ -241,8 +241,9 @@ void check_writable_layout(binding_with_meta const& meta, std::uint64_t data_siz
           "write_tensor: the layout (shape [{}], strides [{}]) puts several elements in one "
           "place{}",
           fmt::join(meta.shape, ", "), fmt::join(meta.strides, ", "),
-          count <= most_counted ? "" : " (or may: its strides interleave, and past 2^24 elements "
-                                       "they are not counted)"));
+          count <= most_counted ? ""
+                                : " (or may: its strides interleave, and past 2^24 elements "
+                                  "they are not counted)"));
     }
     covered += meta.strides[d] * (meta.shape[d] - 1);
   }

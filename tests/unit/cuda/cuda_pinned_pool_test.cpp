@@ -360,7 +360,8 @@ TEST_F(CudaReadPoolTest, ResultsDroppedAfterTheServerWentAreUnpinned) {
   std::byte const* const gone = dropped.data();
   EXPECT_EQ(dropped, data);
   dropped = bytes{};
-  EXPECT_FALSE(is_pinned(gone, mib, false)) << "a result dropped after its server went stayed pinned";
+  EXPECT_FALSE(is_pinned(gone, mib, false))
+      << "a result dropped after its server went stayed pinned";
   EXPECT_TRUE(kept.pinned());
   EXPECT_EQ(kept, data);
 }

@@ -460,7 +460,8 @@ TEST_P(CudaWaitOutside, ADroppedSyncWaitsForNothing) {
   cubert::cuda::options opts;
   opts.kernel_cache_dir = std::filesystem::path{};
   opts.stream = owned_.stream;
-  auto const channel = cubert::backend::make_channel(cubert::cuda::make_server(0, opts), GetParam());
+  auto const channel =
+      cubert::backend::make_channel(cubert::cuda::make_server(0, opts), GetParam());
   hold_stream();
   auto const joiner = threads_joined();
   auto const& dropped = spawn([&channel] { (void)channel->sync(); });
@@ -474,8 +475,7 @@ TEST_P(CudaWaitOutside, ADroppedSyncWaitsForNothing) {
 TEST_P(CudaWaitOutside, AGraphGoingWithAQueuedLaunchDoesNotWaitForAProfile) {
   auto const buf = client_->empty(std::uint64_t{1} << 20);
   std::array<std::byte, 4> const ones{std::byte{1}, std::byte{1}, std::byte{1}, std::byte{1}};
-  auto graph =
-      std::make_optional(client_->capture([&] { client_->fill(buf.binding(), ones); }));
+  auto graph = std::make_optional(client_->capture([&] { client_->fill(buf.binding(), ones); }));
   ASSERT_TRUE(graph->native());
   auto k = std::make_optional(
       cubert::kernel::builder("wait_test::holds_a_graph")
@@ -501,7 +501,8 @@ TEST_P(CudaWaitOutside, AGraphGoingWithAQueuedLaunchDoesNotWaitForAProfile) {
   auto const& profiled = spawn([this] { (void)client_->profile([] {}, "window"); });
   EXPECT_TRUE(becomes_true(read, 10s));
   EXPECT_TRUE(becomes_true(opened, 10s));
-  EXPECT_TRUE(becomes_true(profiled, 10s)) << "the profile and the graph's drop waited for each other";
+  EXPECT_TRUE(becomes_true(profiled, 10s))
+      << "the profile and the graph's drop waited for each other";
   EXPECT_EQ(got, data);
 }
 

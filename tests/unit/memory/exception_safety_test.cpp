@@ -159,7 +159,7 @@ TEST(ExceptionSafety, AFailedReservationLeavesGivingBackAllocationFree) {
       }
       { auto const h = m.reserve(kib); }
       {
-        armed a(0);       // Any allocation from here on throws...
+        armed a(0);        // Any allocation from here on throws...
         m.cleanup(false);  // ...inside noexcept code, if giving the slice back made one.
       }
       if (!threw) std::exit(0);

@@ -340,7 +340,8 @@ TEST(TraceReplay, AnInconsistentHandBuiltTraceIsRefusedNamingTheEvent) {
         call();
         ADD_FAILURE() << what << ": no error for a trace that should contain: " << needle;
       } catch (cubert::invalid_argument const& e) {
-        EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << what << ": " << e.what();
+        EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+            << what << ": " << e.what();
       }
     };
     refuses("replay", [&] { (void)replay_trace(t, memory_configuration::compact(), o); });

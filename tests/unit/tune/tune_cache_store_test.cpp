@@ -147,7 +147,7 @@ TEST_F(TuneCacheStoreTest, ImportingAnOlderBundleKeepsNewerLocalResults) {
   for (char const* f : {"min", "median", "mean", "max"}) {
     record["stats"][f] = 1000;  // A different, older result of the same candidate...
   }
-  record["time"] = 1000;             // ...from 1970.
+  record["time"] = 1000;  // ...from 1970.
   auto newer = record;
   newer["key"] = "other";  // A key the local cache lacks is imported.
   bundle["files"][0]["records"].push_back(newer);
