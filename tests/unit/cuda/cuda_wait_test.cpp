@@ -314,6 +314,13 @@ cubert::memory::memory_configuration releasing_free_pages() {
   return cubert::memory::memory_configuration::custom({pool});
 }
 
+// Makes a 1 MiB page of `other` (its pools as `releasing_free_pages` lays them out) idle, with
+// its stream drained: the next larger reservation gives that page back.
+void let_a_page_go_idle(cubert::client const& other) {
+  { auto const idle = other.empty(std::uint64_t{1} << 20); }
+  other.sync();
+}
+
 // A pool giving a page back while the stream is busy queues its free (cuMemFree would wait for
 // the whole device). A sync then still waits outside the server, and the page goes back to the
 // driver at the first call after the wait that finds the stream idle; no cuMemFree ever waits.
@@ -346,8 +353,7 @@ TEST_P(CudaWaitOutside, AnotherClientsBusyStreamKeepsAPageFreeQueued) {
   auto const mib = std::uint64_t{1} << 20;
   auto const busy_before = fake_count<int>("cubert_fake_busy_frees");
   auto const other = other_client(releasing_free_pages(), GetParam());
-  { auto const idle = other.empty(mib); }
-  other.sync();
+  let_a_page_go_idle(other);
   hold_stream();  // This fixture's client's stream.
   auto const joiner = threads_joined();
   auto const before = *device_bytes();
@@ -392,8 +398,7 @@ TEST_P(CudaWaitOutside, ASyncReportingALaunchErrorLeavesPagesQueuedWhileAnotherS
                            .cuda_source("extern \"C\" __global__ void refused() {}", "refused")
                            .cube_dim(2048)
                            .build();
-  { auto const idle = other.empty(mib); }
-  other.sync();
+  let_a_page_go_idle(other);
   hold_stream();  // This fixture's client's stream.
   auto const joiner = threads_joined();
   auto const before = *device_bytes();
