@@ -171,12 +171,18 @@ std::string cuda_compiler::nvrtc_identity() {
                      std::chrono::duration_cast<std::chrono::nanoseconds>(since_epoch).count());
 }
 
-int cuda_compiler::newest_arch() {
+std::vector<int> cuda_compiler::supported_archs() {
   int count = 0;
   nvrtc_check(nvrtcGetNumSupportedArchs(&count), "nvrtcGetNumSupportedArchs");
   std::vector<int> archs(static_cast<std::size_t>(count));
   nvrtc_check(nvrtcGetSupportedArchs(archs.data()), "nvrtcGetSupportedArchs");
-  return archs.empty() ? 0 : *std::max_element(archs.begin(), archs.end());
+  std::sort(archs.begin(), archs.end());
+  return archs;
+}
+
+int cuda_compiler::newest_arch() {
+  auto const archs = supported_archs();
+  return archs.empty() ? 0 : archs.back();
 }
 
 compiled_code cuda_compiler::compile(compile_request const& request) const {
@@ -185,20 +191,26 @@ compiled_code cuda_compiler::compile(compile_request const& request) const {
     throw invalid_argument(fmt::format("cuda_compiler: {} is empty", request.source_name));
   }
   gate_pass const pass(request.source_name);
-  // A device newer than NVRTC gets PTX for NVRTC's newest architecture; the driver JITs it.
-  static int const newest = newest_arch();
-  bool const ptx = request.ptx || request.arch > newest;
+  // A device NVRTC does not know — newer than it, or one it skipped (sm_103 under NVRTC 12.8,
+  // whose newest is sm_120) — gets PTX for the newest architecture it has below the device's;
+  // the driver JITs it. Comparing with the newest alone asked NVRTC for sm_103a, refused.
+  static std::vector<int> const archs = supported_archs();
+  bool const known = std::binary_search(archs.begin(), archs.end(), request.arch);
+  auto const below = std::upper_bound(archs.begin(), archs.end(), request.arch);
+  int const ptx_arch = known || below == archs.begin() ? request.arch : *std::prev(below);
+  bool const ptx = request.ptx || !known;
   std::vector<std::string> options;
   // From Hopper on, the arch-specific target (sm_90a) enables wgmma, setmaxnreg and the like;
   // its cubin runs only on that architecture, which is the device compiled for. PTX stays
   // portable (compute_XX), for the driver to JIT on newer devices.
-  options.push_back(
-      ptx ? fmt::format("--gpu-architecture=compute_{}", std::min(request.arch, newest))
-          : fmt::format("--gpu-architecture=sm_{}{}", request.arch,
-                        has_arch_specific(request.arch) ? "a" : ""));
+  options.push_back(ptx ? fmt::format("--gpu-architecture=compute_{}", ptx_arch)
+                        : fmt::format("--gpu-architecture=sm_{}{}", request.arch,
+                                      has_arch_specific(request.arch) ? "a" : ""));
+  options.insert(options.end(), request.options.begin(), request.options.end());
+  // The toolkit's headers last: NVRTC searches include paths in order, and a header the caller's
+  // -I directories hold (a newer CCCL, say) must not be shadowed by the toolkit's copy.
   static std::string const include = toolkit_include_option();
   if (!include.empty()) options.push_back(include);
-  options.insert(options.end(), request.options.begin(), request.options.end());
 
   std::string key;
   std::string headers;

@@ -46,7 +46,9 @@ class cuda_compiler {
   /// ("13.0 libnvrtc.so.13 109338064 1792100186000000000"); the version alone where the library
   /// file cannot be found.
   [[nodiscard]] static std::string nvrtc_identity();
-  /// The newest architecture NVRTC can emit a cubin for (e.g. 120).
+  /// The architectures NVRTC can emit a cubin for, ascending (e.g. 75 ... 120).
+  [[nodiscard]] static std::vector<int> supported_archs();
+  /// The newest of them.
   [[nodiscard]] static int newest_arch();
 
   [[nodiscard]] kernel_disk_cache const& cache() const noexcept { return cache_; }

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <nvrtc.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -113,6 +114,35 @@ TEST(CudaCompilerTest, NvrtcVersionIsKnown) {
   auto const v = cuda_compiler::nvrtc_version();
   EXPECT_NE(v.find('.'), std::string::npos);
   EXPECT_GE(cuda_compiler::newest_arch(), 90);
+}
+
+// A device NVRTC has no target for, although not newer than its newest (sm_91 here; sm_103
+// under NVRTC 12.8 in the field), gets PTX for the newest architecture below it: asking for
+// sm_91a was a compilation_error for every kernel.
+TEST(CudaCompilerTest, AnArchitectureNvrtcSkipsGetsPtxForTheOneBelow) {
+  auto const archs = cuda_compiler::supported_archs();
+  ASSERT_TRUE(std::is_sorted(archs.begin(), archs.end()));
+  ASSERT_TRUE(std::binary_search(archs.begin(), archs.end(), 90));
+  ASSERT_FALSE(std::binary_search(archs.begin(), archs.end(), 91));
+  cuda_compiler const compiler{kernel_disk_cache({})};
+  auto const code = compiler.compile({good_source, "add.cu", {}, 91});
+  EXPECT_TRUE(code.is_ptx);
+  std::string const ptx(reinterpret_cast<char const*>(code.image.data()));
+  EXPECT_NE(ptx.find(".target sm_90"), std::string::npos) << ptx.substr(0, 400);
+  EXPECT_FALSE(compiler.compile({good_source, "add.cu", {}, 90}).is_ptx);  // Known: a cubin.
+}
+
+// The caller's include directories come before the toolkit's: a header of the same name there
+// (a newer CCCL, say) is the one compiled, not the toolkit's copy.
+TEST(CudaCompilerTest, TheCallersIncludeDirectoriesComeBeforeTheToolkits) {
+  temp_dir dir;
+  std::ofstream(dir.path() / "cuda_fp16.h") << "#define CUBERT_USERS_FP16_HEADER 1\n";
+  std::string const source =
+      "#include <cuda_fp16.h>\n"
+      "#ifndef CUBERT_USERS_FP16_HEADER\n#error the toolkit's header shadowed the caller's\n#endif\n"
+      "extern \"C\" __global__ void k() {}\n";
+  cuda_compiler const compiler{kernel_disk_cache({})};
+  EXPECT_NO_THROW((void)compiler.compile({source, "shadow.cu", {"-I" + dir.path().string()}, 90}));
 }
 
 TEST(KernelDiskCacheTest, KeyChangesWithEveryPart) {
