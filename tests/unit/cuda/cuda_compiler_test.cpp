@@ -139,7 +139,8 @@ TEST(CudaCompilerTest, TheCallersIncludeDirectoriesComeBeforeTheToolkits) {
   std::ofstream(dir.path() / "cuda_fp16.h") << "#define CUBERT_USERS_FP16_HEADER 1\n";
   std::string const source =
       "#include <cuda_fp16.h>\n"
-      "#ifndef CUBERT_USERS_FP16_HEADER\n#error the toolkit's header shadowed the caller's\n#endif\n"
+      "#ifndef CUBERT_USERS_FP16_HEADER\n#error the toolkit's header shadowed the "
+      "caller's\n#endif\n"
       "extern \"C\" __global__ void k() {}\n";
   cuda_compiler const compiler{kernel_disk_cache({})};
   EXPECT_NO_THROW((void)compiler.compile({source, "shadow.cu", {"-I" + dir.path().string()}, 90}));
