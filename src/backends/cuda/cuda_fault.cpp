@@ -106,12 +106,12 @@ std::string launch_log::describe() const {
 }
 
 std::string fault_report(std::string_view what, int ordinal, std::string_view suspects,
-                         bool launch_blocking) {
+                         bool launch_blocking, std::string_view more) {
   return fmt::format(
       "{}. This is a kernel fault: CUDA keeps it for the rest of the process, so cuda:{} is lost, "
       "with every other CUDA device of this process, and every later call fails. Launched by this "
-      "client since its stream was last idle, oldest first: {}.{}",
-      what, ordinal, suspects,
+      "client since its stream was last idle, oldest first: {}.{}{}{}",
+      what, ordinal, suspects, more.empty() ? "" : " ", more,
       launch_blocking ? ""
                       : " With CUBERT_CUDA_LAUNCH_BLOCKING=1 each launch waits for its kernel, "
                         "so the report names the one that faulted.");

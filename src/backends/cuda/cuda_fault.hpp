@@ -92,9 +92,11 @@ class launch_log {
 
 /// The report of a kernel fault found while `what` failed on cuda:`ordinal`: that CUDA keeps it
 /// for the process, the launches since the stream was last idle (`suspects`, a
-/// `launch_log::describe`), and, without launch blocking, how to make the report name the kernel.
+/// `launch_log::describe`), `more` (what the suspects may leave out), and, without launch
+/// blocking, how to make the report name the kernel.
 [[nodiscard]] std::string fault_report(std::string_view what, int ordinal,
-                                       std::string_view suspects, bool launch_blocking);
+                                       std::string_view suspects, bool launch_blocking,
+                                       std::string_view more = {});
 
 /// Whether `execute` waits for each kernel (so a fault names its kernel): `requested` when set,
 /// otherwise CUBERT_CUDA_LAUNCH_BLOCKING or CUDA_LAUNCH_BLOCKING set to anything but "0".

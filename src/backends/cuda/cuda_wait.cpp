@@ -86,8 +86,13 @@ void stream_point::wait() {
   // Found here, outside the server: report the launches the point covers and mark every device
   // lost, as the server would; its next call then says the device is lost, listing only the
   // launches that came after the point.
-  auto report = fault_report(what, from_.ordinal, from_.ledger->describe(from_.suspects),
-                             from_.launch_blocking);
+  // The error is the context's, not the event's: a kernel queued after the point may have
+  // faulted before this wait asked, and only the server knows those launches.
+  auto report = fault_report(
+      what, from_.ordinal, from_.ledger->describe(from_.suspects), from_.launch_blocking,
+      fmt::format("Those are the launches before this {}; one queued after it may be the kernel "
+                  "that faulted, and the client's next call lists them.",
+                  what_));
   from_.ledger->account(from_.suspects.mark());
   mark_lost(from_.ordinal, report);
   throw device_error(report);

@@ -351,6 +351,30 @@ void fault_found_by_a_read(channel_kind kind, bool into_pageable) {
   checks.finish();
 }
 
+// The error a wait outside the server sees is the context's: a kernel queued after the read may
+// have faulted before the read's future was waited for. The read's report says that the
+// launches it lists are those before it; the next call names the one after.
+void fault_after_a_read(channel_kind kind) {
+  child_checks checks;
+  {
+    scenario s(kind);
+    auto& [zeros, c, buf] = s;
+    c.sync();
+    c.execute(fine(), cube_count{1}, bindings{}.with_buffer(buf.binding()));
+    auto pending = c.read_async({buf.binding()});
+    c.execute(poke(), cube_count{1}, bad_pointer());
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // The fault has happened.
+    auto const read = checks.expect_device_error(
+        "the read", [&] { (void)pending.get(); },
+        {"waiting for a read", "cuda:0 is lost", "'fault_test::fine'",
+         "Those are the launches before this read; one queued after it may be the kernel that "
+         "faulted"});
+    checks.expect_device_error("the next sync", [&] { c.sync(); },
+                               {"cuda:0 is lost", "'fault_test::poke'"});
+  }
+  checks.finish();
+}
+
 // A kernel that faults inside a replayed device graph is reported like a launch's fault, with
 // the graph's kernels as the suspects. With launch blocking on the graph is kept as steps, each
 // kernel waited for, so the report names the one that faulted.
@@ -571,6 +595,10 @@ TEST_P(CudaKernelFault, FoundByResolvingAProfileIsReportedThereThenTheDeviceIsLo
 
 TEST_P(CudaKernelFault, FoundByAReadsWaitIsReportedThereThenTheDeviceIsLost) {
   EXPECT_EXIT(fault_found_by_a_read(GetParam(), false), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_P(CudaKernelFault, FoundByAReadsWaitAfterALaterLaunchFaultedSaysSo) {
+  EXPECT_EXIT(fault_after_a_read(GetParam()), ::testing::ExitedWithCode(0), "");
 }
 
 TEST_P(CudaKernelFault, FoundByAPageableReadsWaitLeavesTheDestinationAlone) {
