@@ -404,10 +404,23 @@ include_scan scan_includes(std::string_view source, std::string_view source_name
   walker.add_macros(defined_macros(options));
   walker.add_macros(std::move(macros));
   fs::path const source_dir = fs::path(source_name).parent_path();
+  // NVRTC's --no-source-include keeps the source's directory out of the search: its quoted
+  // includes then look where angle ones do. (Headers still look next to themselves first.)
+  bool const source_dir_searched =
+      std::none_of(options.begin(), options.end(), [](std::string const& o) {
+        return o == "-no-source-include" || o == "--no-source-include";
+      });
+  auto const from_source = [&](include_directive d) {
+    d.quoted = d.quoted && source_dir_searched;
+    return d;
+  };
+  for (auto* list : {&defined_wrappers, &calls}) {
+    for (auto& c : *list) c.header = from_source(std::move(c.header));
+  }
   walker.add_calls(std::move(defined_wrappers), source_dir);
   walker.add_calls(std::move(calls), source_dir);
-  for (auto const name : pre) walker.follow({std::string(name), true}, source_dir);
-  for (auto const& d : includes) walker.follow(d, source_dir);
+  for (auto const name : pre) walker.follow(from_source({std::string(name), true}), source_dir);
+  for (auto const& d : includes) walker.follow(from_source(d), source_dir);
   return std::move(walker).run();
 }
 

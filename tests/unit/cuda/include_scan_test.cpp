@@ -408,6 +408,27 @@ TEST(IncludeScanTest, IncludeNextInTheSourceIsAnInclude) {
   EXPECT_EQ(scan.files, (paths{near, far}));
 }
 
+// With --no-source-include NVRTC does not look next to the source: the scan hashed the header
+// there instead of the one compiled, and an edit of that one hit the stale cache entry.
+TEST(IncludeScanTest, NoSourceIncludeKeepsTheSourcesDirectoryOutOfTheSearch) {
+  temp_dir d;
+  auto const near = d.write("src/cfg.h", "#define N 1\n");
+  auto const far = d.write("inc/cfg.h", "#define N 2\n");
+  auto const source_name = (d.path() / "src/k.cu").string();
+  auto const inc = "-I" + (d.path() / "inc").string();
+  EXPECT_EQ(scan_includes("#include \"cfg.h\"\n", source_name, strings{inc}).files, paths{near});
+  for (char const* flag : {"-no-source-include", "--no-source-include"}) {
+    EXPECT_EQ(scan_includes("#include \"cfg.h\"\n", source_name, strings{flag, inc}).files,
+              paths{far})
+        << flag;
+    EXPECT_EQ(scan_includes("#if __has_include(\"cfg.h\")\n#endif\n", source_name,
+                            strings{flag, inc})
+                  .files,
+              paths{far})
+        << flag;
+  }
+}
+
 TEST(IncludeScanTest, AComputedIncludeWithAValueOfUnknownHeaderMarksTheScan) {
   // One value is known, but the other names a function-like macro: which header it gives is
   // unknown, so the key would miss it.
