@@ -406,10 +406,9 @@ include_scan scan_includes(std::string_view source, std::string_view source_name
   fs::path const source_dir = fs::path(source_name).parent_path();
   // NVRTC's --no-source-include keeps the source's directory out of the search: its quoted
   // includes then look where angle ones do. (Headers still look next to themselves first.)
-  bool const source_dir_searched =
-      std::none_of(options.begin(), options.end(), [](std::string const& o) {
-        return o == "-no-source-include" || o == "--no-source-include";
-      });
+  bool const source_dir_searched = std::none_of(
+      options.begin(), options.end(),
+      [](std::string const& o) { return o == "-no-source-include" || o == "--no-source-include"; });
   auto const from_source = [&](include_directive d) {
     d.quoted = d.quoted && source_dir_searched;
     return d;

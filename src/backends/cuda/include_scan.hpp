@@ -37,10 +37,11 @@ struct include_scan {
 /// Follows the includes of `source` and of the headers `options` pre-include (`-include`,
 /// `--pre-include`) where NVRTC looks for them: quoted ones first in the including file's
 /// directory (for `source`, that of `source_name`, relative to the working directory, unless
-/// `options` hold `-no-source-include`), then in the include directories of `options`. Each file is read once; headers found nowhere (NVRTC's
-/// built-ins) are skipped, as are unreadable ones. A `__has_include` probe is followed like an
-/// include, and a probe that finds nothing is part of the digest too, so that the header
-/// appearing later changes it. A computed include follows every value its macro is given by a
+/// `options` hold `-no-source-include`), then in the include directories of `options`. Each file is
+/// read once; headers found nowhere (NVRTC's built-ins) are skipped, as are unreadable ones. A
+/// `__has_include` probe is followed like an include, and a probe that finds nothing is part of the
+/// digest too, so that the header appearing later changes it. A computed include follows every
+/// value its macro is given by a
 /// `#define` in the files reached or a `-D` option (conditions are not evaluated: every value,
 /// at worst a needless miss); one whose macro has no such value sets `computed`. A call of a
 /// function-like macro that wraps `__has_include`, directly or through other such macros

@@ -421,10 +421,10 @@ TEST(IncludeScanTest, NoSourceIncludeKeepsTheSourcesDirectoryOutOfTheSearch) {
     EXPECT_EQ(scan_includes("#include \"cfg.h\"\n", source_name, strings{flag, inc}).files,
               paths{far})
         << flag;
-    EXPECT_EQ(scan_includes("#if __has_include(\"cfg.h\")\n#endif\n", source_name,
-                            strings{flag, inc})
-                  .files,
-              paths{far})
+    EXPECT_EQ(
+        scan_includes("#if __has_include(\"cfg.h\")\n#endif\n", source_name, strings{flag, inc})
+            .files,
+        paths{far})
         << flag;
   }
 }
