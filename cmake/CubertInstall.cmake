@@ -12,6 +12,7 @@ install(TARGETS ${CUBERT_EXPORTED_TARGETS} cubert cubert_xxhash
         RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(EXPORT cubertTargets NAMESPACE cubert:: DESTINATION ${CUBERT_INSTALL_CMAKEDIR})
+math(EXPR CUBERT_FMT_NEXT_MAJOR "${fmt_VERSION_MAJOR} + 1")
 configure_package_config_file(cmake/cubertConfig.cmake.in
                               ${CMAKE_CURRENT_BINARY_DIR}/cubertConfig.cmake
                               INSTALL_DESTINATION ${CUBERT_INSTALL_CMAKEDIR})
