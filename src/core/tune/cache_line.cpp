@@ -98,12 +98,13 @@ candidate_result parse_candidate(json const& j) {
       }
       return std::chrono::nanoseconds(v.get<std::int64_t>());
     };
-    candidate_stats const c{duration("min"),  duration("median"),           duration("max"),
-                            duration("mean"), s.at("stddev").get<double>(), 0};
     auto const& samples = s.at("samples");
     if (!samples.is_number_unsigned() || samples.get<std::uint64_t>() == 0) {
       refuse("'samples' is not a positive count");
     }
+    candidate_stats const c{
+        duration("min"),  duration("median"),           duration("max"),
+        duration("mean"), s.at("stddev").get<double>(), samples.get<std::size_t>()};
     if (!(c.min <= c.median && c.median <= c.max && c.min <= c.mean && c.mean <= c.max)) {
       refuse("min, median, mean and max are out of order");
     }
@@ -111,7 +112,6 @@ candidate_result parse_candidate(json const& j) {
       refuse("'stddev' is not a non-negative number");
     }
     r.stats = c;
-    r.stats->samples = samples.get<std::size_t>();
   }
   // A failed or quarantined candidate may keep its timings; an ok or eliminated one must have
   // them (without, it would be cached as measured but never compared).

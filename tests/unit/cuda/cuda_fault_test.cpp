@@ -387,7 +387,7 @@ void fault_after_a_read(channel_kind kind) {
     auto pending = c.read_async({buf.binding()});
     c.execute(poke(), cube_count{1}, bad_pointer());
     checks.expect(fault_happened(), "the kernel never faulted");
-    auto const read = checks.expect_device_error(
+    checks.expect_device_error(
         "the read", [&] { (void)pending.get(); },
         {"waiting for a read", "cuda:0 is lost", "'fault_test::fine'",
          "Those are the launches before this read; one queued after it may be the kernel that "
