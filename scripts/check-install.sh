@@ -1,18 +1,26 @@
 #!/usr/bin/env bash
-# Installs the release build into a prefix and builds examples/ against it with find_package.
+# Installs a release build into a prefix and builds examples/ against it with find_package, as a
+# user's project would; then moves the prefix and runs the installed CLI from its new place.
+# Usage: check-install.sh [static|shared]   (shared: -DBUILD_SHARED_LIBS=ON)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-prefix=$(pwd)/build/install
+kind=${1:-static}
+case "$kind" in
+  static) shared=OFF ;;
+  shared) shared=ON ;;
+  *) echo "usage: $0 [static|shared]" >&2; exit 2 ;;
+esac
+prefix=$(pwd)/build/install-$kind
 # A fresh prefix: a header left by an earlier install would hide one this install lacks.
-rm -rf "$prefix"
-cmake -S . -B build/install-build -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DCUBERT_BUILD_TESTS=OFF -DCUBERT_BUILD_TOOLS=OFF -DCMAKE_INSTALL_PREFIX="$prefix" >/dev/null
-cmake --build build/install-build
-cmake --install build/install-build >/dev/null
-cmake -S examples -B build/examples -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
-cmake --build build/examples
+rm -rf "$prefix" "$prefix-moved"
+cmake -S . -B "build/install-build-$kind" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+  -DBUILD_SHARED_LIBS=$shared -DCUBERT_BUILD_TESTS=OFF -DCMAKE_INSTALL_PREFIX="$prefix" >/dev/null
+cmake --build "build/install-build-$kind"
+cmake --install "build/install-build-$kind" >/dev/null
+cmake -S examples -B "build/examples-$kind" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "build/examples-$kind"
 ran=0
-for exe in build/examples/*/example_*; do
+for exe in build/examples-"$kind"/*/example_*; do
   [ -x "$exe" ] || continue
   echo "-- running $exe"
   "$exe"
@@ -22,3 +30,16 @@ if [ "$ran" -eq 0 ]; then
   echo "check-install: no example was built" >&2
   exit 1
 fi
+if [ "$shared" = ON ]; then
+  # The ABI version is in the file name a binary records, so a 0.2 library never stands in.
+  abi=$(sed -n 's/^project(cubert VERSION \([0-9]*\.[0-9]*\).*/\1/p' CMakeLists.txt)
+  soname=$(readelf -d "$prefix"/lib*/libcubert_core.so | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+  if [ "$soname" != "libcubert_core.so.$abi" ]; then
+    echo "check-install: libcubert_core's soname is '$soname', not libcubert_core.so.$abi" >&2
+    exit 1
+  fi
+fi
+# A moved prefix still runs: the CLI finds its libraries (shared) relative to itself.
+mv "$prefix" "$prefix-moved"
+echo "-- running the installed cubert from a moved prefix"
+"$prefix-moved/bin/cubert" devices
