@@ -31,7 +31,11 @@ std::vector<pool_options> sub_slices_pools(device_memory_properties const& props
   std::uint64_t cur = props.max_page_size;
   unsigned base = 1;
   while (cur >= 32 * mib) {
-    cur = ceil_to(cur / 4, a);
+    // An alignment of 32 MiB or more rounds the quarter back up to the rung above: the ladder
+    // ends there (it looped for ever, a rung each time).
+    auto const next = ceil_to(cur / 4, a);
+    if (next >= cur) break;
+    cur = next;
     rungs.push_back(pool_options::sliced(cur, cur >> base));
     ++base;
   }

@@ -69,7 +69,9 @@ std::optional<slice_handle> sliced_pool::try_reserve(std::uint64_t size) {
     b = bins_[1].find(extent);
     // A cached idle page made for a much larger tensor waits for one: splitting it would leave
     // its rest to small slices that pin it, and the next large request would grow the pool.
-    if (b && cached_ &&
+    // Only an idle page: the rest of a shared one is already kept for large requests. And only
+    // a smaller request: at a fraction of 1, an exact fit was refused too.
+    if (b && cached_ && b->owner->used_blocks == 0 && extent < b->size &&
         static_cast<double>(extent) <= large_split_fraction_ * static_cast<double>(b->size)) {
       b = nullptr;
     }

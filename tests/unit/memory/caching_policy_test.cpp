@@ -197,6 +197,31 @@ TEST(CachingPolicy, RestOfASharedLargePageWaitsForLargeRequests) {
   EXPECT_EQ(c.calls().frees, 0u);
 }
 
+// The fraction applies to an idle page only: the rest of a shared one serves every request
+// larger than a page (a 20 MiB request on an 80 MiB rest was refused and grew a new page).
+TEST(CachingPolicy, RestOfASharedLargePageTakesAnyRequestLargerThanAPage) {
+  counted c(arena(fixed_growth(16 * mib, 10.0), 16 * mib));
+  { auto h = c.manager->reserve(128 * mib); }  // an idle oversize page of 128 MiB
+  auto first = c.manager->reserve(48 * mib);   // 37.5 %: shares it, leaving 80 MiB
+  auto second = c.manager->reserve(20 * mib);  // a quarter of the rest, above the 16 MiB page
+  EXPECT_EQ(c.manager->get(second)->id, c.manager->get(first)->id);
+  EXPECT_EQ(c.calls().allocs, 1u);
+}
+
+// At a fraction of 1 an idle large page still takes a request of its own size: every request
+// was refused, and a loop reserving one large tensor per step grew a page each step.
+TEST(CachingPolicy, AFractionOfOneStillTakesAnExactFit) {
+  auto policy = fixed_growth(16 * mib, 10.0);
+  policy.large_split_fraction = 1.0;
+  counted c(arena(policy, 16 * mib));
+  for (int step = 0; step < 3; ++step) {  // two at once: one dropped slice is taken back
+    auto a = c.manager->reserve(64 * mib);
+    auto b = c.manager->reserve(64 * mib);
+  }
+  EXPECT_EQ(c.calls().allocs, 2u);
+  EXPECT_EQ(c.reserved(), 128 * mib);
+}
+
 TEST(CachingPolicy, ExplicitCleanupGivesEveryIdlePageBack) {
   counted c(memory_configuration::caching());
   auto keep = c.manager->reserve(1000);

@@ -93,6 +93,16 @@ TEST(Configuration, SubSlicesLadder) {
   EXPECT_EQ(h100[5], (pair{20 * 1024, 20 * gib}));
 }
 
+// An alignment of 32 MiB or more rounds a quarter back up to the rung above: the ladder looped
+// for ever, a rung each time, until memory ran out.
+TEST(Configuration, SubSlicesLadderEndsWhereTheAlignmentStopsIt) {
+  EXPECT_EQ(sliced_rungs({2 * gib, 32 * mib}),
+            (std::vector<pair>{{32, 4 * mib}, {128, 32 * mib}, {512, 256 * mib}, {2048, 2 * gib}}));
+  EXPECT_EQ(sliced_rungs({256 * mib, 64 * mib}),
+            (std::vector<pair>{{64, 32 * mib}, {256, 256 * mib}}));
+  EXPECT_EQ(sliced_rungs({64 * mib, 64 * mib}), (std::vector<pair>{{64, 64 * mib}}));
+}
+
 TEST(Configuration, ExclusivePagesBuckets) {
   auto const pools = memory_configuration::exclusive_pages().pools_for({128 * mib, 32});
   ASSERT_EQ(pools.size(), 24u);
