@@ -51,8 +51,13 @@ fs::path config::cache_root() {
   if (auto p = env_path("CUBERT_CACHE_DIR")) return *p;
   if (auto p = env_path("XDG_CACHE_HOME")) return *p / "cubert";
   if (auto p = env_path("HOME")) return *p / ".cache" / "cubert";
+  // temp_directory_path() is empty when $TMPDIR is not a directory, and relative when $TMPDIR
+  // is: either would put the caches in whatever the working directory is at the time.
   std::error_code ec;
-  return fs::temp_directory_path(ec) / "cubert-cache";
+  auto tmp = fs::temp_directory_path(ec);
+  if (ec || tmp.empty()) tmp = "/tmp";
+  auto absolute = fs::absolute(tmp, ec);
+  return (ec ? fs::path("/tmp") : absolute) / "cubert-cache";
 }
 
 config config::load(fs::path const& start_dir) {

@@ -72,6 +72,7 @@ void apply_log(std::string const& value, config& cfg) {
   cfg.memory.log.level = log_level::basic;
   for (auto* l : all) {
     l->file.reset();
+    l->forward.reset();  // One sink: a forward from the file would print every line twice.
     // One file for every category, opened once: an `append = false` the file gave one of them
     // would clash with the others' default (a config_error when logging is built).
     l->append = true;

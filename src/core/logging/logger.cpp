@@ -16,6 +16,8 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,11 +35,36 @@ namespace {
 constexpr std::array<std::string_view, 4> category_names{"compilation", "profiling", "autotune",
                                                          "memory"};
 
+// Forwarding stops when the program exits. spdlog's registry, which holds the default logger,
+// is a static destroyed then, while cubert's loggers (never destroyed) still serve the threads
+// of clients that outlive main. The handler, registered once the registry exists, runs before
+// the registry's destructor; the mutex makes a line being forwarded finish first.
+struct forward_gate {
+  std::mutex mutex;
+  bool open = true;
+};
+
+forward_gate& gate() noexcept {
+  static auto* const g = new forward_gate;  // Never destroyed: used from exit handlers.
+  return *g;
+}
+
+void close_forwarding() noexcept {
+  std::lock_guard lock(gate().mutex);
+  gate().open = false;
+}
+
 // Sends lines on to the application's spdlog default logger. cubecl maps "trace" to debug and
 // "debug" to trace; here each name maps to the severity it says.
 class forward_sink final : public spdlog::sinks::base_sink<std::mutex> {
  public:
-  explicit forward_sink(forward_severity s) : severity_(to_spdlog(s)) {}
+  explicit forward_sink(forward_severity s) : severity_(to_spdlog(s)) {
+    static bool const registered = [] {
+      (void)spdlog::default_logger_raw();  // Constructs the registry first.
+      return std::atexit(close_forwarding) == 0;
+    }();
+    (void)registered;
+  }
 
   static spdlog::level::level_enum to_spdlog(forward_severity s) noexcept {
     switch (s) {
@@ -53,11 +80,15 @@ class forward_sink final : public spdlog::sinks::base_sink<std::mutex> {
 
  private:
   void sink_it_(spdlog::details::log_msg const& msg) override {
+    std::lock_guard lock(gate().mutex);
+    if (!gate().open) return;
     if (auto* target = spdlog::default_logger_raw()) {
       target->log(severity_, "[{}] {}", msg.logger_name, msg.payload);
     }
   }
   void flush_() override {
+    std::lock_guard lock(gate().mutex);
+    if (!gate().open) return;
     if (auto* target = spdlog::default_logger_raw()) target->flush();
   }
 
@@ -67,6 +98,9 @@ class forward_sink final : public spdlog::sinks::base_sink<std::mutex> {
 struct state {
   std::array<std::shared_ptr<spdlog::logger>, 4> loggers;  // Null when disabled or sink-less.
   std::array<log_level, 4> configured{};
+  // The `append = false` files, opened to append: emptied when the state is installed, so that
+  // a refused configuration, or one a concurrent reconfigure() replaced, empties none.
+  std::vector<std::filesystem::path> to_empty;
 };
 
 // The state and its lock are never destroyed: clients live until exit (the registry keeps
@@ -92,7 +126,7 @@ spdlog::sink_ptr make_sink(std::string const& id, log_config const& l, forward_s
   if (id == "stderr") return std::make_shared<spdlog::sinks::stderr_sink_mt>();
   if (id.starts_with("forward:")) return std::make_shared<forward_sink>(f);
   try {
-    return std::make_shared<spdlog::sinks::basic_file_sink_mt>(l.file->string(), !l.append);
+    return std::make_shared<spdlog::sinks::basic_file_sink_mt>(l.file->string(), false);
   } catch (spdlog::spdlog_ex const& e) {
     throw io_error(fmt::format("cannot open log file '{}': {}", l.file->string(), e.what()));
   }
@@ -157,6 +191,7 @@ std::shared_ptr<state const> build(config const& cfg, bool strict) {
             throw;
           }
           sink->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%n] %v");
+          if (id.starts_with("file:") && !l.append) s->to_empty.push_back(*l.file);
         }
         sinks.push_back(sink);
       }
@@ -185,6 +220,12 @@ std::shared_ptr<state const> build(config const& cfg, bool strict) {
 
 void install(std::shared_ptr<state const> s) {
   // Callers hold state_mutex().
+  for (auto const& file : s->to_empty) {
+    // Opened to append, the sink writes at the new end. A device or a pipe cannot be emptied
+    // and needs not be.
+    std::error_code ec;
+    std::filesystem::resize_file(file, 0, ec);
+  }
   for (std::size_t i = 0; i < 4; ++i) {
     auto const effective = s->loggers[i] ? s->configured[i] : log_level::disabled;
     detail::levels[i].store(static_cast<std::uint8_t>(effective), std::memory_order_relaxed);

@@ -102,6 +102,16 @@ TEST_F(ConfigEnvTest, LogVariableFileOverridesAFileCategoryThatTruncates) {
   cubert::log::reconfigure(config{});
 }
 
+// CUBERT_LOG names the one sink: a `forward` left by cubert.toml also sent every line to the
+// application's default logger (stdout by default), so each line showed twice.
+TEST_F(ConfigEnvTest, LogVariableReplacesAForwardFromTheFile) {
+  write("cubert.toml", "[memory.log]\nlevel = \"full\"\nforward = \"info\"\n");
+  setenv("CUBERT_LOG", "stderr", 1);
+  auto const cfg = config::load(dir_);
+  EXPECT_TRUE(cfg.memory.log.to_stderr);
+  EXPECT_FALSE(cfg.memory.log.forward.has_value());
+}
+
 // A bad value is refused with the variable's name, and a later good value works.
 void expect_bad(char const* name, char const* value, fs::path const& dir) {
   setenv(name, value, 1);

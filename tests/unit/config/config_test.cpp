@@ -7,6 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+#include <optional>
+#include <string>
+
 namespace {
 
 using cubert::config;
@@ -37,6 +41,35 @@ TEST_F(ConfigTest, CacheRootFallsBackToHome) {
   EXPECT_EQ(config::cache_root(), fs::path(home) / ".cache" / "cubert");
   setenv("CUBERT_CACHE_DIR", "/tmp/elsewhere", 1);
   EXPECT_EQ(config::cache_root(), fs::path("/tmp/elsewhere"));
+}
+
+// Without HOME or XDG_CACHE_HOME the caches go to the temporary directory, absolute: a $TMPDIR
+// that is not a directory gave the relative "cubert-cache", a relative one a relative path, and
+// the caches followed the working directory.
+TEST_F(ConfigTest, CacheRootWithoutHomeIsAbsolute) {
+  auto const saved = [](char const* name) -> std::optional<std::string> {
+    char const* v = std::getenv(name);
+    return v == nullptr ? std::nullopt : std::optional<std::string>(v);
+  };
+  auto const home = saved("HOME");
+  auto const tmpdir = saved("TMPDIR");
+  unsetenv("HOME");
+  for (char const* tmp : {"/nonexistent-cubert-tmp", "relative-tmp", ""}) {
+    if (*tmp == '\0') {
+      unsetenv("TMPDIR");
+    } else {
+      setenv("TMPDIR", tmp, 1);
+    }
+    auto const root = config::cache_root();
+    EXPECT_TRUE(root.is_absolute()) << "TMPDIR=" << tmp << ": " << root;
+    EXPECT_EQ(root.filename(), "cubert-cache") << root;
+  }
+  if (home) setenv("HOME", home->c_str(), 1);
+  if (tmpdir) {
+    setenv("TMPDIR", tmpdir->c_str(), 1);
+  } else {
+    unsetenv("TMPDIR");
+  }
 }
 
 TEST_F(ConfigTest, FindsFileWalkingUpAndNearestWins) {

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <spdlog/sinks/null_sink.h>
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
 
@@ -120,6 +121,32 @@ TEST_F(LoggingTest, ForwardUsesTheNamedSeverity) {
   EXPECT_NE(text.find("debug|[compilation] d"), std::string::npos) << text;
 }
 
+// A thread still logging while the program exits: spdlog's registry, which holds the default
+// logger a forward sink writes to, is destroyed then (cubert's loggers are not), and the next
+// forwarded line used the freed logger (ASan: heap-use-after-free).
+TEST_F(LoggingTest, ForwardingStopsWhenTheProgramExits) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto const exit_while_forwarding = [] {
+    spdlog::set_default_logger(
+        std::make_shared<spdlog::logger>("quiet", std::make_shared<spdlog::sinks::null_sink_mt>()));
+    config c;
+    c.memory.log.level = log_level::full;
+    c.memory.log.forward = cubert::forward_severity::info;
+    log::reconfigure(c);
+    static std::atomic<bool> started{false};
+    std::thread([] {
+      for (;;) {
+        log::write(category::memory, "still running");
+        started.store(true);
+      }
+    }).detach();
+    while (!started.load()) {
+    }
+    std::exit(0);
+  };
+  EXPECT_EXIT(exit_while_forwarding(), ::testing::ExitedWithCode(0), "");
+}
+
 TEST_F(LoggingTest, SetReconfiguresLogging) {
   auto const file = dir_ / "set.log";
   config::set(memory_logging_to(file));
@@ -225,6 +252,33 @@ TEST_F(LoggingTest, CategoriesDisagreeingOnAppendForOneFileAreRefused) {
   log::write(category::autotune, "agreed");
   EXPECT_NE(read(dir_ / "shared.log").find("agreed"), std::string::npos);
   config::set(config{});
+}
+
+// A refused configuration empties no file: an `append = false` file was truncated when its sink
+// opened, before a later category's refusal (files disagreeing on `append`, a file that cannot
+// be opened) left the logging as it was.
+TEST_F(LoggingTest, ARefusedSetEmptiesNoLogFile) {
+  auto const kept = dir_ / "kept.log";
+  std::ofstream(kept) << "earlier line\n";
+  config disagreeing;
+  disagreeing.compilation.log.level = log_level::full;
+  disagreeing.compilation.log.file = kept;
+  disagreeing.compilation.log.append = false;
+  disagreeing.memory.log.level = log_level::full;
+  disagreeing.memory.log.file = kept;
+  EXPECT_THROW(config::set(disagreeing), cubert::config_error);
+  EXPECT_EQ(read(kept), "earlier line\n");
+  auto unopenable = disagreeing;
+  unopenable.memory.log.file = dir_;  // A directory
+  EXPECT_THROW(config::set(unopenable), cubert::io_error);
+  EXPECT_EQ(read(kept), "earlier line\n");
+  // Accepted, the file starts empty, and what is logged then is kept.
+  unopenable.memory.log = {};
+  config::set(unopenable);
+  log::write(category::compilation, "fresh");
+  auto const text = read(kept);
+  EXPECT_EQ(text.find("earlier line"), std::string::npos) << text;
+  EXPECT_NE(text.find("fresh"), std::string::npos) << text;
 }
 
 // Categories one unopenable file silences are named in one line, not one line each.
