@@ -89,10 +89,11 @@ bool has_arch_specific(int arch) {
 }
 
 // Closed when the process starts exiting, by a handler registered at the first compile. A client
-// held in a static object was made before that compile, so it is destroyed after everything the
-// compile made (the statics below, NVRTC's own state), and its server may still be compiling
-// then, or have kernels queued. The handler runs before any of that is destroyed: it refuses
-// new compiles and waits for those in flight.
+// held in a static object was made before that compile, so it is destroyed after NVRTC's own
+// state, and its server may still be compiling then, or have kernels queued. The handler runs
+// before NVRTC's state is destroyed: it refuses new compiles and waits for those in flight. The
+// gate and the statics of compile() are never destroyed: a static made after an atexit call is
+// destroyed before its handler runs, and a compile in flight then would read freed memory.
 struct exit_gate {
   std::mutex mutex;
   std::condition_variable idle;
@@ -101,8 +102,8 @@ struct exit_gate {
 };
 
 exit_gate& gate() {
-  static exit_gate g;
-  return g;
+  static auto* const g = new exit_gate;
+  return *g;
 }
 
 void close_gate() noexcept {
@@ -116,8 +117,6 @@ void close_gate() noexcept {
 class gate_pass {
  public:
   explicit gate_pass(std::string const& source_name) {
-    // After the gate itself exists, so the handler runs before the gate is destroyed, and
-    // before the statics of compile() exist, so it runs before they are destroyed.
     [[maybe_unused]] static bool const registered = std::atexit(close_gate) == 0;
     std::lock_guard lock(gate_.mutex);
     if (gate_.closed) {
@@ -194,7 +193,7 @@ compiled_code cuda_compiler::compile(compile_request const& request) const {
   // A device NVRTC does not know — newer than it, or one it skipped (sm_103 under NVRTC 12.8,
   // whose newest is sm_120) — gets PTX for the newest architecture it has below the device's;
   // the driver JITs it. Comparing with the newest alone asked NVRTC for sm_103a, refused.
-  static std::vector<int> const archs = supported_archs();
+  static auto const& archs = *new std::vector<int>(supported_archs());
   bool const known = std::binary_search(archs.begin(), archs.end(), request.arch);
   auto const below = std::upper_bound(archs.begin(), archs.end(), request.arch);
   int const ptx_arch = known || below == archs.begin() ? request.arch : *std::prev(below);
@@ -209,13 +208,13 @@ compiled_code cuda_compiler::compile(compile_request const& request) const {
   options.insert(options.end(), request.options.begin(), request.options.end());
   // The toolkit's headers last: NVRTC searches include paths in order, and a header the caller's
   // -I directories hold (a newer CCCL, say) must not be shadowed by the toolkit's copy.
-  static std::string const include = toolkit_include_option();
+  static auto const& include = *new std::string(toolkit_include_option());
   if (!include.empty()) options.push_back(include);
 
   std::string key;
   std::string headers;
   if (cache_.enabled()) {
-    static std::string const version = nvrtc_identity();
+    static auto const& version = *new std::string(nvrtc_identity());
     // The source name is part of the key: with -lineinfo or -G the image carries it, so a hit
     // compiled under another name would point a debugger or a profiler at the wrong file. Each
     // part is length-prefixed so that an option holding a separator cannot pass for two.

@@ -54,7 +54,9 @@ driver_api load() noexcept {
 }  // namespace
 
 driver_api const& driver_state() noexcept {
-  static driver_api const api = load();  // Thread-safe initialisation (magic static).
+  // Never destroyed: servers of clients held in statics call the driver during exit, after
+  // statics made later than this one are gone.
+  static auto const& api = *new driver_api(load());
   return api;
 }
 

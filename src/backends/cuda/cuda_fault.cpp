@@ -18,8 +18,8 @@ struct lost_state {
 };
 
 lost_state& registry() {
-  static lost_state r;
-  return r;
+  static auto* const r = new lost_state;  // Never destroyed: read by servers during exit.
+  return *r;
 }
 
 bool set_in(char const* name) {

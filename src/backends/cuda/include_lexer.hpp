@@ -19,6 +19,9 @@ struct include_directive {
   bool next = false;      ///< `#include_next`: the search goes on past the including header's.
   bool probe = false;     ///< `__has_include(name)` (or `_next`): whether it exists matters.
   bool computed = false;  ///< `#include HEADER` or `__has_include(HEADER)`: `name` is HEADER.
+  /// A quoted name (or a computed one's quoted value) looks next to the including file first:
+  /// false for the source's own under `-no-source-include`.
+  bool local = true;
 
   friend bool operator==(include_directive const&, include_directive const&) = default;
 };

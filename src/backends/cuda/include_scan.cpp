@@ -157,7 +157,7 @@ class include_walker {
         positions_stale_ = true;
       } else if (wrapped_seen_
                      .emplace(c.callee, c.argument, c.header.name, c.header.quoted,
-                              c.header.computed, from.native())
+                              c.header.computed, c.header.local, from.native())
                      .second) {
         wrapped_.push_back({std::move(c), from});
       }
@@ -310,7 +310,7 @@ class include_walker {
     fs::path const name(d.name);
     if (name.is_absolute()) return is_file(name) ? std::optional(name) : std::nullopt;
     // An empty `from` is the working directory, where NVRTC looks for a bare source name's.
-    if (d.quoted && is_file(from / name)) return from / name;
+    if (d.quoted && d.local && is_file(from / name)) return from / name;
     for (auto const& dir : dirs_) {
       if (is_file(dir / name)) return dir / name;
     }
@@ -371,8 +371,8 @@ class include_walker {
     unsigned followed = 0;  // As a probe (bit 0) and as a next-probe (bit 1).
   };
   std::vector<wrapped_call> wrapped_;
-  // (callee, argument, header, quoted, computed, directory): each call is followed once.
-  std::set<std::tuple<std::string, std::size_t, std::string, bool, bool, std::string>>
+  // (callee, argument, header, quoted, computed, local, directory): each is followed once.
+  std::set<std::tuple<std::string, std::size_t, std::string, bool, bool, bool, std::string>>
       wrapped_seen_;
   std::set<std::tuple<std::size_t, std::string, bool>> expanded_;  // (computed_ index, value)
   XXH3_state_t state_{};
@@ -391,8 +391,15 @@ include_scan scan_includes(std::string_view source, std::string_view source_name
   auto const pre = option_values(options, "-include", false, "--pre-include");
   auto defined_wrappers = defined_calls(options);
   // Most kernels: one search for "include". The source's macros matter only with a header, its
-  // macro calls only with a wrapper of `__has_include` (whose definition spells "include").
-  if (pre.empty() && defined_wrappers.empty() && !may_hold(source, "include")) return {};
+  // macro calls only with a wrapper or an alias of `__has_include` (whose definition spells
+  // "include", in the source or in a -D option: `-DHAS=__has_include`).
+  auto const defines = option_values(options, "-D", true, "--define-macro");
+  bool const defines_probe = std::any_of(defines.begin(), defines.end(), [](auto const& v) {
+    return v.find("include") != std::string_view::npos;
+  });
+  if (pre.empty() && defined_wrappers.empty() && !defines_probe && !may_hold(source, "include")) {
+    return {};
+  }
   std::vector<header_macro> macros;
   std::vector<macro_call> calls;
   auto const includes = find_includes(source, &macros, &calls);
@@ -405,12 +412,13 @@ include_scan scan_includes(std::string_view source, std::string_view source_name
   walker.add_macros(std::move(macros));
   fs::path const source_dir = fs::path(source_name).parent_path();
   // NVRTC's --no-source-include keeps the source's directory out of the search: its quoted
-  // includes then look where angle ones do. (Headers still look next to themselves first.)
+  // includes, computed ones' quoted values included, then look where angle ones do. (Headers
+  // still look next to themselves first.)
   bool const source_dir_searched = std::none_of(
       options.begin(), options.end(),
       [](std::string const& o) { return o == "-no-source-include" || o == "--no-source-include"; });
   auto const from_source = [&](include_directive d) {
-    d.quoted = d.quoted && source_dir_searched;
+    d.local = source_dir_searched;
     return d;
   };
   for (auto* list : {&defined_wrappers, &calls}) {

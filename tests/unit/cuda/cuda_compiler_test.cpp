@@ -13,12 +13,14 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <thread>
 
 namespace {
 
@@ -348,6 +350,38 @@ TEST(KernelDiskCacheTest, SecondProcessHitsTheDisk) {
       std::string(CUBERT_CUDA_PROBE) + " compile " + dir.path().string() + " 90";
   EXPECT_EQ(run(cmd), "miss\n");
   EXPECT_EQ(run(cmd), "hit\n");
+}
+
+// A process whose kernels all come from the disk cache never runs NVRTC, so the exit gate was
+// registered only before the compiler's own statics (the architectures, the include option, the
+// NVRTC identity) were made, and those were destroyed before it closed: a compile still running
+// at exit read them freed (ASan: heap-use-after-free). Run in a fresh process, which exits.
+TEST(KernelDiskCacheTest, CacheHitsRunningAtExitReadNothingFreed) {
+  temp_dir dir;
+  {
+    cuda_compiler const filler{kernel_disk_cache(dir.path())};
+    ASSERT_FALSE(filler.compile({good_source, "add.cu", {}, 90}).from_disk_cache);
+  }
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  auto const exit_while_compiling = [&] {
+    // Leaked, as a server's compiler outlives its thread: only compile()'s statics are tested.
+    static auto const& compiler = *new cuda_compiler{kernel_disk_cache(dir.path())};
+    if (!compiler.compile({good_source, "add.cu", {}, 90}).from_disk_cache) std::exit(2);
+    static std::atomic<bool> started{false};
+    std::thread([] {
+      try {
+        for (;;) {
+          (void)compiler.compile({good_source, "add.cu", {}, 90});
+          started.store(true);
+        }
+      } catch (cubert::compilation_error const&) {  // the gate closed: the process is exiting
+      }
+    }).detach();
+    while (!started.load()) {
+    }
+    std::exit(0);
+  };
+  EXPECT_EXIT(exit_while_compiling(), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(KernelDiskCacheTest, DefaultDirectoryFollowsCubertCacheDir) {

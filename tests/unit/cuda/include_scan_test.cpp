@@ -426,7 +426,29 @@ TEST(IncludeScanTest, NoSourceIncludeKeepsTheSourcesDirectoryOutOfTheSearch) {
             .files,
         paths{far})
         << flag;
+    // A computed include's quoted value too (it looked next to the source, as if searched).
+    EXPECT_EQ(
+        scan_includes("#define H \"cfg.h\"\n#include H\n", source_name, strings{flag, inc}).files,
+        paths{far})
+        << flag;
   }
+  EXPECT_EQ(scan_includes("#define H \"cfg.h\"\n#include H\n", source_name, strings{inc}).files,
+            paths{near});
+}
+
+// An alias of __has_include given by a -D option, in a source that never spells "include": the
+// scan stopped at its first look and the probed header stayed out of the key.
+TEST(IncludeScanTest, AProbeAliasFromADefineOptionIsFollowed) {
+  temp_dir d;
+  fs::create_directories(d.path() / "inc");
+  strings const options{"-DHAS=__has_include", "-I" + (d.path() / "inc").string()};
+  auto const source = "#if HAS(<x.h>)\n#endif\n";
+  auto const before = scan_includes(source, "k.cu", options).digest;
+  EXPECT_FALSE(before.empty());
+  auto const header = d.write("inc/x.h", "");
+  auto const after = scan_includes(source, "k.cu", options);
+  EXPECT_NE(before, after.digest);
+  EXPECT_EQ(after.files, paths{header});
 }
 
 TEST(IncludeScanTest, AComputedIncludeWithAValueOfUnknownHeaderMarksTheScan) {
