@@ -4,6 +4,7 @@
 
 #include <cubert/config.hpp>
 #include <cubert/error.hpp>
+#include <cubert/tune/tune_cache.hpp>
 #include <cubert/tune/tune_cache_store.hpp>
 
 #include <fmt/format.h>
@@ -53,11 +54,16 @@ void print_list(cache_options const& o) {
 // A target is a file path or a tuner name (all of its files, every device and version).
 std::vector<cache_file_info> select(cache_options const& o) {
   std::vector<cache_file_info> out;
+  // A tuner by its name as the program gives it ("conv/2d"), or as its file is named and `list`
+  // shows it ("conv_2d-…").
+  auto const stem = cubert::tune::tune_cache::file_for({}, o.target, {}).stem().string();
   for (auto const& f : cubert::tune::list_cache(root_of(o))) {
     // By identity, not spelling: the listed path is under the root as given, the user's path is
     // relative to the working directory or spelled another way.
     std::error_code ec;
-    if (f.tuner == o.target || fs::equivalent(f.file, o.target, ec)) out.push_back(f);
+    if (f.tuner == o.target || f.tuner == stem || fs::equivalent(f.file, o.target, ec)) {
+      out.push_back(f);
+    }
   }
   if (out.empty()) {
     throw cubert::invalid_argument(fmt::format("no tune cache file or tuner named '{}' under {}",

@@ -70,8 +70,12 @@ class tunable_set {
 
   /// Replaces the computed checksum (e.g. with a hash of the kernels' sources). Results stored
   /// on disk under one explicit checksum are only reused by sets with that checksum: changing it
-  /// re-tunes every candidate.
+  /// re-tunes every candidate. @throws invalid_argument if `checksum` is empty: every set given
+  /// "" would take another's choices in memory as its own (a hash of unreadable sources, say).
   tunable_set& with_checksum(std::string checksum) {
+    CUBERT_EXPECTS(!checksum.empty(),
+                   "tunable_set::with_checksum: the checksum is empty; leave it out for the "
+                   "computed one");
     checksum_override_ = std::move(checksum);
     changed();
     return *this;

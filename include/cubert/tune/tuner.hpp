@@ -114,8 +114,9 @@ class tuner {
     return e->winner;
   }
 
-  /// Every candidate's result from the tuning of `key` (empty if cached or not tuned); with
-  /// several sets tuned for `key`, the latest one's.
+  /// Every candidate's result for `key` (empty if not tuned): measured in this process, or read
+  /// from the persistent cache, with the stats stored there (`benchmarked()` counts only the
+  /// former); with several sets tuned for `key`, the latest one's.
   [[nodiscard]] std::vector<candidate_result> results(Key const& key) const {
     std::shared_lock lock(state_->mutex);
     auto const* e = state_->latest(key);

@@ -325,7 +325,12 @@ std::size_t prune_cache(fs::path const& root, bool other_versions) {
     for (auto const& version : fs::directory_iterator(root / "autotune", ec)) {
       if (version.path().filename() == current) continue;
       for (auto const& f : fs::recursive_directory_iterator(version.path(), ec)) {
-        if (f.path().extension() == ".jsonl") removed += parse(f.path()).records.size();
+        if (f.path().extension() != ".jsonl" || !f.is_regular_file(ec)) continue;
+        // Only counted: a file that cannot be read goes with the rest all the same.
+        try {
+          removed += parse(f.path()).records.size();
+        } catch (io_error const&) {
+        }
       }
       fs::remove_all(version.path(), ec);
     }

@@ -244,6 +244,16 @@ TEST_F(TuneCacheStoreTest, WhatIsNotAFileIsNotListedAndClearStillWorks) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "autotune"));
 }
 
+// An older version's folder goes whatever it holds: a directory named like a tuner file made
+// `prune --other-versions` fail reading it, and the folder stayed.
+TEST_F(TuneCacheStoreTest, PruningOtherVersionsSkipsWhatIsNotAFile) {
+  auto const old_device = dir_ / "autotune" / "0.0.1" / "0123456789abcdef";
+  std::filesystem::create_directories(old_device / "x.jsonl");
+  std::ofstream(old_device / "old.jsonl") << "not a record\n";
+  EXPECT_NO_THROW((void)cubert::tune::prune_cache(dir_, true));
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "autotune" / "0.0.1"));
+}
+
 // device.txt holds whatever the tuner was given; bytes that are not UTF-8 are shown as U+FFFD
 // instead of making the JSON listings and the export throw.
 TEST_F(TuneCacheStoreTest, ADeviceNameThatIsNotUtf8IsWrittenAsReplacementCharacters) {

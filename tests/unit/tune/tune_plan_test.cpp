@@ -122,4 +122,14 @@ TEST(TunableSet, ChecksumCoversNamesAndVersions) {
   EXPECT_EQ(c.size(), 2U);  // The refused candidate left the set as it was.
 }
 
+// Every set given "" had one checksum, so a set with other candidates ran another's winner,
+// untuned.
+TEST(TunableSet, AnEmptyExplicitChecksumIsRefused) {
+  auto a = make_set();
+  a.with("x", [](int v) { return v; });
+  auto const computed = a.checksum();
+  EXPECT_THROW(a.with_checksum(""), cubert::invalid_argument);
+  EXPECT_EQ(a.checksum(), computed);
+}
+
 }  // namespace
