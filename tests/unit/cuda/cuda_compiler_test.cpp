@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <unistd.h>
 
 namespace {
 
@@ -357,31 +358,43 @@ TEST(KernelDiskCacheTest, SecondProcessHitsTheDisk) {
 // NVRTC identity) were made, and those were destroyed before it closed: a compile still running
 // at exit read them freed (ASan: heap-use-after-free). Run in a fresh process, which exits.
 TEST(KernelDiskCacheTest, CacheHitsRunningAtExitReadNothingFreed) {
-  temp_dir dir;
-  {
-    cuda_compiler const filler{kernel_disk_cache(dir.path())};
+  // The death test's child is this binary run again, through this body up to the statement: it
+  // must find the cache the parent filled, and compile nothing before the statement (an NVRTC
+  // compile registers the gate again, after the statics, which hid the fault).
+  bool const child = !GTEST_FLAG_GET(internal_run_death_test).empty();
+  auto const dir = fs::temp_directory_path() /
+                   fmt::format("cubert-exit-cache-{}", child ? ::getppid() : ::getpid());
+  if (!child) {
+    fs::remove_all(dir);
+    cuda_compiler const filler{kernel_disk_cache(dir)};
     ASSERT_FALSE(filler.compile({good_source, "add.cu", {}, 90}).from_disk_cache);
   }
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   auto const exit_while_compiling = [&] {
     // Leaked, as a server's compiler outlives its thread: only compile()'s statics are tested.
-    static auto const& compiler = *new cuda_compiler{kernel_disk_cache(dir.path())};
+    static auto const& compiler = *new cuda_compiler{kernel_disk_cache(dir)};
     if (!compiler.compile({good_source, "add.cu", {}, 90}).from_disk_cache) std::exit(2);
-    static std::atomic<bool> started{false};
-    std::thread([] {
-      try {
-        for (;;) {
-          (void)compiler.compile({good_source, "add.cu", {}, 90});
-          started.store(true);
+    // Several compiles in flight, so that one is likely to be past the gate when exit starts.
+    static std::atomic<int> started{0};
+    constexpr int threads = 4;
+    for (int i = 0; i < threads; ++i) {
+      std::thread([] {
+        try {
+          for (bool first = true;; first = false) {
+            (void)compiler.compile({good_source, "add.cu", {}, 90});
+            if (first) started.fetch_add(1);
+          }
+        } catch (cubert::compilation_error const&) {  // the gate closed: the process is exiting
         }
-      } catch (cubert::compilation_error const&) {  // the gate closed: the process is exiting
-      }
-    }).detach();
-    while (!started.load()) {
+      }).detach();
+    }
+    while (started.load() < threads) {
     }
     std::exit(0);
   };
   EXPECT_EXIT(exit_while_compiling(), ::testing::ExitedWithCode(0), "");
+  std::error_code ec;
+  fs::remove_all(dir, ec);
 }
 
 TEST(KernelDiskCacheTest, DefaultDirectoryFollowsCubertCacheDir) {
