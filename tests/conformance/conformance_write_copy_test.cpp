@@ -344,6 +344,18 @@ TEST_P(WriteCopy, AStridedWriteLeavesAFailedLaunchForTheNextSync) {
   }
 }
 
+// The stride of a size-1 dimension is never used, so any value is valid: one whose byte pitch
+// wraps 64 bits (2^62 elements of 4 bytes) gave CUDA a 2D copy with a pitch of 0, refused.
+TEST_P(WriteCopy, AHugeStrideOfASizeOneDimensionIsNeverUsed) {
+  auto const h = c().create(byte_ramp(16, 1));
+  binding_with_meta const row{h.binding(), {1, 4}, {1ull << 62, 1}, 4};
+  auto const values = iota_u32(4, 7);
+  EXPECT_NO_THROW(c().write_tensor(row, bytes_of(values)));
+  EXPECT_TRUE(same(c().read_one(h.binding()), bytes_of(values)));
+  EXPECT_TRUE(same(c().read_one_tensor(row), bytes_of(values)));
+  EXPECT_NO_THROW(c().sync());
+}
+
 TEST_P(WriteCopy, BadTensorWritesAreInvalidArgumentAndTheClientGoesOn) {
   auto const original = byte_ramp(64, 5);
   auto const h = c().create(original);

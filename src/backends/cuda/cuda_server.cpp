@@ -307,8 +307,12 @@ std::optional<tensor_layout> padded_rows(binding_with_meta const& meta) {
   }
   l.strides = meta.strides;
   l.row_bytes = meta.shape[rank - 1] * meta.elem_size;
-  l.pitch = pitch * meta.elem_size;
-  l.bytes = l.rows * l.pitch;
+  // A size-1 dimension's stride is never used, so it may be huge: its pitch wrapped to a small
+  // one (0 for 2^62 × 4 bytes), below the row, and the driver refused the valid copy.
+  if (__builtin_mul_overflow(pitch, meta.elem_size, &l.pitch) ||
+      __builtin_mul_overflow(l.rows, l.pitch, &l.bytes)) {
+    return std::nullopt;
+  }
   // A 2D copy's pitch is an int for the driver (CU_DEVICE_ATTRIBUTE_MAX_PITCH): rows farther
   // apart go the default way.
   if (l.pitch > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) return std::nullopt;
@@ -521,14 +525,17 @@ std::future<void> cuda_server::read_into(cubert::binding const& b, std::span<std
 host_buffer cuda_server::alloc_host(std::uint64_t size) {
   return on_device([&] {
     auto const n = static_cast<std::size_t>(size);
-    if (!read_pool_->pools(n)) return make_pinned_buffer(info_.device, n);
-    // A block of the read pool: pinning costs milliseconds per 100 MiB and unpinning waits for
-    // the device, so a buffer dropped goes back to the pool for the next one.
+    // A block of the read pool where it keeps the size: pinning costs milliseconds per 100 MiB
+    // and unpinning waits for the device, so a buffer dropped goes back to the pool for the
+    // next one. Larger ones are pinned for themselves.
+    auto const pin = [&] {
+      return read_pool_->pools(n) ? read_pool_->acquire(n) : make_pinned_buffer(info_.device, n);
+    };
     try {
-      return read_pool_->acquire(n);
+      return pin();
     } catch (out_of_memory const&) {
       read_pool_->release_idle();  // The host will not pin more: unpin what is cached, retry.
-      return read_pool_->acquire(n);
+      return pin();
     }
   });
 }

@@ -66,6 +66,18 @@ void cuda_staging::add_block() {
   }
 }
 
+bool cuda_staging::try_add_block() {
+  try {
+    add_block();
+    return true;
+  } catch (out_of_memory const&) {
+    // The host pins no more: the blocks the ring has will do, at the cost of waits (growing only
+    // saves them). With none, there is nothing to fall back on.
+    if (blocks_.empty()) throw;
+    return false;
+  }
+}
+
 void cuda_staging::retire(block& b) {
   CUBERT_CU_CALL(cuEventRecord, b.done, stream_);
   b.in_flight = true;
@@ -88,10 +100,10 @@ cuda_staging::block& cuda_staging::advance() {
   // No room in the current block until the next one is idle: if pinning a new block or the wait
   // throws, the next upload must come back here, not write over the block just retired.
   cursor_ = block_size_;
-  if (blocks_.empty() ||
-      (blocks_.size() < max_blocks_ && blocks_[(current_ + 1) % blocks_.size()].in_flight)) {
-    // Grow while the ring is busy: a block costs a pinned allocation once, a wait every time.
-    add_block();
+  // Grow while the ring is busy: a block costs a pinned allocation once, a wait every time.
+  if ((blocks_.empty() ||
+       (blocks_.size() < max_blocks_ && blocks_[(current_ + 1) % blocks_.size()].in_flight)) &&
+      try_add_block()) {
     if (blocks_.size() > 1) {
       std::rotate(blocks_.begin() + static_cast<std::ptrdiff_t>(current_ + 1), blocks_.end() - 1,
                   blocks_.end());
@@ -122,7 +134,8 @@ cuda_staging::plan cuda_staging::make_plan(std::size_t bytes, std::size_t most_p
   // a cap) cannot wrap the product.
   std::size_t const ring =
       most_per_worker > max_blocks_ / threads ? max_blocks_ : threads * most_per_worker;
-  while (blocks_.size() < std::min(ring, p.chunks)) add_block();
+  while (blocks_.size() < std::min(ring, p.chunks) && try_add_block()) {
+  }
   p.workers = static_cast<unsigned>(std::min({threads, p.chunks, blocks_.size()}));
   p.per_worker = std::min(blocks_.size() / p.workers, most_per_worker);
   return p;

@@ -106,6 +106,9 @@ class cuda_staging {
   void retire(block& b);
   void wait_idle(block& b);
   void add_block();
+  /// add_block(), or false when the host pins no more and the ring has blocks to fall back on.
+  /// @throws out_of_memory when it has none.
+  [[nodiscard]] bool try_add_block();
   /// The plan of a transfer whose threads each use at most `most_per_worker` blocks.
   [[nodiscard]] plan make_plan(std::size_t bytes, std::size_t most_per_worker);
   void bind_context() const;

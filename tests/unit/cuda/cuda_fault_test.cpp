@@ -206,6 +206,26 @@ void blocking_names_the_kernel(channel_kind kind) {
   checks.finish();
 }
 
+// A read's future dropped unwaited still waits for the stream to pass its point: the launches
+// before it completed, and the next fault's report does not name them (it did, as if nothing
+// had waited for them).
+void a_dropped_reads_wait_clears_the_suspects(channel_kind kind) {
+  child_checks checks;
+  {
+    scenario s(kind);
+    auto& [zeros, c, buf] = s;
+    c.execute(fine(), cube_count{3}, bindings{}.with_buffer(buf.binding()));
+    (void)c.read_async({buf.binding()});  // Dropped at once: waits, quietly.
+    c.execute(poke(), cube_count{1}, bad_pointer());
+    auto const report = checks.expect_device_error(
+        "the sync", [&] { c.sync(); },
+        {"'fault_test::poke' grid (1, 1, 1) block (32, 1, 1)", "cuda:0 is lost"});
+    checks.expect(report.find("'fault_test::fine'") == std::string::npos,
+                  "a launch a dropped read waited for is named: " + report);
+  }
+  checks.finish();
+}
+
 // An ordinary launch failure still waiting when a fault is found is superseded by it: after the
 // fault's report the next call says the device is lost, not the older failure.
 void fault_supersedes_a_waiting_launch_error(channel_kind kind) {
@@ -606,6 +626,11 @@ TEST_P(CudaKernelFault, SupersedesAnOrdinaryLaunchErrorStillWaiting) {
 TEST_P(CudaKernelFault, FoundByAnotherClientSupersedesAnOrdinaryLaunchErrorStillWaiting) {
   EXPECT_EXIT(fault_found_elsewhere_supersedes_a_waiting_launch_error(GetParam()),
               ::testing::ExitedWithCode(0), "");
+}
+
+TEST_P(CudaKernelFault, ADroppedReadsWaitClearsTheSuspects) {
+  EXPECT_EXIT(a_dropped_reads_wait_clears_the_suspects(GetParam()), ::testing::ExitedWithCode(0),
+              "");
 }
 
 TEST_P(CudaKernelFault, AnEmptyReadKeepsTheSuspects) {

@@ -8,6 +8,7 @@
 #include "cuda_driver.hpp"
 #include "cuda_host_buffer.hpp"
 #include "cuda_server.hpp"
+#include "fake_hook.hpp"
 
 #include <cubert/bytes.hpp>
 #include <cubert/cuda.hpp>
@@ -277,6 +278,24 @@ TEST_F(CudaReadPoolTest, HostBuffersComeFromThePoolAndGoBackToIt) {
   auto c = off->alloc_host(4096);
   EXPECT_TRUE(c.pinned());
   EXPECT_EQ(off->read_pool().stats().pinned, 0u);
+}
+
+// A host that will not pin more gets the pool's idle blocks back first, whatever the size asked
+// for: a buffer beyond the pool's cap was refused with idle blocks still pinned.
+TEST_F(CudaReadPoolTest, AFailedPinUnpinsIdleBlocksAndRetriesBeyondTheCapToo) {
+  auto const fail = cubert::test::fake_hook<void (*)(int)>("cubert_fake_fail_host_allocs");
+  if (!fail) GTEST_SKIP() << "needs the fake driver's failure hook";
+  auto s = server(4 * mib);
+  for (std::size_t n : {std::size_t{4096}, 8 * mib}) {
+    { auto cached = s->alloc_host(mib); }
+    ASSERT_GT(s->read_pool().stats().idle_bytes, 0u);
+    fail(1);
+    host_buffer b;
+    EXPECT_NO_THROW(b = s->alloc_host(n)) << n;
+    EXPECT_EQ(b.size(), n);
+    EXPECT_EQ(s->read_pool().stats().idle_bytes, 0u) << n;
+  }
+  fail(0);
 }
 
 TEST_F(CudaReadPoolTest, RepeatedReadsReuseOnePinnedBlock) {

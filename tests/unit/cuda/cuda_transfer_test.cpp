@@ -321,11 +321,14 @@ TEST(CudaStagingFailure, APinnedBlockThatCannotBeHadCorruptsNoEarlierUpload) {
     auto const ha = server.create(a);  // Block 0.
     auto const hb = server.create(b);  // Block 1, its DMA still queued.
     fail(1);
-    EXPECT_THROW((void)server.create(pattern(3000, 3)), cubert::out_of_memory);
+    // The ring cannot grow: the upload waits for block 0 instead.
+    auto const c = pattern(3000, 3);
+    auto const hc = server.create(c);
     auto const d = pattern(3000, 4);
     auto const hd = server.create(d);
     EXPECT_TRUE(same_bytes(server.read({hb.binding()}).get().at(0), b));
     EXPECT_TRUE(same_bytes(server.read({ha.binding()}).get().at(0), a));
+    EXPECT_TRUE(same_bytes(server.read({hc.binding()}).get().at(0), c));
     EXPECT_TRUE(same_bytes(server.read({hd.binding()}).get().at(0), d));
   }
   {
@@ -340,6 +343,44 @@ TEST(CudaStagingFailure, APinnedBlockThatCannotBeHadCorruptsNoEarlierUpload) {
     auto const hg = server.create(g);
     EXPECT_TRUE(same_bytes(server.read({he.binding()}).get().at(0), e));
     EXPECT_TRUE(same_bytes(server.read({hg.binding()}).get().at(0), g));
+  }
+}
+
+// A host that pins no more leaves the ring the blocks it has: uploads and reads wait for them
+// instead of failing. Every upload needing the next block, and every read wanting more blocks
+// than the ring had, threw out_of_memory, after syncs and cleanups too.
+TEST(CudaStagingFailure, AHostThatPinsNoMoreStillUsesTheRingItHas) {
+  if (cubert::cuda::device_count() == 0) GTEST_SKIP() << cubert::cuda::unavailable_reason();
+  auto const fail = fake_host_alloc_failures();
+  if (!fail) GTEST_SKIP() << "needs the fake driver's failure hook";
+  cubert::cuda::options opts;
+  opts.kernel_cache_dir = std::filesystem::path{};
+  opts.staging_block_size = 4096;
+  opts.staging_blocks = 8;
+  opts.copy_threads = 1;
+  opts.read_pool_bytes = 0;
+  cuda_server server(0, opts);
+  auto const a = pattern(3000, 1);
+  auto const ha = server.create(a);
+  auto const hb = server.create(pattern(3000, 2));  // Two blocks now.
+  server.sync().get();
+  fail(1 << 20);
+  std::vector<cubert::handle> more;
+  std::vector<std::vector<std::byte>> sent;
+  for (std::uint8_t i = 0; i < 4; ++i) {
+    sent.push_back(pattern(3000, 10 + i));
+    EXPECT_NO_THROW(more.push_back(server.create(sent.back())));
+  }
+  auto const big = pattern(64 * 1024, 20);
+  auto const hbig = server.create(big);  // Sixteen chunks through two blocks.
+  std::vector<std::byte> back(big.size());
+  EXPECT_NO_THROW(server.read_into(hbig.binding(), back).get());
+  fail(0);
+  EXPECT_TRUE(same_bytes(back, big));
+  EXPECT_TRUE(same_bytes(server.read({ha.binding()}).get().at(0), a));
+  ASSERT_EQ(more.size(), sent.size());
+  for (std::size_t i = 0; i < more.size(); ++i) {
+    EXPECT_TRUE(same_bytes(server.read({more[i].binding()}).get().at(0), sent[i])) << i;
   }
 }
 
