@@ -128,7 +128,8 @@ struct config {
 
   /// The process-wide configuration, loaded on first use from the working directory.
   /// Thread-safe; the reference stays valid for the life of the process (even after `set`).
-  /// @throws config_error if the file or an environment variable is malformed (retried next call).
+  /// @throws config_error if the file or an environment variable is malformed, io_error if the
+  /// file cannot be read (retried next call).
   [[nodiscard]] static config const& get();
 
   /// Replaces the process-wide configuration and reconfigures logging. For tests and apps.
@@ -137,7 +138,8 @@ struct config {
   static void set(config cfg);
 
   /// Finds `cubert.toml` in `start_dir` or its nearest ancestor, applies CUBERT_* variables.
-  /// No caching. @throws config_error on a malformed file or variable.
+  /// No caching. @throws config_error on a malformed file or variable (log categories sharing
+  /// a file and disagreeing on `append` included), io_error on a file that cannot be read.
   [[nodiscard]] static config load(std::filesystem::path const& start_dir);
 
   /// Parses exactly `file` (no environment overrides). @throws config_error, io_error.

@@ -46,7 +46,8 @@ struct device_properties {
   hardware_properties hardware{};
   timing_method timing = timing_method::system;
   std::string architecture;    ///< "sm_90", "x86_64".
-  std::string driver_version;  ///< "580.65", or the cubert version for the CPU.
+  std::string driver_version;  ///< The CUDA version the driver supports ("13.0"), or the cubert
+                               ///< version for the CPU.
 
   /// "backend|name|architecture|compute units|driver": the device part of autotune cache keys.
   [[nodiscard]] std::string fingerprint() const;

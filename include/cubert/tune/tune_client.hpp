@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// What the tuner needs from a client; `cubert::compute_client` models it, and so can a fake.
+// What the tuner needs from a client; `cubert::client` models it, and so can a fake.
 #pragma once
 
 #include <cubert/profiling.hpp>

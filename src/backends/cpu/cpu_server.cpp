@@ -29,10 +29,21 @@ std::unique_ptr<backend::storage> make_storage(options const& opts,
   return std::make_unique<memory::host_storage>(props.memory.alignment, limit);
 }
 
+// The device as the options describe it: with a capacity limit, that much memory, so that a
+// program sizing its work from the properties fits, and a request above it is refused at once.
+device_properties properties_for(options const& opts) {
+  auto p = make_properties(opts.threads);
+  if (opts.capacity_limit) {
+    p.total_memory = *opts.capacity_limit;
+    p.memory.max_alloc_size = *opts.capacity_limit;
+  }
+  return p;
+}
+
 }  // namespace
 
 cpu_server::cpu_server(options const& opts)
-    : properties_(make_properties(opts.threads)),
+    : properties_(properties_for(opts)),
       memory_(make_storage(opts, properties_), properties_.memory, opts.memory),
       pool_(properties_.hardware.num_compute_units) {}
 

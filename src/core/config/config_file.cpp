@@ -11,6 +11,7 @@
 #include <fmt/std.h>
 #include <toml++/toml.h>
 
+#include <array>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -51,9 +52,38 @@ class file_reader {
         unknown(key);
       }
     }
+    check_shared_log_files(root, cfg);
   }
 
  private:
+  // A log file is opened once for every category naming it, so two `append` settings for it
+  // cannot both hold: refused here with the line, rather than at first use, where nobody can
+  // catch and one category would be silenced.
+  void check_shared_log_files(toml::table const& root, config const& cfg) const {
+    constexpr std::array<std::string_view, 4> names{"compilation", "profiling", "autotune",
+                                                    "memory"};
+    std::array<log_config const*, 4> const logs{&cfg.compilation.log, &cfg.profiling.log,
+                                                &cfg.autotune.log, &cfg.memory.log};
+    std::array<std::string, 4> ids;
+    for (std::size_t i = 0; i < logs.size(); ++i) {
+      auto const& l = *logs[i];
+      if (!l.file || l.level == log_level::disabled) continue;
+      std::error_code ec;
+      auto const canonical = fs::weakly_canonical(*l.file, ec);
+      ids[i] = (ec ? *l.file : canonical).string();
+      for (std::size_t j = 0; j < i; ++j) {
+        if (ids[j] != ids[i] || logs[j]->append == l.append) continue;
+        auto const* table = root[names[i]]["log"].as_table();
+        auto const* where = table ? table->get("append") : nullptr;
+        if (where == nullptr && table != nullptr) where = table->get("file");
+        fail(fmt::format("log file '{}': [{}.log] append = {} but [{}.log] append = {}; "
+                         "categories sharing a file must agree",
+                         l.file->string(), names[j], logs[j]->append, names[i], l.append),
+             where ? where->source() : toml::source_region{});
+      }
+    }
+  }
+
   [[noreturn]] void fail(std::string const& what, toml::source_region const& where) const {
     throw config_error(fmt::format("{}:{}: {}", file_, where.begin.line, what), file_,
                        static_cast<int>(where.begin.line));

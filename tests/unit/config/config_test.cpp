@@ -153,6 +153,25 @@ void expect_error_at(fs::path const& file, int line, std::string_view needle) {
   }
 }
 
+// Categories sharing a log file must agree on `append`: the file said otherwise and loaded,
+// and at first use one category was silenced with a line on stderr.
+TEST_F(ConfigTest, LogCategoriesDisagreeingOnAppendForOneFileNameTheLine) {
+  auto f = write("cubert.toml",
+                 "[autotune.log]\nlevel = \"full\"\nfile = \"x.log\"\nappend = false\n"
+                 "[memory.log]\nlevel = \"basic\"\nfile = \"x.log\"\n");
+  expect_error_at(f, 7, "[autotune.log] append = false but [memory.log] append = true");
+  EXPECT_THROW((void)config::load(dir_), config_error);
+  // Agreeing, or one of them disabled, they load.
+  write("cubert.toml",
+        "[autotune.log]\nlevel = \"full\"\nfile = \"x.log\"\nappend = false\n"
+        "[memory.log]\nlevel = \"basic\"\nfile = \"x.log\"\nappend = false\n");
+  EXPECT_NO_THROW((void)config::load(dir_));
+  write("cubert.toml",
+        "[autotune.log]\nlevel = \"full\"\nfile = \"x.log\"\nappend = false\n"
+        "[memory.log]\nlevel = \"disabled\"\nfile = \"x.log\"\n");
+  EXPECT_NO_THROW((void)config::load(dir_));
+}
+
 TEST_F(ConfigTest, MalformedFileNamesFileAndLine) {
   auto f = write("cubert.toml", "[autotune]\nlevel = \"full\"\ncache = tru e\n");
   expect_error_at(f, 3, "malformed TOML");

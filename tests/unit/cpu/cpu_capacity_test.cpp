@@ -44,6 +44,10 @@ TEST(CpuCapacity, AnExplicitLimitWins) {
   client const c(backend::make_channel(cpu::make_server(opts), backend::channel_kind::mutex));
   auto const a = c.empty(std::uint64_t{6} << 20);
   EXPECT_THROW((void)c.empty(std::uint64_t{6} << 20), out_of_memory);
+  // The device says so: it reported the host's memory, and a program sizing its work from the
+  // properties overshot.
+  EXPECT_EQ(c.properties().total_memory, std::uint64_t{8} << 20);
+  EXPECT_LE(c.properties().memory.max_alloc_size, std::uint64_t{8} << 20);
 }
 
 }  // namespace
