@@ -3,6 +3,7 @@
 #include "cuda_compiler.hpp"
 
 #include "kernel_disk_cache.hpp"
+#include "saved_env.hpp"
 #include "temp_dir.hpp"
 
 #include <cubert/error.hpp>
@@ -398,12 +399,12 @@ TEST(KernelDiskCacheTest, CacheHitsRunningAtExitReadNothingFreed) {
 }
 
 TEST(KernelDiskCacheTest, DefaultDirectoryFollowsCubertCacheDir) {
+  cubert::test::saved_env const dir_var("CUBERT_CACHE_DIR");
+  cubert::test::saved_env const cache_var("CUBERT_KERNEL_CACHE");
   ::setenv("CUBERT_CACHE_DIR", "/tmp/cubert-x", 1);
   EXPECT_EQ(kernel_disk_cache::default_dir(), fs::path("/tmp/cubert-x/kernels"));
   ::setenv("CUBERT_KERNEL_CACHE", "0", 1);
   EXPECT_TRUE(kernel_disk_cache::default_dir().empty());
-  ::unsetenv("CUBERT_KERNEL_CACHE");
-  ::unsetenv("CUBERT_CACHE_DIR");
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The bookkeeping behind kernel-fault reports (cuda_fault.hpp); no device needed.
 #include "cuda_fault.hpp"
+#include "saved_env.hpp"
 
 #include <gtest/gtest.h>
 
@@ -91,27 +92,7 @@ TEST(CudaFaultLog, StickyResultsAreTheKernelFaults) {
   EXPECT_FALSE(is_sticky(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES));  // Refused; nothing ran.
 }
 
-// Environment variables are process-wide: restore them whatever happens.
-class saved_env {
- public:
-  explicit saved_env(char const* name) : name_(name) {
-    if (char const* v = std::getenv(name)) value_ = v;
-    ::unsetenv(name);
-  }
-  ~saved_env() {
-    if (value_) {
-      ::setenv(name_, value_->c_str(), 1);
-    } else {
-      ::unsetenv(name_);
-    }
-  }
-  saved_env(saved_env const&) = delete;
-  saved_env& operator=(saved_env const&) = delete;
-
- private:
-  char const* name_;
-  std::optional<std::string> value_;
-};
+using cubert::test::saved_env;
 
 TEST(CudaFaultLog, LaunchBlockingComesFromTheOptionThenTheEnvironment) {
   saved_env ours("CUBERT_CUDA_LAUNCH_BLOCKING");

@@ -2,6 +2,7 @@
 // The kernel disk cache's files: the temporaries that crashed writers leave behind.
 #include "kernel_disk_cache.hpp"
 
+#include "saved_env.hpp"
 #include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -135,6 +136,8 @@ TEST(KernelDiskCacheTempsTest, AMissingOrDisabledDirectoryHasNothingToRemove) {
 // The configuration reads CUBERT_KERNEL_CACHE as a boolean; the default directory took only "0"
 // as off, so a configuration set without a cache directory still cached for "false" or "off".
 TEST(KernelDiskCacheTest, DefaultDirectoryIsOffForEveryFalseWord) {
+  cubert::test::saved_env const dir_var("CUBERT_CACHE_DIR");
+  cubert::test::saved_env const cache_var("CUBERT_KERNEL_CACHE");
   ::setenv("CUBERT_CACHE_DIR", "/tmp/cubert-x", 1);
   for (char const* off : {"0", "false", "OFF", "no"}) {
     ::setenv("CUBERT_KERNEL_CACHE", off, 1);
@@ -142,8 +145,6 @@ TEST(KernelDiskCacheTest, DefaultDirectoryIsOffForEveryFalseWord) {
   }
   ::setenv("CUBERT_KERNEL_CACHE", "on", 1);
   EXPECT_EQ(kernel_disk_cache::default_dir(), fs::path("/tmp/cubert-x/kernels"));
-  ::unsetenv("CUBERT_KERNEL_CACHE");
-  ::unsetenv("CUBERT_CACHE_DIR");
 }
 
 // A name in the cache that holds no regular file is a miss, and answers at once: a FIFO blocked
