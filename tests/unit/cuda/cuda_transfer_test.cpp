@@ -301,6 +301,18 @@ auto fake_host_alloc_failures() {
   return fake_hook<void (*)(int)>("cubert_fake_fail_host_allocs");
 }
 
+// A ring of 4 KiB blocks, up to eight, one copy thread, reads off the pool (so they do not take
+// an injected pinning failure themselves).
+cubert::cuda::options small_ring() {
+  cubert::cuda::options opts;
+  opts.kernel_cache_dir = std::filesystem::path{};
+  opts.staging_block_size = 4096;
+  opts.staging_blocks = 8;
+  opts.copy_threads = 1;
+  opts.read_pool_bytes = 0;
+  return opts;
+}
+
 // A block that could not be pinned leaves the ring as it was: the next small upload must not
 // write over the block just retired, whose DMA may still be queued. Also through a padded
 // create_tensors, which falls back to the driver's 2D copy and so reports nothing.
@@ -308,12 +320,7 @@ TEST(CudaStagingFailure, APinnedBlockThatCannotBeHadCorruptsNoEarlierUpload) {
   if (cubert::cuda::device_count() == 0) GTEST_SKIP() << cubert::cuda::unavailable_reason();
   auto const fail = fake_host_alloc_failures();
   if (!fail) GTEST_SKIP() << "needs the fake driver's failure hook";
-  cubert::cuda::options opts;
-  opts.kernel_cache_dir = std::filesystem::path{};
-  opts.staging_block_size = 4096;
-  opts.staging_blocks = 8;
-  opts.copy_threads = 1;
-  opts.read_pool_bytes = 0;  // Reads must not take the injected failure.
+  auto const opts = small_ring();
   {
     cuda_server server(0, opts);
     auto const a = pattern(3000, 1);
@@ -353,13 +360,7 @@ TEST(CudaStagingFailure, AHostThatPinsNoMoreStillUsesTheRingItHas) {
   if (cubert::cuda::device_count() == 0) GTEST_SKIP() << cubert::cuda::unavailable_reason();
   auto const fail = fake_host_alloc_failures();
   if (!fail) GTEST_SKIP() << "needs the fake driver's failure hook";
-  cubert::cuda::options opts;
-  opts.kernel_cache_dir = std::filesystem::path{};
-  opts.staging_block_size = 4096;
-  opts.staging_blocks = 8;
-  opts.copy_threads = 1;
-  opts.read_pool_bytes = 0;
-  cuda_server server(0, opts);
+  cuda_server server(0, small_ring());
   auto const a = pattern(3000, 1);
   auto const ha = server.create(a);
   auto const hb = server.create(pattern(3000, 2));  // Two blocks now.
