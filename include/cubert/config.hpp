@@ -3,6 +3,7 @@
 // CUBERT_* environment overrides, then defaults. The TOML layout is documented on `config` below.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -125,6 +126,15 @@ struct config {
 
   /// Defaults with resolved cache paths, no file, no environment.
   config();
+
+  /// Every category's log settings, in `log::category` order (compilation, profiling,
+  /// autotune, memory): for code that treats the four alike.
+  [[nodiscard]] std::array<log_config*, 4> logs() noexcept {
+    return {&compilation.log, &profiling.log, &autotune.log, &memory.log};
+  }
+  [[nodiscard]] std::array<log_config const*, 4> logs() const noexcept {
+    return {&compilation.log, &profiling.log, &autotune.log, &memory.log};
+  }
 
   /// The process-wide configuration, loaded on first use from the working directory.
   /// Thread-safe; the reference stays valid for the life of the process (even after `set`).

@@ -58,8 +58,7 @@ void set_bool(char const* name, bool& out) {
 
 // CUBERT_LOG mirrors CUBECL_DEBUG_LOG: it turns every category on and points it at one sink.
 void apply_log(std::string const& value, config& cfg) {
-  log_config* const all[] = {&cfg.compilation.log, &cfg.profiling.log, &cfg.autotune.log,
-                             &cfg.memory.log};
+  auto const all = cfg.logs();
   if (value.empty()) bad_value("CUBERT_LOG", value, "stdout|stderr|off|<file path>");
   auto const flag = detail::parse_bool(value);
   if (flag.has_value() && !*flag) {

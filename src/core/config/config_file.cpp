@@ -3,15 +3,16 @@
 // naming the file and line, because a silently ignored typo ("chekcs = true") is worse than a
 // refusal.
 #include "config/config_names.hpp"
+#include "config/log_files.hpp"
 
 #include <cubert/config.hpp>
 #include <cubert/error.hpp>
+#include <cubert/logging.hpp>
 
 #include <fmt/format.h>
 #include <fmt/std.h>
 #include <toml++/toml.h>
 
-#include <array>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -60,27 +61,14 @@ class file_reader {
   // cannot both hold: refused here with the line, rather than at first use, where nobody can
   // catch and one category would be silenced.
   void check_shared_log_files(toml::table const& root, config const& cfg) const {
-    constexpr std::array<std::string_view, 4> names{"compilation", "profiling", "autotune",
-                                                    "memory"};
-    std::array<log_config const*, 4> const logs{&cfg.compilation.log, &cfg.profiling.log,
-                                                &cfg.autotune.log, &cfg.memory.log};
-    std::array<std::string, 4> ids;
-    for (std::size_t i = 0; i < logs.size(); ++i) {
-      auto const& l = *logs[i];
-      if (!l.file || l.level == log_level::disabled) continue;
-      std::error_code ec;
-      auto const canonical = fs::weakly_canonical(*l.file, ec);
-      ids[i] = (ec ? *l.file : canonical).string();
-      for (std::size_t j = 0; j < i; ++j) {
-        if (ids[j] != ids[i] || logs[j]->append == l.append) continue;
-        auto const* table = root[names[i]]["log"].as_table();
-        auto const* where = table ? table->get("append") : nullptr;
-        if (where == nullptr && table != nullptr) where = table->get("file");
-        fail(fmt::format("log file '{}': [{}.log] append = {} but [{}.log] append = {}; "
-                         "categories sharing a file must agree",
-                         l.file->string(), names[j], logs[j]->append, names[i], l.append),
-             where ? where->source() : toml::source_region{});
-      }
+    auto const conflicts = detail::append_conflicts(cfg);
+    for (std::size_t i = 0; i < conflicts.size(); ++i) {
+      if (!conflicts[i]) continue;
+      auto const* table = root[log::to_string(static_cast<log::category>(i))]["log"].as_table();
+      auto const* where = table ? table->get("append") : nullptr;
+      if (where == nullptr && table != nullptr) where = table->get("file");
+      fail(detail::append_conflict_message(cfg, *conflicts[i], i),
+           where ? where->source() : toml::source_region{});
     }
   }
 

@@ -2,6 +2,8 @@
 // Category loggers on spdlog. Sinks are shared across categories by identity (one sink per file
 // path, one for stdout, one for stderr), so two categories logging to one file never open it
 // twice and never interleave partial lines.
+#include "config/log_files.hpp"
+
 #include <cubert/error.hpp>
 #include <cubert/logging.hpp>
 
@@ -32,8 +34,10 @@ std::atomic<std::uint8_t> levels[4] = {0xff, 0xff, 0xff, 0xff};
 
 namespace {
 
+// In `category` order, which is also `config::logs()`'s.
 constexpr std::array<std::string_view, 4> category_names{"compilation", "profiling", "autotune",
                                                          "memory"};
+static_assert(category_names.size() == std::tuple_size_v<decltype(config{}.logs())>);
 
 // Forwarding stops when the program exits. spdlog's registry, which holds the default logger,
 // is a static destroyed then, while cubert's loggers (never destroyed) still serve the threads
@@ -132,21 +136,16 @@ spdlog::sink_ptr make_sink(std::string const& id, log_config const& l, forward_s
   }
 }
 
-std::string_view append_word(bool append) noexcept {
-  return append ? "true" : "false";
-}
-
 // `strict` (reconfigure, config::set): a sink that cannot be opened throws, and nothing changes.
 // Otherwise (first use, where nobody can catch) only that category stays silent, said once on
 // stderr for all the categories one error silences; the categories whose sinks opened log as
 // configured.
 std::shared_ptr<state const> build(config const& cfg, bool strict) {
-  std::array<log_config const*, 4> const cats{&cfg.compilation.log, &cfg.profiling.log,
-                                              &cfg.autotune.log, &cfg.memory.log};
+  auto const cats = cfg.logs();
+  auto const conflicts = cubert::detail::append_conflicts(cfg);
   auto s = std::make_shared<state>();
   std::map<std::string, spdlog::sink_ptr> shared;
-  std::map<std::string, std::size_t> file_owner;  // File id -> first category naming it.
-  std::map<std::string, std::string> failed;      // Sink id -> why it could not be opened.
+  std::map<std::string, std::string> failed;  // Sink id -> why it could not be opened.
   std::vector<std::pair<std::string, std::string>> silenced;  // (why, categories), in order.
   for (std::size_t i = 0; i < cats.size(); ++i) {
     auto const& l = *cats[i];
@@ -155,30 +154,17 @@ std::shared_ptr<state const> build(config const& cfg, bool strict) {
     std::vector<std::string> ids;
     if (l.to_stdout) ids.emplace_back("stdout");
     if (l.to_stderr) ids.emplace_back("stderr");
-    if (l.file) {
-      std::error_code ec;
-      auto canon = std::filesystem::weakly_canonical(*l.file, ec);
-      ids.push_back("file:" + (ec ? *l.file : canon).string());
-    }
+    if (l.file) ids.push_back("file:" + cubert::detail::log_file_id(*l.file));
     if (l.forward) ids.push_back(fmt::format("forward:{}", to_string(*l.forward)));
     std::vector<spdlog::sink_ptr> sinks;
     try {
+      // The file is opened once for every category naming it, so one of two `append` settings
+      // would silently lose.
+      if (conflicts[i]) {
+        throw config_error(cubert::detail::append_conflict_message(cfg, *conflicts[i], i),
+                           l.file->string(), 0);
+      }
       for (auto const& id : ids) {
-        if (id.starts_with("file:")) {
-          // The file is opened once for every category naming it, so one of two `append`
-          // settings would silently lose.
-          auto const [owner, first] = file_owner.try_emplace(id, i);
-          auto const& other = *cats[owner->second];
-          if (!first && other.append != l.append) {
-            throw config_error(
-                fmt::format(
-                    "log file '{}': [{}.log] sets append = {} but [{}.log] append = {}; categories "
-                    "sharing a file must agree",
-                    l.file->string(), category_names[owner->second], append_word(other.append),
-                    category_names[i], append_word(l.append)),
-                l.file->string(), 0);
-          }
-        }
         if (auto const why = failed.find(id); why != failed.end()) throw io_error(why->second);
         auto& sink = shared[id];
         if (!sink) {

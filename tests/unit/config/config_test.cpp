@@ -4,6 +4,7 @@
 
 #include <cubert/config.hpp>
 #include <cubert/error.hpp>
+#include <cubert/logging.hpp>
 
 #include <gtest/gtest.h>
 
@@ -170,6 +171,28 @@ TEST_F(ConfigTest, LogCategoriesDisagreeingOnAppendForOneFileNameTheLine) {
         "[autotune.log]\nlevel = \"full\"\nfile = \"x.log\"\nappend = false\n"
         "[memory.log]\nlevel = \"disabled\"\nfile = \"x.log\"\n");
   EXPECT_NO_THROW((void)config::load(dir_));
+}
+
+// Code that treats the four categories alike indexes logs() by log::category.
+TEST_F(ConfigTest, LogsAreInCategoryOrder) {
+  config cfg;
+  auto const log_of = [logs = cfg.logs()](cubert::log::category c) {
+    return logs[static_cast<std::size_t>(c)];
+  };
+  EXPECT_EQ(log_of(cubert::log::category::compilation), &cfg.compilation.log);
+  EXPECT_EQ(log_of(cubert::log::category::profiling), &cfg.profiling.log);
+  EXPECT_EQ(log_of(cubert::log::category::autotune), &cfg.autotune.log);
+  EXPECT_EQ(log_of(cubert::log::category::memory), &cfg.memory.log);
+  config const& frozen = cfg;
+  EXPECT_EQ(frozen.logs()[2], &cfg.autotune.log);
+}
+
+// A third category on the file is named against the first one it disagrees with.
+TEST_F(ConfigTest, EveryCategoryDisagreeingOnASharedFileIsRefused) {
+  auto f = write("cubert.toml",
+                 "[compilation.log]\nlevel = \"full\"\nfile = \"y.log\"\n"
+                 "[memory.log]\nlevel = \"basic\"\nfile = \"y.log\"\nappend = false\n");
+  expect_error_at(f, 7, "[compilation.log] append = true but [memory.log] append = false");
 }
 
 TEST_F(ConfigTest, MalformedFileNamesFileAndLine) {

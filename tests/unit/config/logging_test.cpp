@@ -241,7 +241,7 @@ TEST_F(LoggingTest, CategoriesDisagreeingOnAppendForOneFileAreRefused) {
     config::set(bad);
     FAIL() << "accepted two append settings for one file";
   } catch (cubert::config_error const& e) {
-    EXPECT_NE(std::string(e.what()).find("[autotune.log] sets append = false but [memory.log] "
+    EXPECT_NE(std::string(e.what()).find("[autotune.log] append = false but [memory.log] "
                                          "append = true"),
               std::string::npos)
         << e.what();
