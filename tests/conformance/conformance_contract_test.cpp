@@ -524,21 +524,29 @@ TEST_P(Contract, ProfilingRethrowsTheBodysExceptionAndClosesTheWindow) {
 // While one thread is inside `profile`, other threads' calls on the client wait for it.
 TEST_P(Contract, ProfilingWindowMakesOtherThreadsWait) {
   if (!GetParam().thread_safe) GTEST_SKIP() << GetParam().name << " is single-threaded";
-  std::atomic<bool> inside{false}, body_done{false}, seen_done{false};
+  std::atomic<bool> calling{false}, body_done{false}, seen_done{false};
   std::thread other;
+  bool started_in_time = false;
   (void)c().profile(
       [&] {
-        inside = true;
         other = std::thread([&] {
+          calling = true;
           (void)c().create(byte_ramp(64));
           seen_done = body_done.load();
         });
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        // The window stays open until the other thread is calling: one that started after it
+        // closed would pass without having been kept out.
+        auto const until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+        while (!calling.load() && std::chrono::steady_clock::now() < until) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(1));
+        }
+        started_in_time = calling.load();
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));  // Into the call.
         body_done = true;
       },
       "window");
   other.join();
-  EXPECT_TRUE(inside.load());
+  EXPECT_TRUE(started_in_time) << "the other thread did not start within 10 s";
   EXPECT_TRUE(seen_done.load()) << "another thread's call ran inside the profile window";
 }
 

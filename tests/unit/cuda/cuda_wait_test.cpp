@@ -134,7 +134,13 @@ class CudaWaitOutside : public ::testing::TestWithParam<channel_kind> {
   // meanwhile, and `wait` returns only once the stream does (true once it has). The test
   // declares its joiner first, after what `wait` uses.
   [[nodiscard]] bool waits_while_others_go_on(std::function<void()> wait, cubert::handle const& h) {
-    auto const& waited = spawn(std::move(wait));
+    auto& calling = flags_.emplace_back(false);
+    auto const& waited = spawn([&calling, wait = std::move(wait)] {
+      calling.store(true);
+      wait();
+    });
+    // A waiter that started late had its work queued after the others' fill below.
+    EXPECT_TRUE(becomes_true(calling, 10s)) << "the waiting thread did not start";
     std::this_thread::sleep_for(100ms);  // Time for the waiter to reach its wait.
     others_go_on(h);                     // Its fill is queued after the waiter's work.
     EXPECT_FALSE(waited.load()) << "the wait returned before the stream passed the gate";

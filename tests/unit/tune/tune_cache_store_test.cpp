@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Whole-cache operations: list, export → import into an empty root, prune, clear.
+#include "lock_waiters.hpp"
 #include "tune/cache_line.hpp"
 #include "tune/file_lock.hpp"
 #include "tune_fixture.hpp"
@@ -31,7 +32,6 @@ using cubert::tune::candidate_stats;
 using cubert::tune::candidate_status;
 using cubert::tune::tune_cache;
 using cubert::tune::detail::file_lock;
-using namespace std::chrono_literals;
 
 class TuneCacheStoreTest : public cubert::test::tune_fixture {
  protected:
@@ -288,8 +288,9 @@ TEST_F(TuneCacheStoreTest, ClearWaitsForAWriterHoldingTheLock) {
     removed = cubert::tune::clear_cache(dir_);
     cleared = true;
   });
-  std::this_thread::sleep_for(100ms);
-  EXPECT_FALSE(cleared) << "clear did not wait for the writer's lock";
+  EXPECT_TRUE(cubert::test::someone_waits_for_lock(file.string() + ".lock"))
+      << "clear never waited for the writer's lock";
+  EXPECT_FALSE(cleared);
   auto const line = cubert::tune::detail::encode_line(
       cubert::tune::detail::candidate_record("k2", one("y", 2)[0]));
   EXPECT_NO_THROW(cubert::tune::detail::append_lines(file, line))
@@ -317,7 +318,7 @@ TEST_F(TuneCacheStoreTest, AWriterWaitingOnARemovedLockFileLocksTheNewOne) {
     excludes = fd >= 0 && ::flock(fd, LOCK_EX | LOCK_NB) != 0 && errno == EWOULDBLOCK;
     if (fd >= 0) ::close(fd);
   });
-  std::this_thread::sleep_for(50ms);
+  EXPECT_TRUE(cubert::test::someone_waits_for_lock(lock_path));
   EXPECT_FALSE(locked);
   ASSERT_EQ(::unlink(lock_path.c_str()), 0);  // What clear does while holding it.
   first.reset();
@@ -367,7 +368,8 @@ TEST_F(TuneCacheStoreTest, APruneAfterAClearDoesNotBringTheFileBack) {
   auto const file = tune_cache::file_for(dir_, "matmul", "gpu A");
   std::optional<file_lock> clearing(std::in_place, file, file_lock::mode::exclusive);
   std::thread prune([&] { (void)cubert::tune::prune_cache(dir_, false); });
-  std::this_thread::sleep_for(100ms);  // The prune has listed the file and waits for its lock.
+  // The prune has listed the file and waits for its lock.
+  EXPECT_TRUE(cubert::test::someone_waits_for_lock(file.string() + ".lock"));
   // What clear does while holding the lock.
   std::filesystem::remove(file);
   clearing->remove_held(file);
