@@ -70,15 +70,22 @@ class set_target final : public benchmark_target {
     // alike and push clearly different ones into the tie band.
     auto args = arguments();
     std::optional<stored> out;
-    return client_.profile(
-        [&] {
-          if constexpr (std::is_void_v<output>) {
-            run(i, std::move(args));
-          } else {
-            out.emplace(run(i, std::move(args)));
-          }
-        },
-        set_.at(i).name());
+    try {
+      return client_.profile(
+          [&] {
+            if constexpr (std::is_void_v<output>) {
+              run(i, std::move(args));
+            } else {
+              out.emplace(run(i, std::move(args)));
+            }
+          },
+          set_.at(i).name());
+    } catch (...) {
+      // A launch failing in the window is also kept for the next sync: charged to this
+      // candidate here, left there it failed the next candidate's warm-up or the caller's read.
+      settle();
+      throw;
+    }
   }
 
  private:
@@ -94,6 +101,15 @@ class set_target final : public benchmark_target {
   }
 
   output call(std::size_t i) { return run(i, arguments()); }
+
+  // Takes the errors the device kept for the next sync, which belong to a failure already
+  // charged.
+  void settle() noexcept {
+    try {
+      client_.sync();
+    } catch (...) {  // What it reports was reported already.
+    }
+  }
 
   void ensure_reference() {
     if (reference_ || reference_failed_) return;

@@ -7,6 +7,7 @@
 #include "tune_fixture.hpp"
 
 #include <cubert/client.hpp>
+#include <cubert/cpu.hpp>
 #include <cubert/tune/local_tuner.hpp>
 
 #include <gtest/gtest.h>
@@ -93,5 +94,41 @@ TEST_F(DummyAutotuneTest, FailingKernelIsSkipped) {
   ASSERT_EQ(results.size(), 2U);
   EXPECT_EQ(results[0].status, cubert::tune::candidate_status::failed);
 }
+
+// On the CPU server a failing launch fails its profile window and is also kept for the next
+// sync, read or flush. The tuner charged it to the failing candidate through the profile and
+// then left it queued: the next candidate's warm-up sync took it (and failed a good candidate),
+// or, when the failing one came last, the caller's own next read did.
+class CpuAutotuneFailure : public cubert::test::tune_fixture,
+                           public ::testing::WithParamInterface<bool> {};
+
+TEST_P(CpuAutotuneFailure, IsChargedOnlyToTheFailingCandidate) {
+  bool const failing_first = GetParam();
+  cubert::client client(cubert::backend::make_channel(cubert::cpu::make_server({}),
+                                                      cubert::backend::channel_kind::mutex));
+  cubert::tune::local_tuner<std::string> tuner("cpu_failing", options(false));
+  auto set = tuner.init([&] {
+    return failing_first ? make_set(client, "add", kernels::failing(), kernels::addition())
+                         : make_set(client, "add", kernels::addition(), kernels::failing());
+  });
+  std::vector<std::uint8_t> const lhs{1, 2};
+  auto out = client.empty(2);
+  ASSERT_NO_THROW(tuner.execute("test", client, set, client.create(bytes_of(lhs)),
+                                client.create(bytes_of(lhs)), out));
+  std::vector<std::uint8_t> got;
+  ASSERT_NO_THROW(got = values_of<std::uint8_t>(client.read_one(out.binding())))
+      << "the benchmark's failure reached the caller's read";
+  EXPECT_EQ(got, (std::vector<std::uint8_t>{2, 4}));
+  auto const results = tuner.tuner_for("test", client)->results("add-2,");
+  ASSERT_EQ(results.size(), 2U);
+  std::size_t const bad = failing_first ? 0 : 1;
+  EXPECT_EQ(results[bad].status, cubert::tune::candidate_status::failed);
+  EXPECT_EQ(results[1 - bad].status, cubert::tune::candidate_status::ok) << results[1 - bad].error;
+  EXPECT_NO_THROW(client.sync());
+}
+
+INSTANTIATE_TEST_SUITE_P(Orders, CpuAutotuneFailure, ::testing::Bool(), [](auto const& param_info) {
+  return param_info.param ? std::string("failing_first") : std::string("failing_last");
+});
 
 }  // namespace
