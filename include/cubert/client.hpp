@@ -206,7 +206,8 @@ class client {
     profile_duration finish();
 
    private:
-    state* state_;
+    // Shared: `fn` may drop the last other copy of the client (assigning it another device).
+    std::shared_ptr<state> state_;
     profiling_token token_;
     bool finished_ = false;
   };
@@ -222,8 +223,8 @@ class client {
     graph finish();
 
    private:
-    state* state_;
-    void* recording_;  // The thread's recording this scope pushed (client.cpp).
+    std::shared_ptr<state> state_;  // Shared, as profile_scope's.
+    void* recording_;               // The thread's recording this scope pushed (client.cpp).
   };
 
   void execute_inner(kernel const& k, cube_count const& count, bindings args,

@@ -64,7 +64,7 @@ recording* recording_of(backend::channel const* channel) noexcept {
 
 }  // namespace detail
 
-client::capture_scope::capture_scope(client const& c) : state_(c.state_.get()) {
+client::capture_scope::capture_scope(client const& c) : state_(c.state_) {
   refuse_inside_kernel();
   auto const* channel = state_->channel.get();
   CUBERT_EXPECTS(detail::recording_of(channel) == nullptr,
@@ -107,7 +107,7 @@ void client::replay(graph const& g) const {
 }
 
 client::profile_scope::profile_scope(client const& c, std::string_view /*name*/)
-    : state_(c.state_.get()) {
+    : state_(c.state_) {
   refuse_inside_kernel();
   refuse_while_capturing(state_->channel.get(), "profile");
   token_ = state_->channel->start_profile();

@@ -165,6 +165,22 @@ TEST_P(GraphTest, AFailingStepSurfacesLikeTheCallItRecords) {
   EXPECT_NO_THROW(c.sync());
 }
 
+// The body may drop the last other copy of the client it captures on (here by assigning it
+// another device): the capture went on reading the freed client to make the graph (ASan: a
+// heap-use-after-free), as did a profile window ending.
+TEST_P(GraphTest, TheBodyMayReplaceTheClientItCapturesOn) {
+  auto c = test::make_dummy_client(GetParam());
+  auto const h = c.empty(4);
+  graph const g = c.capture([&] {
+    c.fill(h.binding(), std::uint8_t{7});
+    c = test::make_dummy_client(GetParam());
+  });
+  EXPECT_EQ(g.size(), 1u);
+  EXPECT_THROW(c.replay(g), invalid_argument);  // Captured on the device c no longer is.
+  EXPECT_NO_THROW((void)c.profile([&] { c = test::make_dummy_client(GetParam()); }, "swap"));
+  EXPECT_NO_THROW(c.sync());
+}
+
 INSTANTIATE_TEST_SUITE_P(Channels, GraphTest,
                          ::testing::Values(channel_kind::mutex, channel_kind::actor,
                                            channel_kind::inline_),
