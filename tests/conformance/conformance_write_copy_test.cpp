@@ -381,6 +381,45 @@ TEST_P(WriteCopy, BadTensorWritesAreInvalidArgumentAndTheClientGoesOn) {
   EXPECT_NO_THROW(c().sync());
 }
 
+// A binding's size fields are the caller's: a layout is checked against the bytes the slice
+// holds. CUDA's padded-row write (a 2D copy) wrote past a 64-byte slice into its neighbours.
+TEST_P(WriteCopy, ATensorWriteIsCheckedAgainstTheSliceNotTheBindingsSizeFields) {
+  auto const h = c().create(byte_ramp(64, 1));
+  auto const guard = c().create(byte_ramp(16384, 9));
+  binding const liar(h.binding().memory(), 0, 0, std::uint64_t{1} << 20);
+  EXPECT_THROW(c().write_tensor({liar, {4, 5}, {1024, 1}, 4}, byte_ramp(80)), invalid_argument);
+  EXPECT_THROW(c().write_tensor({liar, {1024}, {1}, 4}, byte_ramp(4096)), invalid_argument);
+  EXPECT_TRUE(same(c().read_one(guard.binding()), byte_ramp(16384, 9)));
+  EXPECT_TRUE(same(c().read_one(h.binding()), byte_ramp(64, 1)));
+  EXPECT_NO_THROW(c().sync());
+}
+
+// With nothing to write, an unknown binding is still refused, as `write` refuses it.
+TEST_P(WriteCopy, AnEmptyTensorWriteStillRefusesAnUnknownBinding) {
+  auto other = GetParam().make_client();
+  auto const foreign = other.create(byte_ramp(64));
+  EXPECT_THROW(c().write_tensor({foreign.binding(), {0, 4}, {4, 1}, 4}, {}), invalid_argument);
+  EXPECT_THROW(c().write_tensor({binding{}, {0}, {1}, 4}, {}), invalid_argument);
+  auto const h = c().create(byte_ramp(16));
+  EXPECT_NO_THROW(c().write_tensor({h.binding(), {0, 4}, {4, 1}, 4}, {}));
+  EXPECT_NO_THROW(c().sync());
+}
+
+// A dense tensor at the start of a larger binding (or of a view) writes its bytes only.
+TEST_P(WriteCopy, ADenseTensorSmallerThanItsBindingLeavesTheRestAlone) {
+  auto const h = c().create(byte_ramp(256, 3));
+  auto expected = byte_ramp(256, 3);
+  auto const first = byte_ramp(64, 8);
+  c().write_tensor({h.binding(), {4, 4}, {4, 1}, 4}, first);
+  std::copy(first.begin(), first.end(), expected.begin());
+  EXPECT_TRUE(same(c().read_one(h.binding()), expected));
+  auto const later = byte_ramp(32, 2);
+  c().write_tensor({h.offset_start(128).binding(), {8}, {1}, 4}, later);
+  std::copy(later.begin(), later.end(), expected.begin() + 128);
+  EXPECT_TRUE(same(c().read_one(h.binding()), expected));
+  EXPECT_NO_THROW(c().sync());
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, WriteCopy, ::testing::ValuesIn(conformance_backends()),
                          [](auto const& param_info) { return param_info.param.name; });
 

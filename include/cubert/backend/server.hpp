@@ -137,6 +137,11 @@ void check_fill_pattern(std::uint64_t size, std::size_t width);
 /// Row-major contiguous strides (in elements) of `shape`.
 [[nodiscard]] std::vector<std::uint64_t> contiguous_strides(std::span<std::uint64_t const> shape);
 
+/// Checks that every element of `meta` lies inside `available` bytes (what the binding's slice
+/// really holds: its size fields are the caller's). @throws invalid_argument, prefixed by `what`.
+void check_tensor_extent(binding_with_meta const& meta, std::uint64_t available,
+                         std::string_view what);
+
 /// Checks what `gather_dense` checks before it copies: ranks agree and every element of `meta`
 /// lies inside `src_size` bytes. @throws invalid_argument naming what is wrong.
 void check_gather(binding_with_meta const& meta, std::uint64_t src_size);
@@ -194,9 +199,10 @@ class server {
   virtual void write(cubert::binding const& dst, std::span<std::byte const> data) = 0;
   /// Writes dense row-major `data` into a strided tensor, the inverse of `read_tensor`, after
   /// all earlier work; bytes between its elements keep their values. The default writes a
-  /// dense tensor directly and otherwise reads the binding, scatters on the host and writes it
-  /// back (it waits). @throws invalid_argument as `check_writable_layout` says, or for an
-  /// unknown binding.
+  /// dense tensor's bytes directly (through a view when it is shorter than the binding) and
+  /// otherwise reads the binding, scatters on the host and writes it back (it waits).
+  /// @throws invalid_argument as `check_writable_layout` says, when the layout reaches past the
+  /// bytes the slice holds, or for an unknown binding (also with no data).
   virtual void write_tensor(binding_with_meta const& dst, std::span<std::byte const> data);
   /// Enqueues setting every `pattern.size()`-byte element of `dst` to `pattern`, after all
   /// earlier work. @throws invalid_argument for an unknown binding or as `check_fill` says.

@@ -91,8 +91,8 @@ void cpu_server::write(cubert::binding const& dst, std::span<std::byte const> da
 
 void cpu_server::write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) {
   backend::check_writable_layout(dst, data.size());
+  auto const res = memory_.get_resource(dst.binding);  // Unknown ones refused, data or none.
   if (data.empty()) return;
-  auto const res = memory_.get_resource(dst.binding);
   backend::scatter_dense({res.host_ptr<std::byte>(), res.size}, dst, data);
 }
 

@@ -328,7 +328,12 @@ void cuda_server::write_tensor(binding_with_meta const& dst, std::span<std::byte
     server::write_tensor(dst, data);
     return;
   }
-  on_device([&] { upload_padded(memory_->get_resource(dst.binding).address(), data, *l); });
+  on_device([&] {
+    auto const res = memory_->get_resource(dst.binding);
+    // Against the slice: the 2D copy writes wherever the layout says.
+    backend::check_tensor_extent(dst, res.size, "write_tensor");
+    upload_padded(res.address(), data, *l);
+  });
 }
 
 void cuda_server::fill(cubert::binding const& dst, std::span<std::byte const> pattern) {

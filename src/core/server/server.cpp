@@ -134,26 +134,6 @@ std::uint64_t tensor_bytes(std::span<std::uint64_t const> shape, std::uint64_t e
 
 namespace {
 
-// Bytes from the binding's start to the end of the farthest element `meta` addresses, checked
-// against `available`; `what` names the caller in the message. Every step is checked, so a
-// layout whose extent wraps around 64 bits cannot pass for a small one.
-void check_extent(binding_with_meta const& meta, std::uint64_t available, std::string_view what) {
-  std::optional<std::uint64_t> last = 0;
-  for (std::size_t d = 0; d < meta.shape.size() && last; ++d) {
-    auto const step = checked_mul(meta.shape[d] - 1, meta.strides[d]);
-    last = step && *step <= UINT64_MAX - *last ? std::optional(*last + *step) : std::nullopt;
-  }
-  auto const extent =
-      last && *last < UINT64_MAX ? checked_mul(*last + 1, meta.elem_size) : std::nullopt;
-  if (!extent || *extent > available) {
-    throw invalid_argument(fmt::format(
-        "{}: the layout (shape [{}], strides [{}], {}-byte elements) addresses {} bytes but the "
-        "binding holds {}",
-        what, fmt::join(meta.shape, ", "), fmt::join(meta.strides, ", "), meta.elem_size,
-        extent ? fmt::format("{}", *extent) : std::string("more than 2^64"), available));
-  }
-}
-
 // Calls fn(dense element index, strided element offset) for every element, row-major.
 template <typename Fn>
 void for_each_element(binding_with_meta const& meta, std::uint64_t count, Fn&& fn) {
@@ -172,12 +152,32 @@ void for_each_element(binding_with_meta const& meta, std::uint64_t count, Fn&& f
 
 }  // namespace
 
+// Every step is checked, so a layout whose extent wraps around 64 bits cannot pass for a small
+// one.
+void check_tensor_extent(binding_with_meta const& meta, std::uint64_t available,
+                         std::string_view what) {
+  std::optional<std::uint64_t> last = 0;
+  for (std::size_t d = 0; d < meta.shape.size() && last; ++d) {
+    auto const step = checked_mul(meta.shape[d] - 1, meta.strides[d]);
+    last = step && *step <= UINT64_MAX - *last ? std::optional(*last + *step) : std::nullopt;
+  }
+  auto const extent =
+      last && *last < UINT64_MAX ? checked_mul(*last + 1, meta.elem_size) : std::nullopt;
+  if (!extent || *extent > available) {
+    throw invalid_argument(fmt::format(
+        "{}: the layout (shape [{}], strides [{}], {}-byte elements) addresses {} bytes but the "
+        "binding holds {}",
+        what, fmt::join(meta.shape, ", "), fmt::join(meta.strides, ", "), meta.elem_size,
+        extent ? fmt::format("{}", *extent) : std::string("more than 2^64"), available));
+  }
+}
+
 void check_gather(binding_with_meta const& meta, std::uint64_t src_size) {
   CUBERT_EXPECTS(meta.shape.size() == meta.strides.size(),
                  fmt::format("read_tensor: shape has rank {} but strides have rank {}",
                              meta.shape.size(), meta.strides.size()));
   if (tensor_bytes(meta.shape, meta.elem_size, "read_tensor") == 0) return;
-  check_extent(meta, src_size, "read_tensor");
+  check_tensor_extent(meta, src_size, "read_tensor");
 }
 
 bytes gather_dense(std::span<std::byte const> src, binding_with_meta const& meta) {
@@ -220,7 +220,7 @@ void check_writable_layout(binding_with_meta const& meta, std::uint64_t data_siz
         fmt::format("write_tensor: {} bytes given for a tensor of {} bytes", data_size, dense));
   }
   if (dense == 0) return;
-  check_extent(meta, meta.binding.size(), "write_tensor");
+  check_tensor_extent(meta, meta.binding.size(), "write_tensor");
   // Non-overlapping: ordered by stride, each dimension steps past everything the smaller ones
   // span. (A broadcast stride of 0 would give one place several values.)
   std::vector<std::size_t> order;
@@ -258,7 +258,7 @@ void scatter_dense(std::span<std::byte> dst, binding_with_meta const& meta,
         fmt::format("write_tensor: {} bytes given for a tensor of {} bytes", data.size(), dense));
   }
   if (dense == 0) return;
-  check_extent(meta, dst.size(), "write_tensor");
+  check_tensor_extent(meta, dst.size(), "write_tensor");
   auto const size = meta.elem_size;
   for_each_element(meta, data.size() / size, [&](std::uint64_t i, std::uint64_t offset) {
     std::memcpy(dst.data() + offset * size, data.data() + i * size, size);
@@ -355,9 +355,17 @@ void server::drop_graph(std::uint64_t) noexcept {}
 
 void server::write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) {
   check_writable_layout(dst, data.size());
+  // Resolved even with nothing to write: an unknown binding is refused, as `write` refuses it.
+  auto const held = get_resource(dst.binding).resource.size;
   if (data.empty()) return;
-  if (data.size() == dst.binding.size() && dst.strides == contiguous_strides(dst.shape)) {
-    write(dst.binding, data);
+  check_tensor_extent(dst, held, "write_tensor");
+  if (dst.strides == contiguous_strides(dst.shape)) {
+    // Dense from the start: its bytes only, through a view of the binding. (The whole binding
+    // went down and back up for a small tensor at the start of a large buffer.)
+    auto const rest = held - data.size();
+    auto const& b = dst.binding;
+    write(cubert::binding(b.memory(), b.offset_start(), b.offset_end() + rest, b.reserved_size()),
+          data);
     return;
   }
   // The bytes between the elements keep their values: read, scatter, write back, in order

@@ -21,6 +21,7 @@
 // `cubert_fake_device_bytes()` sums the device allocations alive; `cubert_fake_busy_frees()`
 // counts the cuMemFree and cuMemFreeHost calls made while a stream of the calling context had
 // work left (the real driver waits for the device there).
+// `cubert_fake_bytes_to_host()` sums the bytes device-to-host copies have moved.
 // `cubert_fake_fail_context_retains(after, n)` lets `after` cuDevicePrimaryCtxRetain calls through
 // and fails the next n with CUDA_ERROR_OUT_OF_MEMORY; `cubert_fake_context_refs()` and
 // `cubert_fake_live_streams()` say what a failed construction left behind.
@@ -541,11 +542,14 @@ CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dst, void const* src, size_t n, C
   }
   return CUDA_SUCCESS;
 }
+static std::atomic<std::size_t> bytes_to_host{0};  // cubert_fake_bytes_to_host
+
 CUresult CUDAAPI cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream s) {
   FAKE_NEED_CONTEXT();
   if (copy_fails()) return CUDA_ERROR_INVALID_VALUE;
   if (n == 0) return CUDA_SUCCESS;
   if (!device_range(src, n)) return CUDA_ERROR_INVALID_VALUE;
+  bytes_to_host += n;
   auto& st = stream_of(s);
   auto const seq = st.push([=] { std::memcpy(dst, as_host(src), n); });
   if (!pinned_range(dst, n)) st.wait(seq);  // Pageable: returns once the bytes are there.
@@ -1028,6 +1032,9 @@ __attribute__((visibility("default"))) std::size_t cubert_fake_device_bytes() {
 }
 __attribute__((visibility("default"))) int cubert_fake_busy_frees() {
   return busy_frees.load();
+}
+__attribute__((visibility("default"))) std::size_t cubert_fake_bytes_to_host() {
+  return bytes_to_host.load();
 }
 __attribute__((visibility("default"))) std::size_t cubert_fake_live_streams() {
   std::lock_guard lock(state().m);
