@@ -95,20 +95,20 @@ class actor_channel final : public channel {
   }
   std::future<std::vector<bytes>> read(std::vector<cubert::binding> bindings) override {
     return call_handing_back([d = &core_->deferred, b = std::move(bindings)](Server& s) mutable {
-      d->rethrow_if_any();
+      rethrow_after_work(*d, s);
       return s.read(std::move(b));
     });
   }
   std::future<std::vector<bytes>> read_tensor(std::vector<binding_with_meta> tensors) override {
     return call_handing_back([d = &core_->deferred, t = std::move(tensors)](Server& s) mutable {
-      d->rethrow_if_any();
+      rethrow_after_work(*d, s);
       return s.read_tensor(std::move(t));
     });
   }
   std::future<void> read_into(cubert::binding const& b, std::span<std::byte> dst) override {
     // The caller keeps `dst` alive until the future is ready (the contract), so no copy.
     return call_handing_back([d = &core_->deferred, b, dst](Server& s) {
-      d->rethrow_if_any();
+      rethrow_after_work(*d, s);
       return s.read_into(b, dst);
     });
   }
@@ -190,7 +190,7 @@ class actor_channel final : public channel {
   }
   std::future<void> sync() override {
     return call_handing_back([d = &core_->deferred](Server& s) {
-      d->rethrow_if_any();
+      rethrow_after_work(*d, s);
       return s.sync();
     });
   }
@@ -435,6 +435,15 @@ class actor_channel final : public channel {
     }
   }
 
+  // A call refused at submission is kept here for the next sync or read; through the mutex
+  // channel it threw at the call, and a sync that throws has waited for the device. So the work
+  // before it finishes first, and a fault there is what the caller hears (docs/cuda.md).
+  static void rethrow_after_work(async_error& kept, Server& s) {
+    if (!kept.pending()) return;
+    s.sync().get();
+    kept.rethrow_if_any();
+  }
+
   static void serve(std::shared_ptr<core> c, std::unique_ptr<Server> server) {
     std::deque<std::unique_ptr<message>> batch;
     for (;;) {
@@ -446,7 +455,9 @@ class actor_channel final : public channel {
         c->waiting = false;
         if (c->queue.empty()) break;  // stopping, and every message has been served
         batch.swap(c->queue);
-        c->queued.store(false, std::memory_order_relaxed);
+        // Once stopping, the next spin must end at once: it would wait out its whole budget
+        // (up to a second) for a message nobody can post any more.
+        c->queued.store(c->stopping, std::memory_order_relaxed);
       }
       {
         std::unique_lock held(c->server_mutex);

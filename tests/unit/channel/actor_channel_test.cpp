@@ -157,6 +157,26 @@ TEST(ActorChannel, AnIdleServerThreadSleeps) {
   EXPECT_LT(used, 50ms) << "process CPU time while idle: " << used.count() << " ns";
 }
 
+// Destroyed with a message still queued, the server thread served it and then spun its whole
+// budget (a second at `spin_us = 1000000`) waiting for messages nobody could post any more.
+TEST(ActorChannel, DestroyedWithWorkQueuedItDoesNotSpinOutItsBudget) {
+  cpu::options opts;
+  opts.threads = 1;
+  std::optional<client> c(std::in_place, std::make_shared<backend::actor_channel<backend::server>>(
+                                             cpu::make_server(opts), 1s));
+  auto const go = std::make_shared<std::atomic<bool>>(false);
+  c->execute(sleep_20ms_after(go), cube_count{1}, bindings{});
+  c->execute(kernel::builder("test::sleep_20ms").cpu(sleep_20ms).build(), cube_count{1},
+             bindings{});  // Still queued when the client goes.
+  go->store(true);
+  auto const start = std::chrono::steady_clock::now();
+  c.reset();
+  auto const took = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(took, 500ms) << "destruction took "
+                         << std::chrono::duration_cast<std::chrono::milliseconds>(took).count()
+                         << " ms";
+}
+
 // What a message captured (here `read_into`'s binding) is released once the message has run, not
 // with its whole batch: a call queued behind it must not count memory the caller already dropped.
 TEST(ActorChannel, AMessageReleasesWhatItHoldsOnceItHasRun) {

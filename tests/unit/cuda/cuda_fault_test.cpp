@@ -9,6 +9,8 @@
 #include "byte_helpers.hpp"
 #include "channel_kind_print.hpp"
 #include "cuda_driver.hpp"
+#include "owned_stream.hpp"
+#include "stream_gate.hpp"
 
 #include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
@@ -244,6 +246,44 @@ void fault_supersedes_a_waiting_launch_error(channel_kind kind) {
                   "the first sync reports neither the fault nor the launch error: " + first);
     checks.expect(second.find("CUDA_ERROR_INVALID_VALUE") == std::string::npos,
                   "the stale launch error comes after the fault's report: " + second);
+  }
+  checks.finish();
+}
+
+// A call refused at submission (a copy from another device's buffer) throws at the call
+// through the mutex channel; the actor channel keeps it for the next sync, which returned it
+// without waiting for the work before it. A sync that throws has waited for the device first, so
+// the fault behind the refused call is what the caller hears. The stream is held until the
+// sync has been called, so the fault cannot come first.
+void a_kept_refusal_waits_for_the_work_before_it(channel_kind kind) {
+  child_checks checks;
+  {
+    test::owned_stream owned;
+    owned.open();
+    test::stream_gate gate;
+    auto opts = test_options();
+    opts.stream = owned.stream;
+    scenario s(kind, opts);
+    scenario elsewhere(kind);
+    checks.expect(cuda::detail::driver().cuLaunchHostFunc(owned.stream, test::stream_gate::hold,
+                                                          &gate) == CUDA_SUCCESS,
+                  "cannot hold the stream");
+    s.c.execute(poke(), cube_count{1}, bad_pointer());
+    bool refused_at_once = false;
+    try {
+      s.c.copy(elsewhere.buf.binding(), s.buf.binding());
+    } catch (invalid_argument const&) {
+      refused_at_once = true;
+    }
+    checks.expect(refused_at_once == (kind == channel_kind::mutex),
+                  "the foreign copy should throw at the call on the mutex channel only");
+    std::thread opener([&gate] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      gate.open.store(true);
+    });
+    checks.expect_device_error("the sync", [&] { s.c.sync(); },
+                               {"CUDA_ERROR_ILLEGAL_ADDRESS", "cuda:0 is lost"});
+    opener.join();
   }
   checks.finish();
 }
@@ -620,6 +660,11 @@ TEST_P(CudaKernelFault, InAGraphWithLaunchBlockingNamesTheKernel) {
 
 TEST_P(CudaKernelFault, SupersedesAnOrdinaryLaunchErrorStillWaiting) {
   EXPECT_EXIT(fault_supersedes_a_waiting_launch_error(GetParam()), ::testing::ExitedWithCode(0),
+              "");
+}
+
+TEST_P(CudaKernelFault, BehindARefusalKeptForTheSyncIsWhatTheSyncReports) {
+  EXPECT_EXIT(a_kept_refusal_waits_for_the_work_before_it(GetParam()), ::testing::ExitedWithCode(0),
               "");
 }
 
