@@ -48,8 +48,12 @@ struct device_properties {
   std::string architecture;    ///< "sm_90", "x86_64".
   std::string driver_version;  ///< The CUDA version the driver supports ("13.0"), or the cubert
                                ///< version for the CPU.
+  /// What compiles its kernels at run time ("NVRTC 13.0"); empty where they come compiled with
+  /// the program (CPU).
+  std::string compiler;
 
-  /// "backend|name|architecture|compute units|driver": the device part of autotune cache keys.
+  /// "backend|name|architecture|compute units|driver", then "|compiler" when there is one: the
+  /// device part of autotune cache keys (new code from a new compiler is tuned again).
   [[nodiscard]] std::string fingerprint() const;
 };
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The public entry points of the CUDA backend (include/cubert/cuda.hpp).
+#include "cuda_compiler.hpp"
 #include "cuda_device.hpp"
 #include "cuda_driver.hpp"
 #include "cuda_server.hpp"
@@ -52,6 +53,7 @@ device_properties make_device_properties(device_info const& info) {
   p.architecture = fmt::format("sm_{}", info.arch());
   p.driver_version =
       fmt::format("{}.{}", info.driver_version / 1000, (info.driver_version % 1000) / 10);
+  p.compiler = "NVRTC " + cuda_compiler::nvrtc_version();
   return p;
 }
 

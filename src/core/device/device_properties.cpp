@@ -8,8 +8,10 @@ namespace cubert {
 std::string device_properties::fingerprint() const {
   // The backend leads: one GPU seen through CUDA and through OpenCL has one name and may report
   // one architecture and driver, but runs other kernels, so their tunings must not mix.
-  return fmt::format("{}|{}|{}|{}|{}", backend, name, architecture, hardware.num_compute_units,
-                     driver_version);
+  auto id = fmt::format("{}|{}|{}|{}|{}", backend, name, architecture, hardware.num_compute_units,
+                        driver_version);
+  if (!compiler.empty()) id += "|" + compiler;
+  return id;
 }
 
 }  // namespace cubert

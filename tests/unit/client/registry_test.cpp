@@ -43,6 +43,19 @@ TEST(RegistryTest, TheFingerprintTellsBackendsApart) {
   EXPECT_EQ(cuda.fingerprint(), "cuda|NVIDIA H100|sm_90|132|580.65");
   auto const cpu = cubert::make_client("cpu").properties();
   EXPECT_TRUE(cpu.fingerprint().starts_with("cpu|")) << cpu.fingerprint();
+  EXPECT_TRUE(cpu.compiler.empty());  // Its kernels come compiled with the program.
+}
+
+// Kernels a new run-time compiler makes are new code: their timings are not the old ones'.
+TEST(RegistryTest, TheFingerprintNamesTheRunTimeCompiler) {
+  cubert::device_properties before;
+  before.backend = "cuda";
+  before.name = "NVIDIA H200";
+  before.compiler = "NVRTC 12.8";
+  auto after = before;
+  after.compiler = "NVRTC 13.0";
+  EXPECT_NE(before.fingerprint(), after.fingerprint());
+  EXPECT_TRUE(after.fingerprint().ends_with("|NVRTC 13.0")) << after.fingerprint();
 }
 
 TEST(RegistryTest, UnknownOrAbsentDevicesAreUnsupported) {

@@ -58,6 +58,8 @@ TEST_F(CudaServerTest, PropertiesComeFromTheDevice) {
   EXPECT_GT(p.total_memory, std::uint64_t{1} << 30);
   EXPECT_EQ(p.timing, cubert::timing_method::device);
   EXPECT_GE(p.hardware.max_shared_memory_size, 48U * 1024);
+  EXPECT_TRUE(p.compiler.starts_with("NVRTC ")) << p.compiler;  // Part of the fingerprint.
+  EXPECT_TRUE(p.fingerprint().ends_with("|" + p.compiler)) << p.fingerprint();
 }
 
 TEST_F(CudaServerTest, CreateThenReadRoundTripsSmallAndLargeBuffers) {
