@@ -35,6 +35,7 @@ void run_devices(devices_options const& opts) {
                      {"max_cluster_size", p.hardware.max_cluster_size},
                      {"cooperative_launch", p.hardware.cooperative_launch},
                      {"driver", p.driver_version},
+                     {"compiler", p.compiler},
                      {"timing", std::string(cubert::to_string(p.timing))},
                      {"fingerprint", p.fingerprint()}});
     }
