@@ -183,6 +183,9 @@ class client {
     fn();
     return scope.finish();
   }
+  /// True while this thread records for this client's device (inside `capture`), where calls
+  /// that wait are refused: what a library checks before work that must run now (tuning).
+  [[nodiscard]] bool capturing() const noexcept;
   /// Enqueues the graph's work after all work submitted before; does not wait. Inside a
   /// capture, records it instead. Its buffers are the ones it was captured with: to feed it new
   /// inputs, write them into those buffers between replays. @throws invalid_argument for a

@@ -82,6 +82,8 @@ class benchmark_target {
   virtual profile_duration sample(std::size_t i) = 0;
   /// Whether candidate `i`'s output was compared with candidate 0's (or is that reference).
   [[nodiscard]] virtual bool compared(std::size_t /*i*/) const { return false; }
+  /// Why no candidate can be run and timed now (empty when they can): asked before any is.
+  [[nodiscard]] virtual std::string cannot_run_now() const { return {}; }
 };
 
 /// Warms up and samples `indices` (round-robin, eliminating clear losers when adaptive).

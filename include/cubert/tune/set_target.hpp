@@ -11,6 +11,7 @@
 #include <functional>
 #include <optional>
 #include <set>
+#include <string>
 #include <tuple>
 #include <type_traits>
 
@@ -63,6 +64,17 @@ class set_target final : public benchmark_target {
   }
 
   [[nodiscard]] bool compared(std::size_t i) const override { return compared_.contains(i); }
+
+  [[nodiscard]] std::string cannot_run_now() const override {
+    if constexpr (requires { client_.capturing(); }) {
+      if (client_.capturing()) {
+        return "this thread is capturing a graph on the device, where nothing runs until "
+               "replay, so candidates cannot be timed; run the operation once before capturing, "
+               "or tune in the background (autotune.background: candidate 0 is captured then)";
+      }
+    }
+    return {};
+  }
 
   profile_duration sample(std::size_t i) override {
     // Only the candidate is timed: its inputs are copied before and its output dropped after,

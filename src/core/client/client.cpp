@@ -93,6 +93,10 @@ graph client::capture_scope::finish() {
   return graph(std::make_shared<graph::state const>(state_->channel, std::move(steps), id));
 }
 
+bool client::capturing() const noexcept {
+  return detail::recording_of(state_->channel.get()) != nullptr;
+}
+
 void client::replay(graph const& g) const {
   refuse_inside_kernel();
   CUBERT_EXPECTS(g.state_ != nullptr,

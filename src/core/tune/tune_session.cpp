@@ -96,6 +96,11 @@ tuning_outcome run_tuning(tuning_request const& req, tune_plan plan, benchmark_t
       }
     }
     if (!to_run.empty()) {
+      // Refused before anything runs: failures recorded now would be stored as the candidates'.
+      if (auto why = target.cannot_run_now(); !why.empty()) {
+        throw invalid_argument(
+            fmt::format("autotune of {} for key {}: {}", req.tuner_name, req.key, why));
+      }
       auto fresh = run_benchmarks(target, to_run, req.options);
       for (auto& r : fresh) {
         r.name = req.names[r.index];

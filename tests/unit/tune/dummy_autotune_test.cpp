@@ -8,7 +8,9 @@
 
 #include <cubert/client.hpp>
 #include <cubert/cpu.hpp>
+#include <cubert/graph.hpp>
 #include <cubert/tune/local_tuner.hpp>
+#include <cubert/tune/tune_cache_store.hpp>
 
 #include <gtest/gtest.h>
 
@@ -93,6 +95,41 @@ TEST_F(DummyAutotuneTest, FailingKernelIsSkipped) {
   auto const results = tuner.tuner_for("test", client)->results("add-2,");
   ASSERT_EQ(results.size(), 2U);
   EXPECT_EQ(results[0].status, cubert::tune::candidate_status::failed);
+}
+
+// Inside a capture nothing runs, so candidates cannot be timed. A key not tuned yet was tuned
+// anyway: every candidate failed (their profiles refused), the failures were stored in the
+// persistent cache, and the capture was lost to an autotune_error blaming them. It is refused
+// now, before anything is recorded or stored; a key tuned before is captured with its winner.
+TEST_F(DummyAutotuneTest, AKeyNotTunedYetIsRefusedInsideACaptureAndATunedOneIsCaptured) {
+  auto client = cubert::test::make_dummy_client();
+  cubert::tune::local_tuner<std::string> tuner("dummy_capture", options());
+  auto set = tuner.init(
+      [&] { return make_set(client, "add", kernels::addition(), kernels::addition_slow_wrong()); });
+  auto const lhs = client.create(bytes_of(std::vector<std::uint8_t>{0, 1, 2}));
+  auto const rhs = client.create(bytes_of(std::vector<std::uint8_t>{4, 4, 4}));
+  auto const out = client.empty(3);
+  auto const tune_inside = [&] {
+    return client.capture([&] { tuner.execute("test", client, set, lhs, rhs, out); });
+  };
+  try {
+    (void)tune_inside();
+    ADD_FAILURE() << "tuning inside a capture was not refused";
+  } catch (cubert::invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find("capturing a graph"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(client.capturing());
+  EXPECT_TRUE(cubert::tune::list_cache(dir_).empty()) << "the refusal was stored";
+  tuner.execute("test", client, set, lhs, rhs, out);  // Tuned outside.
+  EXPECT_EQ(tuner.tuner_for("test", client)->fastest("add-4,"), 0U);
+  client.fill(out.binding(), std::uint8_t{0});
+  cubert::graph const g = tune_inside();
+  EXPECT_EQ(g.size(), 1U);
+  EXPECT_EQ(values_of<std::uint8_t>(client.read_one(out.binding())),
+            (std::vector<std::uint8_t>{0, 0, 0}));
+  client.replay(g);
+  EXPECT_EQ(values_of<std::uint8_t>(client.read_one(out.binding())),
+            (std::vector<std::uint8_t>{4, 5, 6}));
 }
 
 // On the CPU server a failing launch fails its profile window and is also kept for the next
