@@ -292,13 +292,22 @@ void client::execute_inner(kernel const& k, cube_count const& count, bindings ar
                             ? fmt::format("{}: {} CubeCount {}", k.name(),
                                           k.id().with_mode(mode).to_string(), count.to_string())
                             : k.name();
+    bool submitted = false;
     try {
-      auto d = profile([&] { state_->channel->execute(k, count, std::move(args), mode); }, label);
+      auto d = profile(
+          [&] {
+            submitted = true;
+            state_->channel->execute(k, count, std::move(args), mode);
+          },
+          label);
       state_->summary.record(label, std::move(d));
     } catch (profile_error const& e) {
       // The launch failed while running: like any launch, it reports that at the next
       // sync/read/flush. The implicit measurement is only logged, not thrown a second time.
+      // A window that did not open is only logged too, and the launch goes unmeasured (it was
+      // lost: the error came before it was submitted).
       log::write(log::category::profiling, "{}: not measured: {}", label, e.what());
+      if (!submitted) state_->channel->execute(k, count, std::move(args), mode);
     }
     return;
   }

@@ -7,13 +7,23 @@
 #include <cmath>
 #include <exception>
 #include <map>
+#include <utility>
 
 namespace cubert::profiling {
 
 void profiling_summary::record(std::string_view name, profile_duration duration) {
   auto const eol = name.find('\n');
+  std::vector<entry> to_fold;
+  {
+    std::lock_guard lock(mutex_);
+    pending_.push_back({std::string(name.substr(0, eol)), std::move(duration)});
+    if (pending_.size() < fold_at) return;
+    to_fold.swap(pending_);
+  }
+  totals resolved;
+  resolved.add(to_fold);  // Outside the lock: device durations may wait.
   std::lock_guard lock(mutex_);
-  entries_.push_back({std::string(name.substr(0, eol)), std::move(duration)});
+  folded_.merge(std::move(resolved));
 }
 
 void profiling_summary::record(std::string_view name, std::chrono::nanoseconds duration) {
@@ -23,12 +33,43 @@ void profiling_summary::record(std::string_view name, std::chrono::nanoseconds d
 
 bool profiling_summary::empty() const {
   std::lock_guard lock(mutex_);
-  return entries_.empty();
+  return pending_.empty() && folded_.rows.empty() && folded_.failed == 0;
+}
+
+std::size_t profiling_summary::unresolved() const {
+  std::lock_guard lock(mutex_);
+  return pending_.size();
 }
 
 void profiling_summary::reset() {
   std::lock_guard lock(mutex_);
-  entries_.clear();
+  pending_.clear();
+  folded_ = totals{};
+}
+
+void profiling_summary::totals::add(std::vector<entry> const& entries) {
+  for (auto const& e : entries) {
+    std::chrono::nanoseconds d{0};
+    try {
+      d = e.duration.resolve();
+    } catch (std::exception const& x) {
+      if (failed++ == 0) first_failure = fmt::format("{}: {}", e.name, x.what());
+      continue;
+    }
+    auto& r = rows[e.name];
+    r.total += d;
+    ++r.count;
+  }
+}
+
+void profiling_summary::totals::merge(totals&& other) {
+  for (auto& [name, r] : other.rows) {
+    auto& mine = rows[name];
+    mine.total += r.total;
+    mine.count += r.count;
+  }
+  if (failed == 0) first_failure = std::move(other.first_failure);
+  failed += other.failed;
 }
 
 namespace {
@@ -49,77 +90,70 @@ std::string format_ns(std::chrono::nanoseconds d) {
 }  // namespace
 
 std::string profiling_summary::table() const {
-  std::vector<entry> copy;
+  std::vector<entry> pending;
+  totals t;
   {
     std::lock_guard lock(mutex_);
-    copy = entries_;
+    pending = pending_;
+    t = folded_;
   }
-  return format(copy);
+  t.add(pending);
+  return format(t);
 }
 
 std::string profiling_summary::take_table() {
-  std::vector<entry> taken;
+  std::vector<entry> pending;
+  totals t;
   {
     std::lock_guard lock(mutex_);
-    taken.swap(entries_);
+    pending.swap(pending_);
+    std::swap(t, folded_);
   }
-  return format(taken);
+  t.add(pending);
+  return format(t);
 }
 
-std::string profiling_summary::format(std::vector<entry> const& entries) {
-  struct row {
+std::string profiling_summary::format(totals const& t) {
+  if (t.rows.empty() && t.failed == 0) return {};
+  struct named_row {
     std::string name;
     std::chrono::nanoseconds total{0};
     std::uint64_t count = 0;
   };
-  std::map<std::string, row> rows;
-  std::uint64_t failed = 0;
-  std::string first_failure;
-  for (auto const& e : entries) {  // Resolved outside the lock: device durations may wait.
-    std::chrono::nanoseconds d{0};
-    try {
-      d = e.duration.resolve();
-    } catch (std::exception const& x) {
-      if (failed++ == 0) first_failure = fmt::format("{}: {}", e.name, x.what());
-      continue;
-    }
-    auto& r = rows[e.name];
-    r.name = e.name;
-    r.total += d;
-    ++r.count;
-  }
-  if (rows.empty() && failed == 0) return {};
-  std::vector<row> sorted;
+  std::vector<named_row> sorted;
   std::chrono::nanoseconds total{0};
   std::uint64_t count = 0;
-  for (auto& [_, r] : rows) {
+  for (auto const& [name, r] : t.rows) {
     total += r.total;
     count += r.count;
-    sorted.push_back(std::move(r));
+    sorted.push_back({name, r.total, r.count});
   }
   std::stable_sort(sorted.begin(), sorted.end(),
-                   [](row const& a, row const& b) { return a.total > b.total; });
+                   [](named_row const& a, named_row const& b) { return a.total > b.total; });
   std::size_t width = 5;
   for (auto const& r : sorted) width = std::max(width, r.name.size());
   // cubecl divides whole microseconds, which rounds every row of a table under 1 µs to 100%
   // and short rows to 0%; nanoseconds (in long double: 100× may pass 2^63) keep the shares.
-  auto const ratio = [&](std::chrono::nanoseconds d) {
-    if (total.count() == 0) return std::int64_t{100};
-    return static_cast<std::int64_t>(100.0L * static_cast<long double>(d.count()) /
-                                     static_cast<long double>(total.count()));
+  // Rows that all took no time (zero-cube launches timed by events) share by count.
+  auto const ratio = [&](named_row const& r) {
+    auto const [part, whole] = total.count() == 0
+                                   ? std::pair<long double, long double>(r.count, count)
+                                   : std::pair<long double, long double>(r.total.count(),
+                                                                         total.count());
+    return static_cast<std::int64_t>(100.0L * part / whole);
   };
   std::string out = fmt::format("| {:<{}} | {:<12} | {:<12} | {:<5} |\n", "Name", width, "Duration",
                                 "Num Computed", "Ratio");
   out += fmt::format("|{:-<{}}|{:-<14}|{:-<14}|{:-<7}|\n", "", width + 2, "", "", "");
   for (auto const& r : sorted) {
     out += fmt::format("| {:<{}} | {:<12} | {:<12} | {:>4}% |\n", r.name, width, format_ns(r.total),
-                       r.count, ratio(r.total));
+                       r.count, ratio(r));
   }
   out += fmt::format("| {:<{}} | {:<12} | {:<12} | {:>4}% |\n", "Total", width, format_ns(total),
                      count, 100);
-  if (failed != 0) {
+  if (t.failed != 0) {
     out += fmt::format("{} measurement(s) could not be resolved and are left out (first: {})\n",
-                       failed, first_failure);
+                       t.failed, t.first_failure);
   }
   return out;
 }

@@ -2,18 +2,23 @@
 // What lands inside a profile's window. cubecl checks ownership before a call reaches the server,
 // so a call that passed the check just before another thread starts profiling is measured with
 // it; here ownership is checked under the channel's own lock (backend/profile_gate.hpp).
+#include "byte_helpers.hpp"
 #include "dummy_server.hpp"
 
 #include <cubert/backend/channel.hpp>
 #include <cubert/client.hpp>
+#include <cubert/config.hpp>
+#include <cubert/logging.hpp>
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <filesystem>
 #include <mutex>
 #include <string>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -237,6 +242,33 @@ TEST(ProfileWindow, AProfileThatFailsToStartOrEndLetsOtherThreadsIn) {
       other.join();  // Hangs here if the failure kept the ownership.
     }
   }
+}
+
+// At profiling level basic every launch goes through an implicit profile. One whose window
+// could not open was dropped without a word (the start's profile_error was taken for the
+// launch's own failure, which is reported at the next sync): it runs unmeasured now.
+TEST(ProfileWindow, ALaunchWhoseImplicitProfileCannotStartStillRuns) {
+  config cfg;
+  cfg.profiling.log.level = log_level::basic;
+  cfg.profiling.log.file = std::filesystem::temp_directory_path() /
+                           ("cubert-profile-window-" + std::to_string(::getpid()) + ".log");
+  log::reconfigure(cfg);
+  for (auto const kind : threaded_channels) {
+    client const c(backend::make_channel(std::make_unique<failing_profile_server>(true), kind));
+    auto const a = c.create(test::bytes_of(std::vector<std::uint8_t>{1, 2, 3}));
+    auto const b = c.create(test::bytes_of(std::vector<std::uint8_t>{10, 20, 30}));
+    auto const out = c.empty(3);
+    EXPECT_NO_THROW(c.execute(test::dummy_kernels::addition(), cube_count{1},
+                              bindings{}.with_buffers({a.binding(), b.binding(), out.binding()})))
+        << to_string(kind);
+    EXPECT_NO_THROW(c.sync()) << to_string(kind);
+    EXPECT_EQ(test::values_of<std::uint8_t>(c.read_one(out.binding())),
+              (std::vector<std::uint8_t>{11, 22, 33}))
+        << to_string(kind);
+  }
+  log::reconfigure(config{});
+  std::error_code ec;
+  std::filesystem::remove(*cfg.profiling.log.file, ec);
 }
 
 }  // namespace

@@ -147,4 +147,39 @@ TEST(ProfilingSummary, RatiosAreSharesOfTheExactTotal) {
   EXPECT_NE(t.find("|   50% |", half + 1), std::string::npos) << t;
 }
 
+// Rows that all took no time (zero-cube launches timed by events) read 100% each.
+TEST(ProfilingSummary, RowsOfNoTimeShareByCount) {
+  cubert::profiling::profiling_summary s;
+  s.record("a", 0ns);
+  s.record("a", 0ns);
+  s.record("a", 0ns);
+  s.record("b", 0ns);
+  auto const t = s.take_table();
+  EXPECT_NE(t.find("| 3            |   75% |"), std::string::npos) << t;
+  EXPECT_NE(t.find("| 1            |   25% |"), std::string::npos) << t;
+}
+
+// Without a sync nothing took the table, so every measurement (on CUDA, two events each) was
+// kept for ever. They are resolved into per-name totals once enough wait; the table still
+// counts every one.
+TEST(ProfilingSummary, StaysBoundedWithoutATableAndCountsEveryMeasurement) {
+  cubert::profiling::profiling_summary s;
+  constexpr std::size_t n = cubert::profiling::profiling_summary::fold_at * 3 + 7;
+  int resolved = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    s.record(i % 2 == 0 ? "even" : "odd", cubert::profile_duration::from_device([&resolved] {
+               ++resolved;
+               return std::chrono::nanoseconds(1000);
+             }));
+    ASSERT_LT(s.unresolved(), cubert::profiling::profiling_summary::fold_at);
+  }
+  EXPECT_EQ(resolved, static_cast<int>(n - s.unresolved()));
+  auto const t = s.take_table();
+  auto const total = t.find("| Total ");
+  ASSERT_NE(total, std::string::npos) << t;
+  EXPECT_NE(t.find("| " + std::to_string(n) + " ", total), std::string::npos) << t;
+  EXPECT_EQ(resolved, static_cast<int>(n));
+  EXPECT_TRUE(s.empty());
+}
+
 }  // namespace
