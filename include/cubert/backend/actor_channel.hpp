@@ -6,6 +6,7 @@
 #include <cubert/backend/exit_threads.hpp>
 #include <cubert/backend/profile_gate.hpp>
 #include <cubert/backend/spin_wait.hpp>
+#include <cubert/error.hpp>
 
 #include <algorithm>
 #include <array>
@@ -19,6 +20,7 @@
 #include <optional>
 #include <thread>
 #include <type_traits>
+#include <vector>
 
 namespace cubert::backend {
 
@@ -218,6 +220,7 @@ class actor_channel final : public channel {
           auto token = s.start_profile();
           c->window_owner = me;
           ++c->window_depth;
+          c->refusals_at_start.push_back(c->deferred.recorded());
           return token;
         },
         gate_step::open);
@@ -228,9 +231,19 @@ class actor_channel final : public channel {
         core* c;
         ~closing() {
           if (c->window_depth > 0 && --c->window_depth == 0) c->window_owner = {};
+          if (!c->refusals_at_start.empty()) c->refusals_at_start.pop_back();
         }
       } const closes{c};
-      return s.end_profile(token);
+      auto d = s.end_profile(token);
+      // Through the mutex channel a call refused in the window threw out of the profiled
+      // function; here it was kept for the next sync, and the window measured work that never
+      // ran. (It is still reported there.)
+      if (!c->refusals_at_start.empty() && c->deferred.recorded() != c->refusals_at_start.back()) {
+        throw profile_error(
+            "work submitted in the profile window was refused; the measurement is void (the "
+            "refusal is reported at the next sync or read)");
+      }
+      return d;
     };
     // Other threads' messages may queue as soon as this one has: they run after it. One that
     // cannot be queued (out of host memory) ends the profile here instead, on this thread, so
@@ -279,6 +292,8 @@ class actor_channel final : public channel {
     // direct call from another thread would land in it, so it waits for its end to run.
     std::thread::id window_owner;
     unsigned window_depth = 0;
+    // `deferred.recorded()` when each open window started, innermost last (server thread).
+    std::vector<std::uint64_t> refusals_at_start;
   };
 
   // What posting a message does to profiling ownership, in the same critical section.

@@ -76,10 +76,13 @@ class async_error {
   [[nodiscard]] bool pending() const noexcept;
   /// Forgets the waiting error, if any (a later, graver one supersedes it).
   void discard() noexcept;
+  /// How many errors `record` has been given, kept or not: a change says some call failed.
+  [[nodiscard]] std::uint64_t recorded() const noexcept;
 
  private:
   mutable std::mutex mutex_;
   std::exception_ptr error_;
+  std::uint64_t recorded_ = 0;
 };
 
 /// Checks the scalar groups of a launch, whose fields callers may have filled by hand: each

@@ -15,7 +15,13 @@ namespace cubert::backend {
 
 void async_error::record(std::exception_ptr e) noexcept {
   std::lock_guard lock(mutex_);
+  ++recorded_;
   if (!error_) error_ = std::move(e);
+}
+
+std::uint64_t async_error::recorded() const noexcept {
+  std::lock_guard lock(mutex_);
+  return recorded_;
 }
 
 void async_error::rethrow_if_any() {

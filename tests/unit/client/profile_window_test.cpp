@@ -271,4 +271,30 @@ TEST(ProfileWindow, ALaunchWhoseImplicitProfileCannotStartStillRuns) {
   std::filesystem::remove(*cfg.profiling.log.file, ec);
 }
 
+// A launch refused in the window (here naming another device's buffer) made `profile` throw
+// through the mutex channel, out of the profiled function; the actor channel kept the refusal
+// for the next sync and returned a measurement of work that never ran.
+TEST(ProfileWindow, ALaunchRefusedInTheWindowVoidsTheMeasurementOnEveryChannel) {
+  for (auto const kind : threaded_channels) {
+    auto const c = test::make_dummy_client(kind);
+    auto const other = test::make_dummy_client(kind);
+    auto const foreign = other.empty(3);
+    auto const mine = c.empty(3);
+    EXPECT_THROW((void)c.profile(
+                     [&] {
+                       c.execute(test::dummy_kernels::addition(), cube_count{1},
+                                 bindings{}.with_buffers(
+                                     {mine.binding(), foreign.binding(), mine.binding()}));
+                     },
+                     "refused"),
+                 error)
+        << to_string(kind);
+    if (kind == backend::channel_kind::actor) {
+      EXPECT_THROW(c.sync(), invalid_argument);  // The refusal itself, once.
+    }
+    EXPECT_NO_THROW(c.sync()) << to_string(kind);
+    EXPECT_NO_THROW((void)c.profile([&] { (void)c.empty(4); }, "after")) << to_string(kind);
+  }
+}
+
 }  // namespace
