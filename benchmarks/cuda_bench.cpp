@@ -213,13 +213,38 @@ int main(int argc, char** argv) {
   using namespace cubert::bench;
   std::string traces;
   std::string torch;
-  std::string groups = "launch,memory,driver,first-launch,add,transfer,small,sizes,tune,waits";
+  std::string const every = "launch,memory,driver,first-launch,add,transfer,small,sizes,tune,waits";
+  std::string groups = every;
+  // A misspelt flag or group measured nothing and still exited 0 (an A/B of gpu-ab.sh then
+  // compared two empty tables).
+  auto const usage = [&](std::string_view what) {
+    std::fprintf(stderr,
+                 "cuda_bench: %.*s\nusage: cuda_bench [--traces DIR] [--torch LIB] [--rows "
+                 "GROUP,...]\n  groups: %s\n",
+                 static_cast<int>(what.size()), what.data(), every.c_str());
+    return 2;
+  };
+  if (argc % 2 == 0) return usage(fmt::format("'{}' has no value", argv[argc - 1]));
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string_view const flag = argv[i];
     if (flag == "--first-launch") return first_launch(argv[i + 1]);
-    if (flag == "--traces") traces = argv[i + 1];
-    if (flag == "--torch") torch = argv[i + 1];
-    if (flag == "--rows") groups = argv[i + 1];
+    if (flag == "--traces") {
+      traces = argv[i + 1];
+    } else if (flag == "--torch") {
+      torch = argv[i + 1];
+    } else if (flag == "--rows") {
+      groups = argv[i + 1];
+    } else {
+      return usage(fmt::format("unknown flag '{}'", flag));
+    }
+  }
+  for (std::size_t at = 0; at <= groups.size();) {
+    auto const end = std::min(groups.find(',', at), groups.size());
+    auto const group = groups.substr(at, end - at);
+    if (("," + every + ",").find("," + group + ",") == std::string::npos) {
+      return usage(fmt::format("unknown row group '{}'", group));
+    }
+    at = end + 1;
   }
   if (cubert::cuda::device_count() == 0) {
     std::printf("cuda_bench: no CUDA device (%s); nothing measured\n",

@@ -176,6 +176,8 @@ if [ -f "$LOGS/bench.log" ]; then
 fi
 # The exit status is a gate too: everything above ran and was reported either way.
 # (The PyTorch baseline is another library's: without it only its rows are missing.)
-if printf '%s\n' "${SUMMARY[@]}" | grep -v '^PyTorch baseline' | grep -qE 'FAILED|tests failed|none ran'; then
+# shellcheck source=lib/summary-gate.sh
+source "$ROOT/scripts/lib/summary-gate.sh"
+if printf '%s\n' "${SUMMARY[@]}" | summary_says_failed; then
   exit 1
 fi

@@ -130,3 +130,9 @@ fi
 echo
 echo "==================== gpu-sanitize summary ===================="
 printf '%s\n' "${SUMMARY[@]}"
+# A finding, a build that failed or a run of no tests is a failure of the script too.
+# shellcheck source=lib/summary-gate.sh
+source "$ROOT/scripts/lib/summary-gate.sh"
+if printf '%s\n' "${SUMMARY[@]}" | summary_says_failed; then
+  exit 1
+fi
