@@ -1,0 +1,35 @@
+// SPDX-License-Identifier: Apache-2.0
+// A thread pool that cannot start every worker says which one failed, and leaves nothing running.
+#include "cpu_thread_pool.hpp"
+#include "failing_new.hpp"
+
+#include <cubert/error.hpp>
+
+#include <gtest/gtest.h>
+
+#include <set>
+#include <string>
+
+namespace {
+
+// The message named the worker after the ones already started had been stopped and forgotten:
+// "worker thread 1 of 8" however many had started.
+TEST(CpuPoolStart, AFailureNamesTheWorkerThatCouldNotStart) {
+  std::set<std::string> named;
+  for (long n = 1; n <= 4; ++n) {
+    try {
+      cubert::test::failing_allocations const fails(n);
+      cubert::cpu::cpu_thread_pool const pool(8);
+      ADD_FAILURE() << "the pool started although allocation " << n + 1 << " failed";
+    } catch (cubert::device_error const& e) {
+      std::string const what = e.what();
+      auto const at = what.find("worker thread ");
+      ASSERT_NE(at, std::string::npos) << what;
+      named.insert(what.substr(at, what.find(':', at) - at));
+    }
+  }
+  // Each later failure lets one more worker start first, so each names another one.
+  EXPECT_EQ(named.size(), 4u) << *named.begin();
+}
+
+}  // namespace
