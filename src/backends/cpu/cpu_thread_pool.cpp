@@ -33,8 +33,8 @@ cpu_thread_pool::cpu_thread_pool(unsigned threads) : threads_(std::max(1u, threa
     // The destructor will not run: stop the workers already started, or destroying their
     // std::thread objects would terminate the process.
     stop();
-    throw device_error(fmt::format("cpu: could not start worker thread {} of {}: {}", failed,
-                                   threads_, e.what()));
+    throw device_error(
+        fmt::format("cpu: could not start worker thread {} of {}: {}", failed, threads_, e.what()));
   }
 }
 
