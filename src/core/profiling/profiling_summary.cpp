@@ -136,10 +136,9 @@ std::string profiling_summary::format(totals const& t) {
   // and short rows to 0%; nanoseconds (in long double: 100× may pass 2^63) keep the shares.
   // Rows that all took no time (zero-cube launches timed by events) share by count.
   auto const ratio = [&](named_row const& r) {
-    auto const [part, whole] = total.count() == 0
-                                   ? std::pair<long double, long double>(r.count, count)
-                                   : std::pair<long double, long double>(r.total.count(),
-                                                                         total.count());
+    auto const [part, whole] =
+        total.count() == 0 ? std::pair<long double, long double>(r.count, count)
+                           : std::pair<long double, long double>(r.total.count(), total.count());
     return static_cast<std::int64_t>(100.0L * part / whole);
   };
   std::string out = fmt::format("| {:<{}} | {:<12} | {:<12} | {:<5} |\n", "Name", width, "Duration",
