@@ -130,6 +130,15 @@ bindings& bindings::with_scalar_bytes(elem type, std::span<std::byte const> pack
         fmt::format("bindings::with_scalar_bytes: {} bytes is not a whole number of {} elements",
                     packed.size(), cubert::to_string(type)));
   }
+  if (type == elem::boolean) {
+    // As with_scalar does: a byte other than 0 or 1 read as a C++ bool in a CPU kernel is
+    // undefined behaviour.
+    std::vector<std::byte> normalised(packed.size());
+    std::transform(packed.begin(), packed.end(), normalised.begin(),
+                   [](std::byte b) { return b != std::byte{0} ? std::byte{1} : std::byte{0}; });
+    replace_raw(type, normalised);
+    return *this;
+  }
   replace_raw(type, packed);
   return *this;
 }

@@ -281,6 +281,16 @@ void check_scalars(bindings const& args) {
           static_cast<unsigned>(type), static_cast<unsigned>(group.type), group.length,
           group.data.size() * sizeof(std::uint64_t)));
     }
+    if (type == elem::boolean) {
+      // Hand-filled groups skip with_scalar's normalisation; a kernel reads each as a bool.
+      auto const bytes = std::as_bytes(std::span(group.data));
+      for (std::size_t i = 0; i < group.length; ++i) {
+        if (bytes[i] > std::byte{1}) {
+          throw invalid_argument(fmt::format("bindings: boolean scalar {} holds {}, not 0 or 1", i,
+                                             static_cast<int>(bytes[i])));
+        }
+      }
+    }
   }
 }
 

@@ -77,6 +77,18 @@ TEST(BindingsTest, ScalarBytesMustBeWholeElements) {
   EXPECT_EQ(b.scalars.at(elem::u16).length, 2u);
 }
 
+// Raw booleans are made 0 or 1, as with_scalar makes them: any other byte read as a C++ bool
+// (a CPU kernel's scalar<bool>) is undefined behaviour.
+TEST(BindingsTest, RawBooleanScalarsAreZeroOrOne) {
+  std::vector<std::byte> const raw{std::byte{0}, std::byte{2}, std::byte{1}, std::byte{0xff}};
+  bindings b;
+  b.with_scalar_bytes(elem::boolean, raw);
+  auto const bytes = b.scalars.at(elem::boolean).bytes();
+  ASSERT_EQ(bytes.size(), 4u);
+  EXPECT_EQ(std::vector<std::byte>(bytes.begin(), bytes.end()),
+            (std::vector<std::byte>{std::byte{0}, std::byte{1}, std::byte{1}, std::byte{1}}));
+}
+
 // Replacing a group with bytes that live in that same group (its own `bytes()` or `data`) must
 // copy them before the old group is freed.
 TEST(BindingsTest, ReplacingAGroupWithItsOwnBytesKeepsTheValues) {

@@ -371,6 +371,10 @@ TEST_P(BadInput, HandBuiltScalarGroupsAreCheckedAtLaunch) {
   auto no_width = base;
   no_width.scalars[static_cast<elem>(42)] = scalar_binding{static_cast<elem>(42), 1, {2}};
   EXPECT_THROW(launch(no_width), invalid_argument);
+  // A boolean that is neither 0 nor 1: a CPU kernel reading it as a bool is undefined.
+  auto not_bool = base;
+  not_bool.scalars[elem::boolean] = scalar_binding{elem::boolean, 2, {0x0201}};
+  EXPECT_THROW(launch(not_bool), invalid_argument);
   EXPECT_EQ(values_of<float>(c_.read_one(out.binding())), (std::vector<float>{-1, -1}));
   auto good = base;
   good.scalars[elem::u32] = scalar_binding{elem::u32, 1, {2}};
