@@ -452,7 +452,7 @@ class actor_channel final : public channel {
 
   // A call refused at submission is kept here for the next sync or read; through the mutex
   // channel it threw at the call, and a sync that throws has waited for the device. So the work
-  // before it finishes first, and a fault there is what the caller hears (docs/cuda.md).
+  // before it finishes first, and a fault there is what the caller hears (docs/execution.md).
   static void rethrow_after_work(async_error& kept, Server& s) {
     if (!kept.pending()) return;
     s.sync().get();
