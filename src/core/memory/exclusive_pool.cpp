@@ -65,7 +65,7 @@ std::optional<slice_handle> exclusive_pool::alloc(std::uint64_t size) {
     // Idle pages that were too small are given back before refusing.
     for (std::size_t i = free_.size(); i-- > 0;) free_page(free_[i]);
     if (over_cap()) {
-      ++spills_;
+      count_spill();
       return std::nullopt;
     }
   }
@@ -212,7 +212,7 @@ pool_usage exclusive_pool::usage() {
   u.usage = live_;
   u.peak_bytes_reserved = peak_reserved_;
   u.peak_bytes_in_use = peak_in_use_;
-  u.spills = spills_;
+  u.spills = spills();
   for (page const* p : free_) u.largest_free = std::max(u.largest_free, p->storage.size);
   return u;
 }

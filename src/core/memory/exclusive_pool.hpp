@@ -67,7 +67,6 @@ class exclusive_pool final : public memory_pool {
   std::uint64_t peak_pages_ = 0;
   std::uint64_t peak_reserved_ = 0;
   std::uint64_t peak_in_use_ = 0;
-  std::uint64_t spills_ = 0;
 };
 
 }  // namespace cubert::memory

@@ -193,9 +193,20 @@ class memory_pool {
   [[nodiscard]] std::uint64_t padding_of(std::uint64_t size) const noexcept {
     return align_up(size) - size;
   }
+  /// Counts a refusal at the cap once per request: the manager asks again after a cleanup,
+  /// and `spills` counts requests. (A pool used without a manager sees no request clock and
+  /// counts every refusal.)
+  void count_spill() noexcept {
+    if (stats_->reservations != 0 && stats_->reservations == spilled_at_) return;
+    spilled_at_ = stats_->reservations;
+    ++spills_;
+  }
+  [[nodiscard]] std::uint64_t spills() const noexcept { return spills_; }
 
  private:
   bool align_pow2_;
+  std::uint64_t spills_ = 0;
+  std::uint64_t spilled_at_ = 0;  // The request clock of the last refusal counted.
 };
 
 }  // namespace cubert::memory

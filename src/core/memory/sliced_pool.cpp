@@ -126,7 +126,7 @@ std::optional<slice_handle> sliced_pool::grow(std::uint64_t size, std::uint64_t 
     }
   }
   if (over_cap()) {
-    ++spills_;
+    count_spill();
     return std::nullopt;
   }
   // Host allocations come first: once the storage has handed out a page, nothing may throw, or
@@ -392,7 +392,7 @@ pool_usage sliced_pool::usage() {
   u.usage = live_;
   u.peak_bytes_reserved = peak_reserved_;
   u.peak_bytes_in_use = peak_in_use_;
-  u.spills = spills_;
+  u.spills = spills();
   for (auto const& p : pages_) {
     for (block const* b = p->first; b; b = b->next_phys) {
       if (!b->in_use) u.largest_free = std::max(u.largest_free, b->size);

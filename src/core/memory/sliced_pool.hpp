@@ -137,7 +137,6 @@ class sliced_pool final : public memory_pool {
   std::uint64_t peak_reserved_ = 0;
   std::uint64_t peak_in_use_ = 0;
   std::uint64_t peak_pages_ = 0;
-  std::uint64_t spills_ = 0;
 };
 
 }  // namespace cubert::memory

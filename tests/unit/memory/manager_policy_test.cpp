@@ -105,6 +105,17 @@ TEST(ManagerPolicy, CapOnEveryPoolEndsInOutOfMemory) {
   EXPECT_TRUE(m->reserve(1 * mib).valid());
 }
 
+TEST(ManagerPolicy, RequestRetriedAfterCleanupSpillsOnce) {
+  // The refused request is asked again after the cleanup; `spills` counts requests.
+  auto m = make_manager(
+      dummy_props, memory_configuration::custom({pool_options::sliced(1 * mib, 1 * mib, 1 * mib)}));
+  auto a = m->reserve(1 * mib);
+  EXPECT_THROW((void)m->reserve(1 * mib), cubert::out_of_memory);
+  EXPECT_EQ(m->report().pools[0].spills, 1u);
+  EXPECT_THROW((void)m->reserve(512 * kib), cubert::out_of_memory);
+  EXPECT_EQ(m->report().pools[0].spills, 2u);
+}
+
 TEST(ManagerPolicy, GetResourceAppliesOffsets) {
   auto m = make_manager(dummy_props, memory_configuration::sub_slices());
   cubert::handle h(m->reserve(64), 64);
