@@ -39,7 +39,8 @@ enum class forward_severity { trace, debug, info };
 struct log_config {
   log_level level = log_level::disabled;
   std::optional<std::filesystem::path> file;  ///< Append (or truncate) this file.
-  /// False truncates the file when opened. Categories sharing a file must agree (one file is
+  /// False empties the file when logging starts writing to it; a later `config::set` that
+  /// keeps it as a sink keeps its lines. Categories sharing a file must agree (one file is
   /// opened once); two settings for it are a `config_error`.
   bool append = true;
   bool to_stdout = false;

@@ -64,6 +64,11 @@ config config::load(fs::path const& start_dir) {
   std::error_code ec;
   auto dir = fs::absolute(start_dir, ec);
   if (ec) dir = start_dir;
+  // Walking up strips names from the text: "proj/.." would look in proj before its parent.
+  // Resolved as the system resolves "..": after the links before it.
+  auto resolved = fs::weakly_canonical(dir, ec);
+  dir = ec ? dir.lexically_normal() : resolved;
+  if (dir.has_relative_path() && !dir.has_filename()) dir = dir.parent_path();  // "a/b/" -> "a/b"
   config cfg;
   for (;;) {
     auto candidate = dir / file_name;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // CUBERT_* environment overrides, applied after the file.
 #include "config/config_names.hpp"
+#include "config/log_files.hpp"
 
 #include <cubert/config.hpp>
 #include <cubert/error.hpp>
@@ -110,6 +111,15 @@ void config::apply_environment(config& cfg) {
   if (auto v = env("CUBERT_PROFILE")) {
     cfg.profiling.log.level = parse_env("CUBERT_PROFILE", *v, detail::parse_log_level,
                                         "disabled|minimal|basic|medium|full or 0-4");
+    // The file's own check skips disabled categories: turned on here, the profiling log may
+    // now share a file with another category that disagrees on `append`.
+    auto const conflicts = detail::append_conflicts(cfg);
+    for (std::size_t i = 0; i < conflicts.size(); ++i) {
+      if (!conflicts[i]) continue;
+      throw config_error(fmt::format("environment variable CUBERT_PROFILE=\"{}\" turns the profiling log on: {}", *v,
+                                     detail::append_conflict_message(cfg, *conflicts[i], i)),
+                         "CUBERT_PROFILE", 0);
+    }
   }
 }
 

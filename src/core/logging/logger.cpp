@@ -24,6 +24,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cubert::log {
@@ -102,9 +103,10 @@ class forward_sink final : public spdlog::sinks::base_sink<std::mutex> {
 struct state {
   std::array<std::shared_ptr<spdlog::logger>, 4> loggers;  // Null when disabled or sink-less.
   std::array<log_level, 4> configured{};
+  std::vector<std::string> files;  // log_file_id of each file this state writes.
   // The `append = false` files, opened to append: emptied when the state is installed, so that
   // a refused configuration, or one a concurrent reconfigure() replaced, empties none.
-  std::vector<std::filesystem::path> to_empty;
+  std::vector<std::pair<std::string, std::filesystem::path>> to_empty;
 };
 
 // The state and its lock are never destroyed: clients live until exit (the registry keeps
@@ -154,7 +156,11 @@ std::shared_ptr<state const> build(config const& cfg, bool strict) {
     std::vector<std::string> ids;
     if (l.to_stdout) ids.emplace_back("stdout");
     if (l.to_stderr) ids.emplace_back("stderr");
-    if (l.file) ids.push_back("file:" + cubert::detail::log_file_id(*l.file));
+    std::string file_id;
+    if (l.file) {
+      file_id = cubert::detail::log_file_id(*l.file);
+      ids.push_back("file:" + file_id);
+    }
     if (l.forward) ids.push_back(fmt::format("forward:{}", to_string(*l.forward)));
     std::vector<spdlog::sink_ptr> sinks;
     try {
@@ -177,7 +183,10 @@ std::shared_ptr<state const> build(config const& cfg, bool strict) {
             throw;
           }
           sink->set_pattern("[%Y-%m-%d %H:%M:%S.%e] [%n] %v");
-          if (id.starts_with("file:") && !l.append) s->to_empty.push_back(*l.file);
+          if (id.starts_with("file:")) {
+            s->files.push_back(file_id);
+            if (!l.append) s->to_empty.emplace_back(file_id, *l.file);
+          }
         }
         sinks.push_back(sink);
       }
@@ -206,7 +215,11 @@ std::shared_ptr<state const> build(config const& cfg, bool strict) {
 
 void install(std::shared_ptr<state const> s) {
   // Callers hold state_mutex().
-  for (auto const& file : s->to_empty) {
+  auto const& previous = current_state();
+  for (auto const& [id, file] : s->to_empty) {
+    // `append = false` empties a file when logging starts writing to it: a config::set that
+    // keeps writing there (another section changed) must not lose the lines so far.
+    if (previous && std::ranges::find(previous->files, id) != previous->files.end()) continue;
     // Opened to append, the sink writes at the new end. A device or a pipe cannot be emptied
     // and needs not be.
     std::error_code ec;

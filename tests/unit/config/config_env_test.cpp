@@ -63,6 +63,26 @@ TEST_F(ConfigEnvTest, AutotuneLevelByNameAndNumber) {
   }
 }
 
+// The file's check skips disabled categories; CUBERT_PROFILE turning one on is checked again,
+// so that load() does not return what config::set() would refuse.
+TEST_F(ConfigEnvTest, ProfileVariableMakingAnAppendConflictIsRefused) {
+  write("cubert.toml",
+        "[profiling.log]\nfile = \"s.log\"\nappend = false\n"
+        "[memory.log]\nlevel = \"full\"\nfile = \"s.log\"\n");
+  EXPECT_NO_THROW((void)config::load(dir_));
+  setenv("CUBERT_PROFILE", "basic", 1);
+  try {
+    (void)config::load(dir_);
+    FAIL() << "expected config_error";
+  } catch (cubert::config_error const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("CUBERT_PROFILE"), std::string::npos) << what;
+    EXPECT_NE(what.find("s.log"), std::string::npos) << what;
+  }
+  setenv("CUBERT_PROFILE", "disabled", 1);
+  EXPECT_NO_THROW((void)config::load(dir_));
+}
+
 TEST_F(ConfigEnvTest, LogVariableSetsEveryCategory) {
   setenv("CUBERT_LOG", "stderr", 1);
   auto cfg = config::load(dir_);

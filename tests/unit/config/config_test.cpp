@@ -86,6 +86,18 @@ TEST_F(ConfigTest, FindsFileWalkingUpAndNearestWins) {
   EXPECT_EQ(cfg.source, dir_ / "a" / "cubert.toml");
 }
 
+// Walking up a path with ".." in it must not look inside the folder the ".." leaves.
+TEST_F(ConfigTest, DotDotInTheStartFolderLooksOnlyAtAncestors) {
+  write("proj/cubert.toml", "[autotune]\nlevel = \"full\"\n");
+  fs::create_directories(dir_ / "sibling");
+  EXPECT_EQ(config::load(dir_ / "proj" / "..").autotune.level, cubert::autotune_level::balanced);
+  EXPECT_EQ(config::load(dir_ / "proj" / ".." / "sibling").autotune.level,
+            cubert::autotune_level::balanced);
+  auto const inside = config::load(dir_ / "sibling" / ".." / "proj" / "");
+  EXPECT_EQ(inside.autotune.level, cubert::autotune_level::full);
+  EXPECT_EQ(inside.source, fs::weakly_canonical(dir_ / "proj" / "cubert.toml"));
+}
+
 TEST_F(ConfigTest, ParsesEverySection) {
   write("cubert.toml", R"(
 [profiling]

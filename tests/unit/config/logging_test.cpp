@@ -281,6 +281,30 @@ TEST_F(LoggingTest, ARefusedSetEmptiesNoLogFile) {
   EXPECT_NE(text.find("fresh"), std::string::npos) << text;
 }
 
+// `append = false` empties a file when logging starts writing to it, not at every config::set:
+// changing another section mid-run must not lose the log so far.
+TEST_F(LoggingTest, ReapplyingTheSameLogFileKeepsItsLines) {
+  auto const file = dir_ / "m.log";
+  auto c = memory_logging_to(file);
+  c.memory.log.append = false;
+  config::set(c);
+  log::write(category::memory, "first");
+  auto d = config::get();
+  d.autotune.level = cubert::autotune_level::extensive;
+  config::set(d);
+  log::write(category::memory, "second");
+  auto text = read(file);
+  EXPECT_NE(text.find("first"), std::string::npos) << text;
+  EXPECT_NE(text.find("second"), std::string::npos) << text;
+  // Once logging stopped writing there, starting again empties it.
+  config::set(config{});
+  config::set(c);
+  log::write(category::memory, "third");
+  text = read(file);
+  EXPECT_EQ(text.find("first"), std::string::npos) << text;
+  EXPECT_NE(text.find("third"), std::string::npos) << text;
+}
+
 // Categories one unopenable file silences are named in one line, not one line each.
 TEST_F(LoggingTest, CategoriesSilencedByOneFileAreReportedTogether) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
