@@ -257,10 +257,11 @@ compiled_code cuda_compiler::compile(compile_request const& request) const {
   [[maybe_unused]] static bool const after_nvrtc = std::atexit(close_gate) == 0;
   std::string log = program_log(raw);
   if (result != NVRTC_SUCCESS) {
-    throw compilation_error(
-        fmt::format("NVRTC failed to compile {} for {}: {}\n{}", request.source_name,
-                    options.front(), nvrtcGetErrorString(result), log),
-        std::move(log), request.source_name);
+    // Formatted first: the order arguments are evaluated in is unspecified, and g++ moved the
+    // log into the exception before formatting it into the message.
+    auto message = fmt::format("NVRTC failed to compile {} for {}: {}\n{}", request.source_name,
+                               options.front(), nvrtcGetErrorString(result), log);
+    throw compilation_error(std::move(message), std::move(log), request.source_name);
   }
   compiled_code code{program_image(raw, ptx), ptx, false, std::move(log)};
   // A header edited while NVRTC ran may be compiled in either version: such an image is not

@@ -99,6 +99,8 @@ TEST(CudaCompilerTest, BadSourceThrowsCompilationErrorWithLogAndName) {
     EXPECT_EQ(e.source_name(), "broken_kernel.cu");
     EXPECT_NE(e.log().find("undeclared_thing"), std::string::npos) << e.log();
     EXPECT_NE(std::string(e.what()).find("broken_kernel.cu"), std::string::npos);
+    // The message carries the log too: what autotune records and what callers print.
+    EXPECT_NE(std::string(e.what()).find("undeclared_thing"), std::string::npos) << e.what();
   }
 }
 
