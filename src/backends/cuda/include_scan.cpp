@@ -426,7 +426,9 @@ include_scan scan_includes(std::string_view source, std::string_view source_name
   }
   walker.add_calls(std::move(defined_wrappers), source_dir);
   walker.add_calls(std::move(calls), source_dir);
-  for (auto const name : pre) walker.follow(from_source({std::string(name), true}), source_dir);
+  // A pre-include is looked for in the working directory, then the -I directories: never next
+  // to the source, whatever -no-source-include says (NVRTC 13.0, checked on the device).
+  for (auto const name : pre) walker.follow({std::string(name), true}, fs::path{});
   for (auto const& d : includes) walker.follow(from_source(d), source_dir);
   return std::move(walker).run();
 }

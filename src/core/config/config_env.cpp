@@ -116,9 +116,10 @@ void config::apply_environment(config& cfg) {
     auto const conflicts = detail::append_conflicts(cfg);
     for (std::size_t i = 0; i < conflicts.size(); ++i) {
       if (!conflicts[i]) continue;
-      throw config_error(fmt::format("environment variable CUBERT_PROFILE=\"{}\" turns the profiling log on: {}", *v,
-                                     detail::append_conflict_message(cfg, *conflicts[i], i)),
-                         "CUBERT_PROFILE", 0);
+      throw config_error(
+          fmt::format("environment variable CUBERT_PROFILE=\"{}\" turns the profiling log on: {}",
+                      *v, detail::append_conflict_message(cfg, *conflicts[i], i)),
+          "CUBERT_PROFILE", 0);
     }
   }
 }

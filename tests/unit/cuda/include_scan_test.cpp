@@ -219,6 +219,29 @@ TEST(IncludeScanTest, PreIncludedHeadersAreFollowed) {
       (paths{p, q}));
 }
 
+// NVRTC looks for a pre-include in the working directory, then in -I: never next to the source,
+// and -no-source-include does not change that. Hashing another file than the one compiled gave
+// stale disk-cache hits after an edit.
+TEST(IncludeScanTest, PreIncludesAreLookedForInTheWorkingDirectoryThenInclude) {
+  temp_dir d;
+  auto const old_cwd = fs::current_path();
+  fs::current_path(d.path());
+  auto const here = d.write("cfg.h", "#define V 1\n");
+  auto const in_sub = d.write("sub/cfg.h", "x");
+  auto const in_inc = d.write("inc/cfg.h", "y");
+  auto const inc = "-I" + (d.path() / "inc").string();
+  auto const no_source =
+      scan_includes("int x;\n", "k.cu", strings{"-no-source-include", "-include", "cfg.h"});
+  auto const beside = scan_includes("", "sub/k.cu", strings{"-include", "cfg.h", inc});
+  fs::remove(here);
+  auto const then_inc = scan_includes("", "sub/k.cu", strings{"-include", "cfg.h", inc});
+  fs::current_path(old_cwd);
+  EXPECT_EQ(no_source.files, (paths{here}));
+  EXPECT_EQ(beside.files, (paths{here}));
+  EXPECT_EQ(then_inc.files, (paths{in_inc}));
+  (void)in_sub;
+}
+
 TEST(IncludeScanTest, CyclesAreFollowedOnce) {
   temp_dir d;
   auto const a = d.write("a.h", "#pragma once\n#include \"b.h\"\n#include \"a.h\"\n");
