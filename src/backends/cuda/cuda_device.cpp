@@ -38,9 +38,30 @@ int device_count() noexcept {
   return count;
 }
 
+std::string device_count_failure() {
+  auto const& api = driver_state();
+  if (!api.loaded) return api.failure;
+  int count = 0;
+  CUresult const r = api.cuDeviceGetCount(&count);
+  if (r == CUDA_SUCCESS) return count > 0 ? std::string{} : "the CUDA driver reports no device";
+  char const* name = nullptr;
+  if (api.cuGetErrorName(r, &name) != CUDA_SUCCESS) name = nullptr;
+  // The usual cause once cuInit has worked: CUDA does not survive fork().
+  return fmt::format("cuDeviceGetCount failed with {}{}",
+                     name ? name : fmt::format("error {}", static_cast<int>(r)),
+                     r == CUDA_ERROR_NOT_INITIALIZED
+                         ? " (was this process forked after CUDA was started? CUDA cannot be used "
+                           "in a child forked after that)"
+                         : "");
+}
+
 device_info query_device(int ordinal) {
   auto const& api = driver();
   int const count = device_count();
+  if (count == 0) {
+    // The devices may be there, with the driver refusing to count them (a forked child).
+    throw unsupported(fmt::format("cuda:{} is not available: {}", ordinal, device_count_failure()));
+  }
   if (ordinal < 0 || ordinal >= count) {
     throw invalid_argument(fmt::format("cuda:{} does not exist: this machine has {} CUDA device{}",
                                        ordinal, count, count == 1 ? "" : "s"));

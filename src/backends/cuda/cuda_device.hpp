@@ -41,6 +41,9 @@ struct device_info {
 
 /// Number of CUDA devices; 0 when the driver is absent or unusable. Never throws.
 [[nodiscard]] int device_count() noexcept;
+/// Why `device_count()` is 0: the driver's load failure, the count query's error, or that the
+/// driver found no device. Empty when there are devices.
+[[nodiscard]] std::string device_count_failure();
 
 /// One reference to `device`'s primary context, released with its last owner: what something
 /// that may outlive its server (events, a duration) holds so the context they belong to stays.

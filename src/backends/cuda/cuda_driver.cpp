@@ -42,9 +42,15 @@ driver_api load() noexcept {
 #undef CUBERT_CUDA_RESOLVE_OPTIONAL
   if (CUresult r = api.cuInit(0); r != CUDA_SUCCESS) {
     char const* name = nullptr;
+    char const* text = nullptr;
     api.cuGetErrorName(r, &name);
-    // CUDA_ERROR_NO_DEVICE is the common case on a machine with a driver but no GPU.
-    api.failure = fmt::format("no CUDA device: cuInit failed with {}", name ? name : "?");
+    api.cuGetErrorString(r, &text);
+    // CUDA_ERROR_NO_DEVICE is the common case on a machine with a driver but no GPU; others
+    // (a driver and kernel module that differ, a forked child) are not about devices at all.
+    api.failure =
+        fmt::format("{}: cuInit failed with {} ({})",
+                    r == CUDA_ERROR_NO_DEVICE ? "no CUDA device" : "the CUDA driver cannot start",
+                    name ? name : "?", text ? text : "no description");
     return api;
   }
   api.loaded = true;

@@ -64,7 +64,7 @@ int device_count() noexcept {
 }
 
 std::string unavailable_reason() {
-  return detail::driver_state().failure;
+  return detail::device_count_failure();
 }
 
 device_properties make_properties(int ordinal) {

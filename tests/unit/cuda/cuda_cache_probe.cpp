@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Test helper run as a separate process.
 //   cuda_cache_probe compile <cache dir> <arch>  -> prints "hit" or "miss" for a fixed source
-//   cuda_cache_probe devices                     -> prints "<count>\n<unavailable reason>"
+//   cuda_cache_probe devices                     -> prints "<count>\n<unavailable reason>\n"
+//                                                   then what make_properties(0) gave
 #include "cuda_compiler.hpp"
 
 #include <cubert/cuda.hpp>
@@ -33,6 +34,13 @@ int main(int argc, char** argv) {
     if (argc == 2 && std::string_view(argv[1]) == "devices") {
       std::printf("%d\n%s\n", cubert::cuda::device_count(),
                   cubert::cuda::unavailable_reason().c_str());
+      try {
+        std::printf("properties: %s\n", cubert::cuda::make_properties(0).name.c_str());
+      } catch (cubert::unsupported const& e) {
+        std::printf("unsupported: %s\n", e.what());
+      } catch (cubert::error const& e) {
+        std::printf("other error: %s\n", e.what());
+      }
       return 0;
     }
     std::fprintf(stderr, "usage: cuda_cache_probe compile <dir> <arch> | devices\n");

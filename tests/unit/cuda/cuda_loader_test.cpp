@@ -57,6 +57,44 @@ TEST(CudaLoaderTest, DisabledByEnvironmentInAFreshProcess) {
   EXPECT_NE(out.find("CUBERT_CUDA_DISABLE"), std::string::npos) << out;
 }
 
+// The fake driver, in a fresh process: a driver that starts but cannot count its devices (a
+// child forked after CUDA started) is reported with the count's error, not as "no device" with
+// an empty reason or as a device ordinal out of range.
+TEST(CudaLoaderTest, ACountTheDriverRefusesIsReportedWithItsError) {
+  auto const fake = "LD_LIBRARY_PATH=" + std::string(CUBERT_FAKE_DRIVER_DIR) + " ";
+  auto const probe = std::string(CUBERT_CUDA_PROBE) + " devices";
+  auto const healthy = run(fake + probe);
+  ASSERT_EQ(healthy.substr(0, 3), "1\n\n") << healthy;
+  auto const forked =
+      run(fake + "CUBERT_FAKE_COUNT_RESULT=" + std::to_string(CUDA_ERROR_NOT_INITIALIZED) + " " +
+          probe);
+  EXPECT_EQ(forked.substr(0, 2), "0\n") << forked;
+  EXPECT_NE(forked.find("cuDeviceGetCount failed with CUDA_ERROR_NOT_INITIALIZED"),
+            std::string::npos)
+      << forked;
+  EXPECT_NE(forked.find("forked"), std::string::npos) << forked;
+  EXPECT_NE(forked.find("unsupported: cuda:0 is not available: cuDeviceGetCount"),
+            std::string::npos)
+      << forked;
+}
+
+// cuInit's failures other than "no device" say the driver cannot start, with the driver's text.
+TEST(CudaLoaderTest, ADriverThatCannotStartSaysWhy) {
+  auto const fake = "LD_LIBRARY_PATH=" + std::string(CUBERT_FAKE_DRIVER_DIR) + " ";
+  auto const probe = std::string(CUBERT_CUDA_PROBE) + " devices";
+  auto const mismatch =
+      run(fake + "CUBERT_FAKE_INIT_RESULT=" + std::to_string(CUDA_ERROR_SYSTEM_DRIVER_MISMATCH) +
+          " " + probe);
+  EXPECT_NE(mismatch.find("the CUDA driver cannot start: cuInit failed with "
+                          "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (fake CUDA driver)"),
+            std::string::npos)
+      << mismatch;
+  auto const none =
+      run(fake + "CUBERT_FAKE_INIT_RESULT=" + std::to_string(CUDA_ERROR_NO_DEVICE) + " " + probe);
+  EXPECT_NE(none.find("no CUDA device: cuInit failed with CUDA_ERROR_NO_DEVICE"), std::string::npos)
+      << none;
+}
+
 TEST(CudaLoaderTest, DriverErrorsNameTheCallAndTheError) {
   if (!cubert::cuda::detail::available()) {
     // Without a driver there is no name table; the number still reaches the message.

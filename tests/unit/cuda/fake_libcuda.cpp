@@ -201,8 +201,15 @@ void count_if_busy() {
 
 extern "C" {
 
+// What a driver that cannot start, or a forked child's, answers: set by a test that runs a
+// fresh process (the loader keeps its first answer).
+CUresult result_from_environment(char const* variable) {
+  char const* v = std::getenv(variable);
+  return v == nullptr ? CUDA_SUCCESS : static_cast<CUresult>(std::atoi(v));
+}
+
 CUresult CUDAAPI cuInit(unsigned int) {
-  return CUDA_SUCCESS;
+  return result_from_environment("CUBERT_FAKE_INIT_RESULT");
 }
 // NVRTC opens libcuda.so.1 too and asks for private tables; declining lets it compile alone.
 CUresult CUDAAPI cuGetExportTable(void const** table, CUuuid const*) {
@@ -217,6 +224,9 @@ CUresult CUDAAPI cuGetErrorName(CUresult e, char const** s) {
   static std::map<CUresult, char const*> const names{
       {CUDA_SUCCESS, "CUDA_SUCCESS"},
       {CUDA_ERROR_INVALID_VALUE, "CUDA_ERROR_INVALID_VALUE"},
+      {CUDA_ERROR_NOT_INITIALIZED, "CUDA_ERROR_NOT_INITIALIZED"},
+      {CUDA_ERROR_NO_DEVICE, "CUDA_ERROR_NO_DEVICE"},
+      {CUDA_ERROR_SYSTEM_DRIVER_MISMATCH, "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH"},
       {CUDA_ERROR_OUT_OF_MEMORY, "CUDA_ERROR_OUT_OF_MEMORY"},
       {CUDA_ERROR_INVALID_CONTEXT, "CUDA_ERROR_INVALID_CONTEXT"},
       {CUDA_ERROR_NOT_READY, "CUDA_ERROR_NOT_READY"},
@@ -233,6 +243,9 @@ CUresult CUDAAPI cuGetErrorString(CUresult, char const** s) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuDeviceGetCount(int* n) {
+  if (CUresult r = result_from_environment("CUBERT_FAKE_COUNT_RESULT"); r != CUDA_SUCCESS) {
+    return r;
+  }
   *n = 1;
   return CUDA_SUCCESS;
 }
