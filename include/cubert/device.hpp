@@ -62,6 +62,9 @@ struct device_info {
   std::string id;       ///< What make_client takes: "cpu", "cuda:0".
   std::string name;     ///< Human-readable device name.
   std::string backend;  ///< "cpu", "cuda", "opencl".
+  /// Read from the device without opening it (no context, no client): listing devices works
+  /// while one of them is held exclusively by another process.
+  device_properties properties;
 };
 
 /// One backend of cubert::backends(): whether this build has it and what it found.

@@ -81,11 +81,13 @@ client create_client(device_ref const& ref, std::string_view id, client_options 
 
 std::vector<device_info> devices() {
   std::vector<device_info> out;
-  out.push_back({"cpu", cpu::make_properties(0).name, "cpu"});
+  auto cpu_properties = cpu::make_properties(0);
+  out.push_back({"cpu", cpu_properties.name, "cpu", std::move(cpu_properties)});
 #if CUBERT_HAS_CUDA
   int const count = cuda::device_count();
   for (int i = 0; i < count; ++i) {
-    out.push_back({fmt::format("cuda:{}", i), cuda::make_properties(i).name, "cuda"});
+    auto p = cuda::make_properties(i);
+    out.push_back({fmt::format("cuda:{}", i), p.name, "cuda", std::move(p)});
   }
 #endif
   return out;

@@ -22,7 +22,7 @@ void run_devices(devices_options const& opts) {
   if (opts.json) {
     auto out = nlohmann::json::array();
     for (auto const& d : list) {
-      auto const p = cubert::make_client(d.id).properties();
+      auto const& p = d.properties;
       out.push_back({{"id", d.id},
                      {"backend", d.backend},
                      {"name", d.name},
@@ -45,7 +45,7 @@ void run_devices(devices_options const& opts) {
   fmt::print("{:<8} {:<8} {:<6} {:<12} {:<8} {:<4} {:<8} {}\n", "ID", "BACKEND", "UNITS", "MEMORY",
              "TIMING", "TMA", "CLUSTER", "NAME");
   for (auto const& d : list) {
-    auto const p = cubert::make_client(d.id).properties();
+    auto const& p = d.properties;
     fmt::print("{:<8} {:<8} {:<6} {:<12} {:<8} {:<4} {:<8} {}\n", d.id, d.backend,
                p.hardware.num_compute_units, cubert::memory::format_bytes(p.total_memory),
                cubert::to_string(p.timing), p.hardware.tensor_maps ? "yes" : "no",

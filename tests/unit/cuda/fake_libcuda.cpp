@@ -203,7 +203,7 @@ extern "C" {
 
 // What a driver that cannot start, or a forked child's, answers: set by a test that runs a
 // fresh process (the loader keeps its first answer).
-CUresult result_from_environment(char const* variable) {
+static CUresult result_from_environment(char const* variable) {
   char const* v = std::getenv(variable);
   return v == nullptr ? CUDA_SUCCESS : static_cast<CUresult>(std::atoi(v));
 }
@@ -288,6 +288,11 @@ static int retains_to_pass = 0;
 static int retains_to_fail = 0;
 
 CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice) {
+  // A device another process holds exclusively (CUDA_ERROR_DEVICE_UNAVAILABLE), for a test
+  // running a fresh process.
+  if (CUresult r = result_from_environment("CUBERT_FAKE_RETAIN_RESULT"); r != CUDA_SUCCESS) {
+    return r;
+  }
   std::lock_guard lock(state().m);
   if (retains_to_fail > 0) {
     if (retains_to_pass > 0) {
