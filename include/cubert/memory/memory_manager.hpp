@@ -101,6 +101,9 @@ class memory_manager {
   std::uint64_t max_accepted_ = 0;
   std::uint64_t accept_limit_ = 0;    ///< min(max_accepted_, max_roundable(alignment)).
   std::uint64_t live_at_growth_ = 0;  ///< Live bytes at the last cache-policy growth.
+  /// The highest live bytes before the last reset_peaks(): the cache budget's peak, which a
+  /// report's reset must not shrink.
+  std::uint64_t peak_before_reset_ = 0;
 };
 
 }  // namespace cubert::memory

@@ -56,7 +56,7 @@ std::optional<slice_handle> exclusive_pool::alloc(std::uint64_t size) {
     throw out_of_memory(fmt::format(
         "exclusive pool: a {}-byte request cannot be aligned to {} in 64 bits", size, align_));
   }
-  auto const bytes = ceil_to(std::max(static_cast<std::uint64_t>(avg_size_), size), align_);
+  auto bytes = ceil_to(std::max(static_cast<std::uint64_t>(avg_size_), size), align_);
   // Whether `bytes` more would pass the cap (written so that a huge page cannot wrap the sum).
   auto const over_cap = [&] {
     return cap_ && (bytes > *cap_ || live_.bytes_reserved > *cap_ - bytes);
@@ -64,6 +64,9 @@ std::optional<slice_handle> exclusive_pool::alloc(std::uint64_t size) {
   if (over_cap()) {
     // Idle pages that were too small are given back before refusing.
     for (std::size_t i = free_.size(); i-- > 0;) free_page(free_[i]);
+    // A page of the running average is a guess at later requests; the cap comes first, and
+    // the request may fit on its own (the average starts at half the largest size).
+    bytes = std::max(ceil_to(size, align_), align_);
     if (over_cap()) {
       count_spill();
       return std::nullopt;

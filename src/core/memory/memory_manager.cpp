@@ -154,10 +154,11 @@ std::optional<slice_handle> memory_manager::grow(memory_pool& pool, std::uint64_
   for (auto& p : pools_) p->drain();
   persistent_->drain();
   auto const live = stats_->in_use + size;
-  auto const peak = std::max(stats_->peak_in_use, live);
+  auto const seen = std::max(stats_->peak_in_use, peak_before_reset_);
+  auto const peak = std::max(seen, live);
   auto const limit = peak + std::min(scale(peak, policy.slack), ~std::uint64_t{0} - peak);
   std::uint64_t chunk = 0;
-  if (live >= stats_->peak_in_use) {
+  if (live >= seen) {
     // A new high of live bytes is warm-up: a large page saves the next storage calls. While
     // warming up, growths come about one page of climb apart, so the climb bound leaves the
     // page at its scaled size; a workload that only edges past its old peak gets a small one.
@@ -186,7 +187,15 @@ std::optional<slice_handle> memory_manager::grow(memory_pool& pool, std::uint64_
       // The storage may still hold what the request itself needs.
     }
   }
-  return pool.alloc_page(size, need);
+  try {
+    return pool.alloc_page(size, need);
+  } catch (out_of_memory const&) {
+    // `need` is rounded to the granule (what the CUDA driver rounds to anyway); a storage with
+    // less than a granule left, such as host memory under a capacity limit, may still hold the
+    // request's own extent.
+    if (need <= std::max(ceil_to(size, props_.alignment), props_.alignment)) throw;
+    return pool.alloc_page(size, 0);
+  }
 }
 
 void memory_manager::release_idle_pages(std::uint64_t target_reserved) noexcept {
@@ -292,6 +301,9 @@ void memory_manager::reset_peaks() noexcept {
   for (auto& p : pools_) p->reset_peaks();
   persistent_->reset_peaks();
   stats_->peak_reserved = stats_->reserved;
+  // Peaks restart for reports; the cache budget keeps the highest live bytes seen, or a reset
+  // between steps would give back every cached page at the next growth.
+  peak_before_reset_ = std::max(peak_before_reset_, stats_->peak_in_use);
   stats_->peak_in_use = stats_->in_use;
 }
 

@@ -55,6 +55,37 @@ cache_policy fixed_growth(std::uint64_t growth, double slack = 0.0) {
   return p;
 }
 
+// Pages are rounded to the granule, but a storage with less than a granule left (host memory
+// under a capacity limit) still serves what fits: a 1 MiB CPU device reserved nothing at all.
+TEST(CachingPolicy, RequestsThatFitUnderTheCapacityDoNotNeedAWholeGranule) {
+  counted small(memory_configuration::caching(), mib, {1024 * mib, 256});
+  EXPECT_NO_THROW((void)small.manager->reserve(64));
+  counted three(memory_configuration::caching(), 3 * mib, {1024 * mib, 256});
+  std::vector<slice_handle> live;
+  for (std::uint64_t size : {mib, mib / 2, 600 * mib / 1024}) {
+    ASSERT_NO_THROW(live.push_back(three.manager->reserve(size))) << size;
+  }
+}
+
+// reset_peaks() restarts the reports' peaks; the cache budget (1 + slack) x the highest live
+// bytes must not shrink with them, or every cached page goes back at the next growth.
+TEST(CachingPolicy, ResettingPeaksKeepsTheCacheBudget) {
+  auto run = [](bool reset) {
+    counted c(memory_configuration::caching(), std::nullopt, {1024 * mib, 256});
+    {
+      auto a = c.manager->reserve(64 * mib);
+      auto b = c.manager->reserve(64 * mib);
+    }
+    if (reset) c.manager->reset_peaks();
+    auto small = c.manager->reserve(1024);
+    auto const before = c.calls().allocs;
+    auto a = c.manager->reserve(64 * mib);
+    auto b = c.manager->reserve(64 * mib);
+    return c.calls().allocs - before;
+  };
+  EXPECT_EQ(run(true), run(false));
+}
+
 TEST(CachingPolicy, RepeatedStepsReuseCachedPagesWithoutStorageCalls) {
   counted c(memory_configuration::caching());
   std::uint64_t const sizes[] = {100, 4096, 300'000, 3 * mib, 40 * mib, 200 * mib, 600 * mib};

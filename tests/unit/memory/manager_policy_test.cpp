@@ -105,6 +105,18 @@ TEST(ManagerPolicy, CapOnEveryPoolEndsInOutOfMemory) {
   EXPECT_TRUE(m->reserve(1 * mib).valid());
 }
 
+// The exclusive pool sizes pages by a running average that starts at half its largest size; a
+// cap below that must not refuse requests that fit (it refused 35 before the average decayed).
+TEST(ManagerPolicy, CappedExclusivePoolTakesRequestsThatFitUnderItsCap) {
+  auto m = make_manager({mib, 64}, memory_configuration::custom(
+                                       {pool_options::exclusive(mib, std::nullopt, 256 * kib)}));
+  std::vector<slice_handle> held;
+  for (int i = 0; i < 256; ++i) ASSERT_NO_THROW(held.push_back(m->reserve(1024))) << i;
+  EXPECT_EQ(m->usage().bytes_reserved, 256 * kib);
+  EXPECT_THROW((void)m->reserve(1024), cubert::out_of_memory);  // now the cap is full
+  EXPECT_EQ(m->report().pools[0].spills, 1u);
+}
+
 TEST(ManagerPolicy, RequestRetriedAfterCleanupSpillsOnce) {
   // The refused request is asked again after the cleanup; `spills` counts requests.
   auto m = make_manager(
