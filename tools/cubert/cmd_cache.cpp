@@ -112,8 +112,8 @@ void setup(CLI::App& app) {
   auto opts = std::make_shared<cache_options>();
   auto* cmd = app.add_subcommand("cache", "Inspect, ship and clean the autotune cache");
   cmd->require_subcommand(1);
-  cmd->add_option("--dir", opts->dir,
-                  "Cache root (default: autotune.cache_dir / CUBERT_CACHE_DIR)");
+  cmd->add_option("--dir", opts->dir, "Cache root (default: autotune.cache_dir / CUBERT_CACHE_DIR)")
+      ->check(cubert::cli::non_empty());
 
   auto* list = cmd->add_subcommand("list", "List tuner files with key and candidate counts");
   list->add_flag("--json", opts->json, "JSON output");

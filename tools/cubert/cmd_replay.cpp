@@ -245,26 +245,31 @@ void setup(CLI::App& app) {
   cmd->add_option("--synthetic", args->synthetic,
                   "Also replay a generated trace: random (sizes 256 B..256 MiB, random "
                   "lifetimes) or training (repeated forward/backward steps); repeatable")
+      ->allow_extra_args(false)
       ->check(CLI::IsMember({"random", "training"}));
-  cmd->add_option("--seed", args->seed, "Seed of the synthetic traces")->capture_default_str();
+  cmd->add_option("--seed", args->seed, "Seed of the synthetic traces")
+      ->check(cubert::cli::decimal())
+      ->capture_default_str();
   cmd->add_option("--scale", args->scales,
                   "Replay every trace with its request sizes multiplied by this factor instead "
                   "(repeatable: one replay per factor)")
+      ->allow_extra_args(false)
       ->check(CLI::PositiveNumber);
   std::vector<std::string> names;
   for (auto n : memory::memory_configuration::preset_names()) names.emplace_back(n);
   cmd->add_option("--config", args->configs,
                   "Pool configuration: sub_slices, exclusive_pages, compact, caching (repeatable; "
                   "default all)")
+      ->allow_extra_args(false)
       ->check(CLI::IsMember(names));
   cmd->add_option("--page-limit", args->page_limit, "Device max page size (e.g. 2GiB, 512MiB)")
       ->capture_default_str();
   cmd->add_option("--alignment", args->alignment, "Device alignment in bytes")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::PositiveNumber & cubert::cli::decimal());
   cmd->add_option("--repeat", args->repeat, "Timed passes; the fastest is reported")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::PositiveNumber & cubert::cli::decimal());
   cmd->add_option("--storage-call-cost-us", args->call_cost_us,
                   "Modelled driver cost of one storage alloc/free, added to a separate "
                   "'modelled ns/event' column (measured ns/event never includes it)")

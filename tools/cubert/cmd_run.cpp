@@ -212,13 +212,18 @@ void setup(CLI::App& app) {
       "Run elementwise and reduction kernels on a device and check them against a reference");
   cmd->add_option("--device", opts->device, "Device id (see `cubert devices`)")
       ->capture_default_str();
-  cmd->add_option("--size", opts->size, "Elements per buffer")->capture_default_str();
+  cmd->add_option("--size", opts->size, "Elements per buffer")
+      ->check(cubert::cli::decimal())
+      ->capture_default_str();
   cmd->add_option("--channel", opts->channel, "Channel: mutex, actor or inline")
       ->check(CLI::IsMember({"mutex", "actor", "inline"}))
       ->capture_default_str();
   cmd->add_option("--repeat", opts->repeat, "Profiled launches of each kernel, after one warm-up")
+      ->check(cubert::cli::decimal())
       ->capture_default_str();
-  cmd->add_option("--threads", opts->threads, "CPU threads (0 = all)")->capture_default_str();
+  cmd->add_option("--threads", opts->threads, "CPU threads (0 = all)")
+      ->check(cubert::cli::decimal())
+      ->capture_default_str();
   cmd->callback([opts] { run_command(*opts); });
 }
 

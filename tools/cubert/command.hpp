@@ -31,4 +31,11 @@ struct command_registrar {
 /// Exit status a command sets when it completed but found a failure (e.g. a wrong result).
 int& exit_code();
 
+/// Integers written in base 10: CLI11 reads "010" as octal 8 and "0x10" as 16, so a number with
+/// a leading zero is refused rather than taken for another.
+CLI::Validator decimal();
+
+/// Refuses an empty value (`--dir ""` from an unset shell variable must not mean the default).
+CLI::Validator non_empty();
+
 }  // namespace cubert::cli

@@ -23,6 +23,27 @@ int& exit_code() {
   return code;
 }
 
+CLI::Validator decimal() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        std::string_view digits = value;
+        if (!digits.empty() && (digits.front() == '+' || digits.front() == '-')) {
+          digits.remove_prefix(1);
+        }
+        if (digits.size() > 1 && digits.front() == '0') {
+          return "'" + value + "': write the number in base 10, without a leading 0";
+        }
+        return {};
+      },
+      "DECIMAL", "decimal");
+}
+
+CLI::Validator non_empty() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string { return value.empty() ? "must not be empty" : ""; },
+      "NONEMPTY", "non_empty");
+}
+
 }  // namespace cubert::cli
 
 int main(int argc, char** argv) {

@@ -42,6 +42,12 @@ file_lock::file_lock(std::filesystem::path const& path, mode m) {
     if (m == mode::exclusive) {
       std::error_code ec;
       std::filesystem::create_directories(path.parent_path(), ec);
+      // Not a folder removed meanwhile (retried below): the cause, rather than the lock file's
+      // "No such file or directory" that would follow.
+      if (ec && ec != std::errc::no_such_file_or_directory) {
+        throw io_error(fmt::format("cannot create folder '{}': {}", path.parent_path().string(),
+                                   ec.message()));
+      }
     }
     fd_ = ::open(lock_path.c_str(), open_flags(m), 0644);
     if (fd_ < 0 && m == mode::shared && errno == ENOENT) {

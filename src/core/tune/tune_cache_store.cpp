@@ -333,6 +333,7 @@ std::size_t prune_cache(fs::path const& root, bool other_versions) {
         }
       }
       fs::remove_all(version.path(), ec);
+      if (ec && ec != std::errc::no_such_file_or_directory) cannot_remove(version.path(), ec);
     }
   }
   for (auto const& f : list_cache(root)) {

@@ -137,6 +137,47 @@ TEST_F(TuneCacheStoreTest, ReadOnlyCacheIsReadWithAndWithoutLockFiles) {
   EXPECT_EQ(run_as_reader(dir_, readable), 0) << "a read-only cache without lock file was not read";
 }
 
+// Pruning other versions that cannot be removed throws, as `clear` does: it reported the
+// records removed and exited 0 with the files still there.
+TEST_F(TuneCacheStoreTest, PruningOtherVersionsThatCannotBeRemovedThrows) {
+  auto const old_version = dir_ / "autotune" / "0.0.1" / "dev";
+  std::filesystem::create_directories(old_version);
+  std::ofstream(old_version / "t.jsonl") << "{}\n";
+  int const status = run_as_reader(dir_, [&] {
+    try {
+      (void)cubert::tune::prune_cache(dir_, true);
+    } catch (cubert::io_error const& e) {
+      return std::string(e.what()).find("cannot remove") != std::string::npos;
+    }
+    return false;
+  });
+  if (status == -1) GTEST_SKIP() << "could not drop root to make the cache read-only";
+  EXPECT_EQ(status, 0);
+  EXPECT_TRUE(std::filesystem::exists(old_version / "t.jsonl"));
+}
+
+// Importing under a folder that cannot be created names the cause, not the lock file's
+// "No such file or directory" after 100 retries.
+TEST_F(TuneCacheStoreTest, ImportIntoAFolderThatCannotBeCreatedNamesTheCause) {
+  {
+    tune_cache c(dir_ / "src", "t", "dev");
+    c.append("k", one("a", 5), std::nullopt);
+  }
+  auto const bundle = cubert::tune::export_cache(dir_ / "src");
+  int const status = run_as_reader(dir_, [&] {
+    try {
+      (void)cubert::tune::import_cache(dir_ / "dst", bundle);
+    } catch (cubert::io_error const& e) {
+      std::string const what = e.what();
+      return what.find("cannot create folder") != std::string::npos &&
+             what.find("ermission denied") != std::string::npos;
+    }
+    return false;
+  });
+  if (status == -1) GTEST_SKIP() << "could not drop root to make the cache read-only";
+  EXPECT_EQ(status, 0);
+}
+
 TEST_F(TuneCacheStoreTest, ImportingAnOlderBundleKeepsNewerLocalResults) {
   {
     tune_cache local(dir_, "matmul", "gpu A");
