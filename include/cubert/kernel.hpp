@@ -123,7 +123,9 @@ class kernel::builder {
   /// Cubes per thread-block cluster (CUDA, compute capability 9.0+): the cubes of one cluster
   /// run at the same time on one GPU processing cluster and may read and write each other's
   /// shared memory. Every launch's cube count must be a multiple of it on each axis. A device
-  /// whose `hardware.max_cluster_size` is below its size refuses the launch (`unsupported`).
+  /// without clusters (`hardware.max_cluster_size` 1) refuses the kernel (`unsupported`); a
+  /// cluster above `max_cluster_size` (the portable size) is put to the driver, and one the
+  /// part cannot place fails the launch: a `device_error` at the next sync or read.
   /// @throws invalid_argument if any axis is 0.
   builder& cluster_dim(std::uint32_t x, std::uint32_t y = 1, std::uint32_t z = 1);
   /// Launches cooperatively (CUDA, `hardware.cooperative_launch`): every cube of a launch is

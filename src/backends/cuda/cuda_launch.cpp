@@ -207,6 +207,20 @@ void cuda_server::check_cooperative(kernel const& k, loaded_kernel const& fn,
   }
   auto const dim = k.cube_dim();
   std::uint64_t const cubes = std::uint64_t{grid[0]} * grid[1] * grid[2];
+  // The occupancy of a cube that cannot run at all is 0, which would blame the cube count.
+  if (dim.units() > static_cast<std::uint64_t>(info_.max_threads_per_block)) {
+    throw invalid_argument(fmt::format(
+        "kernel '{}': a cooperative launch of cubes of {} units; cuda:{} runs at most {} units "
+        "per cube",
+        k.name(), dim.units(), info_.ordinal, info_.max_threads_per_block));
+  }
+  auto const none_resident = [&] {
+    return invalid_argument(fmt::format(
+        "kernel '{}': not one cube of {} units with {} B of dynamic shared memory can be resident "
+        "on cuda:{} (the function's registers or shared memory exceed what an SM has), so no "
+        "cooperative launch of it can run",
+        k.name(), dim.units(), k.shared_memory(), info_.ordinal));
+  };
   if (auto const c = k.cluster_dim(); c.units() > 1) {
     // Placed cluster by cluster: how many fit depends on the cluster's shape, which only the
     // driver's cluster occupancy knows.
@@ -221,6 +235,7 @@ void cuda_server::check_cooperative(kernel const& k, loaded_kernel const& fn,
     int clusters = 0;
     if (api.cuOccupancyMaxActiveClusters(&clusters, fn.function, &config) != CUDA_SUCCESS) return;
     std::uint64_t const fits = std::uint64_t(clusters) * c.units();
+    if (fits == 0) throw none_resident();
     if (cubes > fits) {
       throw invalid_argument(fmt::format(
           "kernel '{}': a cooperative launch of {} cubes in clusters of ({}, {}, {}); cuda:{} "
@@ -237,6 +252,7 @@ void cuda_server::check_cooperative(kernel const& k, loaded_kernel const& fn,
       static_cast<std::size_t>(k.shared_memory()));
   if (r != CUDA_SUCCESS) return;  // Unknown here: the launch itself will say.
   std::uint64_t const fits = std::uint64_t(per_sm) * std::uint64_t(info_.sm_count);
+  if (per_sm == 0) throw none_resident();
   if (cubes > fits) {
     throw invalid_argument(fmt::format(
         "kernel '{}': a cooperative launch of {} cubes; cuda:{} holds at most {} of them at once "

@@ -319,6 +319,23 @@ TEST_F(CudaLaunchTest, ACooperativeLaunchReachesTheDriverAndATooLargeGridIsNamed
     }
     EXPECT_NO_THROW(server_->sync().get());
   }
+  // A cube larger than the device runs fits no SM: the message names the cube, not the count
+  // (the occupancy of 0 read "holds at most 0 of them", for a grid of one cube).
+  auto const big = kernel::builder("launch_test::cooperative_big_cube")
+                       .cube_dim(2048)
+                       .cooperative()
+                       .cuda_source("extern \"C\" __global__ void k() {}", "k")
+                       .build();
+  try {
+    server_->execute(big, cube_count{1}, bindings{}, execution_mode::checked);
+    ADD_FAILURE() << "expected invalid_argument";
+  } catch (cubert::invalid_argument const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("cubes of 2048 units; cuda:0 runs at most 1024 units per cube"),
+              std::string::npos)
+        << what;
+  }
+  EXPECT_NO_THROW(server_->sync().get());
 }
 
 // Captured kernels, fills and copies become one device graph, compiled and checked when it is

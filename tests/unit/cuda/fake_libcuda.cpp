@@ -715,9 +715,10 @@ std::mutex cluster_m;
 std::array<unsigned, 3> last_cluster{0, 0, 0};
 bool last_cooperative = false;
 
-// As many cubes per SM as 2048 threads allow, at most 32 (the fake device has 4 SMs).
+// As many cubes per SM as 2048 threads allow, at most 32 (the fake device has 4 SMs); none of
+// more than 1024 threads, as the real occupancy calculator answers.
 int fake_cubes_per_sm(unsigned threads) {
-  return threads == 0 ? 0 : std::min(32, static_cast<int>(2048 / threads));
+  return threads == 0 || threads > 1024 ? 0 : std::min(32, static_cast<int>(2048 / threads));
 }
 CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* n, CUfunction f, int threads,
                                                              size_t) {
