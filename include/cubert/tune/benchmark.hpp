@@ -47,6 +47,9 @@ struct candidate_result {
   std::optional<candidate_stats> stats;
   std::string error;
   bool checked = false;  ///< Its output was compared with candidate 0's (or is the reference).
+  /// Which candidate 0 (name and version) a `checked` or `quarantined` verdict was reached
+  /// against; a later set with another reference checks again. Empty otherwise.
+  std::string reference;
 
   [[nodiscard]] bool measured() const noexcept {
     return stats.has_value() &&

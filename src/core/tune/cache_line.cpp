@@ -52,6 +52,7 @@ json candidate_record(std::string_view key, candidate_result const& r,
          {"index", r.index},     {"status", to_string(r.status)},
          {"checked", r.checked}, {"time", std::time(nullptr)}};
   if (!r.error.empty()) j["error"] = r.error;
+  if (!r.reference.empty()) j["reference"] = r.reference;
   if (!explicit_checksum.empty()) j["checksum"] = explicit_checksum;
   if (r.stats) {
     j["stats"] = {{"min", r.stats->min.count()},  {"median", r.stats->median.count()},
@@ -84,6 +85,7 @@ candidate_result parse_candidate(json const& j) {
   if (!known) throw json::other_error::create(501, "unknown status " + status, &j);
   r.checked = j.value("checked", false);
   r.error = j.value("error", std::string{});
+  r.reference = j.value("reference", std::string{});
   if (j.contains("stats")) {
     auto const& s = j.at("stats");
     // nlohmann converts any number with a plain cast (-5 to a huge count, 1e300 undefined):

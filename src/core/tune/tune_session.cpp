@@ -48,13 +48,21 @@ void log_decision(tuning_request const& req, tuning_outcome const& out, double t
   }
 }
 
+// Candidate 0's identity, which a check's verdict holds against (length-prefixed: names may
+// hold any character).
+std::string reference_of(tuning_request const& req) {
+  if (req.names.empty()) return {};
+  return fmt::format("{}:{}@{}", req.names[0].size(), req.names[0], req.versions[0]);
+}
+
 // A stored failure is never reused: it may have been transient (out of memory, a busy device),
 // so the candidate is run again; its record stays in the file for diagnostics. A quarantine
-// (wrong output) is a property of the code and stays.
-bool reusable(candidate_result const& r, bool checks) {
+// (wrong output) is a property of the code and stays while the reference it was compared with
+// does: a fixed reference (a new version of candidate 0) checks every candidate again.
+bool reusable(candidate_result const& r, bool checks, std::string const& reference) {
   if (r.status == candidate_status::failed) return false;
-  if (r.status == candidate_status::quarantined) return true;
-  if (checks && r.measured() && !r.checked) return false;
+  if (r.status == candidate_status::quarantined) return r.reference == reference;
+  if (checks && r.measured() && (!r.checked || r.reference != reference)) return false;
   return true;
 }
 
@@ -79,6 +87,7 @@ tuning_outcome run_tuning(tuning_request const& req, tune_plan plan, benchmark_t
   tuning_scope const scope;
   auto const start = std::chrono::steady_clock::now();
   if (req.cache != nullptr) req.cache->refresh();  // Pick up other processes' results.
+  auto const reference = reference_of(req);
   tuning_outcome out;
   for (auto batch = plan.next(); !batch.empty(); batch = plan.next()) {
     std::vector<candidate_result> results;
@@ -88,7 +97,7 @@ tuning_outcome run_tuning(tuning_request const& req, tune_plan plan, benchmark_t
       if (req.cache != nullptr) {
         cached = req.cache->find(req.key, req.names[i], req.versions[i], req.explicit_checksum);
       }
-      if (cached && reusable(*cached, req.checks)) {
+      if (cached && reusable(*cached, req.checks, reference)) {
         cached->index = i;  // The set may have been reordered since it was stored.
         results.push_back(std::move(*cached));
       } else {
@@ -108,6 +117,7 @@ tuning_outcome run_tuning(tuning_request const& req, tune_plan plan, benchmark_t
         // Only what was actually compared with candidate 0's output (it is not when candidate
         // 0 failed on the benchmark inputs).
         r.checked = req.checks && r.status != candidate_status::failed && target.compared(r.index);
+        if (r.checked || r.status == candidate_status::quarantined) r.reference = reference;
       }
       out.benchmarked += fresh.size();
       std::optional<tune_decision> decision;

@@ -143,6 +143,38 @@ TEST_F(PersistenceTest, QuarantinedCandidateStaysQuarantinedInALaterTuner) {
   }
 }
 
+// A quarantine is a verdict against candidate 0's output: a fixed reference (a new version)
+// checks the others again instead of keeping them quarantined, or trusted, for good.
+TEST_F(PersistenceTest, FixingTheReferenceChecksTheOthersAgain) {
+  auto opts = options();
+  opts.checks = true;
+  auto const make_set = [](std::string version, int offset) {
+    return std::make_shared<int_set const>(
+        int_set([](int const&) { return std::string("k"); },
+                [](std::string const&, int const& x) { return std::tuple<int>(x); })
+            .with(
+                "reference",
+                [offset](int x) {
+                  spin_for(300us);
+                  return x + offset;
+                },
+                std::move(version))
+            .with("fast", [](int x) { return x; }));
+  };
+  fake_client client;
+  auto const tune = [&](std::shared_ptr<int_set const> const& set) {
+    local_tuner<std::string> tuner("reference", opts);
+    int const out = tuner.execute("dev", client, set, 4);
+    return std::make_pair(out, tuner.tuner_for("dev", client)->benchmarked());
+  };
+  auto const buggy = make_set("1", 1);  // "fast" is right, the reference is not
+  EXPECT_EQ(tune(buggy), std::make_pair(5, std::size_t{2}));
+  EXPECT_EQ(tune(buggy), std::make_pair(5, std::size_t{0}));  // "fast" stays quarantined
+  auto const fixed = make_set("2", 0);
+  EXPECT_EQ(tune(fixed), std::make_pair(4, std::size_t{2})) << "the quarantine outlived the bug";
+  EXPECT_EQ(tune(fixed), std::make_pair(4, std::size_t{0}));
+}
+
 // Two sets of one tuner with the same candidate names and their own explicit checksums (say, the
 // f32 and the f16 kernels): each candidate's stored results belonged to both, so the second set
 // took the first one's timings and winner without running anything.
