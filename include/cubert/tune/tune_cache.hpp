@@ -75,6 +75,7 @@ class tune_cache {
   std::uint64_t cursor_ = 0;
   std::uint64_t inode_ = 0;
   std::string tail_;  // The last bytes before cursor_ (at most 32): checked again at each read.
+  std::string torn_;  // The unterminated last line skipped last, not counted again.
   std::size_t skipped_ = 0;
 };
 

@@ -54,6 +54,7 @@ void tune_cache::read_from_cursor() {
       cursor_ = 0;
       inode_ = 0;
       tail_.clear();
+      torn_.clear();
     }
     return;
   }
@@ -73,6 +74,7 @@ void tune_cache::read_from_cursor() {
       if (cursor_ != 0) text = detail::read_from(path_, 0, &inode);
       cursor_ = 0;
       tail_.clear();
+      torn_.clear();
       inode_ = inode;
     }
   } catch (io_error const& e) {
@@ -81,7 +83,7 @@ void tune_cache::read_from_cursor() {
   }
   std::size_t consumed = 0;
   std::size_t line_no = 0;
-  detail::for_each_line(text, consumed, [&](std::string_view line, bool) {
+  detail::for_each_line(text, consumed, [&](std::string_view line, bool complete) {
     ++line_no;
     if (line.empty()) return;
     auto record = detail::decode_line(line);
@@ -93,6 +95,11 @@ void tune_cache::read_from_cursor() {
                  detail::parse_candidate(*record));
       }
     } catch (std::exception const& e) {
+      // The cursor stays before an unterminated last line, so every refresh sees it again
+      // until a writer ends it with its own '\n': one torn line is counted and reported once.
+      bool const seen = line == torn_;
+      torn_ = complete ? std::string{} : std::string(line);
+      if (seen) return;
       ++skipped_;
       log::warn(log::category::autotune, "skipped a corrupt entry in {} ({})", path_.string(),
                 e.what());

@@ -114,6 +114,29 @@ TEST_F(TuneCacheTest, AppendAfterATornLineKeepsTheNewEntry) {
   EXPECT_EQ(c.skipped_lines(), 1U);
 }
 
+// A reader's cursor stays before an unterminated last line, so each refresh (one per key tuned)
+// saw it again: it was counted and warned about every time, and once more when a writer ended it.
+TEST_F(TuneCacheTest, ATornLastLineIsCountedOnce) {
+  auto const path = tune_cache::file_for(dir_, "t", "dev");
+  {
+    tune_cache c(dir_, "t", "dev");
+    c.append("k1", std::vector{result("a", 1)}, std::nullopt);
+  }
+  auto const text = read_file(path);
+  write_file(path, text + text.substr(0, text.size() / 2));  // A writer died mid-line.
+  tune_cache reader(dir_, "t", "dev");
+  reader.refresh();
+  reader.refresh();
+  EXPECT_EQ(reader.skipped_lines(), 1U);
+  {
+    tune_cache writer(dir_, "t", "dev");  // Ends the torn line with '\n', then appends.
+    writer.append("k2", std::vector{result("b", 2)}, std::nullopt);
+  }
+  reader.refresh();
+  EXPECT_TRUE(reader.find("k2", "b", "").has_value());
+  EXPECT_EQ(reader.skipped_lines(), 1U);
+}
+
 TEST_F(TuneCacheTest, CorruptLinesAreSkipped) {
   auto const path = tune_cache::file_for(dir_, "t", "dev");
   {
