@@ -28,6 +28,20 @@ TEST(Anchor, Balanced) {
   EXPECT_EQ(anchor(0, l), 0U);
 }
 
+// Past 2^49, ln(x)/ln(b) cannot tell b^k + 1 from b^k: cubecl's formula rounds such x down.
+TEST(Anchor, LargeValuesAreNeverRoundedDown) {
+  for (int k = 40; k < 64; ++k) {
+    auto const x = (std::uint64_t{1} << k) + 1;
+    EXPECT_GE(anchor(x, autotune_level::balanced), x) << "2^" << k << " + 1";
+    EXPECT_GE(anchor(x, autotune_level::extensive), x) << "2^" << k << " + 1";
+    EXPECT_GE(anchor(x, autotune_level::minimal), x) << "2^" << k << " + 1";
+  }
+  EXPECT_EQ(anchor((std::uint64_t{1} << 49) + 1, autotune_level::balanced), std::uint64_t{1} << 50);
+  EXPECT_EQ(anchor(1'000'000'000'000'001ULL, autotune_level::balanced, {}, {}, 10),
+            10'000'000'000'000'000ULL);
+  EXPECT_EQ(anchor(~std::uint64_t{0}, autotune_level::balanced), ~std::uint64_t{0});
+}
+
 TEST(Anchor, Minimal) {
   auto const l = autotune_level::minimal;
   EXPECT_EQ(anchor(2, l), 3U);
