@@ -95,6 +95,10 @@ class tunable_set {
   [[nodiscard]] std::string_view explicit_checksum() const noexcept {
     return checksum_override_ ? std::string_view(*checksum_override_) : std::string_view();
   }
+  /// What makes two sets the same to a tuner in memory (one tuning serves both): the candidates'
+  /// names and versions, and the explicit checksum when there is one. (Two sets given one
+  /// explicit checksum but other candidates shared a winner index that named another kernel.)
+  [[nodiscard]] std::string const& identity() const noexcept { return identity_; }
   [[nodiscard]] std::uint64_t uid() const noexcept { return uid_; }
   [[nodiscard]] output_check const& check() const noexcept { return check_; }
 
@@ -125,8 +129,9 @@ class tunable_set {
       names.push_back(t.name());
       versions.push_back(t.version());
     }
-    checksum_ =
-        checksum_override_ ? *checksum_override_ : detail::candidates_checksum(names, versions);
+    auto computed = detail::candidates_checksum(names, versions);
+    checksum_ = checksum_override_ ? *checksum_override_ : computed;
+    identity_ = checksum_override_ ? computed + '\x1f' + *checksum_override_ : std::move(computed);
     uid_ = detail::next_set_uid();
   }
 
@@ -136,6 +141,7 @@ class tunable_set {
   std::optional<std::string> checksum_override_;
   output_check check_;
   std::string checksum_;
+  std::string identity_ = detail::candidates_checksum({}, {});
   std::uint64_t uid_ = detail::next_set_uid();
 };
 

@@ -155,22 +155,22 @@ class tuner {
 
  private:
   // One set's state for one key. Entries are per (key, set): two sets sharing a key each keep
-  // their own choice. A set with the same checksum (same candidates) as a tuned entry shares
+  // their own choice. A set with the same identity (same candidates) as a tuned entry shares
   // that entry instead of tuning again.
   struct entry {
     bool done = false;
     std::size_t winner = 0;
     std::uint64_t set_uid = 0;
     std::uint64_t finished = 0;  // Order of completion, for fastest()/results().
-    std::string checksum;
+    std::string identity;        // tunable_set::identity of the set tuned.
     std::vector<candidate_result> results;
   };
 
-  // Whether `s` uses entry `e`: its own, or that of a set with the same candidates (checksum).
+  // Whether `s` uses entry `e`: its own, or that of a set with the same candidates (identity).
   // Not by `uid` alone: two such sets used in turn took the slow path each time.
   template <typename Set>
   static bool shares(entry const& e, Set const& s) noexcept {
-    return e.set_uid == s.uid() || (e.checksum == s.checksum() && e.winner < s.size());
+    return e.set_uid == s.uid() || (e.identity == s.identity() && e.winner < s.size());
   }
 
   // Everything a tuning touches. Candidates run with no lock held, and one may drop the last
@@ -291,7 +291,7 @@ class tuner {
       e->winner = winner;
       e->set_uid = s.uid();
       e->finished = ++finished;
-      e->checksum = s.checksum();
+      e->identity = s.identity();
       e->results = std::move(results);
       tuned.notify_all();
     }
@@ -351,14 +351,14 @@ class tuner {
       for (auto& c : list) {
         if (c.set_uid == s.uid()) {
           mine = &c;
-        } else if (c.checksum == s.checksum() && (!c.done || c.winner < s.size())) {
+        } else if (c.identity == s.identity() && (!c.done || c.winner < s.size())) {
           same = &c;
         }
       }
       if (mine == nullptr && same == nullptr) {
         entry fresh;
         fresh.set_uid = s.uid();
-        fresh.checksum = s.checksum();
+        fresh.identity = s.identity();
         list.push_back(std::move(fresh));
         break;
       }

@@ -400,6 +400,30 @@ TEST_F(TunerTest, TwoSetObjectsWithOneChecksumUsedInTurnStayOnTheFastPath) {
   EXPECT_EQ(key_hashes.load(), 20) << "calls took the slow path (two lookups each)";
 }
 
+// Sets given one explicit checksum but other candidates are not the same set in memory: the
+// second ran its own candidate at the first one's winning index, untuned.
+TEST_F(TunerTest, SetsSharingAnExplicitChecksumButNotTheirCandidatesTuneApart) {
+  auto const make = [](std::vector<std::pair<std::string, std::chrono::microseconds>> c) {
+    int_set s([](int const&) { return std::string("k"); },
+              [](std::string const&, int const& x) { return std::tuple<int>(x); });
+    for (std::size_t i = 0; i < c.size(); ++i) {
+      s.with(c[i].first, [cost = c[i].second, i](int) {
+        spin_for(cost);
+        return static_cast<int>(i);
+      });
+    }
+    s.with_checksum("K");
+    return std::make_shared<int_set const>(std::move(s));
+  };
+  auto const a = make({{"x", 400us}, {"y", 20us}, {"z", 400us}});
+  auto const b = make({{"z", 400us}, {"x", 400us}, {"y", 20us}});
+  cubert::tune::tuner<std::string> tuner("explicit-shared", "fake|d", options(false));
+  fake_client client;
+  EXPECT_EQ(tuner.execute(client, a, 1), 1);  // y
+  EXPECT_EQ(tuner.execute(client, b, 1), 2) << "b ran its candidate 1 (x), a's winner index";
+  EXPECT_EQ(tuner.benchmarked(), 6U);
+}
+
 TEST_F(TunerTest, AFailingSetDoesNotForgetAnotherSetsChoiceForTheKey) {
   local_tuner<std::string> tuner("other_fails", options(false));
   auto good = std::make_shared<int_set const>(make_positive());
