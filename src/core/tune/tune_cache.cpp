@@ -134,8 +134,19 @@ void tune_cache::append(std::string_view key, std::span<candidate_result const> 
   try {
     std::string data;
     for (auto const& r : results) {
+      // Stored failures are run again by every process (they may be transient): the same
+      // failure each time is not written again, or the file grew by two lines a process.
+      if (r.status == candidate_status::failed) {
+        auto it = results_.find(composite(key, r.name, r.version, explicit_checksum));
+        if (it != results_.end() && it->second.status == candidate_status::failed &&
+            it->second.error == r.error) {
+          continue;
+        }
+      }
       data += detail::encode_line(detail::candidate_record(key, r, explicit_checksum));
     }
+    // Nothing new, and so the decision the records already give.
+    if (data.empty() && !results.empty()) return;
     if (decision) data += detail::encode_line(detail::decision_record(*decision));
     detail::file_lock flock(path_, detail::file_lock::mode::exclusive);
     auto const device_file = path_.parent_path() / "device.txt";

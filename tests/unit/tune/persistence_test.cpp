@@ -10,6 +10,9 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <fstream>
+#include <stdexcept>
+#include <string>
 
 namespace {
 
@@ -173,6 +176,33 @@ TEST_F(PersistenceTest, FixingTheReferenceChecksTheOthersAgain) {
   auto const fixed = make_set("2", 0);
   EXPECT_EQ(tune(fixed), std::make_pair(4, std::size_t{2})) << "the quarantine outlived the bug";
   EXPECT_EQ(tune(fixed), std::make_pair(4, std::size_t{0}));
+}
+
+// A stored failure is run again by every process; the same failure again is not written again,
+// so a program run often with a candidate that always fails does not grow its cache file.
+TEST_F(PersistenceTest, TheSameFailureEveryProcessDoesNotGrowTheFile) {
+  auto set = std::make_shared<int_set const>(
+      int_set([](int const&) { return std::string("k"); },
+              [](std::string const&, int const& x) { return std::tuple<int>(x); })
+          .with("works",
+                [](int x) {
+                  spin_for(100us);
+                  return x;
+                })
+          .with("broken", [](int) -> int { throw std::runtime_error("unsupported shape"); }));
+  auto const lines = [&] {
+    auto const files = cubert::tune::list_cache(dir_);
+    if (files.size() != 1) return std::size_t{0};
+    std::ifstream in(files[0].file);
+    std::size_t n = 0;
+    for (std::string line; std::getline(in, line);) ++n;
+    return n;
+  };
+  EXPECT_EQ(run(set), std::make_pair(1, std::size_t{2}));
+  auto const after_first = lines();
+  EXPECT_EQ(after_first, 3U);  // two candidates and the decision
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(run(set), std::make_pair(1, std::size_t{1}));
+  EXPECT_EQ(lines(), after_first);
 }
 
 // Two sets of one tuner with the same candidate names and their own explicit checksums (say, the
