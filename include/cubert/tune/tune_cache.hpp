@@ -52,6 +52,15 @@ class tune_cache {
                                                      std::string_view version,
                                                      std::string_view explicit_checksum = {}) const;
 
+  /// The latest checked (or quarantined) result stored for this key and candidate identity
+  /// whose output was compared with `reference` (`candidate_result::reference`): sets whose
+  /// candidate 0 differs keep their own verdicts on a shared candidate.
+  [[nodiscard]] std::optional<candidate_result> find_verdict(std::string_view key,
+                                                             std::string_view name,
+                                                             std::string_view version,
+                                                             std::string_view explicit_checksum,
+                                                             std::string_view reference) const;
+
   /// Appends `results` (and `decision`) atomically with respect to other writers; the results
   /// are stored under `explicit_checksum`.
   /// Failures to write are logged, never thrown: the cache is an optimisation.
@@ -72,6 +81,8 @@ class tune_cache {
   mutable std::mutex mutex_;
   // key \x1f name \x1f version \x1f explicit checksum
   std::unordered_map<std::string, candidate_result> results_;
+  // The same \x1f reference, for results that carry one (checked or quarantined).
+  std::unordered_map<std::string, candidate_result> verdicts_;
   std::uint64_t cursor_ = 0;
   std::uint64_t inode_ = 0;
   std::string tail_;  // The last bytes before cursor_ (at most 32): checked again at each read.

@@ -51,6 +51,7 @@ void tune_cache::read_from_cursor() {
   if (!std::filesystem::exists(path_, ec)) {
     if (!ec && inode_ != 0) {  // Removed (`cubert cache clear`): its results are gone, so re-tune.
       results_.clear();
+      verdicts_.clear();
       cursor_ = 0;
       inode_ = 0;
       tail_.clear();
@@ -71,6 +72,7 @@ void tune_cache::read_from_cursor() {
       text.erase(0, tail_.size());
     } else {
       results_.clear();
+      verdicts_.clear();
       if (cursor_ != 0) text = detail::read_from(path_, 0, &inode);
       cursor_ = 0;
       tail_.clear();
@@ -115,6 +117,9 @@ void tune_cache::read_from_cursor() {
 void tune_cache::remember(std::string_view key, std::string_view explicit_checksum,
                           candidate_result r) {
   auto id = composite(key, r.name, r.version, explicit_checksum);
+  if (!r.reference.empty()) {
+    verdicts_.insert_or_assign(id + '\x1f' + detail::valid_utf8(r.reference), r);
+  }
   results_.insert_or_assign(std::move(id), std::move(r));
 }
 
@@ -124,6 +129,19 @@ std::optional<candidate_result> tune_cache::find(std::string_view key, std::stri
   std::lock_guard lock(mutex_);
   auto it = results_.find(composite(key, name, version, explicit_checksum));
   if (it == results_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<candidate_result> tune_cache::find_verdict(std::string_view key,
+                                                         std::string_view name,
+                                                         std::string_view version,
+                                                         std::string_view explicit_checksum,
+                                                         std::string_view reference) const {
+  std::lock_guard lock(mutex_);
+  auto const id =
+      composite(key, name, version, explicit_checksum) + '\x1f' + detail::valid_utf8(reference);
+  auto it = verdicts_.find(id);
+  if (it == verdicts_.end()) return std::nullopt;
   return it->second;
 }
 

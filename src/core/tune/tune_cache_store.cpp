@@ -60,8 +60,9 @@ std::string read_small(fs::path const& p) {
 std::string identity(json const& r) {
   auto const key = r.value("key", std::string{});
   if (r.value("type", "") == "candidate") {
+    // A verdict per reference is kept (sets whose candidate 0 differs share candidates).
     return "c\x1f" + key + '\x1f' + r.value("name", "") + '\x1f' + r.value("version", "") + '\x1f' +
-           r.value("checksum", "");
+           r.value("checksum", "") + '\x1f' + r.value("reference", "");
   }
   return "d\x1f" + key + '\x1f' + r.value("checksum", "");
 }

@@ -61,7 +61,8 @@ std::string reference_of(tuning_request const& req) {
 // does: a fixed reference (a new version of candidate 0) checks every candidate again.
 bool reusable(candidate_result const& r, bool checks, std::string const& reference) {
   if (r.status == candidate_status::failed) return false;
-  if (r.status == candidate_status::quarantined) return r.reference == reference;
+  // Without checks a re-run could not tell a wrong output: the verdict stays.
+  if (r.status == candidate_status::quarantined) return !checks || r.reference == reference;
   if (checks && r.measured() && (!r.checked || r.reference != reference)) return false;
   return true;
 }
@@ -95,7 +96,12 @@ tuning_outcome run_tuning(tuning_request const& req, tune_plan plan, benchmark_t
     for (auto i : batch) {
       std::optional<candidate_result> cached;
       if (req.cache != nullptr) {
-        cached = req.cache->find(req.key, req.names[i], req.versions[i], req.explicit_checksum);
+        // With checks on, only a verdict against this set's reference will do: another set
+        // sharing the candidate but not candidate 0 keeps its own (they took turns re-checking).
+        cached = req.checks ? req.cache->find_verdict(req.key, req.names[i], req.versions[i],
+                                                      req.explicit_checksum, reference)
+                            : req.cache->find(req.key, req.names[i], req.versions[i],
+                                              req.explicit_checksum);
       }
       if (cached && reusable(*cached, req.checks, reference)) {
         cached->index = i;  // The set may have been reordered since it was stored.

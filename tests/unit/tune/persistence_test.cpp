@@ -205,6 +205,46 @@ TEST_F(PersistenceTest, TheSameFailureEveryProcessDoesNotGrowTheFile) {
   EXPECT_EQ(lines(), after_first);
 }
 
+// With checks off a re-run could not tell a wrong output, so a quarantine holds whatever the
+// reference; and two sets sharing a candidate but not candidate 0 keep their own verdicts (they
+// took turns re-checking it, every process, and the file grew).
+TEST_F(PersistenceTest, VerdictsHoldWithoutChecksAndPerReference) {
+  auto const make_set = [](std::string ref_name, std::string ref_version, int wrong) {
+    return std::make_shared<int_set const>(
+        int_set([](int const&) { return std::string("k"); },
+                [](std::string const&, int const& x) { return std::tuple<int>(x); })
+            .with(
+                std::move(ref_name),
+                [](int x) {
+                  spin_for(300us);
+                  return x;
+                },
+                std::move(ref_version))
+            .with("shared", [wrong](int x) { return x + wrong; }));
+  };
+  fake_client client;
+  auto const tune = [&](std::shared_ptr<int_set const> const& set, bool checks) {
+    auto opts = options();
+    opts.checks = checks;
+    local_tuner<std::string> tuner("verdicts", opts);
+    int const out = tuner.execute("dev", client, set, 4);
+    return std::make_pair(out, tuner.tuner_for("dev", client)->benchmarked());
+  };
+  EXPECT_EQ(tune(make_set("ref", "1", 1), true), std::make_pair(4, std::size_t{2}));
+  EXPECT_EQ(tune(make_set("ref", "2", 1), false), std::make_pair(4, std::size_t{1}))
+      << "the quarantined candidate ran unchecked and won";
+  // A set sharing "shared" (right this time) with another reference: each keeps its verdict.
+  auto const a = make_set("ref_a", "", 0);
+  auto const b = make_set("ref_b", "", 0);
+  EXPECT_EQ(tune(a, true).second, 2U);
+  EXPECT_EQ(tune(b, true).second, 2U);
+  EXPECT_EQ(tune(a, true).second, 0U) << "b's verdict displaced a's";
+  EXPECT_EQ(tune(b, true).second, 0U) << "a's verdict displaced b's";
+  (void)cubert::tune::prune_cache(dir_, false);
+  EXPECT_EQ(tune(a, true).second, 0U) << "prune dropped a's verdict";
+  EXPECT_EQ(tune(b, true).second, 0U) << "prune dropped b's verdict";
+}
+
 // Two sets of one tuner with the same candidate names and their own explicit checksums (say, the
 // f32 and the f16 kernels): each candidate's stored results belonged to both, so the second set
 // took the first one's timings and winner without running anything.
