@@ -65,9 +65,9 @@ config config::load(fs::path const& start_dir) {
   auto dir = fs::absolute(start_dir, ec);
   if (ec) dir = start_dir;
   // Walking up strips names from the text: "proj/.." would look in proj before its parent.
-  // Resolved as the system resolves "..": after the links before it.
-  auto resolved = fs::weakly_canonical(dir, ec);
-  dir = ec ? dir.lexically_normal() : resolved;
+  // Normalised as written (as a shell's `cd` does), so the ancestors are the path's own, not
+  // those of what a link in it points to.
+  dir = dir.lexically_normal();
   if (dir.has_relative_path() && !dir.has_filename()) dir = dir.parent_path();  // "a/b/" -> "a/b"
   config cfg;
   for (;;) {

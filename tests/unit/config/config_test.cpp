@@ -95,7 +95,11 @@ TEST_F(ConfigTest, DotDotInTheStartFolderLooksOnlyAtAncestors) {
             cubert::autotune_level::balanced);
   auto const inside = config::load(dir_ / "sibling" / ".." / "proj" / "");
   EXPECT_EQ(inside.autotune.level, cubert::autotune_level::full);
-  EXPECT_EQ(inside.source, fs::weakly_canonical(dir_ / "proj" / "cubert.toml"));
+  EXPECT_EQ(inside.source, dir_ / "proj" / "cubert.toml");
+  // The ancestors are the path's own: a link's are not searched instead.
+  fs::create_directories(dir_ / "elsewhere" / "target");
+  fs::create_directory_symlink(dir_ / "elsewhere" / "target", dir_ / "proj" / "link");
+  EXPECT_EQ(config::load(dir_ / "proj" / "link").source, dir_ / "proj" / "cubert.toml");
 }
 
 TEST_F(ConfigTest, ParsesEverySection) {
