@@ -207,8 +207,10 @@ class bindings {
     return std::move(with_scalar(value));
   }
 
-  /// Appends integers converted to `type` (truncated to its width). @throws invalid_argument for
-  /// floating-point types, whose bit patterns an integer list cannot express.
+  /// Appends integers converted to `type` (truncated to its width); for f16 and bf16, which have
+  /// no C++20 type, the values are their bit patterns (0x3c00 is f16 1.0). @throws
+  /// invalid_argument for f32 and f64 (pass float or double values) and for f16/bf16 values
+  /// wider than 16 bits.
   bindings& with_scalar(elem type, std::initializer_list<std::uint64_t> values) &;
   bindings&& with_scalar(elem type, std::initializer_list<std::uint64_t> values) && {
     return std::move(with_scalar(type, values));

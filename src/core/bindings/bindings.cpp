@@ -106,10 +106,18 @@ void bindings::replace_raw(elem type, std::span<std::byte const> packed) {
 }
 
 bindings& bindings::with_scalar(elem type, std::initializer_list<std::uint64_t> values) & {
-  if (type == elem::f16 || type == elem::bf16 || type == elem::f32 || type == elem::f64) {
-    throw invalid_argument(
-        fmt::format("bindings::with_scalar: {} is a floating-point type; pass typed values instead",
-                    cubert::to_string(type)));
+  if (type == elem::f32 || type == elem::f64) {
+    throw invalid_argument(fmt::format(
+        "bindings::with_scalar: {} is a floating-point type; pass float or double values instead",
+        cubert::to_string(type)));
+  }
+  // f16 and bf16 have no C++20 type: their scalars are given as bit patterns, never truncated.
+  if (type == elem::f16 || type == elem::bf16) {
+    for (std::uint64_t v : values) {
+      CUBERT_EXPECTS(v <= 0xffff, fmt::format("bindings::with_scalar: {:#x} is not a {} bit "
+                                              "pattern (16 bits)",
+                                              v, cubert::to_string(type)));
+    }
   }
   std::size_t const width = checked_width(type, "with_scalar");
   std::vector<std::byte> packed(values.size() * width);

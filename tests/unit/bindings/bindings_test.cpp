@@ -68,6 +68,23 @@ TEST(BindingsTest, IntegerListRejectsFloatTypes) {
   EXPECT_EQ(b.scalars.size(), 1u);
 }
 
+// f16 and bf16 have no C++20 type: the integer list gives their bit patterns (the refusal told
+// the user to pass typed values, which no type allows).
+TEST(BindingsTest, HalfPrecisionScalarsAreGivenAsBitPatterns) {
+  auto b = bindings{}.with_scalar(elem::f16, {0x3c00, 0xc000}).with_scalar(elem::bf16, {0x3f80});
+  EXPECT_EQ(group_values<std::uint16_t>(b, elem::f16),
+            (std::vector<std::uint16_t>{0x3c00, 0xc000}));
+  EXPECT_EQ(group_values<std::uint16_t>(b, elem::bf16), (std::vector<std::uint16_t>{0x3f80}));
+  try {
+    b.with_scalar(elem::f16, {0x13c00});
+    FAIL() << "expected invalid_argument";
+  } catch (cubert::invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find("0x13c00 is not a f16 bit pattern"), std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(group_values<std::uint16_t>(b, elem::f16).size(), 2u);  // unchanged
+}
+
 TEST(BindingsTest, ScalarBytesMustBeWholeElements) {
   std::vector<std::byte> three(3);
   bindings b;
