@@ -8,6 +8,8 @@
 #include <benchmark/benchmark.h>
 
 #include <atomic>
+#include <chrono>
+#include <ctime>
 #include <omp.h>
 #include <thread>
 
@@ -100,6 +102,43 @@ void BM_execute_inline_3buf(benchmark::State& s) {
   launch(s, backend::channel_kind::inline_, true);
 }
 
+// A launch after the host worked alone for `gap` µs (state.range(0)): what the pool's workers
+// cost between launches. Timed: the launch and its sync only (manual time). Counters: the CPU
+// time the workers burnt per launch (process CPU minus this thread's), which the host's own
+// threads lose on a machine without spare cores.
+double thread_cpu_us(clockid_t clock) {
+  timespec t{};
+  clock_gettime(clock, &t);
+  return static_cast<double>(t.tv_sec) * 1e6 + static_cast<double>(t.tv_nsec) / 1e3;
+}
+
+void BM_execute_after_gap(benchmark::State& state) {
+  unsigned const w = width();
+  auto const gap = std::chrono::microseconds(state.range(0));
+  cpu::options opts;
+  opts.threads = w;
+  client c(backend::make_channel(cpu::make_server(opts), backend::channel_kind::inline_));
+  auto k = empty_kernel();
+  c.execute(k, cube_count{w}, bindings{});
+  c.sync();
+  double const process_start = thread_cpu_us(CLOCK_PROCESS_CPUTIME_ID);
+  double const thread_start = thread_cpu_us(CLOCK_THREAD_CPUTIME_ID);
+  for (auto _ : state) {
+    auto const until = std::chrono::steady_clock::now() + gap;
+    while (std::chrono::steady_clock::now() < until) {
+    }
+    auto const start = std::chrono::steady_clock::now();
+    c.execute(k, cube_count{w}, bindings{});
+    c.sync();
+    state.SetIterationTime(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  double const workers = (thread_cpu_us(CLOCK_PROCESS_CPUTIME_ID) - process_start) -
+                         (thread_cpu_us(CLOCK_THREAD_CPUTIME_ID) - thread_start);
+  state.counters["worker_cpu_us_per_launch"] = workers / static_cast<double>(state.iterations());
+  state.counters["width"] = w;
+}
+
 // read_one of 64 bytes: a blocking call whose reply is a future the client waits on.
 void read_small(benchmark::State& state, backend::channel_kind kind) {
   client c(backend::make_channel(cpu::make_server({}), kind));
@@ -139,6 +178,14 @@ BENCHMARK(BM_execute_inline);
 BENCHMARK(BM_execute_mutex_3buf);
 BENCHMARK(BM_execute_actor_3buf);
 BENCHMARK(BM_execute_inline_3buf);
+BENCHMARK(BM_execute_after_gap)
+    ->Arg(0)
+    ->Arg(50)
+    ->Arg(200)
+    ->Arg(1000)
+    ->Arg(5000)
+    ->UseManualTime()
+    ->Iterations(400);  // Timed is the launch alone: the gaps would run for minutes.
 BENCHMARK(BM_read_one_mutex);
 BENCHMARK(BM_read_one_actor);
 BENCHMARK(BM_empty_drop_mutex);

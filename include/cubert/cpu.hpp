@@ -8,6 +8,7 @@
 #include <cubert/error.hpp>
 #include <cubert/memory/configuration.hpp>
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -106,6 +107,11 @@ struct options {
   /// (`total_memory`: MemTotal, or the cgroup limit when lower).
   std::optional<std::uint64_t> capacity_limit;
   backend::channel_kind channel = backend::channel_kind::mutex;
+  /// How long the pool's workers spin for the next launch before they sleep (0 to 1 s). A launch
+  /// within it starts at once; after it, waking the workers costs ~10 µs (measured in
+  /// docs/performance.md). Each worker burns up to this much CPU after every launch, which a
+  /// host whose other threads need the cores pays for: lower it there.
+  std::chrono::microseconds worker_spin{250};
 };
 
 /// A CPU server (for channels and tests). @throws invalid_argument on bad options (an

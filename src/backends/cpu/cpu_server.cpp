@@ -40,12 +40,19 @@ device_properties properties_for(options const& opts) {
   return p;
 }
 
+std::chrono::microseconds checked_spin(std::chrono::microseconds spin) {
+  CUBERT_EXPECTS(
+      spin >= std::chrono::microseconds::zero() && spin <= std::chrono::seconds(1),
+      fmt::format("cpu options: worker_spin {} µs is not within 0 to 1000000 µs", spin.count()));
+  return spin;
+}
+
 }  // namespace
 
 cpu_server::cpu_server(options const& opts)
     : properties_(properties_for(opts)),
       memory_(make_storage(opts, properties_), properties_.memory, opts.memory),
-      pool_(properties_.hardware.num_compute_units) {}
+      pool_(properties_.hardware.num_compute_units, checked_spin(opts.worker_spin)) {}
 
 cubert::handle cpu_server::create(std::span<std::byte const> data) {
   auto h = empty(data.size());

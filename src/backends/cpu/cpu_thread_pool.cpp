@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cpu_thread_pool.hpp"
 
+#include <cubert/backend/spin_wait.hpp>
 #include <cubert/error.hpp>
 
 #include <fmt/format.h>
@@ -8,23 +9,10 @@
 #include <algorithm>
 #include <exception>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define CUBERT_CPU_RELAX() _mm_pause()
-#else
-#define CUBERT_CPU_RELAX() std::this_thread::yield()
-#endif
-
 namespace cubert::cpu {
 
-namespace {
-// Long enough to catch the next launch of a tight loop. A pause is not a fixed time: 20000 of
-// them took 0.53 ms on the dev VM's AMD EPYC (2026-11-26), and take about twice that where a
-// pause costs ~140 cycles (Intel since Skylake), not the 20-50 µs this once said.
-constexpr int spin_iterations = 20000;
-}  // namespace
-
-cpu_thread_pool::cpu_thread_pool(unsigned threads) : threads_(std::max(1u, threads)) {
+cpu_thread_pool::cpu_thread_pool(unsigned threads, std::chrono::microseconds spin)
+    : threads_(std::max(1u, threads)), spin_(spin) {
   try {
     workers_.reserve(threads_ - 1);
     for (unsigned i = 1; i < threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
@@ -93,20 +81,33 @@ void cpu_thread_pool::run_erased(std::uint64_t count, task_fn fn, void* ctx) {
     wake_.notify_all();
   }
   work_on(j);
-  while (j.done.load(std::memory_order_acquire) < count) CUBERT_CPU_RELAX();
+  while (j.done.load(std::memory_order_acquire) < count) backend::cpu_relax();
   current_.store(nullptr);
-  while (busy_.load() != 0) CUBERT_CPU_RELAX();
+  while (busy_.load() != 0) backend::cpu_relax();
   if (j.error) std::rethrow_exception(j.error);
+}
+
+bool cpu_thread_pool::spin_for_launch(std::uint64_t seen) const noexcept {
+  // Spun for a time, not a count of pauses: 20000 of those took 0.53 ms on an AMD EPYC and about
+  // twice that where a pause costs ~140 cycles (Intel since Skylake). No yield between checks,
+  // unlike backend::spin_until: a worker waits for no thread of its own core, and the syscall
+  // delayed its start on back-to-back launches by ~0.5 µs (measured in docs/performance.md).
+  auto const launched = [&] { return generation_.load(std::memory_order_acquire) != seen; };
+  if (spin_ <= std::chrono::microseconds::zero()) return launched();
+  auto const deadline = std::chrono::steady_clock::now() + spin_;
+  for (;;) {
+    for (int i = 0; i < 256; ++i) {
+      if (launched()) return true;
+      backend::cpu_relax();
+    }
+    if (std::chrono::steady_clock::now() >= deadline) return launched();
+  }
 }
 
 void cpu_thread_pool::worker_loop() {
   std::uint64_t seen = 0;
   for (;;) {
-    for (int spin = 0; spin < spin_iterations; ++spin) {
-      if (generation_.load(std::memory_order_acquire) != seen) break;
-      CUBERT_CPU_RELAX();
-    }
-    if (generation_.load() == seen) {
+    if (!spin_for_launch(seen) && generation_.load() == seen) {
       std::unique_lock lock(mutex_);
       sleeping_.fetch_add(1);
       wake_.wait(lock, [&] { return generation_.load() != seen || stopping_.load(); });

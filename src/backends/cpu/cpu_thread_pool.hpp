@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
@@ -19,9 +20,11 @@ namespace cubert::cpu {
 /// a wake-up each.
 class cpu_thread_pool {
  public:
-  /// A pool of `threads` threads including the caller (at least 1).
+  /// A pool of `threads` threads including the caller (at least 1), whose workers spin for
+  /// `spin` after each launch before they sleep.
   /// @throws device_error when a worker cannot be started (those started are stopped first).
-  explicit cpu_thread_pool(unsigned threads);
+  explicit cpu_thread_pool(unsigned threads,
+                           std::chrono::microseconds spin = std::chrono::microseconds{250});
   ~cpu_thread_pool();
   cpu_thread_pool(cpu_thread_pool const&) = delete;
   cpu_thread_pool& operator=(cpu_thread_pool const&) = delete;
@@ -60,10 +63,13 @@ class cpu_thread_pool {
   void run_erased(std::uint64_t count, task_fn fn, void* ctx);
   static void work_on(job& j) noexcept;
   void worker_loop();
+  /// Spins up to `spin_` for a launch after generation `seen`; whether one came.
+  [[nodiscard]] bool spin_for_launch(std::uint64_t seen) const noexcept;
   /// Stops and joins every worker started so far.
   void stop() noexcept;
 
   unsigned threads_;
+  std::chrono::microseconds spin_;
   // The launch in progress lives on the launcher's stack. Workers announce themselves in busy_
   // before reading current_, and the launcher clears current_ then waits for busy_ to drain
   // (both sequentially consistent), so no worker can touch a job after its launch returned and

@@ -13,11 +13,39 @@
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace {
 
 using namespace cubert;
 using namespace std::chrono_literals;
+
+// Workers spin for a time, then sleep: launches right after one another, after a gap longer
+// than the spin (the workers asleep), and with no spin at all each run every task.
+TEST(CpuThreadPool, LaunchesRunWhetherTheWorkersSpinOrSleep) {
+  for (auto spin : {0us, 200us}) {
+    cpu::cpu_thread_pool pool(3, spin);
+    for (int launch = 0; launch < 40; ++launch) {
+      if (launch % 4 == 3) std::this_thread::sleep_for(1ms);  // past the spin: asleep
+      std::atomic<std::uint64_t> sum{0};
+      pool.run(100, [&](std::uint64_t i) { sum += i; });
+      ASSERT_EQ(sum.load(), 4950u) << "spin " << spin.count() << " µs, launch " << launch;
+    }
+  }
+}
+
+// The spin is an option of the device, within 0 to 1 s.
+TEST(CpuThreadPool, TheWorkerSpinIsCheckedWhereTheServerIsMade) {
+  cpu::options opts;
+  opts.worker_spin = -1us;
+  EXPECT_THROW((void)cpu::make_server(opts), invalid_argument);
+  opts.worker_spin = 1001ms;
+  EXPECT_THROW((void)cpu::make_server(opts), invalid_argument);
+  opts.worker_spin = 0us;
+  client c(backend::make_channel(cpu::make_server(opts), backend::channel_kind::mutex));
+  EXPECT_EQ(c.read_one(c.create(std::vector<std::byte>(4, std::byte{7})).binding()).size(), 4u);
+}
 
 // The tasks left after a failure are skipped as one block, not claimed and counted one by one:
 // 2^32 of them took about a minute that way, here it takes no time at all.
