@@ -3,9 +3,8 @@ include(CMakePackageConfigHelpers)
 
 set(CUBERT_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/cubert)
 
-# Installed binaries find their libraries relative to themselves, wherever the prefix is moved,
-# and NVRTC where this build found it (outside the system's directories, /usr/local/cuda/lib64
-# as a rule, the install would otherwise drop it and `cubert` would not start).
+# Installed binaries find their libraries relative to themselves, wherever the prefix is moved
+# (NVRTC is loaded at run time: nvrtc_library.cpp).
 file(RELATIVE_PATH _cubert_bin_to_lib ${CMAKE_INSTALL_FULL_BINDIR} ${CMAKE_INSTALL_FULL_LIBDIR})
 if(TARGET cubert_cli)
   set_target_properties(cubert_cli PROPERTIES INSTALL_RPATH "$ORIGIN/${_cubert_bin_to_lib}"

@@ -84,7 +84,8 @@ struct options {
 /// Number of CUDA devices; 0 when there is no driver or no GPU. Never throws.
 [[nodiscard]] int device_count() noexcept;
 
-/// Why no CUDA device can be used ("no CUDA driver: ..."), or empty when the driver works.
+/// Why no CUDA device can be used ("no CUDA driver: ...", a driver that cannot start or count
+/// its devices, or one that reports none); empty when there are devices.
 [[nodiscard]] std::string unavailable_reason();
 
 /// The properties of device `ordinal`, read from the driver.

@@ -49,7 +49,8 @@ struct device_properties {
   std::string driver_version;  ///< The CUDA version the driver supports ("13.0"), or the cubert
                                ///< version for the CPU.
   /// What compiles its kernels at run time ("NVRTC 13.0"); empty where they come compiled with
-  /// the program (CPU).
+  /// the program (CPU), or where NVRTC cannot be loaded (CUDA C++ sources are then refused with
+  /// `unsupported`; PTX and cubin still run).
   std::string compiler;
 
   /// "backend|name|architecture|compute units|driver", then "|compiler" when there is one: the

@@ -2,12 +2,12 @@
 #include "cuda_compiler.hpp"
 
 #include "include_scan.hpp"
+#include "nvrtc_library.hpp"
 
 #include <cubert/error.hpp>
 #include <cubert/logging.hpp>
 
 #include <fmt/format.h>
-#include <nvrtc.h>
 
 #include <algorithm>
 #include <chrono>
@@ -24,20 +24,20 @@ namespace {
 // The single conversion point for NVRTC calls other than the compilation itself.
 void nvrtc_check(nvrtcResult result, char const* call) {
   if (result != NVRTC_SUCCESS) [[unlikely]] {
-    throw unsupported(fmt::format("{}: {}", call, nvrtcGetErrorString(result)));
+    throw unsupported(fmt::format("{}: {}", call, nvrtc().nvrtcGetErrorString(result)));
   }
 }
 
 struct program_deleter {
-  void operator()(nvrtcProgram p) const noexcept { nvrtcDestroyProgram(&p); }
+  void operator()(nvrtcProgram p) const noexcept { nvrtc_state().nvrtcDestroyProgram(&p); }
 };
 using program_ptr = std::unique_ptr<std::remove_pointer_t<nvrtcProgram>, program_deleter>;
 
 std::string program_log(nvrtcProgram program) {
   std::size_t size = 0;
-  if (nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size <= 1) return {};
+  if (nvrtc().nvrtcGetProgramLogSize(program, &size) != NVRTC_SUCCESS || size <= 1) return {};
   std::string log(size, '\0');
-  if (nvrtcGetProgramLog(program, log.data()) != NVRTC_SUCCESS) return {};
+  if (nvrtc().nvrtcGetProgramLog(program, log.data()) != NVRTC_SUCCESS) return {};
   log.resize(size - 1);  // Drop the terminating NUL.
   return log;
 }
@@ -46,13 +46,14 @@ std::vector<std::byte> program_image(nvrtcProgram program, bool ptx) {
   std::size_t size = 0;
   std::vector<std::byte> image;
   if (ptx) {
-    nvrtc_check(nvrtcGetPTXSize(program, &size), "nvrtcGetPTXSize");
+    nvrtc_check(nvrtc().nvrtcGetPTXSize(program, &size), "nvrtcGetPTXSize");
     image.resize(size);
-    nvrtc_check(nvrtcGetPTX(program, reinterpret_cast<char*>(image.data())), "nvrtcGetPTX");
+    nvrtc_check(nvrtc().nvrtcGetPTX(program, reinterpret_cast<char*>(image.data())), "nvrtcGetPTX");
   } else {
-    nvrtc_check(nvrtcGetCUBINSize(program, &size), "nvrtcGetCUBINSize");
+    nvrtc_check(nvrtc().nvrtcGetCUBINSize(program, &size), "nvrtcGetCUBINSize");
     image.resize(size);
-    nvrtc_check(nvrtcGetCUBIN(program, reinterpret_cast<char*>(image.data())), "nvrtcGetCUBIN");
+    nvrtc_check(nvrtc().nvrtcGetCUBIN(program, reinterpret_cast<char*>(image.data())),
+                "nvrtcGetCUBIN");
   }
   return image;
 }
@@ -83,7 +84,7 @@ bool has_arch_specific(int arch) {
   static int const version = [] {
     int major = 0;
     int minor = 0;
-    return nvrtcVersion(&major, &minor) == NVRTC_SUCCESS ? major * 100 + minor : 0;
+    return nvrtc().nvrtcVersion(&major, &minor) == NVRTC_SUCCESS ? major * 100 + minor : 0;
   }();
   return arch == 90 ? version >= 1200 : arch > 90 && version >= 1208;
 }
@@ -145,7 +146,7 @@ class gate_pass {
 std::string cuda_compiler::nvrtc_version() {
   int major = 0;
   int minor = 0;
-  nvrtc_check(nvrtcVersion(&major, &minor), "nvrtcVersion");
+  nvrtc_check(nvrtc().nvrtcVersion(&major, &minor), "nvrtcVersion");
   return fmt::format("{}.{}", major, minor);
 }
 
@@ -155,7 +156,7 @@ std::string cuda_compiler::nvrtc_identity() {
   // linker took to it; a statically linked NVRTC names the executable, whose identity changes
   // with every build, so only a file named for NVRTC counts.
   Dl_info info{};
-  if (::dladdr(reinterpret_cast<void*>(&nvrtcVersion), &info) == 0 || !info.dli_fname) {
+  if (::dladdr(reinterpret_cast<void*>(nvrtc().nvrtcVersion), &info) == 0 || !info.dli_fname) {
     return version;
   }
   std::error_code ec;
@@ -172,9 +173,9 @@ std::string cuda_compiler::nvrtc_identity() {
 
 std::vector<int> cuda_compiler::supported_archs() {
   int count = 0;
-  nvrtc_check(nvrtcGetNumSupportedArchs(&count), "nvrtcGetNumSupportedArchs");
+  nvrtc_check(nvrtc().nvrtcGetNumSupportedArchs(&count), "nvrtcGetNumSupportedArchs");
   std::vector<int> archs(static_cast<std::size_t>(count));
-  nvrtc_check(nvrtcGetSupportedArchs(archs.data()), "nvrtcGetSupportedArchs");
+  nvrtc_check(nvrtc().nvrtcGetSupportedArchs(archs.data()), "nvrtcGetSupportedArchs");
   std::sort(archs.begin(), archs.end());
   return archs;
 }
@@ -244,14 +245,15 @@ compiled_code cuda_compiler::compile(compile_request const& request) const {
 
   std::string const source(request.source);
   nvrtcProgram raw = nullptr;
-  nvrtc_check(
-      nvrtcCreateProgram(&raw, source.c_str(), request.source_name.c_str(), 0, nullptr, nullptr),
-      "nvrtcCreateProgram");
+  nvrtc_check(nvrtc().nvrtcCreateProgram(&raw, source.c_str(), request.source_name.c_str(), 0,
+                                         nullptr, nullptr),
+              "nvrtcCreateProgram");
   program_ptr const program(raw);
   std::vector<char const*> argv;
   argv.reserve(options.size());
   for (auto const& o : options) argv.push_back(o.c_str());
-  nvrtcResult const result = nvrtcCompileProgram(raw, static_cast<int>(argv.size()), argv.data());
+  nvrtcResult const result =
+      nvrtc().nvrtcCompileProgram(raw, static_cast<int>(argv.size()), argv.data());
   // NVRTC's first compile registers exit handlers of its own that tear its state down; the gate
   // must close before they run, so it is registered again after them.
   [[maybe_unused]] static bool const after_nvrtc = std::atexit(close_gate) == 0;
@@ -260,7 +262,7 @@ compiled_code cuda_compiler::compile(compile_request const& request) const {
     // Formatted first: the order arguments are evaluated in is unspecified, and g++ moved the
     // log into the exception before formatting it into the message.
     auto message = fmt::format("NVRTC failed to compile {} for {}: {}\n{}", request.source_name,
-                               options.front(), nvrtcGetErrorString(result), log);
+                               options.front(), nvrtc().nvrtcGetErrorString(result), log);
     throw compilation_error(std::move(message), std::move(log), request.source_name);
   }
   compiled_code code{program_image(raw, ptx), ptx, false, std::move(log)};

@@ -4,6 +4,7 @@
 #include "cuda_device.hpp"
 #include "cuda_driver.hpp"
 #include "cuda_server.hpp"
+#include "nvrtc_library.hpp"
 
 #include <cubert/cuda.hpp>
 
@@ -53,7 +54,8 @@ device_properties make_device_properties(device_info const& info) {
   p.architecture = fmt::format("sm_{}", info.arch());
   p.driver_version =
       fmt::format("{}.{}", info.driver_version / 1000, (info.driver_version % 1000) / 10);
-  p.compiler = "NVRTC " + cuda_compiler::nvrtc_version();
+  // Empty without NVRTC: such a device runs PTX and cubin kernels but compiles none.
+  if (nvrtc_state().loaded) p.compiler = "NVRTC " + cuda_compiler::nvrtc_version();
   return p;
 }
 

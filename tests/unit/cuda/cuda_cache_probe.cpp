@@ -35,7 +35,8 @@ int main(int argc, char** argv) {
       std::printf("%d\n%s\n", cubert::cuda::device_count(),
                   cubert::cuda::unavailable_reason().c_str());
       try {
-        std::printf("properties: %s\n", cubert::cuda::make_properties(0).name.c_str());
+        auto const p = cubert::cuda::make_properties(0);
+        std::printf("properties: %s, compiler '%s'\n", p.name.c_str(), p.compiler.c_str());
       } catch (cubert::unsupported const& e) {
         std::printf("unsupported: %s\n", e.what());
       } catch (cubert::error const& e) {

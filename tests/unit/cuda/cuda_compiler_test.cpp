@@ -3,6 +3,7 @@
 #include "cuda_compiler.hpp"
 
 #include "kernel_disk_cache.hpp"
+#include "nvrtc_library.hpp"
 #include "saved_env.hpp"
 #include "temp_dir.hpp"
 
@@ -10,7 +11,6 @@
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
-#include <nvrtc.h>
 
 #include <algorithm>
 #include <array>
@@ -73,11 +73,12 @@ extern "C" __global__ void regs(float* x) {
   EXPECT_FALSE(code.is_ptx);
   EXPECT_GT(code.image.size(), 4U);
   // NVRTC itself refuses it for plain sm_90, so the test above is not vacuous.
+  auto const& api = cubert::cuda::detail::nvrtc();
   nvrtcProgram raw = nullptr;
-  ASSERT_EQ(nvrtcCreateProgram(&raw, src, "regs.cu", 0, nullptr, nullptr), NVRTC_SUCCESS);
+  ASSERT_EQ(api.nvrtcCreateProgram(&raw, src, "regs.cu", 0, nullptr, nullptr), NVRTC_SUCCESS);
   char const* plain[] = {"--gpu-architecture=sm_90"};
-  EXPECT_EQ(nvrtcCompileProgram(raw, 1, plain), NVRTC_ERROR_COMPILATION);
-  nvrtcDestroyProgram(&raw);
+  EXPECT_EQ(api.nvrtcCompileProgram(raw, 1, plain), NVRTC_ERROR_COMPILATION);
+  api.nvrtcDestroyProgram(&raw);
 }
 
 TEST(CudaCompilerTest, ArchitectureNewerThanNvrtcGivesPtx) {
