@@ -234,8 +234,8 @@ void cuda_server::check_cooperative(kernel const& k, loaded_kernel const& fn,
     config.numAttrs = 1;
     int clusters = 0;
     if (api.cuOccupancyMaxActiveClusters(&clusters, fn.function, &config) != CUDA_SUCCESS) return;
+    // 0 clusters may be the cluster's shape, not the cube: the message names both.
     std::uint64_t const fits = std::uint64_t(clusters) * c.units();
-    if (fits == 0) throw none_resident();
     if (cubes > fits) {
       throw invalid_argument(fmt::format(
           "kernel '{}': a cooperative launch of {} cubes in clusters of ({}, {}, {}); cuda:{} "
