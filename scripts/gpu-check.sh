@@ -85,7 +85,7 @@ note "conformance: ${CONF_LINE:-none ran}; skipped: $CONF_SKIPPED (each with its
 # through both channels that CUDA serves.
 CLI=$BUILD/tools/cubert/cubert
 if [ -x "$CLI" ]; then
-  "$CLI" devices >"$LOGS/cli.log" 2>&1
+  "$CLI" devices >"$LOGS/cli.log" 2>&1 || note "cubert devices FAILED (see $LOGS/cli.log)"
   if [ "$HAVE_GPU" = 1 ]; then
     CLI_OK=1
     for ch in mutex actor; do

@@ -16,6 +16,13 @@ set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 MODE=${1:-all}
+case "$MODE" in
+  asan | memcheck | tsan | all) ;;
+  *)
+    echo "usage: scripts/gpu-sanitize.sh [asan|memcheck|tsan|all] (got '$MODE')" >&2
+    exit 2
+    ;;
+esac
 LOGS=${OUT:-$ROOT/build/gpu-sanitize/out}
 mkdir -p "$LOGS"
 DEPS=$ROOT/.deps/usr

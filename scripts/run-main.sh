@@ -12,8 +12,17 @@ echo "== cubert devices"
 $cli devices
 echo "== cubert run --device cpu"
 $cli run --device cpu
-traces=(../shared/data/traces/*.trace.gz)
-if [ -e "${traces[0]}" ]; then
+# The traces live beside the repository (../shared) or, on the GPU machine, in it (shared/);
+# CUBERT_TRACES names another folder.
+traces=()
+for dir in ${CUBERT_TRACES:-} ../shared/data/traces shared/data/traces; do
+  for t in "$dir"/*.trace.gz; do [ -e "$t" ] && traces+=("$t"); done
+  [ ${#traces[@]} -gt 0 ] && break
+done
+if [ ${#traces[@]} -gt 0 ]; then
   echo "== cubert replay (bundled allocation traces)"
   $cli replay "${traces[@]}"
+else
+  echo "== cubert replay: no allocation traces found (../shared/data/traces, shared/data/traces" \
+    "or CUBERT_TRACES); the replay is skipped"
 fi
