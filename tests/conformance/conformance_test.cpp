@@ -81,6 +81,7 @@ TEST_P(Conformance, TensorsAndStridedReads) {
   // The transpose, read through strides: element (j, i) is m[i][j].
   auto tr = values_of<float>(c().read_one_tensor(
       {t.handle.binding(), {6, 4}, {t.strides[1], t.strides[0]}, sizeof(float)}));
+  ASSERT_EQ(tr.size(), 24u);
   for (std::size_t j = 0; j < 6; ++j)
     for (std::size_t i = 0; i < 4; ++i) EXPECT_EQ(tr[j * 4 + i], m[i * 6 + j]);
   auto e = c().empty_tensor({3, 5}, 8);
@@ -176,6 +177,7 @@ TEST_P(Conformance, ScalarsOfSeveralTypes) {
                   .with_scalar(2.5f)
                   .with_scalar(elem::u32, {n}));
   auto got = values_of<float>(c().read_one(out.binding()));
+  ASSERT_EQ(got.size(), n);
   for (std::uint32_t i = 0; i < n; ++i) ASSERT_EQ(got[i], in[i] * 2.5f) << i;
 }
 
@@ -189,6 +191,7 @@ TEST_P(Conformance, MetadataAndCubePositions) {
   EXPECT_EQ(values_of<std::uint32_t>(c().read_one(meta.binding())),
             (std::vector<std::uint32_t>{11, 22, 33, 44, 55}));
   auto p = values_of<std::uint32_t>(c().read_one(pos.binding()));
+  ASSERT_EQ(p.size(), 36u);
   for (std::uint32_t z = 0, i = 0; z < 2; ++z)
     for (std::uint32_t y = 0; y < 2; ++y)
       for (std::uint32_t x = 0; x < 3; ++x, ++i) {

@@ -260,6 +260,9 @@ void a_kept_refusal_waits_for_the_work_before_it(channel_kind kind) {
   {
     test::owned_stream owned;
     owned.open();
+    // open()'s assertions do not reach the parent from this child: without a stream of its
+    // own the test would run on the legacy default stream and prove nothing.
+    checks.expect(owned.stream != nullptr, "cannot create the caller's stream");
     test::stream_gate gate;
     auto opts = test_options();
     opts.stream = owned.stream;

@@ -34,12 +34,14 @@ TEST(CudaLoaderTest, DeviceCountNeverThrowsAndAgreesWithTheReason) {
   }
 }
 
+TEST(CudaLoaderTest, MakeServerOfAnOrdinalPastTheLastIsInvalidArgument) {
+  if (cubert::cuda::device_count() == 0) GTEST_SKIP() << "needs a CUDA device";
+  EXPECT_THROW((void)cubert::cuda::make_server(cubert::cuda::device_count()),
+               cubert::invalid_argument);
+}
+
 TEST(CudaLoaderTest, MakeServerWithoutDeviceThrowsUnsupportedWithReason) {
-  if (cubert::cuda::device_count() > 0) {
-    EXPECT_THROW((void)cubert::cuda::make_server(cubert::cuda::device_count()),
-                 cubert::invalid_argument);
-    return;
-  }
+  if (cubert::cuda::device_count() > 0) GTEST_SKIP() << "a CUDA device is present";
   try {
     (void)cubert::cuda::make_server(0);
     FAIL() << "expected unsupported";
@@ -93,6 +95,20 @@ TEST(CudaLoaderTest, ADriverThatCannotStartSaysWhy) {
       run(fake + "CUBERT_FAKE_INIT_RESULT=" + std::to_string(CUDA_ERROR_NO_DEVICE) + " " + probe);
   EXPECT_NE(none.find("no CUDA device: cuInit failed with CUDA_ERROR_NO_DEVICE"), std::string::npos)
       << none;
+}
+
+// NVRTC is loaded at first use: without it the devices are still listed (no compiler in their
+// properties), and compiling CUDA C++ is refused with the reason, the files tried included.
+TEST(CudaLoaderTest, WithoutNvrtcDevicesAreListedAndCompilingIsRefused) {
+  auto const env = "LD_LIBRARY_PATH=" + std::string(CUBERT_FAKE_DRIVER_DIR) +
+                   " CUBERT_NVRTC_LIBRARY=/nonexistent/libnvrtc.so ";
+  auto const devices = run(env + CUBERT_CUDA_PROBE + " devices");
+  EXPECT_EQ(devices, "1\n\nproperties: cubert fake CUDA device, compiler ''\n") << devices;
+  auto const compile = run(env + CUBERT_CUDA_PROBE + " compile /nonexistent-cache 90 2>&1");
+  EXPECT_NE(compile.find("NVRTC (libnvrtc, from the CUDA toolkit) cannot be loaded"),
+            std::string::npos)
+      << compile;
+  EXPECT_NE(compile.find("/nonexistent/libnvrtc.so"), std::string::npos) << compile;
 }
 
 TEST(CudaLoaderTest, DriverErrorsNameTheCallAndTheError) {

@@ -282,8 +282,9 @@ TEST_F(CudaServerTest, StorageFreesForRealAtOnceOrAtFlush) {
     auto const big = storage.alloc(std::uint64_t{1} << 30);
     auto const other = storage.alloc(std::uint64_t{1} << 30);
     for (int i = 0; i < 20; ++i) {
-      api.cuMemcpyDtoDAsync(storage.get(other).address(), storage.get(big).address(),
-                            std::uint64_t{1} << 30, stream);
+      ASSERT_EQ(api.cuMemcpyDtoDAsync(storage.get(other).address(), storage.get(big).address(),
+                                      std::uint64_t{1} << 30, stream),
+                CUDA_SUCCESS);
     }
     storage.dealloc(big.id);
     if (storage.pending_frees() == 1) {
