@@ -23,8 +23,7 @@ class cpu_thread_pool {
   /// A pool of `threads` threads including the caller (at least 1), whose workers spin for
   /// `spin` after each launch before they sleep.
   /// @throws device_error when a worker cannot be started (those started are stopped first).
-  explicit cpu_thread_pool(unsigned threads,
-                           std::chrono::microseconds spin = std::chrono::microseconds{250});
+  cpu_thread_pool(unsigned threads, std::chrono::microseconds spin);
   ~cpu_thread_pool();
   cpu_thread_pool(cpu_thread_pool const&) = delete;
   cpu_thread_pool& operator=(cpu_thread_pool const&) = delete;

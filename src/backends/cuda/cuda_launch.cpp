@@ -214,13 +214,6 @@ void cuda_server::check_cooperative(kernel const& k, loaded_kernel const& fn,
         "per cube",
         k.name(), dim.units(), info_.ordinal, info_.max_threads_per_block));
   }
-  auto const none_resident = [&] {
-    return invalid_argument(fmt::format(
-        "kernel '{}': not one cube of {} units with {} B of dynamic shared memory can be resident "
-        "on cuda:{} (the function's registers or shared memory exceed what an SM has), so no "
-        "cooperative launch of it can run",
-        k.name(), dim.units(), k.shared_memory(), info_.ordinal));
-  };
   if (auto const c = k.cluster_dim(); c.units() > 1) {
     // Placed cluster by cluster: how many fit depends on the cluster's shape, which only the
     // driver's cluster occupancy knows.
@@ -252,7 +245,13 @@ void cuda_server::check_cooperative(kernel const& k, loaded_kernel const& fn,
       static_cast<std::size_t>(k.shared_memory()));
   if (r != CUDA_SUCCESS) return;  // Unknown here: the launch itself will say.
   std::uint64_t const fits = std::uint64_t(per_sm) * std::uint64_t(info_.sm_count);
-  if (per_sm == 0) throw none_resident();
+  if (per_sm == 0) {
+    throw invalid_argument(fmt::format(
+        "kernel '{}': not one cube of {} units with {} B of dynamic shared memory can be resident "
+        "on cuda:{} (the function's registers or shared memory exceed what an SM has), so no "
+        "cooperative launch of it can run",
+        k.name(), dim.units(), k.shared_memory(), info_.ordinal));
+  }
   if (cubes > fits) {
     throw invalid_argument(fmt::format(
         "kernel '{}': a cooperative launch of {} cubes; cuda:{} holds at most {} of them at once "

@@ -3,6 +3,7 @@
 #include "cpu_thread_pool.hpp"
 #include "failing_new.hpp"
 
+#include <cubert/cpu.hpp>
 #include <cubert/error.hpp>
 
 #include <gtest/gtest.h>
@@ -16,10 +17,11 @@ namespace {
 // "worker thread 1 of 8" however many had started.
 TEST(CpuPoolStart, AFailureNamesTheWorkerThatCouldNotStart) {
   std::set<std::string> named;
+  auto const spin = cubert::cpu::options{}.worker_spin;  // Made before allocations fail.
   for (long n = 1; n <= 4; ++n) {
     try {
       cubert::test::failing_allocations const fails(n);
-      cubert::cpu::cpu_thread_pool const pool(8);
+      cubert::cpu::cpu_thread_pool const pool(8, spin);
       ADD_FAILURE() << "the pool started although allocation " << n + 1 << " failed";
     } catch (cubert::device_error const& e) {
       std::string const what = e.what();

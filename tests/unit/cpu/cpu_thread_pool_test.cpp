@@ -50,7 +50,7 @@ TEST(CpuThreadPool, TheWorkerSpinIsCheckedWhereTheServerIsMade) {
 // The tasks left after a failure are skipped as one block, not claimed and counted one by one:
 // 2^32 of them took about a minute that way, here it takes no time at all.
 TEST(CpuThreadPool, AFailureSkipsTheRemainingTasksAtOnce) {
-  cpu::cpu_thread_pool pool(4);
+  cpu::cpu_thread_pool pool(4, cpu::options{}.worker_spin);
   std::atomic<std::uint64_t> ran{0};
   auto const start = std::chrono::steady_clock::now();
   EXPECT_THROW(pool.run(std::uint64_t{1} << 32,
