@@ -24,8 +24,8 @@ struct reservation_stats;
 /// Thread-safety: every member function is for one server thread at a time (the manager is not
 /// locked). Handles and bindings it returns may be copied and dropped on any thread: a drop only
 /// pushes the slice on a lock-free queue that the next call on the server thread drains.
-/// Destroy the manager only when no other thread is dropping its handles at that moment;
-/// handles that outlive it stay valid objects but resolve to nothing.
+/// Handles may be dropped while another thread destroys the manager, and may outlive it: they
+/// stay valid objects but resolve to nothing.
 class memory_manager {
  public:
   /// Builds the pools of `config` for `props`. @throws invalid_argument on a null storage, bad

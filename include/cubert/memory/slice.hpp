@@ -8,7 +8,9 @@
 // A handle copy bumps both; converting a handle into a binding gives back its handle count and
 // keeps its `all` count; a binding copy bumps `all` only. So a live binding keeps the slice
 // reserved but never blocks in-place mutation. `all` also counts the control block's lifetime:
-// whoever drops it to zero deletes the block, so user handles may outlive their pool.
+// whoever drops it to zero deletes the block, so user handles may outlive their pool. The last
+// user reference goes to the pool's release_sink instead (the pool then drops it), so a drop
+// racing the pool's destruction never touches freed memory.
 #pragma once
 
 #include <atomic>
@@ -19,29 +21,71 @@ namespace cubert::memory {
 
 using slice_id = std::uint64_t;
 
-/// Told when a slice's last user reference goes away (all drops to 1), so a pool can recycle
-/// it without scanning. Called from whichever thread dropped the reference; must be cheap and
-/// must not throw.
-class release_listener {
- public:
-  virtual void slice_released(class slice_control& slice) noexcept = 0;
+class slice_control;
 
- protected:
-  ~release_listener() = default;
+/// Where the last user reference to a pooled slice goes: a multi-producer stack of control
+/// blocks that the owning pool takes whole on its thread. Shared by the pool and by every
+/// control block that names it, so a thread dropping a slice can still reach it while another
+/// thread destroys the pool; the pool closes it first, after which pushes are refused and the
+/// dropping thread lets go of its reference itself.
+class release_sink {
+ public:
+  /// A new sink held once, by its creator (its pool).
+  [[nodiscard]] static release_sink* make() { return new release_sink; }
+  release_sink(release_sink const&) = delete;
+  release_sink& operator=(release_sink const&) = delete;
+
+  void retain() noexcept { refs_.fetch_add(1, std::memory_order_relaxed); }
+  void release() noexcept {
+    if (refs_.fetch_sub(1, std::memory_order_acq_rel) == 1) delete this;
+  }
+  /// Pushes `slice`, whose pusher's reference the taker inherits; false once closed.
+  [[nodiscard]] inline bool try_push(slice_control* slice) noexcept;
+  /// Everything pushed so far, newest first (nullptr when empty). Owner thread only; taking
+  /// the whole stack at once keeps it free of ABA problems.
+  [[nodiscard]] slice_control* take_all() noexcept {
+    auto* head = head_.load(std::memory_order_relaxed);
+    if (head == nullptr || head == closed()) return nullptr;
+    return head_.exchange(nullptr, std::memory_order_acquire);
+  }
+  /// Refuses every later push and returns what was pushed before. Owner thread only.
+  [[nodiscard]] slice_control* close() noexcept {
+    auto* head = head_.exchange(closed(), std::memory_order_acq_rel);
+    return head == closed() ? nullptr : head;
+  }
+
+ private:
+  release_sink() = default;
+  ~release_sink() = default;
+  // A marker, never dereferenced. An address, not a local static: inline code in every shared
+  // object that drops slices must agree on it.
+  static slice_control* closed() noexcept { return reinterpret_cast<slice_control*>(1); }
+
+  alignas(64) std::atomic<slice_control*> head_{nullptr};
+  alignas(64) std::atomic<std::uint32_t> refs_{1};  // off the producers' line
 };
 
 /// The shared control block of one slice. Pools create it; users only see handles.
 class slice_control {
  public:
-  explicit slice_control(slice_id id, void const* owner = nullptr,
-                         release_listener* listener = nullptr) noexcept
-      : id_(id), owner_(owner), listener_(listener) {}
+  /// `sink` (retained here) receives the slice when its last user reference goes; `slot` is
+  /// the pool's record of the slice, given back with it.
+  explicit slice_control(slice_id id, void const* owner = nullptr, release_sink* sink = nullptr,
+                         void* slot = nullptr) noexcept
+      : id_(id), owner_(owner), sink_(sink), slot_(slot) {
+    if (sink_) sink_->retain();
+  }
   slice_control(slice_control const&) = delete;
   slice_control& operator=(slice_control const&) = delete;
+  ~slice_control() {
+    if (sink_) sink_->release();
+  }
 
   [[nodiscard]] slice_id id() const noexcept { return id_; }
   /// The pool that created the slice; lets a pool reject another pool's slices in O(1).
   [[nodiscard]] void const* owner() const noexcept { return owner_; }
+  /// The owning pool's record of this slice, as given at construction.
+  [[nodiscard]] void* slot() const noexcept { return slot_; }
   [[nodiscard]] std::uint32_t handle_count() const noexcept {
     return static_cast<std::uint32_t>(counts_.load(std::memory_order_acquire) >> 32);
   }
@@ -54,30 +98,29 @@ class slice_control {
   /// Location hints for O(1) lookup; written by the owning pool only (under server exclusion).
   std::uint32_t page_index = 0;
   std::uint32_t slot_index = 0;
+  /// The next slice in its sink's stack; written by the pushing thread before publication.
+  slice_control* next_released = nullptr;
 
-  /// The owning pool detaches itself when it forgets the slice (merge, cleanup, destruction).
-  void detach_owner() noexcept {
-    owner_ = nullptr;
-    listener_.store(nullptr, std::memory_order_release);
-  }
+  /// The owning pool forgets the slice as it is destroyed (its sink is closed by then).
+  void detach_owner() noexcept { owner_ = nullptr; }
+  /// Takes over the reference the slice was pushed with, leaving the pool's alone: a plain
+  /// store, as the pusher was the only user (see drop) and the pool's thread learnt of the
+  /// push through the sink. Owner thread only, on a slice its sink returned.
+  void reclaim() noexcept { counts_.store(one_handle | one_ref, std::memory_order_relaxed); }
 
   void add_handle() noexcept { counts_.fetch_add(one_handle | one_ref, std::memory_order_relaxed); }
   /// add_handle for a slice that only its pool references (`all` is 1), as a pool hands a free
   /// slice out: a plain store, not a read-modify-write. No other thread holds a reference it
   /// could copy or drop, and the drop that freed the slice happened before the pool learnt of
-  /// it (through its release queue, or an acquire load of these counts), so nothing can race.
+  /// it (through its sink), so nothing can race.
   void add_handle_unshared() noexcept {
     counts_.store(counts_.load(std::memory_order_relaxed) + (one_handle | one_ref),
                   std::memory_order_relaxed);
   }
   void add_binding() noexcept { counts_.fetch_add(one_ref, std::memory_order_relaxed); }
   void handle_to_binding() noexcept { counts_.fetch_sub(one_handle, std::memory_order_acq_rel); }
-  void drop_handle() noexcept {
-    after_drop(counts_.fetch_sub(one_handle | one_ref, std::memory_order_acq_rel));
-  }
-  void drop_binding() noexcept {
-    after_drop(counts_.fetch_sub(one_ref, std::memory_order_acq_rel));
-  }
+  void drop_handle() noexcept { drop(one_handle | one_ref); }
+  void drop_binding() noexcept { drop(one_ref); }
 
  private:
   // Both counters share one word (handles above, all below) so that copying or dropping a
@@ -85,20 +128,42 @@ class slice_control {
   static constexpr std::uint64_t one_ref = 1;
   static constexpr std::uint64_t one_handle = std::uint64_t{1} << 32;
 
-  void after_drop(std::uint64_t before) noexcept {
-    auto const all_before = static_cast<std::uint32_t>(before);
-    if (all_before == 2) {
-      if (auto* l = listener_.load(std::memory_order_acquire)) l->slice_released(*this);
-    } else if (all_before == 1) {
+  void drop(std::uint64_t mine) noexcept {
+    if (sink_) {
+      // `all` at 2 is the pool and us: no one else holds a reference to copy, so the slice
+      // goes to the pool with ours still counted. Giving ours up first would let the pool
+      // free the block, or itself, before we reached its sink.
+      auto c = counts_.load(std::memory_order_acquire);
+      while (static_cast<std::uint32_t>(c) > 2) {
+        if (counts_.compare_exchange_weak(c, c - mine, std::memory_order_acq_rel,
+                                          std::memory_order_acquire)) {
+          return;
+        }
+      }
+      if (static_cast<std::uint32_t>(c) == 2 && sink_->try_push(this)) return;
+    }
+    // No pool (any more): the last reference deletes the block.
+    if (static_cast<std::uint32_t>(counts_.fetch_sub(mine, std::memory_order_acq_rel)) == 1) {
       delete this;
     }
   }
 
   slice_id id_;
   void const* owner_;
-  std::atomic<release_listener*> listener_;
+  release_sink* const sink_;
+  void* const slot_;
   std::atomic<std::uint64_t> counts_{0};
 };
+
+inline bool release_sink::try_push(slice_control* slice) noexcept {
+  auto* head = head_.load(std::memory_order_relaxed);
+  do {
+    if (head == closed()) return false;
+    slice->next_released = head;
+  } while (!head_.compare_exchange_weak(head, slice, std::memory_order_release,
+                                        std::memory_order_relaxed));
+  return true;
+}
 
 class slice_binding;
 

@@ -22,6 +22,7 @@ exclusive_pool::exclusive_pool(backend::storage& storage, reservation_stats& sta
 }
 
 exclusive_pool::~exclusive_pool() {
+  released_.close();  // see ~sliced_pool
   for (auto& p : slots_) {
     p->handle.control()->detach_owner();
     if (p->live) storage_->dealloc(p->storage.id);
@@ -78,8 +79,9 @@ std::optional<slice_handle> exclusive_pool::alloc(std::uint64_t size) {
     if (slots_.size() == slots_.capacity()) slots_.reserve(slots_.size() * 2 + 8);
     spare_.reserve(slots_.capacity());
     free_.reserve(slots_.capacity());
-    auto p = std::make_unique<page>(released_);
-    auto* control = new slice_control(next_slice_id(), this, p.get());
+    auto p = std::make_unique<page>();
+    auto* control = new slice_control(next_slice_id(), this, released_.sink(),
+                                      static_cast<pool_slot*>(p.get()));
     control->slot_index = static_cast<std::uint32_t>(slots_.size());
     p->handle = slice_handle(control);
     spare_.push_back(p.get());
@@ -112,16 +114,14 @@ slice_handle exclusive_pool::hand_out(page* p, std::uint64_t size) noexcept {
 }
 
 void exclusive_pool::drain() noexcept {
-  for (pool_slot* s = released_.take_all(); s;) {
-    pool_slot* next = s->next_released;
-    auto* p = static_cast<page*>(s);
+  for (slice_control* list = released_.take_all(); list;) {
+    auto* p = static_cast<page*>(release_queue::next(list));
     p->in_use = false;
     --live_.number_allocs;
     live_.bytes_in_use -= p->requested;
     live_.bytes_padding -= padding_of(p->requested);
     stats_->sub_in_use(p->requested);
     mark_free(p);
-    s = next;
   }
 }
 

@@ -38,7 +38,6 @@ class exclusive_pool final : public memory_pool {
   static constexpr std::uint32_t alloc_after_free = 5;
 
   struct page final : pool_slot {
-    using pool_slot::pool_slot;
     backend::storage_handle storage;
     std::uint64_t requested = 0;
     std::uint64_t serial = 0;  // creation order of the page (slots are recycled): ties go oldest

@@ -64,52 +64,49 @@ struct reservation_stats {
   void sub_in_use(std::uint64_t n) noexcept { in_use -= n; }
 };
 
-class release_queue;
-
-/// One slot of a pool: owns the pool's own handle to the slice and is the slice's release
-/// listener, so a drop on any thread only enqueues the slot (no lookup, no lock).
-class pool_slot : public release_listener {
+/// One slot of a pool: owns the pool's own handle to the slice, whose control block names the
+/// slot, so a drop on any thread only pushes the block on the pool's sink (no lookup, no lock).
+class pool_slot {
  public:
-  explicit pool_slot(release_queue& queue) noexcept : queue_(&queue) {}
+  pool_slot() noexcept = default;
   pool_slot(pool_slot const&) = delete;
   pool_slot& operator=(pool_slot const&) = delete;
   virtual ~pool_slot() = default;
 
-  void slice_released(slice_control& slice) noexcept final;
-
-  slice_handle handle;                 ///< The pool's reference; holds the control block.
-  pool_slot* next_released = nullptr;  ///< Written by the dropping thread before publication.
-  bool in_use = false;                 ///< Server-thread state: handed out and not drained.
-
- private:
-  release_queue* queue_;  // Not owned; the pool owns both the queue and this slot.
+  slice_handle handle;  ///< The pool's reference; holds the control block.
+  bool in_use = false;  ///< Server-thread state: handed out and not drained.
 };
 
-/// Multi-producer, single-consumer stack of released slots. Producers push one slot; the
-/// server thread takes the whole stack at once, which keeps it free of ABA problems.
+/// A pool's end of its release_sink: owns the pool's reference to it and turns the control
+/// blocks it returns back into the pool's slots.
 class release_queue {
  public:
-  void push(pool_slot* slot) noexcept {
-    auto* head = head_.load(std::memory_order_relaxed);
-    do {
-      slot->next_released = head;
-    } while (!head_.compare_exchange_weak(head, slot, std::memory_order_release,
-                                          std::memory_order_relaxed));
+  release_queue() : sink_(release_sink::make()) {}
+  release_queue(release_queue const&) = delete;
+  release_queue& operator=(release_queue const&) = delete;
+  ~release_queue() { sink_->release(); }
+
+  /// The sink to name in the pool's new control blocks.
+  [[nodiscard]] release_sink* sink() const noexcept { return sink_; }
+  /// Everything dropped so far, newest first (nullptr when empty): walk it with `next`.
+  [[nodiscard]] slice_control* take_all() noexcept { return sink_->take_all(); }
+  /// Takes the first slice of a taken list, with the reference it was dropped with, and
+  /// returns its slot.
+  [[nodiscard]] static pool_slot* next(slice_control*& list) noexcept {
+    slice_control* const c = list;
+    list = c->next_released;
+    c->reclaim();
+    return static_cast<pool_slot*>(c->slot());
   }
-  /// Everything pushed so far, newest first (nullptr when empty).
-  [[nodiscard]] pool_slot* take_all() noexcept {
-    if (head_.load(std::memory_order_relaxed) == nullptr) return nullptr;
-    return head_.exchange(nullptr, std::memory_order_acquire);
+  /// For the pool's destructor, before its slots go: later drops free their slices themselves,
+  /// and what was dropped before goes back to the pool's handles.
+  void close() noexcept {
+    for (slice_control* list = sink_->close(); list;) static_cast<void>(next(list));
   }
 
  private:
-  alignas(64) std::atomic<pool_slot*> head_{nullptr};
-  char pad_[64 - sizeof(std::atomic<pool_slot*>)] = {};  // keeps producers off our neighbours
+  release_sink* sink_;
 };
-
-inline void pool_slot::slice_released(slice_control& /*slice*/) noexcept {
-  queue_->push(this);
-}
 
 /// A pool of slices over a storage. Server thread only, except the release queue.
 class memory_pool {

@@ -16,6 +16,7 @@ persistent_pool::persistent_pool(backend::storage& storage, reservation_stats& s
     : memory_pool(storage, stats, std::numeric_limits<std::uint64_t>::max(), alignment) {}
 
 persistent_pool::~persistent_pool() {
+  released_.close();  // see ~sliced_pool
   for (auto& e : slots_) {
     e->handle.control()->detach_owner();
     if (e->live) storage_->dealloc(e->storage.id);
@@ -53,8 +54,9 @@ std::optional<slice_handle> persistent_pool::alloc(std::uint64_t size) {
   auto const bytes = effective(size);
   if (spare_.empty()) {
     if (slots_.size() == slots_.capacity()) slots_.reserve(slots_.size() * 2 + 8);
-    auto e = std::make_unique<entry>(released_);
-    auto* control = new slice_control(next_slice_id(), this, e.get());
+    auto e = std::make_unique<entry>();
+    auto* control = new slice_control(next_slice_id(), this, released_.sink(),
+                                      static_cast<pool_slot*>(e.get()));
     control->slot_index = static_cast<std::uint32_t>(slots_.size());
     e->handle = slice_handle(control);
     spare_.reserve(slots_.capacity());
@@ -98,16 +100,14 @@ slice_handle persistent_pool::hand_out(entry* e, std::uint64_t size) noexcept {
 }
 
 void persistent_pool::drain() noexcept {
-  for (pool_slot* s = released_.take_all(); s;) {
-    pool_slot* next = s->next_released;
-    auto* e = static_cast<entry*>(s);
+  for (slice_control* list = released_.take_all(); list;) {
+    auto* e = static_cast<entry*>(release_queue::next(list));
     e->in_use = false;
     --live_.number_allocs;
     live_.bytes_in_use -= e->requested;
     live_.bytes_padding -= e->storage.size - e->requested;
     stats_->sub_in_use(e->requested);
     buckets_.find(e->storage.size)->second.free.push_back(e);  // capacity reserved in alloc()
-    s = next;
   }
 }
 

@@ -37,7 +37,6 @@ class persistent_pool final : public memory_pool {
 
  private:
   struct entry final : pool_slot {
-    using pool_slot::pool_slot;
     backend::storage_handle storage;
     std::uint64_t requested = 0;
     bool live = false;

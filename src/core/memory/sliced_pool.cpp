@@ -34,8 +34,9 @@ sliced_pool::sliced_pool(backend::storage& storage, reservation_stats& stats,
 }
 
 sliced_pool::~sliced_pool() {
-  // Users may still hold handles: detach so that their late drops neither reach a dead queue
-  // nor resolve to a freed page.
+  // Users may still hold handles: close first so that their late drops free their slices
+  // themselves, and detach so that a slice never resolves to a freed page.
+  released_.close();
   for (auto& b : blocks_) b->handle.control()->detach_owner();
   for (auto& p : pages_) storage_->dealloc(p->storage.id);
   stats_->sub_reserved(live_.bytes_reserved);
@@ -51,7 +52,7 @@ void sliced_pool::check_roundable(std::uint64_t size) const {
 }
 
 std::optional<slice_handle> sliced_pool::try_reserve(std::uint64_t size) {
-  pool_slot* const released = released_.take_all();
+  slice_control* const released = released_.take_all();
   if (size > max_roundable_) [[unlikely]] {
     release_all(released);
     return std::nullopt;
@@ -60,10 +61,13 @@ std::optional<slice_handle> sliced_pool::try_reserve(std::uint64_t size) {
   // A program that drops a slice and reserves the same size again (a loop's temporaries) would
   // see its slice merged into its free neighbour and split off again at the same offset.
   if (released != nullptr && released->next_released == nullptr && detail::take_back_enabled) {
-    auto* const only = static_cast<block*>(released);
+    slice_control* list = released;
+    auto* const only = static_cast<block*>(release_queue::next(list));
     if (found_again(only, extent)) return take_back(only, size);
+    release(only);
+  } else {
+    release_all(released);
   }
-  release_all(released);
   block* b = bins_[0].find(extent);
   if (!b && extent > page_size_) {
     b = bins_[1].find(extent);
@@ -196,12 +200,8 @@ void sliced_pool::drain() noexcept {
   release_all(released_.take_all());
 }
 
-void sliced_pool::release_all(pool_slot* released) noexcept {
-  for (pool_slot* s = released; s;) {
-    pool_slot* next = s->next_released;
-    release(static_cast<block*>(s));
-    s = next;
-  }
+void sliced_pool::release_all(slice_control* released) noexcept {
+  while (released) release(static_cast<block*>(release_queue::next(released)));
 }
 
 bool sliced_pool::found_again(block const* b, std::uint64_t extent) const noexcept {
@@ -272,8 +272,9 @@ sliced_pool::block* sliced_pool::new_block() {
   // So that recycle() never allocates; checked apart, as a reserve that failed here last time
   // left blocks_ grown and spare_ not.
   if (spare_.capacity() < blocks_.capacity()) spare_.reserve(blocks_.capacity());
-  auto b = std::make_unique<block>(released_);
-  auto* control = new slice_control(next_slice_id(), this, b.get());
+  auto b = std::make_unique<block>();
+  auto* control =
+      new slice_control(next_slice_id(), this, released_.sink(), static_cast<pool_slot*>(b.get()));
   control->page_index = 0;
   control->slot_index = static_cast<std::uint32_t>(blocks_.size());
   b->handle = slice_handle(control);

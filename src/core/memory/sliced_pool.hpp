@@ -70,7 +70,6 @@ class sliced_pool final : public memory_pool {
  private:
   struct page;
   struct block final : pool_slot {
-    using pool_slot::pool_slot;
     page* owner = nullptr;
     std::uint64_t offset = 0;
     std::uint64_t size = 0;       // extent, a multiple of the alignment
@@ -102,7 +101,7 @@ class sliced_pool final : public memory_pool {
   [[nodiscard]] std::optional<slice_handle> grow(std::uint64_t size, std::uint64_t bytes);
   [[nodiscard]] page* idle_for(std::uint64_t deficit) noexcept;
   void release(block* b) noexcept;
-  void release_all(pool_slot* released) noexcept;
+  void release_all(slice_control* released) noexcept;
   /// Whether releasing `b` and reserving `extent` bytes would hand `b` out again at its offset
   /// and leave every free list as it is: then `take_back` does both at once.
   [[nodiscard]] bool found_again(block const* b, std::uint64_t extent) const noexcept;

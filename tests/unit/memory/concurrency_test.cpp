@@ -139,3 +139,56 @@ TEST(Concurrency, AHandedOutSliceCountsThePoolAndOneUser) {
 }
 
 }  // namespace
+
+// Workers drop their slices' last user references while the server thread destroys the manager:
+// no drop may reach a freed pool or control block (ASan and TSan watch this one).
+TEST(Concurrency, DropsRaceTheManagersDestruction) {
+  for (auto const& [config, mode] :
+       {std::pair(memory_configuration::sub_slices(), allocation_mode::automatic),
+        std::pair(memory_configuration::exclusive_pages(), allocation_mode::automatic),
+        std::pair(memory_configuration::sub_slices(), allocation_mode::persistent)}) {
+    SCOPED_TRACE(config.name());
+    for (int round = 0; round < 150; ++round) {
+      auto m = make_manager(dummy_props, config);
+      m->set_allocation_mode(mode);
+      std::atomic<bool> go{false};
+      std::vector<std::thread> workers;
+      for (int t = 0; t < 2; ++t) {
+        std::vector<slice_handle> mine;
+        for (int i = 0; i < 32; ++i) mine.push_back(m->reserve(4096));
+        workers.emplace_back([&go, mine = std::move(mine)]() mutable {
+          while (!go.load(std::memory_order_acquire)) {
+          }
+          for (auto& h : mine) h = {};
+        });
+      }
+      go.store(true, std::memory_order_release);
+      m.reset();
+      for (auto& w : workers) w.join();
+    }
+  }
+}
+
+// What the pools learn of at their destruction, or after it, is freed (LeakSanitizer watches).
+TEST(Concurrency, SlicesDroppedBeforeOrAfterTheManagerGoAreFreed) {
+  for (auto const& [config, mode] :
+       {std::pair(memory_configuration::sub_slices(), allocation_mode::automatic),
+        std::pair(memory_configuration::exclusive_pages(), allocation_mode::automatic),
+        std::pair(memory_configuration::sub_slices(), allocation_mode::persistent)}) {
+    SCOPED_TRACE(config.name());
+    auto m = make_manager(dummy_props, config);
+    m->set_allocation_mode(mode);
+    auto dropped_before = m->reserve(4096);
+    auto kept = m->reserve(4096);
+    auto binding = kept.binding();
+    auto copy = kept;
+    std::thread([h = std::move(dropped_before)]() mutable { h = {}; }).join();
+    m.reset();                                   // with one slice dropped and not yet taken back
+    EXPECT_EQ(kept.control()->all_count(), 3u);  // the pool's reference went with it
+    EXPECT_EQ(kept.control()->handle_count(), 2u);
+    kept = {};
+    copy = {};
+    EXPECT_EQ(binding.control()->all_count(), 1u);
+    binding = {};  // the last reference frees the control block
+  }
+}
