@@ -7,6 +7,7 @@
 
 #include <bit>
 #include <cstring>
+#include <limits>
 #include <new>
 
 namespace cubert::memory {
@@ -26,6 +27,11 @@ backend::storage_handle host_storage::alloc(std::uint64_t size) {
     throw out_of_memory(fmt::format(
         "host_storage: a {}-byte page does not fit: {} of the {}-byte capacity are allocated", size,
         allocated_, *limit_));
+  }
+  // operator new rounds the size up to the alignment, which wraps to a tiny block near 2^64.
+  if (size > std::numeric_limits<std::size_t>::max() - (alignment_ - 1)) {
+    throw out_of_memory(fmt::format(
+        "host_storage: a {}-byte page cannot be aligned to {} in 64 bits", size, alignment_));
   }
   // operator new(0) still returns a unique pointer, so zero-size pages need no special case.
   void* ptr =

@@ -41,6 +41,11 @@ std::uint64_t parse_number(std::string_view field, std::string_view what, std::s
                            std::string const& name) {
   std::uint64_t value = 0;
   auto const [ptr, ec] = std::from_chars(field.data(), field.data() + field.size(), value);
+  if (ec == std::errc::result_out_of_range && ptr == field.data() + field.size()) {
+    throw invalid_argument(fmt::format("{}:{}: {} {} does not fit in 64 bits (at most {})", name,
+                                       line_no, what, field,
+                                       std::numeric_limits<std::uint64_t>::max()));
+  }
   if (field.empty() || ec != std::errc{} || ptr != field.data() + field.size()) {
     throw invalid_argument(fmt::format("{}:{}: expected a non-negative integer {}, got '{}'", name,
                                        line_no, what, field));
@@ -207,10 +212,12 @@ allocation_trace scale_trace(allocation_trace const& trace, double factor) {
   std::uint64_t live_count = 0;
   for (auto& e : out.events) {
     if (e.alloc) {
-      auto const scaled = static_cast<double>(e.size) * factor;
-      // Converting 2^64 or more is undefined (x86-64 gave 0, so a 1-byte request), and a live
-      // sum past 2^64 - 1 would wrap the peak: either replays a different trace.
-      if (scaled >= 0x1p64) {
+      // In long double, which holds every 64-bit size exactly (a double rounds sizes past 2^53,
+      // and 2^64 - 1 up to 2^64). Converting 2^64 or more is undefined (x86-64 gave 0, so a
+      // 1-byte request), and a live sum past 2^64 - 1 would wrap the peak: either replays a
+      // different trace.
+      auto const scaled = static_cast<long double>(e.size) * static_cast<long double>(factor);
+      if (scaled >= 0x1p64L) {
         throw invalid_argument(
             fmt::format("scale_trace: {} x {}: allocation id {} of {} bytes scales past 2^64 - 1",
                         trace.name, factor, e.id, e.size));

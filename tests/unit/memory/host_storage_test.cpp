@@ -56,6 +56,18 @@ TEST(HostStorage, CapacityLimitGivesOutOfMemory) {
   (void)b;
 }
 
+// operator new rounds the size up to the alignment: near 2^64 that wrapped to a tiny block,
+// recorded as a page of the full size.
+TEST(HostStorage, ASizeThatCannotBeAlignedIsOutOfMemory) {
+  for (std::uint64_t const align : {1u, 64u, 4096u}) {
+    SCOPED_TRACE(align);
+    host_storage s(align);
+    EXPECT_THROW((void)s.alloc(~std::uint64_t{0}), cubert::out_of_memory);
+    EXPECT_THROW((void)s.alloc(~std::uint64_t{0} - 10), cubert::out_of_memory);
+    EXPECT_EQ(s.alloc(64).size, 64u);  // still works
+  }
+}
+
 TEST(HostStorage, BadRangesAreInvalidArguments) {
   host_storage s;
   auto h = s.alloc(64);

@@ -49,6 +49,16 @@ TEST(TraceReplay, MalformedLinesNameTheLine) {
   expect_error("f 7\n", "free of id 7");
   expect_error("a 1 10\na 1 10\n", "already live");
   expect_error("a 1 10 99\n", "trailing fields");
+  // A well-formed size too large for 64 bits is not "expected a non-negative integer".
+  expect_error("a 1 18446744073709551616\n",
+               "test:1: size 18446744073709551616 does not fit in 64 bits");
+}
+
+// Sizes past 2^53 lost their low bits, and 2^64 - 1 rounded up to 2^64 and was refused.
+TEST(TraceReplay, ScalingKeepsEveryBitOfA64BitSize) {
+  EXPECT_EQ(scale_trace(parse("a 1 18446744073709551615\n"), 1.0).events[0].size,
+            18446744073709551615u);
+  EXPECT_EQ(scale_trace(parse("a 1 9007199254740993\n"), 1.0).events[0].size, 9007199254740993u);
 }
 
 TEST(TraceReplay, LiveBytesPast64BitsAreRejected) {
