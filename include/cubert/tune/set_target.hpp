@@ -49,7 +49,7 @@ class set_target final : public benchmark_target {
     }
     if constexpr (!std::is_void_v<output>) {
       if (i != 0) ensure_reference();
-      auto out = call(i);
+      auto out = settled_call(i);
       client_.sync();
       if (i == 0) {
         if (!reference_) reference_.emplace(std::move(out));
@@ -114,6 +114,17 @@ class set_target final : public benchmark_target {
 
   output call(std::size_t i) { return run(i, arguments()); }
 
+  // A candidate that throws after queueing a launch that fails leaves that failure for the
+  // next sync: taken here, it is not charged to the next candidate or the caller's read.
+  output settled_call(std::size_t i) {
+    try {
+      return call(i);
+    } catch (...) {
+      settle();
+      throw;
+    }
+  }
+
   // Takes the errors the device kept for the next sync, which belong to a failure already
   // charged.
   void settle() noexcept {
@@ -126,8 +137,10 @@ class set_target final : public benchmark_target {
   void ensure_reference() {
     if (reference_ || reference_failed_) return;
     try {
-      reference_.emplace(call(0));
+      // Kept only once the sync says the run worked: a failed run's output is no reference.
+      auto out = settled_call(0);
       client_.sync();
+      reference_.emplace(std::move(out));
     } catch (std::exception const& e) {
       reference_failed_ = true;
       log::warn(log::category::autotune, "correctness checks skipped: candidate 0 failed: {}",

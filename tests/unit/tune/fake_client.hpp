@@ -3,6 +3,7 @@
 // fixed fingerprint and counters of what the tuner asked for.
 #pragma once
 
+#include <cubert/error.hpp>
 #include <cubert/profiling.hpp>
 
 #include <atomic>
@@ -42,7 +43,14 @@ class fake_client {
     });
   }
 
-  void sync() { counters_->syncs.fetch_add(1, std::memory_order_relaxed); }
+  void sync() {
+    counters_->syncs.fetch_add(1, std::memory_order_relaxed);
+    if (counters_->failed_launch.exchange(false)) {
+      throw cubert::launch_error("a queued launch failed");
+    }
+  }
+  /// As a launch that fails on the device: the next sync throws launch_error, once.
+  void fail_a_launch() { counters_->failed_launch.store(true); }
   [[nodiscard]] fake_properties const& properties() const { return props_; }
   [[nodiscard]] int profiles() const { return counters_->profiles.load(); }
   [[nodiscard]] int resolves() const { return counters_->resolves.load(); }
@@ -52,6 +60,7 @@ class fake_client {
     std::atomic<int> profiles{0};
     std::atomic<int> resolves{0};
     std::atomic<int> syncs{0};
+    std::atomic<bool> failed_launch{false};
   };
   fake_properties props_;
   std::shared_ptr<counters> counters_;  // Shared by copies, as a real client's state is.

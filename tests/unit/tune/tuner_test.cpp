@@ -268,6 +268,56 @@ TEST_F(TunerTest, ChecksChargeANonStandardThrowOfCandidateZeroToItAlone) {
   EXPECT_FALSE(results[1].checked);
 }
 
+// Candidate 0 runs only as the reference (its priority puts it in a later batch) and its launch
+// fails on the device: its output was kept as the reference all the same, and both correct
+// candidates were quarantined against it, for good.
+TEST_F(TunerTest, AFailedReferenceRunIsNoReference) {
+  tune_group<std::string> high([](std::string const&) { return 2; });
+  tune_group<std::string> low([](std::string const&) { return 1; });
+  auto one = [](std::string const&) { return 1; };
+  auto opts = options();
+  opts.checks = true;
+  local_tuner<std::string> tuner("failed_reference", opts);
+  fake_client client;
+  auto set = std::make_shared<int_set const>(
+      int_set_of()
+          .with(int_set::tunable_type("reference",
+                                      [client](int) mutable {
+                                        client.fail_a_launch();
+                                        return -1;
+                                      })
+                    .group(low, one))
+          .with(int_set::tunable_type("a", [](int x) { return x * 2; }).group(high, one))
+          .with(int_set::tunable_type("b", [](int x) { return x * 2; }).group(high, one)));
+  EXPECT_EQ(tuner.execute("d", client, set, 21), 42);
+  auto results = tuner.tuner_for("d", client)->results("key");
+  ASSERT_EQ(results.size(), 2U);  // the first batch's: "a" and "b"
+  for (auto const& r : results) EXPECT_EQ(r.status, candidate_status::ok) << r.name << r.error;
+}
+
+// With checks on, a candidate that queues a failing launch and then throws: the failure was
+// left for the next sync, which charged it to the next candidate.
+TEST_F(TunerTest, AFailureLeftByAThrowingCandidateIsItsOwn) {
+  auto opts = options(false);
+  opts.checks = true;
+  local_tuner<std::string> tuner("left_failure", opts);
+  fake_client client;
+  auto set = std::make_shared<int_set const>(int_set_of()
+                                                 .with("reference", [](int x) { return x * 2; })
+                                                 .with("throws_after_launching",
+                                                       [client](int) mutable -> int {
+                                                         client.fail_a_launch();
+                                                         throw std::runtime_error("gave up");
+                                                       })
+                                                 .with("correct", [](int x) { return x * 2; }));
+  EXPECT_EQ(tuner.execute("d", client, set, 21), 42);
+  auto results = tuner.tuner_for("d", client)->results("key");
+  ASSERT_EQ(results.size(), 3U);
+  EXPECT_EQ(results[1].status, candidate_status::failed);
+  EXPECT_EQ(results[2].status, candidate_status::ok) << results[2].error;
+  EXPECT_NO_THROW(client.sync());
+}
+
 TEST_F(TunerTest, WithoutChecksTheFastWrongCandidateWins) {
   local_tuner<std::string> tuner("nochecks", options(false));
   auto set = std::make_shared<int_set const>(int_set_of()
