@@ -19,11 +19,29 @@ void profiling_summary::record(std::string_view name, profile_duration duration)
     pending_.push_back({std::string(name.substr(0, eol)), std::move(duration)});
     if (pending_.size() < fold_at) return;
     to_fold.swap(pending_);
+    ++folding_;
   }
+  // While they resolve, these measurements are neither pending nor folded: the readers and
+  // reset() wait for them (else a reset was undone, and a table missed them).
+  struct fold_done {
+    profiling_summary& s;
+    ~fold_done() {
+      std::lock_guard lock(s.mutex_);
+      --s.folding_;
+      s.folded_cv_.notify_all();
+    }
+  };
+  fold_done const done{*this};
   totals resolved;
   resolved.add(to_fold);  // Outside the lock: device durations may wait.
   std::lock_guard lock(mutex_);
   folded_.merge(std::move(resolved));
+}
+
+std::unique_lock<std::mutex> profiling_summary::settled_lock() const {
+  std::unique_lock lock(mutex_);
+  folded_cv_.wait(lock, [&] { return folding_ == 0; });
+  return lock;
 }
 
 void profiling_summary::record(std::string_view name, std::chrono::nanoseconds duration) {
@@ -32,7 +50,7 @@ void profiling_summary::record(std::string_view name, std::chrono::nanoseconds d
 }
 
 bool profiling_summary::empty() const {
-  std::lock_guard lock(mutex_);
+  auto const lock = settled_lock();
   return pending_.empty() && folded_.rows.empty() && folded_.failed == 0;
 }
 
@@ -42,7 +60,7 @@ std::size_t profiling_summary::unresolved() const {
 }
 
 void profiling_summary::reset() {
-  std::lock_guard lock(mutex_);
+  auto const lock = settled_lock();
   pending_.clear();
   folded_ = totals{};
 }
@@ -93,7 +111,7 @@ std::string profiling_summary::table() const {
   std::vector<entry> pending;
   totals t;
   {
-    std::lock_guard lock(mutex_);
+    auto const lock = settled_lock();
     pending = pending_;
     t = folded_;
   }
@@ -105,7 +123,7 @@ std::string profiling_summary::take_table() {
   std::vector<entry> pending;
   totals t;
   {
-    std::lock_guard lock(mutex_);
+    auto const lock = settled_lock();
     pending.swap(pending_);
     std::swap(t, folded_);
   }

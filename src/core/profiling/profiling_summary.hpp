@@ -5,6 +5,7 @@
 #include <cubert/profiling.hpp>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -61,8 +62,12 @@ class profiling_summary {
     void merge(totals&& other);
   };
   [[nodiscard]] static std::string format(totals const& t);
+  /// The lock, once no fold is in flight.
+  [[nodiscard]] std::unique_lock<std::mutex> settled_lock() const;
   mutable std::mutex mutex_;
+  mutable std::condition_variable folded_cv_;
   std::vector<entry> pending_;
+  std::size_t folding_ = 0;  // record() calls resolving a batch outside the lock
   totals folded_;
 };
 

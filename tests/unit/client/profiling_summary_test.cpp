@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include <future>
+#include <thread>
+
 namespace {
 
 using namespace std::chrono_literals;
@@ -50,6 +53,44 @@ TEST(ProfilingSummaryTest, UnresolvableMeasurementIsNamedAndLeftOut) {
   EXPECT_NE(t.find("broken: event failed"), std::string::npos) << t;
   EXPECT_TRUE(s.empty());  // Taken: the next table starts afresh.
   EXPECT_EQ(s.take_table(), "");
+}
+
+// The measurement that fills the summary folds every waiting one, resolving them outside the
+// lock. Meanwhile they were neither waiting nor folded: a reset then was undone when the fold
+// landed, and a table taken then missed them.
+TEST(ProfilingSummaryTest, ResetAndTakeTableWaitForAFoldInFlight) {
+  for (bool const take : {false, true}) {
+    SCOPED_TRACE(take ? "take_table" : "reset");
+    profiling_summary s;
+    for (std::size_t i = 0; i + 1 < profiling_summary::fold_at; ++i) s.record("early", 1us);
+    std::promise<void> resolving;
+    std::promise<void> release;
+    std::thread folder([&] {
+      s.record("last", cubert::profile_duration::from_device([&] {
+                 resolving.set_value();
+                 release.get_future().wait();
+                 return std::chrono::nanoseconds(1000);
+               }));
+    });
+    resolving.get_future().wait();  // the fold is in flight
+    std::string taken;
+    std::thread reader([&] {
+      if (take) {
+        taken = s.take_table();
+      } else {
+        s.reset();
+      }
+    });
+    std::this_thread::sleep_for(50ms);  // lets the reader reach the summary mid-fold
+    release.set_value();
+    folder.join();
+    reader.join();
+    EXPECT_TRUE(s.empty()) << s.table();
+    if (take) {
+      EXPECT_NE(taken.find("| early "), std::string::npos) << taken;
+      EXPECT_NE(taken.find("| last "), std::string::npos) << taken;
+    }
+  }
 }
 
 }  // namespace
