@@ -13,7 +13,10 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
 #include <mutex>
+#include <set>
+#include <string>
 #include <thread>
 
 namespace cubert::test {
@@ -111,13 +114,40 @@ class dummy_server final : public backend::server {
   backend::binding_resource get_resource(binding const& b) override {
     return {b, memory_.get_resource(b)};
   }
-  memory::memory_usage memory_usage() override { return memory_.usage(); }
+  memory::memory_usage memory_usage() override {
+    if (on_memory_usage) on_memory_usage();
+    return memory_.usage();
+  }
   void memory_cleanup() override { memory_.cleanup(true); }
-  profiling_token start_profile() override { return profiler_.start(); }
+  profiling_token start_profile() override {
+    if (on_start_profile) on_start_profile();
+    return profiler_.start();
+  }
+  std::uint64_t instantiate_graph(std::vector<graph_step> const& steps) override {
+    if (!own_graphs) return server::instantiate_graph(steps);
+    graphs_.insert(++last_graph_);
+    return last_graph_;
+  }
+  void launch_graph(std::uint64_t id, std::vector<graph_step> const& steps) override {
+    if (id != 0 && !graphs_.contains(id)) {
+      throw invalid_argument("dummy server: no graph " + std::to_string(id));
+    }
+    server::launch_graph(0, steps);
+  }
+  void drop_graph(std::uint64_t id) noexcept override { graphs_.erase(id); }
   profile_duration end_profile(profiling_token t) override { return profiler_.stop(t); }
   device_properties const& properties() const noexcept override { return props_; }
 
+  /// Off: graphs replay step by step (id 0, as the default server's). On: graphs get ids, as a
+  /// backend with its own graphs gives, and a replay of a dropped one is refused.
+  bool own_graphs = false;
+  /// Run first in start_profile and memory_usage, on the server's thread.
+  std::function<void()> on_start_profile;
+  std::function<void()> on_memory_usage;
+
  private:
+  std::set<std::uint64_t> graphs_;
+  std::uint64_t last_graph_ = 0;
   device_properties props_;
   memory::memory_manager memory_;
   timestamp_profiler profiler_;

@@ -13,11 +13,14 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <exception>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <type_traits>
 #include <vector>
@@ -53,13 +56,19 @@ class actor_channel final : public channel {
       : properties_(server->properties()),
         core_(std::make_shared<core>(spin)),
         server_(server.get()),
-        thread_(
-            [c = core_, s = std::move(server)]() mutable { serve(std::move(c), std::move(s)); }) {
+        generation_(detail::process_generation()),
+        thread_(start(core_, std::move(server))) {
     // Before any message can arrive, hence before the thread could be orphaned.
     detail::keep_threads_until_exit();
   }
 
   ~actor_channel() override {
+    if (generation_ != detail::process_generation()) [[unlikely]] {
+      // A fork() child: the server thread is the parent's, and what it had locked stays
+      // locked. The server, the queue and the thread's record are left to the process.
+      thread_.detach();
+      return;
+    }
     {
       std::lock_guard lock(core_->mutex);
       core_->stopping = true;
@@ -173,10 +182,17 @@ class actor_channel final : public channel {
   void drop_graph(std::uint64_t id) noexcept override {
     if (std::this_thread::get_id() == thread_.get_id()) {
       // A message's captures held the graph's last copy (a kernel's CPU body, say), and go as
-      // it finishes, on the server thread, which has the server to itself: posting would pass
-      // the profile gate, and wait there for another thread's open profile to end while that
-      // thread waits for this one.
-      server_->drop_graph(id);
+      // it finishes, on the server thread. Queued behind the replays of it still waiting (the
+      // server dropping it now would refuse them), but not through the profile gate, where
+      // this thread would wait for another thread's open profile to end while that thread
+      // waits for this one.
+      try {
+        auto m = std::make_unique<fn_message<drop_message>>(drop_message{id});
+        std::lock_guard lock(core_->mutex);
+        core_->queue.push_back(std::move(m));
+        core_->queued.store(true, std::memory_order_relaxed);
+      } catch (...) {  // Out of memory for the message: the server frees it with itself.
+      }
       return;
     }
     try {
@@ -217,11 +233,18 @@ class actor_channel final : public channel {
   profiling_token start_profile() override {
     return gated_call(
         [c = core_.get(), me = std::this_thread::get_id()](Server& s) {
-          auto token = s.start_profile();
-          c->window_owner = me;
-          ++c->window_depth;
+          // Before the start: a push that ran out of memory after it left the window open
+          // for good, and every other thread's direct calls waiting for it to close.
           c->refusals_at_start.push_back(c->deferred.recorded());
-          return token;
+          try {
+            auto token = s.start_profile();
+            c->window_owner = me;
+            ++c->window_depth;
+            return token;
+          } catch (...) {
+            c->refusals_at_start.pop_back();
+            throw;
+          }
         },
         gate_step::open);
   }
@@ -270,6 +293,10 @@ class actor_channel final : public channel {
     void run(Server& s) override { fn(s); }
     F fn;
   };
+  struct drop_message {
+    std::uint64_t id;
+    void operator()(Server& s) const noexcept { s.drop_graph(id); }
+  };
 
   // What the server thread shares with callers. Owned by the channel and by the thread, so the
   // thread can outlive a channel destroyed on it. Messages reach it through the thread that runs
@@ -299,8 +326,18 @@ class actor_channel final : public channel {
   // What posting a message does to profiling ownership, in the same critical section.
   enum class gate_step { none, open, close };
 
+  // A fork() child has no server thread: a call would wait for ever for its reply.
+  void refuse_in_a_fork_child() const {
+    if (generation_ != detail::process_generation()) [[unlikely]] {
+      throw device_error(
+          "this client was made before fork(): its actor channel's server thread stayed in the "
+          "parent process; make a new client in this one");
+    }
+  }
+
   template <typename F>
   void post(F&& f, gate_step step = gate_step::none) {
+    refuse_in_a_fork_child();
     auto m = std::make_unique<fn_message<std::decay_t<F>>>(std::forward<F>(f));
     bool wake = false;
     {
@@ -435,6 +472,7 @@ class actor_channel final : public channel {
   // any other thread's profile (as a posted call would be).
   template <typename F>
   auto direct(F&& f) -> std::invoke_result_t<F&, Server&> {
+    refuse_in_a_fork_child();
     auto const me = std::this_thread::get_id();
     for (;;) {
       core_->direct_waiting.fetch_add(1);
@@ -457,6 +495,18 @@ class actor_channel final : public channel {
     if (!kept.pending()) return;
     s.sync().get();
     kept.rethrow_if_any();
+  }
+
+  // A thread that cannot start (a thread or address-space limit) is a device_error, as the CPU
+  // pool's workers are: std::system_error was no cubert::error.
+  static std::thread start(std::shared_ptr<core> c, std::unique_ptr<Server> s) {
+    try {
+      return std::thread(
+          [c = std::move(c), s = std::move(s)]() mutable { serve(std::move(c), std::move(s)); });
+    } catch (std::system_error const& e) {
+      throw device_error(std::string("the actor channel could not start its server thread: ") +
+                         e.what());
+    }
   }
 
   static void serve(std::shared_ptr<core> c, std::unique_ptr<Server> server) {
@@ -496,8 +546,9 @@ class actor_channel final : public channel {
 
   device_properties properties_;
   std::shared_ptr<core> core_;
-  Server* server_;      // Owned by the thread; lives until the thread ends, after the channel.
-  std::thread thread_;  // Last: starts after every other member is ready.
+  Server* server_;  // Owned by the thread; lives until the thread ends, after the channel.
+  std::uint64_t generation_;  // detail::process_generation() of the process that started thread_
+  std::thread thread_;        // Last: starts after every other member is ready.
 };
 
 }  // namespace cubert::backend

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cpu_thread_pool.hpp"
 
+#include <cubert/backend/exit_threads.hpp>
 #include <cubert/backend/spin_wait.hpp>
 #include <cubert/error.hpp>
 
@@ -12,7 +13,9 @@
 namespace cubert::cpu {
 
 cpu_thread_pool::cpu_thread_pool(unsigned threads, std::chrono::microseconds spin)
-    : threads_(std::max(1u, threads)), spin_(spin) {
+    : threads_(std::max(1u, threads)),
+      spin_(spin),
+      process_(backend::detail::process_generation()) {
   try {
     workers_.reserve(threads_ - 1);
     for (unsigned i = 1; i < threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
@@ -31,6 +34,12 @@ cpu_thread_pool::~cpu_thread_pool() {
 }
 
 void cpu_thread_pool::stop() noexcept {
+  if (process_ != backend::detail::process_generation()) [[unlikely]] {
+    // A fork() child: the workers are the parent's (see process_generation).
+    for (auto& t : workers_) t.detach();
+    workers_.clear();
+    return;
+  }
   {
     std::lock_guard lock(mutex_);
     stopping_.store(true);

@@ -80,6 +80,7 @@ class cpu_thread_pool {
   std::mutex mutex_;                          // Only for sleeping and waking.
   std::condition_variable wake_;
   std::atomic<bool> stopping_{false};
+  std::uint64_t process_;  // backend::detail::process_generation() where the workers started
   std::vector<std::thread> workers_;
 };
 

@@ -3,6 +3,7 @@
 
 #include "host/host_limits.hpp"
 
+#include <cubert/backend/exit_threads.hpp>
 #include <cubert/backend/spin_wait.hpp>
 
 #include <algorithm>
@@ -11,7 +12,9 @@
 namespace cubert::cuda::detail {
 
 cuda_copy_pool::cuda_copy_pool(unsigned threads, std::chrono::microseconds spin) noexcept
-    : threads_(threads == 0 ? default_threads() : std::min(threads, max_threads)), spin_(spin) {}
+    : threads_(threads == 0 ? default_threads() : std::min(threads, max_threads)),
+      spin_(spin),
+      process_(backend::detail::process_generation()) {}
 
 unsigned cuda_copy_pool::default_threads() noexcept {
   // Half the CPUs this process may use (not the host's: under taskset or a CPU quota the
@@ -20,6 +23,11 @@ unsigned cuda_copy_pool::default_threads() noexcept {
 }
 
 cuda_copy_pool::~cuda_copy_pool() {
+  if (process_ != backend::detail::process_generation()) [[unlikely]] {
+    // A fork() child: the threads are the parent's (see process_generation).
+    for (auto& t : pool_) t.detach();
+    return;
+  }
   {
     std::lock_guard lock(mutex_);
     stopping_ = true;
@@ -31,6 +39,7 @@ cuda_copy_pool::~cuda_copy_pool() {
 
 void cuda_copy_pool::start() noexcept {
   started_ = true;
+  process_ = backend::detail::process_generation();
   // No reserve: the vector's growth failing is a refusal like a thread's, caught below.
   for (unsigned i = 1; i < threads_; ++i) {
     try {

@@ -9,8 +9,12 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+#include <cstdint>
 #include <mutex>
+#include <pthread.h>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace cubert::backend {
@@ -22,7 +26,7 @@ namespace {
 // find a live mutex that tells it the keeper is gone, not a destroyed one.
 struct finishing_state {
   std::mutex mutex;
-  std::vector<std::thread> threads;
+  std::vector<std::pair<std::thread, std::uint64_t>> threads;  // with their process generation
   bool closed = false;  // The keeper has joined what it had; later threads are detached.
 };
 
@@ -38,7 +42,7 @@ struct finishing_threads {
     auto& f = finishing();
     // Taken out under the lock and joined outside it: a thread may still be adding itself.
     for (;;) {
-      std::vector<std::thread> batch;
+      std::vector<std::pair<std::thread, std::uint64_t>> batch;
       {
         std::lock_guard lock(f.mutex);
         if (f.threads.empty()) {
@@ -47,9 +51,11 @@ struct finishing_threads {
         }
         batch.swap(f.threads);
       }
-      for (auto& t : batch) {
-        // exit() called from such a thread itself cannot wait for it.
-        if (t.get_id() == std::this_thread::get_id()) {
+      for (auto& [t, generation] : batch) {
+        // exit() called from such a thread itself cannot wait for it, nor a fork() child for
+        // its parent's threads.
+        if (t.get_id() == std::this_thread::get_id() ||
+            generation != detail::process_generation()) {
           t.detach();
         } else if (t.joinable()) {
           t.join();
@@ -59,7 +65,20 @@ struct finishing_threads {
   }
 };
 
+std::atomic<std::uint64_t> forks_seen{0};
+
+void count_fork() noexcept {
+  forks_seen.fetch_add(1, std::memory_order_relaxed);
+}
+
 }  // namespace
+
+std::uint64_t detail::process_generation() noexcept {
+  // A fork() child runs this handler on its only thread before fork() returns there.
+  [[maybe_unused]] static bool const registered =
+      ::pthread_atfork(nullptr, nullptr, count_fork) == 0;
+  return forks_seen.load(std::memory_order_relaxed);
+}
 
 void detail::keep_threads_until_exit() noexcept {
   (void)finishing();
@@ -75,7 +94,7 @@ void detail::join_at_exit(std::thread thread) noexcept {
       thread.detach();
       return;
     }
-    f.threads.push_back(std::move(thread));
+    f.threads.emplace_back(std::move(thread), detail::process_generation());
   } catch (...) {  // No memory for one more entry: let it run out on its own.
     if (thread.joinable()) thread.detach();
   }

@@ -14,6 +14,7 @@
 #include <future>
 #include <memory>
 #include <new>
+#include <optional>
 #include <thread>
 
 namespace {
@@ -58,6 +59,39 @@ void sweep_failed_ends() {
     if (!others_go_on(ch)) std::_Exit(2);
     if (!threw) std::exit(0);
   }
+}
+
+// For n = 0, 1, ...: the n-th host allocation on the server thread from the start of the server's
+// start_profile fails, until a start runs through. A start that throws must leave no window
+// open: one left open (the message allocated after the server had started its profile) kept
+// every other thread's reservations waiting for ever.
+void sweep_failed_starts() {
+  thread_local std::optional<test::failing_allocations> armed;  // the server thread's
+  for (long n = 0;; ++n) {
+    auto server = std::make_unique<test::dummy_server>();
+    server->on_start_profile = [n] { armed.emplace(n); };
+    server->on_memory_usage = [] { armed.reset(); };
+    auto const ch = backend::make_channel(std::move(server), backend::channel_kind::actor);
+    std::optional<profiling_token> token;
+    try {
+      token = ch->start_profile();
+    } catch (std::bad_alloc const&) {
+    }
+    (void)ch->memory_usage();  // disarms
+    if (!token && !others_go_on(ch)) {
+      std::fprintf(stderr, "failing allocation %ld: another thread's call never returned\n", n);
+      std::_Exit(1);
+    }
+    if (token) {
+      (void)ch->end_profile(*token);
+      std::exit(0);
+    }
+  }
+}
+
+TEST(ActorChannelAllocationFailure, AProfileWhoseStartFailsLeavesNoWindowOpen) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(sweep_failed_starts(), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(ActorChannelAllocationFailure, AProfileWhoseEndCannotBePostedStillEnds) {

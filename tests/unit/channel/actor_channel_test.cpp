@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The actor channel's waits: replies that come while the caller spins and after it sleeps,
 // errors on both paths, and a server thread that sleeps once its queue stays empty.
+#include "dummy_server.hpp"
+
 #include <cubert/backend/actor_channel.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cpu.hpp>
@@ -10,13 +12,16 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -197,6 +202,82 @@ TEST(ActorChannel, AMessageReleasesWhatItHoldsOnceItHasRun) {
   auto const usage = c.memory_usage();
   done.get();
   EXPECT_EQ(usage.bytes_in_use, baseline);
+}
+
+// A graph's last copy goes on the server thread (a kernel's CPU body held it) while a replay of
+// it is queued behind that kernel: the drop reached the server at once, ahead of the replay,
+// which the server then refused ("no graph"), and the next sync threw.
+TEST(ActorChannel, AGraphDroppedOnTheServerThreadGoesAfterItsQueuedReplays) {
+  auto server = std::make_unique<test::dummy_server>();
+  server->own_graphs = true;
+  client c(backend::make_channel(std::move(server), backend::channel_kind::actor));
+  auto const replays = std::make_shared<std::atomic<int>>(0);
+  auto const counted = kernel::builder("test::counted")
+                           .cpu([replays](cpu::kernel_context const&) { replays->fetch_add(1); })
+                           .build();
+  std::optional<graph> g = c.capture([&] { c.execute(counted, cube_count{1}, bindings{}); });
+  auto const go = std::make_shared<std::atomic<bool>>(false);
+  std::optional<kernel> holder =
+      kernel::builder("test::holds_the_graph")
+          .cpu([go, kept = *g](cpu::kernel_context const&) { wait_for(*go); })
+          .build();
+  c.execute(*holder, cube_count{1}, bindings{});
+  c.replay(*g);
+  g.reset();
+  holder.reset();  // the queued kernel holds the graph's last copy now
+  go->store(true);
+  EXPECT_NO_THROW(c.sync());
+  EXPECT_EQ(replays->load(), 1);
+}
+
+// Runs `child` in a fork() child with 10 s to finish; its exit status (124 when it hung).
+int in_a_fork_child(std::function<int()> const& child) {
+  pid_t const pid = ::fork();
+  if (pid == 0) {
+    ::alarm(10);
+    std::_Exit(child());
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) return 124;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 125;
+}
+
+// The child has no server thread (nor CPU workers): a call waited for ever for its reply, and
+// destroying the client waited for ever to join threads that are not there.
+TEST(ActorChannel, InAForkChildItsClientRefusesAndGoesWithoutHanging) {
+  std::optional<client> c = actor_client();
+  auto const h = c->empty(64);
+  EXPECT_EQ(in_a_fork_child([&] {
+              try {
+                (void)c->memory_usage();
+                return 1;
+              } catch (device_error const& e) {
+                if (std::string(e.what()).find("made before fork()") == std::string::npos) {
+                  return 2;
+                }
+              }
+              c.reset();
+              return 0;
+            }),
+            0);
+  EXPECT_EQ(c->read_one(h.binding()).size(), 64u);  // the parent's goes on
+}
+
+TEST(MutexChannel, InAForkChildACpuClientWithWorkersGoesWithoutHanging) {
+  cpu::options opts;
+  opts.threads = 4;
+  std::optional<client> c =
+      client(backend::make_channel(cpu::make_server(opts), backend::channel_kind::mutex));
+  c->execute(kernel::builder("test::nothing").cpu([](cpu::kernel_context const&) {}).build(),
+             cube_count{8}, bindings{});
+  c->sync();
+  EXPECT_EQ(in_a_fork_child([&] {
+              c.reset();
+              return 0;
+            }),
+            0);
+  c->sync();
 }
 
 // A CPU kernel that captured its client, with every other copy dropped while it is queued: the

@@ -471,6 +471,34 @@ TEST(CpuThreads, ThatCannotStartAreADeviceErrorNotATerminate) {
   EXPECT_EXIT(thread_start_failure_is_an_error(), ::testing::ExitedWithCode(0), "");
 }
 
+// The actor channel's server thread, under the same kind of limit: std::system_error came out.
+void actor_thread_start_failure_is_an_error() {
+  cpu::options opts;
+  opts.threads = 1;  // no workers: the channel's thread is the only one to start
+  auto server = cpu::make_server(opts);
+  long pages = 0;
+  std::ifstream("/proc/self/statm") >> pages;
+  auto const used = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE));
+  rlimit const limit{used + (rlim_t{1} << 20), used + (rlim_t{1} << 20)};  // < one stack
+  setrlimit(RLIMIT_AS, &limit);
+  int code = 2;
+  try {
+    auto ch = backend::make_channel(std::move(server), channel_kind::actor);
+  } catch (device_error const& e) {
+    code = std::string(e.what()).find("could not start its server thread") != std::string::npos ? 0
+                                                                                                : 3;
+  } catch (...) {
+    code = 4;
+  }
+  std::_Exit(code);
+}
+
+TEST(ActorChannelThread, ThatCannotStartIsADeviceError) {
+  if (sanitized) GTEST_SKIP() << "an address-space limit breaks the sanitizers' shadow memory";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(actor_thread_start_failure_is_an_error(), ::testing::ExitedWithCode(0), "");
+}
+
 INSTANTIATE_TEST_SUITE_P(Channels, BadInput,
                          ::testing::Values(channel_kind::mutex, channel_kind::actor,
                                            channel_kind::inline_),
