@@ -15,6 +15,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <future>
 #include <memory>
 #include <span>
@@ -190,7 +191,8 @@ class client {
   /// capture, records it instead. Its buffers are the ones it was captured with: to feed it new
   /// inputs, write them into those buffers between replays. @throws invalid_argument for a
   /// default-constructed graph or one captured on another device; failures while running
-  /// surface at the next sync/read/flush.
+  /// surface at the next sync/read/flush. At profiling level basic or more each replay is
+  /// timed as one row, "graph replay (N steps)", as a launch is.
   void replay(graph const& g) const;
 
   /// True when both refer to the same shared state.
@@ -232,6 +234,8 @@ class client {
 
   void execute_inner(kernel const& k, cube_count const& count, bindings args,
                      execution_mode mode) const;
+  // At profiling level basic or more: runs `submit` in a profile and records it as `label`.
+  void submit_measured(std::string const& label, std::function<void()> const& submit) const;
 
   std::shared_ptr<state> state_;
 };

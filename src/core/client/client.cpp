@@ -107,7 +107,36 @@ void client::replay(graph const& g) const {
     r->steps.insert(r->steps.end(), g.state_->steps->begin(), g.state_->steps->end());
     return;
   }
-  state_->channel->launch_graph(g.state_->id, g.state_->steps);
+  auto const& st = *g.state_;
+  if (log::enabled(log::category::profiling, log_level::minimal)) [[unlikely]] {
+    auto const label = fmt::format("graph replay ({} steps)", st.steps->size());
+    if (log::enabled(log::category::profiling, log_level::basic)) {
+      submit_measured(label, [&] { state_->channel->launch_graph(st.id, st.steps); });
+      return;
+    }
+    log::write(log::category::profiling, "Executing {}", label);
+  }
+  state_->channel->launch_graph(st.id, st.steps);
+}
+
+void client::submit_measured(std::string const& label, std::function<void()> const& submit) const {
+  bool submitted = false;
+  try {
+    auto d = profile(
+        [&] {
+          submitted = true;
+          submit();
+        },
+        label);
+    state_->summary.record(label, std::move(d));
+  } catch (profile_error const& e) {
+    // The work failed while running: like any launch, it reports that at the next
+    // sync/read/flush. The implicit measurement is only logged, not thrown a second time.
+    // A window that did not open is only logged too, and the work goes unmeasured (it was
+    // lost: the error came before it was submitted).
+    log::write(log::category::profiling, "{}: not measured: {}", label, e.what());
+    if (!submitted) submit();
+  }
 }
 
 client::profile_scope::profile_scope(client const& c, std::string_view /*name*/)
@@ -292,23 +321,7 @@ void client::execute_inner(kernel const& k, cube_count const& count, bindings ar
                             ? fmt::format("{}: {} CubeCount {}", k.name(),
                                           k.id().with_mode(mode).to_string(), count.to_string())
                             : k.name();
-    bool submitted = false;
-    try {
-      auto d = profile(
-          [&] {
-            submitted = true;
-            state_->channel->execute(k, count, std::move(args), mode);
-          },
-          label);
-      state_->summary.record(label, std::move(d));
-    } catch (profile_error const& e) {
-      // The launch failed while running: like any launch, it reports that at the next
-      // sync/read/flush. The implicit measurement is only logged, not thrown a second time.
-      // A window that did not open is only logged too, and the launch goes unmeasured (it was
-      // lost: the error came before it was submitted).
-      log::write(log::category::profiling, "{}: not measured: {}", label, e.what());
-      if (!submitted) state_->channel->execute(k, count, std::move(args), mode);
-    }
+    submit_measured(label, [&] { state_->channel->execute(k, count, std::move(args), mode); });
     return;
   }
   refuse_inside_kernel();

@@ -16,6 +16,8 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -131,6 +133,24 @@ TEST_P(ClientProfilingBasic, AFailingKernelIsReportedOnceAtSync) {
   }
   EXPECT_EQ(reports, 1);
   EXPECT_NO_THROW(c.sync());
+}
+
+// Replays went around profiling: no row in the summary that sync writes, at any level.
+TEST_P(ClientProfilingBasic, AGraphReplayIsTimedAsOneRow) {
+  auto c = cpu_client(GetParam());
+  auto const g = c.capture([&] {
+    c.execute(test::kernels::empty_kernel(), cube_count{1}, bindings{});
+    c.execute(test::kernels::empty_kernel(), cube_count{1}, bindings{});
+  });
+  c.replay(g);
+  c.replay(g);
+  c.sync();
+  log::reconfigure(config{});  // flushes the log file
+  std::ifstream in(log_file_);
+  std::string const text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto const row = text.find("| graph replay (2 steps)");
+  ASSERT_NE(row, std::string::npos) << text;
+  EXPECT_NE(text.find("| 2 ", row), std::string::npos) << text;  // Num Computed: two replays
 }
 
 INSTANTIATE_TEST_SUITE_P(Channels, ClientProfilingBasic,
