@@ -26,6 +26,10 @@ struct uint3 {
   std::uint32_t z = 0;
 };
 
+/// What the CPU device aligns its buffers to (`memory.alignment`): a cache line, so that
+/// neighbouring slices share none. Element types aligned to more may or may not fit a buffer.
+inline constexpr std::uint64_t buffer_alignment = 64;
+
 /// A bound buffer as a kernel sees it: the binding's bytes, offsets applied.
 struct buffer_view {
   std::byte* data = nullptr;
@@ -33,8 +37,9 @@ struct buffer_view {
 
   /// The buffer as elements of T (trailing bytes that do not fill a T are left out).
   /// @throws invalid_argument if the bytes do not start on a T's alignment (a binding offset
-  /// that is not a multiple of it): reading T through such a pointer is undefined, and on some
-  /// targets it traps or tears.
+  /// that is not a multiple of it, or a T aligned to more than `buffer_alignment`, which a
+  /// buffer may or may not start on): reading T through such a pointer is undefined, and on
+  /// some targets it traps or tears.
   template <typename T>
   [[nodiscard]] std::span<T> as() const {
     if (reinterpret_cast<std::uintptr_t>(data) % alignof(T) != 0) [[unlikely]] {

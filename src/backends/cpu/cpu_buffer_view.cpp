@@ -10,7 +10,16 @@
 namespace cubert::cpu {
 
 void buffer_view::throw_misaligned(std::size_t alignment) const {
-  // Storage pages are aligned far beyond any element type, so the cause is the binding's offset.
+  // Slices start on the device's memory alignment (64 bytes): beyond it, where a buffer starts
+  // is luck, whatever the binding's offset.
+  if (alignment > buffer_alignment) {
+    throw invalid_argument(fmt::format(
+        "cpu kernel: a buffer of {} bytes starts {} bytes past a {}-byte boundary, so it cannot "
+        "be viewed as elements aligned to {} bytes: the CPU device aligns buffers to {} bytes, "
+        "so view types aligned to at most that",
+        size, reinterpret_cast<std::uintptr_t>(data) % alignment, alignment, alignment,
+        buffer_alignment));
+  }
   throw invalid_argument(fmt::format(
       "cpu kernel: a buffer of {} bytes starts {} bytes past a {}-byte boundary, so it cannot be "
       "viewed as elements aligned to {} bytes; make the binding's offset a multiple of {}",

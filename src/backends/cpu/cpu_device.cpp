@@ -61,7 +61,7 @@ device_properties make_properties(unsigned threads) {
   // after a cleanup and a retry).
   p.memory.max_page_size = std::uint64_t{1} << 30;
   p.memory.max_alloc_size = p.total_memory != 0 ? p.total_memory : ~std::uint64_t{0};
-  p.memory.alignment = 64;  // A cache line: no false sharing between neighbouring slices.
+  p.memory.alignment = buffer_alignment;
   auto& hw = p.hardware;
   hw.plane_size_min = 1;
   hw.plane_size_max = 1;

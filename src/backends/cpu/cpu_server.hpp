@@ -24,6 +24,8 @@ class cpu_server final : public backend::server {
   [[nodiscard]] cubert::handle empty(std::uint64_t size) override;
   [[nodiscard]] std::future<std::vector<bytes>> read(
       std::vector<cubert::binding> bindings) override;
+  [[nodiscard]] std::future<std::vector<bytes>> read_tensor(
+      std::vector<binding_with_meta> tensors) override;
   /// Copies straight out of host memory; the default `alloc_host` (aligned memory) is kept,
   /// since nothing on this device benefits from pinning.
   [[nodiscard]] std::future<void> read_into(cubert::binding const& b,

@@ -45,6 +45,24 @@ TEST(CpuBufferView, MisalignedBytesAreRefusedWithTheAlignmentNeeded) {
   EXPECT_THROW((void)view.as<double>(), invalid_argument);
 }
 
+// A type aligned to more than the device's 64 bytes: whether a buffer starts on its alignment is
+// luck, whatever the offset, and the message said to make an offset of 0 a multiple of 128.
+TEST(CpuBufferView, AnOverAlignedTypeIsExplainedNotBlamedOnTheOffset) {
+  struct alignas(2 * cpu::buffer_alignment) line {
+    std::byte b[2 * cpu::buffer_alignment];
+  };
+  alignas(4 * cpu::buffer_alignment) std::array<std::byte, 8 * cpu::buffer_alignment> bytes{};
+  cpu::buffer_view const view{bytes.data() + cpu::buffer_alignment, 4 * cpu::buffer_alignment};
+  try {
+    (void)view.as<line>();
+    FAIL() << "accepted";
+  } catch (invalid_argument const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("aligns buffers to 64 bytes"), std::string::npos) << what;
+    EXPECT_EQ(what.find("offset a multiple of"), std::string::npos) << what;
+  }
+}
+
 // Through a client: a binding offset by one byte fails the launch at the next sync, and the
 // buffer and the client are left as they were.
 TEST(CpuBufferView, AKernelViewingAMisalignedBindingFailsItsLaunch) {
