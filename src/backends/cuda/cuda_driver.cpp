@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cuda_driver.hpp"
 
+#include "config/config_names.hpp"
+
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -15,10 +17,22 @@ namespace {
 
 driver_api load() noexcept {
   driver_api api;
-  // CUBERT_CUDA_DISABLE lets tests and users check the no-driver path on a GPU machine.
-  if (char const* off = std::getenv("CUBERT_CUDA_DISABLE"); off && *off && *off != '0') {
-    api.failure = "the CUDA backend is disabled by CUBERT_CUDA_DISABLE";
-    return api;
+  // CUBERT_CUDA_DISABLE lets tests and users check the no-driver path on a GPU machine. A
+  // boolean like every other switch ("off" turned the backend off); a value that is none stays
+  // on the safe side, with the value named.
+  if (char const* off = std::getenv("CUBERT_CUDA_DISABLE"); off && *off) {
+    auto const disabled = cubert::detail::parse_bool(off);
+    if (!disabled) {
+      api.failure = fmt::format(
+          "the CUDA backend is disabled: CUBERT_CUDA_DISABLE='{}' is not a boolean (1/0, "
+          "true/false, on/off, yes/no)",
+          off);
+      return api;
+    }
+    if (*disabled) {
+      api.failure = "the CUDA backend is disabled by CUBERT_CUDA_DISABLE";
+      return api;
+    }
   }
   // Never unloaded: the driver keeps process-wide state, and handles may outlive any owner.
   void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);

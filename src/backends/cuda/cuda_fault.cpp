@@ -79,9 +79,12 @@ std::atomic<bool> const& lost_flag() noexcept {
 
 std::string lost_because(int ordinal, fault_record const& fault) {
   if (fault.ordinal == ordinal) return fault.report;
+  // Whichever server meets the sticky error first records it: the kernel that faulted may be
+  // this device's as well as that one's.
   return fmt::format(
-      "The fault was on cuda:{}, and CUDA fails every context of a process after one (driver "
-      "580: even cuMemAlloc on another device returns the fault's error). {}",
+      "The fault was found on cuda:{} (the kernel that made it may have run on any CUDA device "
+      "of this process), and CUDA fails every context of a process after one (driver 580: even "
+      "cuMemAlloc on another device returns the fault's error). {}",
       fault.ordinal, fault.report);
 }
 

@@ -578,16 +578,17 @@ void a_fault_on_another_device_loses_this_one(channel_kind kind) {
                             "cuStreamSynchronize: CUDA_ERROR_ILLEGAL_ADDRESS (an illegal memory "
                             "access was encountered). This is a kernel fault on cuda:1");
     std::vector<std::string> const lost{"cuda:0 is lost", "restart the process",
-                                        "The fault was on cuda:1", "CUDA_ERROR_ILLEGAL_ADDRESS"};
+                                        "The fault was found on cuda:1",
+                                        "CUDA_ERROR_ILLEGAL_ADDRESS"};
     checks.expect_device_error(
         "sync", [&] { c.sync(); }, lost);
     checks.expect_device_error(
         "empty", [&] { (void)c.empty(64); }, lost);
     checks.expect_device_error(
         "read", [&] { (void)c.read_one(buf.binding()); }, lost);
-    checks.expect_device_error(
-        "a new server", [&] { (void)cuda::make_server(0, test_options()); },
-        {"cuda:0 cannot be used again", "The fault was on cuda:1", "CUDA_ERROR_ILLEGAL_ADDRESS"});
+    checks.expect_device_error("a new server", [&] { (void)cuda::make_server(0, test_options()); },
+                               {"cuda:0 cannot be used again", "The fault was found on cuda:1",
+                                "CUDA_ERROR_ILLEGAL_ADDRESS"});
   }
   checks.finish();
 }
@@ -623,7 +624,7 @@ void lost_during_a_call(channel_kind kind) {
       fail_copies(0, 1);
       checks.expect_device_error(
           "the read", [&] { (void)c.read_one(buf.binding()); },
-          {"cuda:0 is lost", "restart the process", "The fault was on cuda:1"});
+          {"cuda:0 is lost", "restart the process", "The fault was found on cuda:1"});
       checks.expect_device_error("the next sync", [&] { c.sync(); }, {"cuda:0 is lost"});
     }
   }

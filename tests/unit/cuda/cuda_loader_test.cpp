@@ -59,6 +59,23 @@ TEST(CudaLoaderTest, DisabledByEnvironmentInAFreshProcess) {
   EXPECT_NE(out.find("CUBERT_CUDA_DISABLE"), std::string::npos) << out;
 }
 
+// A boolean, like every other switch: "off" and "false" turned the backend off.
+TEST(CudaLoaderTest, DisableTakesTheBooleansEveryOtherSwitchTakes) {
+  auto const fake = "LD_LIBRARY_PATH=" + std::string(CUBERT_FAKE_DRIVER_DIR) + " ";
+  auto const probe = std::string(CUBERT_CUDA_PROBE) + " devices";
+  for (char const* const off : {"0", "false", "off", "no"}) {
+    auto const out = run(fake + "CUBERT_CUDA_DISABLE=" + off + " " + probe);
+    EXPECT_EQ(out.substr(0, 2), "1\n") << off << ": " << out;
+  }
+  for (char const* const on : {"1", "true", "ON", "yes"}) {
+    auto const out = run(fake + "CUBERT_CUDA_DISABLE=" + on + " " + probe);
+    EXPECT_EQ(out.substr(0, 2), "0\n") << on << ": " << out;
+  }
+  auto const junk = run(fake + "CUBERT_CUDA_DISABLE=maybe " + probe);
+  EXPECT_EQ(junk.substr(0, 2), "0\n") << junk;
+  EXPECT_NE(junk.find("CUBERT_CUDA_DISABLE='maybe' is not a boolean"), std::string::npos) << junk;
+}
+
 // The fake driver, in a fresh process: a driver that starts but cannot count its devices (a
 // child forked after CUDA started) is reported with the count's error, not as "no device" with
 // an empty reason or as a device ordinal out of range.
