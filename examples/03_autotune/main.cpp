@@ -68,6 +68,9 @@ int main() {
     }
   }
   auto const t = tuner.tuner_for("cpu", client);
+  // With autotune.background on (CUBERT_AUTOTUNE_BACKGROUND=1) the tuning runs on a worker
+  // while execute() runs candidate 0: wait for it before asking for the winner.
+  t->wait_idle();
   auto const key = "scale-" + std::to_string(cubert::tune::anchor(xs.size()));
   auto const winner = t->fastest(key);
   if (!winner) {

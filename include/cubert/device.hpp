@@ -38,7 +38,7 @@ struct hardware_properties {
 
 /// Everything a client can tell about its device.
 struct device_properties {
-  std::string name;         ///< "NVIDIA H200", "x86_64 host (16 threads)".
+  std::string name;         ///< "NVIDIA H200", "AMD EPYC 9654 96-Core Processor (16 threads)".
   std::string backend;      ///< "cpu", "cuda", "opencl".
   std::uint32_t index = 0;  ///< Ordinal within the backend.
   memory::device_memory_properties memory{};
