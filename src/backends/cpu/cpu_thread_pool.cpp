@@ -35,9 +35,11 @@ cpu_thread_pool::~cpu_thread_pool() {
 
 void cpu_thread_pool::stop() noexcept {
   if (process_ != backend::detail::process_generation()) [[unlikely]] {
-    // A fork() child: the workers are the parent's (see process_generation).
+    // A fork() child: the workers are the parent's (see process_generation). Their waits on
+    // wake_ are counted in it, and destroying it would wait for them for ever.
     for (auto& t : workers_) t.detach();
     workers_.clear();
+    static_cast<void>(wake_.release());
     return;
   }
   {
@@ -45,7 +47,7 @@ void cpu_thread_pool::stop() noexcept {
     stopping_.store(true);
     generation_.fetch_add(1);
   }
-  wake_.notify_all();
+  wake_->notify_all();
   for (auto& t : workers_) t.join();
   workers_.clear();
 }
@@ -87,7 +89,7 @@ void cpu_thread_pool::run_erased(std::uint64_t count, task_fn fn, void* ctx) {
   if (sleeping_.load() > 0) {
     // Taking the mutex orders this wake after a sleeper's last look at generation_.
     { std::lock_guard lock(mutex_); }
-    wake_.notify_all();
+    wake_->notify_all();
   }
   work_on(j);
   while (j.done.load(std::memory_order_acquire) < count) backend::cpu_relax();
@@ -119,7 +121,7 @@ void cpu_thread_pool::worker_loop() {
     if (!spin_for_launch(seen) && generation_.load() == seen) {
       std::unique_lock lock(mutex_);
       sleeping_.fetch_add(1);
-      wake_.wait(lock, [&] { return generation_.load() != seen || stopping_.load(); });
+      wake_->wait(lock, [&] { return generation_.load() != seen || stopping_.load(); });
       sleeping_.fetch_sub(1);
     }
     if (stopping_.load()) return;

@@ -78,7 +78,8 @@ class cpu_thread_pool {
   std::atomic<std::uint64_t> generation_{0};  // Bumped per launch; workers spin on it.
   std::atomic<unsigned> sleeping_{0};         // Workers blocked on wake_.
   std::mutex mutex_;                          // Only for sleeping and waking.
-  std::condition_variable wake_;
+  // Owned through a pointer so that a fork() child can leave it (see stop()).
+  std::unique_ptr<std::condition_variable> wake_ = std::make_unique<std::condition_variable>();
   std::atomic<bool> stopping_{false};
   std::uint64_t process_;  // backend::detail::process_generation() where the workers started
   std::vector<std::thread> workers_;

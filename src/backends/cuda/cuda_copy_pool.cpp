@@ -11,7 +11,7 @@
 
 namespace cubert::cuda::detail {
 
-cuda_copy_pool::cuda_copy_pool(unsigned threads, std::chrono::microseconds spin) noexcept
+cuda_copy_pool::cuda_copy_pool(unsigned threads, std::chrono::microseconds spin)
     : threads_(threads == 0 ? default_threads() : std::min(threads, max_threads)),
       spin_(spin),
       process_(backend::detail::process_generation()) {}
@@ -24,8 +24,10 @@ unsigned cuda_copy_pool::default_threads() noexcept {
 
 cuda_copy_pool::~cuda_copy_pool() {
   if (process_ != backend::detail::process_generation()) [[unlikely]] {
-    // A fork() child: the threads are the parent's (see process_generation).
+    // A fork() child: the threads are the parent's (see process_generation). Their waits on
+    // wake_ are counted in it, and destroying it would wait for them for ever.
     for (auto& t : pool_) t.detach();
+    static_cast<void>(wake_.release());
     return;
   }
   {
@@ -33,7 +35,7 @@ cuda_copy_pool::~cuda_copy_pool() {
     stopping_ = true;
     generation_.fetch_add(1, std::memory_order_release);  // Ends the workers' spin.
   }
-  wake_.notify_all();
+  wake_->notify_all();
   for (auto& t : pool_) t.join();
 }
 
@@ -71,7 +73,7 @@ void cuda_copy_pool::run_erased(unsigned workers, worker_fn fn, void* ctx) {
     generation_.fetch_add(1, std::memory_order_release);  // Publishes the job to spinning workers.
     wake = sleeping_ > 0;
   }
-  if (wake) wake_.notify_all();
+  if (wake) wake_->notify_all();
   std::exception_ptr mine;
   try {
     fn(ctx, 0);
@@ -99,7 +101,7 @@ void cuda_copy_pool::worker_loop(unsigned index) noexcept {
     {
       std::unique_lock lock(mutex_);
       ++sleeping_;
-      wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      wake_->wait(lock, [&] { return stopping_ || generation_ != seen; });
       --sleeping_;
       if (stopping_) return;
       seen = generation_;

@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <exception>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <type_traits>
@@ -30,7 +31,7 @@ class cuda_copy_pool {
   /// A pool of `threads` workers including the caller, at most `max_threads`; 0 picks
   /// `default_threads()`.
   explicit cuda_copy_pool(unsigned threads,
-                          std::chrono::microseconds spin = std::chrono::microseconds(50)) noexcept;
+                          std::chrono::microseconds spin = std::chrono::microseconds(50));
   ~cuda_copy_pool();
   cuda_copy_pool(cuda_copy_pool const&) = delete;
   cuda_copy_pool& operator=(cuda_copy_pool const&) = delete;
@@ -65,7 +66,8 @@ class cuda_copy_pool {
   std::chrono::microseconds spin_;
   bool started_ = false;
   std::mutex mutex_;
-  std::condition_variable wake_;
+  // Owned through a pointer so that a fork() child can leave it (see the destructor).
+  std::unique_ptr<std::condition_variable> wake_ = std::make_unique<std::condition_variable>();
   std::condition_variable finished_;
   // The job of the current generation; all written under mutex_. The two atomics are also
   // read without it by threads that spin.

@@ -272,6 +272,7 @@ TEST(MutexChannel, InAForkChildACpuClientWithWorkersGoesWithoutHanging) {
   c->execute(kernel::builder("test::nothing").cpu([](cpu::kernel_context const&) {}).build(),
              cube_count{8}, bindings{});
   c->sync();
+  std::this_thread::sleep_for(20ms);  // past the workers' spin: they wait on the pool's condition
   EXPECT_EQ(in_a_fork_child([&] {
               c.reset();
               return 0;

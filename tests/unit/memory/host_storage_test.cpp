@@ -59,7 +59,8 @@ TEST(HostStorage, CapacityLimitGivesOutOfMemory) {
 // operator new rounds the size up to the alignment: near 2^64 that wrapped to a tiny block,
 // recorded as a page of the full size.
 TEST(HostStorage, ASizeThatCannotBeAlignedIsOutOfMemory) {
-  for (std::uint64_t const align : {1u, 64u, 4096u}) {
+  // (Alignment 1 rounds nothing: the heap refuses such sizes itself.)
+  for (std::uint64_t const align : {64u, 4096u}) {
     SCOPED_TRACE(align);
     host_storage s(align);
     EXPECT_THROW((void)s.alloc(~std::uint64_t{0}), cubert::out_of_memory);
