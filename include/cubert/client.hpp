@@ -33,6 +33,7 @@ struct client_options {
 };
 
 /// A device's façade. Thread-safe when its channel is (mutex, actor); copies share all state.
+/// A moved-from client may only be assigned to or destroyed.
 /// Launches do not wait; `read`, `sync` and `profile` do. An error of earlier asynchronous work
 /// is thrown by the next `sync`, `read` or `flush`, once; the client keeps working after it.
 /// While one thread is inside `profile`, other threads' calls on this client wait for it.

@@ -111,7 +111,6 @@ struct options {
   /// Make the host look like a device this big. Unset: the memory this process may use
   /// (`total_memory`: MemTotal, or the cgroup limit when lower).
   std::optional<std::uint64_t> capacity_limit;
-  backend::channel_kind channel = backend::channel_kind::mutex;
   /// How long the pool's workers spin for the next launch before they sleep (0 to 1 s). A launch
   /// within it starts at once; after it, waking the workers costs ~10 µs (measured in
   /// docs/performance.md). Each worker burns up to this much CPU after every launch, which a

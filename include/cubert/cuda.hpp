@@ -70,7 +70,6 @@ struct options {
   /// Without it, a fault is reported at the next wait with every launch since the stream was
   /// last idle.
   std::optional<bool> launch_blocking;
-  backend::channel_kind channel = backend::channel_kind::mutex;
   /// A stream (a `CUstream`) of the device's primary context for all of the server's work,
   /// instead of a non-blocking stream of its own, so that cubert's copies and kernels are
   /// ordered with what the stream's owner queues there (another library's kernels, say) without

@@ -50,7 +50,6 @@ client create_client(device_ref const& ref, std::string_view id, client_options 
     }
     cpu::options cpu_opts;
     cpu_opts.threads = opts.threads;
-    cpu_opts.channel = opts.channel;
     return client(backend::make_channel(cpu::make_server(cpu_opts), opts.channel));
   }
   if (ref.backend == "cuda") {
@@ -65,7 +64,6 @@ client create_client(device_ref const& ref, std::string_view id, client_options 
           fmt::format("device '{}' does not exist: {} CUDA device(s) present", id, count));
     }
     cuda::options cuda_opts;
-    cuda_opts.channel = opts.channel;
     return client(backend::make_channel(cuda::make_server(ref.ordinal, cuda_opts), opts.channel));
 #else
     throw unsupported(
