@@ -8,9 +8,13 @@
 
 #include <cuda.h>
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 namespace cubert::cuda::detail {
 
@@ -28,24 +32,34 @@ struct loaded_kernel {
   std::string name;  ///< The kernel's name, for fault reports.
 };
 
-/// Compiles (through NVRTC and its disk cache) or loads each kernel once per mode, then hands
-/// out the function. Not thread-safe: the server thread owns it, with the context current.
+/// Compiles (through NVRTC and its disk cache) or loads each kernel's code once per mode, then
+/// hands out the function. Kernels that differ only in what their launch takes (cube dim,
+/// dynamic shared memory, clusters, other backends' payloads) share one module: their ids
+/// differ, their code does not. Not thread-safe: the server thread owns it, with the context
+/// current.
 class cuda_module_cache {
  public:
-  cuda_module_cache(cuda_compiler compiler, int arch)
-      : compiler_(std::move(compiler)), arch_(arch) {}
+  /// `free_memory` gives cached device memory back, for one more try of a module load the
+  /// driver refused for want of memory.
+  cuda_module_cache(cuda_compiler compiler, int arch, std::function<void()> free_memory = {})
+      : compiler_(std::move(compiler)), arch_(arch), free_memory_(std::move(free_memory)) {}
   ~cuda_module_cache();
   cuda_module_cache(cuda_module_cache const&) = delete;
   cuda_module_cache& operator=(cuda_module_cache const&) = delete;
 
   /// The loaded kernel for `k` in `mode`. The first call compiles or loads it.
-  /// @throws launch_error without a CUDA payload or entry point; compilation_error from NVRTC.
+  /// @throws launch_error without a CUDA payload or entry point, or for a cubin that is no ELF
+  /// or fatbin image; compilation_error from NVRTC; out_of_memory when the driver has no room
+  /// for the module even after cached device memory went back.
   [[nodiscard]] loaded_kernel& get(kernel const& k, execution_mode mode) {
     auto const id = k.id().with_mode(mode);
     if (auto it = kernels_.find(id); it != kernels_.end()) [[likely]]
-      return it->second;
+      return *it->second;
     return load(k, mode, id);
   }
+
+  /// Modules loaded (one per distinct code and mode).
+  [[nodiscard]] std::size_t module_count() const noexcept { return modules_.size(); }
 
   /// How many kernels came from NVRTC, from the disk cache, and from ready PTX/cubin.
   struct counters {
@@ -57,11 +71,28 @@ class cuda_module_cache {
   [[nodiscard]] cuda_compiler const& compiler() const noexcept { return compiler_; }
 
  private:
+  // What the module's code depends on: the name (NVRTC's source name), the mode, the payload.
+  struct code_key {
+    std::uint64_t low = 0;
+    std::uint64_t high = 0;
+    bool operator==(code_key const&) const = default;
+  };
+  struct code_key_hash {
+    std::size_t operator()(code_key const& k) const noexcept {
+      return static_cast<std::size_t>(k.low);
+    }
+  };
+  [[nodiscard]] static code_key code_of(kernel const& k, execution_mode mode);
+
   loaded_kernel& load(kernel const& k, execution_mode mode, kernel_id id);
+  loaded_kernel load_module(kernel const& k, execution_mode mode);
+  [[nodiscard]] CUmodule load_image(kernel const& k, std::vector<std::byte> const& image);
 
   cuda_compiler compiler_;
   int arch_;
-  std::unordered_map<kernel_id, loaded_kernel> kernels_;
+  std::function<void()> free_memory_;
+  std::unordered_map<code_key, std::unique_ptr<loaded_kernel>, code_key_hash> modules_;
+  std::unordered_map<kernel_id, loaded_kernel*> kernels_;  // into modules_
   counters stats_;
 };
 

@@ -109,6 +109,109 @@ extern "C" __global__ void cubert_fake_static_shared_k(unsigned* out) {
   EXPECT_NO_THROW(server_->sync().get());
 }
 
+// The module is the kernel's code: kernels that differ only in what their launch takes (dynamic
+// shared memory sized per input, cube dims) compiled and loaded one module each, kept until the
+// server went.
+TEST_F(CudaModuleTest, KernelsDifferingOnlyInTheirLaunchShareOneModule) {
+  auto* const live = cubert::test::fake_hook<int (*)()>("cubert_fake_live_modules");
+  int const before = live ? live() : 0;
+  auto const stats_before = server_->kernel_stats();
+  auto const variant = [](std::uint64_t shared, std::uint32_t dim) {
+    return kernel::builder("shared_sized_per_input")
+        .cube_dim(dim)
+        .shared_memory(shared)
+        .cuda_source("extern \"C\" __global__ void k() { extern __shared__ int s[]; s[0] = 1; }",
+                     "k")
+        .build();
+  };
+  for (auto const& [shared, dim] :
+       {std::pair<std::uint64_t, std::uint32_t>{1024, 32}, {2048, 32}, {4096, 64}}) {
+    server_->execute(variant(shared, dim), cube_count{1}, bindings{}, execution_mode::checked);
+  }
+  EXPECT_NO_THROW(server_->sync().get());
+  auto const& stats = server_->kernel_stats();
+  EXPECT_EQ(stats.compiled + stats.disk_hits - stats_before.compiled - stats_before.disk_hits, 1u);
+  if (live) {
+    EXPECT_EQ(live() - before, 1);
+  }
+}
+
+// A module the driver has no room for: the pools' idle pages go back and the load is tried again;
+// without room even then, out_of_memory (it was launch_error, and nothing went back).
+TEST_F(CudaModuleTest, AModuleLoadOutOfMemoryGivesCachedMemoryBackAndRetries) {
+  auto* const fail_loads = cubert::test::fake_hook<void (*)(int)>("cubert_fake_fail_module_loads");
+  if (!fail_loads) GTEST_SKIP() << "needs the fake driver's hooks";
+  { auto const big = server_->empty(64ull << 20); }  // a cached idle page
+  ASSERT_GT(server_->memory_usage().bytes_reserved, 0u);
+  auto const k = [](char const* name) {
+    return kernel::builder(name).cuda_source("extern \"C\" __global__ void k() {}", "k").build();
+  };
+  fail_loads(1);
+  EXPECT_NO_THROW(
+      server_->execute(k("loads_on_retry"), cube_count{1}, bindings{}, execution_mode::checked));
+  EXPECT_EQ(server_->memory_usage().bytes_reserved, 0u);
+  fail_loads(2);
+  try {
+    server_->execute(k("never_fits"), cube_count{1}, bindings{}, execution_mode::checked);
+    FAIL() << "expected out_of_memory";
+  } catch (cubert::out_of_memory const& e) {
+    std::string const what = e.what();
+    EXPECT_NE(what.find("never_fits"), std::string::npos) << what;
+    EXPECT_NE(what.find("even after cached device memory went back"), std::string::npos) << what;
+  }
+  EXPECT_NO_THROW(server_->execute(k("never_fits"), cube_count{1}, bindings{},
+                                   execution_mode::checked));  // room again: it loads
+  EXPECT_NO_THROW(server_->sync().get());
+}
+
+// cuModuleLoadData takes no length: bytes that are no ELF image or fatbin (PTX text passed as a
+// cubin, a truncated file) were handed over and read past their end.
+TEST_F(CudaModuleTest, ACubinThatIsNoImageIsRefusedNamingWhy) {
+  auto const as_cubin = [](std::vector<std::byte> bytes) {
+    return kernel::builder("prebuilt").cubin(std::move(bytes), "k").build();
+  };
+  auto const refusal = [&](std::vector<std::byte> bytes) -> std::string {
+    try {
+      server_->execute(as_cubin(std::move(bytes)), cube_count{1}, bindings{},
+                       execution_mode::checked);
+    } catch (cubert::launch_error const& e) {
+      return e.what();
+    }
+    return {};
+  };
+  std::string const ptx = ".version 8.0\n.target sm_90\n";
+  std::vector<std::byte> text(ptx.size());
+  std::memcpy(text.data(), ptx.data(), ptx.size());
+  EXPECT_NE(refusal(text).find("neither an ELF image nor a fatbin"), std::string::npos);
+  std::vector<std::byte> elf(64);
+  std::memcpy(elf.data(),
+              "\x7f"
+              "ELF\x02",
+              5);
+  auto put = [&](std::size_t at, auto value) {
+    std::memcpy(elf.data() + at, &value, sizeof value);
+  };
+  put(40, std::uint64_t{64});  // section headers at 64...
+  put(58, std::uint16_t{64});  // ...of 64 bytes each...
+  put(60, std::uint16_t{3});   // ...three of them: past the 64-byte image
+  EXPECT_NE(refusal(elf).find("past the image's 64 bytes"), std::string::npos) << refusal(elf);
+  std::vector<std::byte> short_elf(elf.begin(), elf.begin() + 20);
+  EXPECT_NE(refusal(short_elf).find("takes 64 bytes"), std::string::npos);
+  std::vector<std::byte> fatbin(16);
+  std::uint32_t const magic = 0xba55ed50u;
+  std::memcpy(fatbin.data(), &magic, 4);
+  std::uint16_t const header = 16;
+  std::memcpy(fatbin.data() + 6, &header, 2);
+  std::uint64_t const size = 4096;
+  std::memcpy(fatbin.data() + 8, &size, 8);
+  EXPECT_NE(refusal(fatbin).find("fatbin header names more"), std::string::npos);
+  if (fake_driver()) {  // a header-only ELF fits its bytes: it reaches the driver
+    put(60, std::uint16_t{0});
+    EXPECT_EQ(refusal(elf), "");
+  }
+  EXPECT_NO_THROW(server_->sync().get());
+}
+
 // A request that does not fit the int the driver's opt-in takes is never put to the driver, so
 // the report must not blame cuFuncSetAttribute; it names the kernel, the size and the limits.
 TEST_F(CudaModuleTest, DynamicSharedMemoryBeyondAnIntIsRefusedWithoutBlamingTheDriver) {
@@ -376,7 +479,8 @@ TEST_F(CudaLaunchTest, TheFakeDriverHasEveryHookTheTestsUse) {
   for (char const* name :
        {"cubert_fake_busy_frees", "cubert_fake_bytes_to_host", "cubert_fake_context_refs",
         "cubert_fake_fail_context_retains", "cubert_fake_fail_copies",
-        "cubert_fake_fail_host_allocs", "cubert_fake_graph_launches", "cubert_fake_last_cluster",
+        "cubert_fake_fail_host_allocs", "cubert_fake_fail_module_loads",
+        "cubert_fake_graph_launches", "cubert_fake_last_cluster", "cubert_fake_live_modules",
         "cubert_fake_last_cooperative", "cubert_fake_live_graphs", "cubert_fake_live_streams",
         "cubert_fake_next_elapsed_ms", "cubert_fake_pinned_allocations",
         "cubert_fake_tensor_map_result"}) {

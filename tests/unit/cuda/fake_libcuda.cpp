@@ -17,6 +17,9 @@
 // so the sanitizers see no leak). Tests that fault therefore run in a child process.
 // `cubert_fake_fail_host_allocs(n)` (found with dlsym) makes the next n pinned allocations fail
 // with CUDA_ERROR_OUT_OF_MEMORY, as a host that will not pin more does.
+// `cubert_fake_fail_module_loads(n)` makes the next n cuModuleLoadData calls fail with
+// CUDA_ERROR_OUT_OF_MEMORY, as a device with no room left for code does;
+// `cubert_fake_live_modules()` counts the modules loaded and not unloaded.
 // `cubert_fake_pinned_allocations()` counts the pinned host allocations alive;
 // `cubert_fake_device_bytes()` sums the device allocations alive; `cubert_fake_busy_frees()`
 // counts the cuMemFree and cuMemFreeHost calls made while a stream of the calling context had
@@ -648,13 +651,20 @@ CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, CUs
   return fill_words(dst, v, n, s);
 }
 
+std::atomic<int> failing_module_loads{0};
+std::atomic<int> live_modules{0};
 CUresult CUDAAPI cuModuleLoadData(CUmodule* m, void const* image) {
   FAKE_NEED_CONTEXT();
   if (!image) return CUDA_ERROR_INVALID_VALUE;
+  for (int n = failing_module_loads.load(); n > 0;) {
+    if (failing_module_loads.compare_exchange_weak(n, n - 1)) return CUDA_ERROR_OUT_OF_MEMORY;
+  }
   *m = new CUmod_st;
+  live_modules.fetch_add(1);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuModuleUnload(CUmodule m) {
+  if (m) live_modules.fetch_sub(1);
   delete m;
   return sticky();
 }
@@ -1027,6 +1037,12 @@ CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
   return CUDA_SUCCESS;
 }
 
+__attribute__((visibility("default"))) void cubert_fake_fail_module_loads(int n) {
+  failing_module_loads.store(n);
+}
+__attribute__((visibility("default"))) int cubert_fake_live_modules() {
+  return live_modules.load();
+}
 __attribute__((visibility("default"))) void cubert_fake_fail_host_allocs(int n) {
   failing_host_allocs.store(n);
 }
