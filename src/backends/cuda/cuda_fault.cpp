@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cuda_fault.hpp"
 
+#include "base/never_destroyed.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -18,8 +20,9 @@ struct lost_state {
 };
 
 lost_state& registry() {
-  static auto* const r = new lost_state;  // Never destroyed: read by servers during exit.
-  return *r;
+  // Never destroyed: read by servers during exit. In place: lost_flag() is noexcept.
+  static cubert::detail::never_destroyed<lost_state> r;
+  return r.get();
 }
 
 bool set_in(char const* name) {

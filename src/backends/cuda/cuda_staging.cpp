@@ -30,7 +30,7 @@ std::uintptr_t address_of(void const* p) noexcept {
 
 cuda_staging::cuda_staging(CUcontext context, CUstream stream, std::size_t block_size,
                            std::size_t max_blocks, unsigned copy_threads, bool streaming_downloads,
-                           std::chrono::microseconds spin) noexcept
+                           std::chrono::microseconds spin)
     : context_(context),
       stream_(stream),
       block_size_(std::max(block_size, 4 * kib)),

@@ -35,8 +35,7 @@ class cuda_staging {
   /// `streaming_copy` over memcpy for the copy threads' chunks of large downloads; idle copy
   /// threads spin for `spin` (`[channel] spin_us`) before they sleep.
   cuda_staging(CUcontext context, CUstream stream, std::size_t block_size, std::size_t max_blocks,
-               unsigned copy_threads, bool streaming_downloads,
-               std::chrono::microseconds spin) noexcept;
+               unsigned copy_threads, bool streaming_downloads, std::chrono::microseconds spin);
   ~cuda_staging();
   cuda_staging(cuda_staging const&) = delete;
   cuda_staging& operator=(cuda_staging const&) = delete;

@@ -68,7 +68,7 @@ nvrtc_api load() {
 
 }  // namespace
 
-nvrtc_api const& nvrtc_state() noexcept {
+nvrtc_api const& nvrtc_state() {
   // Never destroyed, like the driver's table: compiles may run while the process exits.
   static auto const& api = *new nvrtc_api(load());
   return api;

@@ -36,8 +36,9 @@ struct nvrtc_api {
 /// NVRTC as loaded at first use (never unloaded). Looked for at the path the build found it
 /// (CUBERT_NVRTC_LIBRARY), then by its versioned name through the dynamic linker's search,
 /// then under $CUDA_PATH, $CUDA_HOME and /usr/local/cuda. The environment variable
-/// CUBERT_NVRTC_LIBRARY names the one file to load instead.
-[[nodiscard]] nvrtc_api const& nvrtc_state() noexcept;
+/// CUBERT_NVRTC_LIBRARY names the one file to load instead. @throws std::bad_alloc when the
+/// host has no memory for the first look (the next call looks again).
+[[nodiscard]] nvrtc_api const& nvrtc_state();
 
 /// The loaded NVRTC. @throws unsupported naming why it could not be loaded.
 [[nodiscard]] nvrtc_api const& nvrtc();

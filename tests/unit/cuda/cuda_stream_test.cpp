@@ -5,6 +5,7 @@
 #include "cuda_driver.hpp"
 #include "cuda_server.hpp"
 #include "cuda_storage.hpp"
+#include "failing_new.hpp"
 #include "fake_hook.hpp"
 #include "owned_stream.hpp"
 #include "stream_gate.hpp"
@@ -213,6 +214,34 @@ TEST_F(CudaCallersStream, QueuedPagesAreFreedWhenTheStreamIsFoundIdle) {
   EXPECT_EQ(storage.bytes_held(), mib);
   storage.dealloc(e.id);
   EXPECT_EQ(busy_frees(), busy_before) << "cuMemFree was called with work left on the stream";
+}
+
+// For n = 0, 1, ...: the n-th host allocation of building a server fails, until one is built.
+// Each failure must reach the caller as an exception: the copy pool's condition variable went
+// on the heap under a noexcept constructor (the staging's), and its bad_alloc terminated.
+void sweep_failed_server_allocations() {
+  for (long n = 0; n < 100000; ++n) {
+    std::unique_ptr<cubert::backend::server> server;
+    bool threw = false;
+    {
+      cubert::test::failing_allocations const failing(n);
+      try {
+        server = cubert::cuda::make_server(0);
+      } catch (std::bad_alloc const&) {
+        threw = true;
+      } catch (cubert::error const&) {
+        threw = true;
+      }
+    }
+    if (!threw) std::_Exit(server ? 0 : 2);
+  }
+  std::_Exit(3);
+}
+
+TEST(CudaServerConstruction, EveryFailedAllocationIsThrownNotATerminate) {
+  if (cubert::cuda::device_count() == 0) GTEST_SKIP() << "needs a CUDA device (or the fake)";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(sweep_failed_server_allocations(), ::testing::ExitedWithCode(0), "");
 }
 
 }  // namespace
