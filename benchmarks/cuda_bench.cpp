@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <memory>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -114,21 +115,25 @@ void add_rows(std::vector<row>& rows) {
   check(api.cuEventCreate(&e1, CU_EVENT_DEFAULT), "cuEventCreate");
   server->sync().get();
   double const copy_s = best_of(3, [&] {
-    api.cuEventRecord(e0, stream);
-    for (int i = 0; i < reps; ++i) api.cuMemcpyDtoDAsync(dst, src, bytes, stream);
-    api.cuEventRecord(e1, stream);
-    api.cuEventSynchronize(e1);
+    check(api.cuEventRecord(e0, stream), "cuEventRecord");
+    for (int i = 0; i < reps; ++i) {
+      check(api.cuMemcpyDtoDAsync(dst, src, bytes, stream), "cuMemcpyDtoDAsync");
+    }
+    check(api.cuEventRecord(e1, stream), "cuEventRecord");
+    check(api.cuEventSynchronize(e1), "cuEventSynchronize");
     float ms = 0;
-    api.cuEventElapsedTime(&ms, e0, e1);
+    check(api.cuEventElapsedTime(&ms, e0, e1), "cuEventElapsedTime");
     return static_cast<double>(ms) / 1e3 / reps;
   });
   double const memset_s = best_of(3, [&] {
-    api.cuEventRecord(e0, stream);
-    for (int i = 0; i < reps; ++i) api.cuMemsetD32Async(dst, 0x3f800000u, bytes / 4, stream);
-    api.cuEventRecord(e1, stream);
-    api.cuEventSynchronize(e1);
+    check(api.cuEventRecord(e0, stream), "cuEventRecord");
+    for (int i = 0; i < reps; ++i) {
+      check(api.cuMemsetD32Async(dst, 0x3f800000u, bytes / 4, stream), "cuMemsetD32Async");
+    }
+    check(api.cuEventRecord(e1, stream), "cuEventRecord");
+    check(api.cuEventSynchronize(e1), "cuEventSynchronize");
     float ms = 0;
-    api.cuEventElapsedTime(&ms, e0, e1);
+    check(api.cuEventElapsedTime(&ms, e0, e1), "cuEventElapsedTime");
     return static_cast<double>(ms) / 1e3 / reps;
   });
   api.cuEventDestroy(e0);
@@ -177,11 +182,18 @@ extern "C" __global__ void extra{0}(float* p, unsigned n) {{
   return 0;
 }
 
+// A child that fails (or prints no time) fails the group: a 0 ms row read as a missed target.
 double spawn_first_launch(char const* self, std::filesystem::path const& dir) {
   std::string const cmd = fmt::format("'{}' --first-launch '{}'", self, dir.string());
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(cmd.c_str(), "r"), ::pclose);
+  FILE* const pipe = ::popen(cmd.c_str(), "r");
+  if (!pipe) throw std::runtime_error("first launch: cannot start " + cmd);
   double ms = 0.0;
-  if (!pipe || std::fscanf(pipe.get(), "%lf", &ms) != 1) return 0.0;
+  bool const read = std::fscanf(pipe, "%lf", &ms) == 1;
+  int const status = ::pclose(pipe);
+  if (!read || status != 0) {
+    throw std::runtime_error(fmt::format("first launch: '{}' failed (status {}{})", cmd, status,
+                                         read ? "" : ", no time printed"));
+  }
   return ms;
 }
 

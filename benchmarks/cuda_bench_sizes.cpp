@@ -62,16 +62,16 @@ void transfer_size_rows(std::vector<row>& rows) {
       auto h = cl.create(up_src);
       cl.sync();
     }});
-    f.push_back({[&] { copy_up(raw.dev, up_src.data(), size); }});
+    f.push_back({[&] { check(copy_up(raw.dev, up_src.data(), size), "cuMemcpyHtoD"); }});
     f.push_back({[&] {
-      api.cuMemcpyHtoDAsync(raw.dev, raw.pinned, size, c.stream);
-      api.cuStreamSynchronize(c.stream);
+      check(api.cuMemcpyHtoDAsync(raw.dev, raw.pinned, size, c.stream), "cuMemcpyHtoDAsync");
+      check(api.cuStreamSynchronize(c.stream), "cuStreamSynchronize");
     }});
     f.push_back({[&] { cl.read_into(view.binding(), down_dst); }});
-    f.push_back({[&] { copy_down(down_dst.data(), raw.dev, size); }});
+    f.push_back({[&] { check(copy_down(down_dst.data(), raw.dev, size), "cuMemcpyDtoH"); }});
     f.push_back({[&] {
-      api.cuMemcpyDtoHAsync(raw.pinned, raw.dev, size, c.stream);
-      api.cuStreamSynchronize(c.stream);
+      check(api.cuMemcpyDtoHAsync(raw.pinned, raw.dev, size, c.stream), "cuMemcpyDtoHAsync");
+      check(api.cuStreamSynchronize(c.stream), "cuStreamSynchronize");
     }});
     int const per_block =
         static_cast<int>(std::max<std::size_t>(2, (std::size_t{64} << 20) / size));

@@ -91,17 +91,18 @@ void small_transfer_rows(std::vector<row>& rows) {
   figures.push_back(
       {"read_one 4 B, actor channel", [&] { (void)actor_client.read_one(actor_src.binding()); }});
   figures.push_back({"raw cuMemcpyDtoHAsync 4 B pinned + sync", [&] {
-                       api.cuMemcpyDtoHAsync(pinned, dev, read_bytes, c.stream);
-                       api.cuStreamSynchronize(c.stream);
+                       check(api.cuMemcpyDtoHAsync(pinned, dev, read_bytes, c.stream),
+                             "cuMemcpyDtoHAsync");
+                       check(api.cuStreamSynchronize(c.stream), "cuStreamSynchronize");
                      }});
-  figures.push_back(
-      {"raw cuMemcpyDtoH 4 B pageable", [&] { copy_down(pageable.data(), dev, read_bytes); }});
+  figures.push_back({"raw cuMemcpyDtoH 4 B pageable",
+                     [&] { check(copy_down(pageable.data(), dev, read_bytes), "cuMemcpyDtoH"); }});
   figures.push_back(
       {"create 4 KiB + drop, mutex channel", [&] { (void)mutex_client.create(payload); }});
   figures.push_back(
       {"create 4 KiB + drop, actor channel", [&] { (void)actor_client.create(payload); }});
-  figures.push_back(
-      {"raw cuMemcpyHtoD 4 KiB pageable", [&] { copy_up(dev, payload.data(), create_bytes); }});
+  figures.push_back({"raw cuMemcpyHtoD 4 KiB pageable",
+                     [&] { check(copy_up(dev, payload.data(), create_bytes), "cuMemcpyHtoD"); }});
 
   mutex_client.sync();
   actor_client.sync();

@@ -292,8 +292,10 @@ void transfer_rows(std::vector<row>& rows) {
     rows.push_back(rate_row(fmt::format("read_into 256 MiB pageable (resident), {}", v.name),
                             gb / v.into.best, down, "GB/s", "pinned cuMemcpyDtoH", 0));
   }
+  // Median against median: the other 256 MiB rows compare bests.
   rows.push_back(rate_row("read 256 MiB -> bytes (pooled pinned), steady median",
-                          gb / into_bytes.median(), down, "GB/s", "pinned cuMemcpyDtoH", 0.8));
+                          gb / into_bytes.median(), gb / d2h.median(), "GB/s",
+                          "pinned cuMemcpyDtoH, median", 0.8));
   rows.push_back(rate_row("read 256 MiB -> bytes, first read of the size (pins)",
                           gb / first_read.median(), down, "GB/s", "pinned cuMemcpyDtoH", 0));
 }
