@@ -185,6 +185,16 @@ void im2col(tensor_map_meta const& m, tensor_map_im2col const& f, tensor_map_arg
                     m.rank, spatial, f.pixel_box_lower_corner.size(),
                     f.pixel_box_upper_corner.size()));
   }
+  // The driver's range for each offset narrows with the rank (cuTensorMapEncodeIm2col).
+  int const reach = spatial == 1 ? 32768 : spatial == 2 ? 128 : 16;
+  for (std::uint32_t i = 0; i < spatial; ++i) {
+    for (int const corner : {f.pixel_box_lower_corner[i], f.pixel_box_upper_corner[i]}) {
+      if (corner < -reach || corner > reach - 1) {
+        bad(fmt::format("pixel box corner offset {} is outside [{}, {}], the range at rank {}",
+                        corner, -reach, reach - 1, m.rank));
+      }
+    }
+  }
   // Corners are outer-first (D, H, W) like the shape; the driver takes W first.
   for (std::uint32_t i = 0; i < spatial; ++i) {
     a.lower_corner[spatial - 1 - i] = f.pixel_box_lower_corner[i];
@@ -205,6 +215,14 @@ void im2col_wide(tensor_map_meta const& m, tensor_map_im2col_wide const& f, int 
   }
   a.format = tensor_map_args::kind::im2col_wide;
   if (m.rank < 3) bad(fmt::format("im2col_wide needs rank 3..5, not {}", m.rank));
+  for (int const corner : {f.pixel_box_lower_corner_width, f.pixel_box_upper_corner_width}) {
+    if (corner < -32768 || corner > 32767) {
+      bad(fmt::format("pixel box width offset {} is outside [-32768, 32767]", corner));
+    }
+  }
+  if (m.swizzle != tensor_map_swizzle::b64 && m.swizzle != tensor_map_swizzle::b128) {
+    bad("im2col_wide needs the 64- or 128-byte swizzle (the driver supports no other)");
+  }
   a.lower_corner[0] = f.pixel_box_lower_corner_width;
   a.upper_corner[0] = f.pixel_box_upper_corner_width;
   check_pixels(f.channels_per_pixel, f.pixels_per_column, 1024);

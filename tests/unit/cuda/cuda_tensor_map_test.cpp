@@ -168,6 +168,33 @@ TEST(CudaTensorMap, EachBrokenRuleIsNamed) {
   EXPECT_NE(refusal(m).find("corners have 2 and 2"), std::string::npos) << refusal(m);
   m.format = cubert::tensor_map_im2col{{0}, {1}, 0, 8};
   EXPECT_NE(refusal(m).find("channels per pixel"), std::string::npos) << refusal(m);
+  // The corners' range narrows with the rank: [-16, 15] at rank 5 (the driver's bare
+  // INVALID_VALUE named no rule).
+  m.rank = 5;
+  m.shape = {2, 3, 6, 7, 4};
+  m.strides = {3 * 6 * 7 * 4, 6 * 7 * 4, 7 * 4, 4, 1};
+  m.format = cubert::tensor_map_im2col{{-20, 0, 0}, {0, 0, 0}, 4, 8};
+  EXPECT_NE(refusal(m).find("offset -20 is outside [-16, 15]"), std::string::npos) << refusal(m);
+  m.format = cubert::tensor_map_im2col{{-16, 0, 0}, {15, 0, 0}, 4, 8};
+  EXPECT_EQ(refusal(m), "");
+  // im2col_wide takes the 64- and 128-byte swizzles only.
+  m.rank = 3;
+  m.shape = {2, 5, 4};
+  m.strides = {20, 4, 1};
+  m.format = cubert::tensor_map_im2col_wide{0, 1, 4, 8};
+  auto const wide = [&] {
+    try {
+      (void)make_tensor_map_args(m, base, 1 << 20, 100);
+    } catch (cubert::invalid_argument const& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(wide().find("64- or 128-byte swizzle"), std::string::npos) << wide();
+  m.swizzle = cubert::tensor_map_swizzle::b64;
+  EXPECT_EQ(wide(), "");
+  m.format = cubert::tensor_map_im2col_wide{-40000, 1, 4, 8};
+  EXPECT_NE(wide().find("width offset -40000"), std::string::npos) << wide();
 }
 
 TEST(CudaTensorMap, OlderDevicesAreUnsupported) {
@@ -177,6 +204,7 @@ TEST(CudaTensorMap, OlderDevicesAreUnsupported) {
   m.shape = {2, 5, 4};
   m.strides = {20, 4, 1};
   m.format = cubert::tensor_map_im2col_wide{0, 1, 4, 8};
+  m.swizzle = cubert::tensor_map_swizzle::b64;
   EXPECT_THROW((void)make_tensor_map_args(m, base, 1 << 20, hopper), cubert::unsupported);
   EXPECT_NO_THROW((void)make_tensor_map_args(m, base, 1 << 20, 100));
 }
