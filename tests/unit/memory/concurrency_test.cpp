@@ -116,11 +116,15 @@ TEST(Concurrency, PersistentModeReservesWhileWorkersDrop) {
   reserve_while_workers_drop(memory_configuration::sub_slices(), allocation_mode::persistent);
 }
 
+// One configuration per pool kind: sliced, exclusive, persistent.
+std::vector<std::pair<memory_configuration, allocation_mode>> every_pool_kind() {
+  return {{memory_configuration::sub_slices(), allocation_mode::automatic},
+          {memory_configuration::exclusive_pages(), allocation_mode::automatic},
+          {memory_configuration::sub_slices(), allocation_mode::persistent}};
+}
+
 TEST(Concurrency, AHandedOutSliceCountsThePoolAndOneUser) {
-  for (auto const& [config, mode] :
-       {std::pair(memory_configuration::sub_slices(), allocation_mode::automatic),
-        std::pair(memory_configuration::exclusive_pages(), allocation_mode::automatic),
-        std::pair(memory_configuration::sub_slices(), allocation_mode::persistent)}) {
+  for (auto const& [config, mode] : every_pool_kind()) {
     SCOPED_TRACE(config.name());
     auto m = make_manager(dummy_props, config);
     m->set_allocation_mode(mode);
@@ -143,10 +147,7 @@ TEST(Concurrency, AHandedOutSliceCountsThePoolAndOneUser) {
 // Workers drop their slices' last user references while the server thread destroys the manager:
 // no drop may reach a freed pool or control block (ASan and TSan watch this one).
 TEST(Concurrency, DropsRaceTheManagersDestruction) {
-  for (auto const& [config, mode] :
-       {std::pair(memory_configuration::sub_slices(), allocation_mode::automatic),
-        std::pair(memory_configuration::exclusive_pages(), allocation_mode::automatic),
-        std::pair(memory_configuration::sub_slices(), allocation_mode::persistent)}) {
+  for (auto const& [config, mode] : every_pool_kind()) {
     SCOPED_TRACE(config.name());
     for (int round = 0; round < 150; ++round) {
       auto m = make_manager(dummy_props, config);
@@ -171,10 +172,7 @@ TEST(Concurrency, DropsRaceTheManagersDestruction) {
 
 // What the pools learn of at their destruction, or after it, is freed (LeakSanitizer watches).
 TEST(Concurrency, SlicesDroppedBeforeOrAfterTheManagerGoAreFreed) {
-  for (auto const& [config, mode] :
-       {std::pair(memory_configuration::sub_slices(), allocation_mode::automatic),
-        std::pair(memory_configuration::exclusive_pages(), allocation_mode::automatic),
-        std::pair(memory_configuration::sub_slices(), allocation_mode::persistent)}) {
+  for (auto const& [config, mode] : every_pool_kind()) {
     SCOPED_TRACE(config.name());
     auto m = make_manager(dummy_props, config);
     m->set_allocation_mode(mode);

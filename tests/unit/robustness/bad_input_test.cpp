@@ -444,14 +444,19 @@ TEST_F(CorruptConfig, IsAConfigErrorAndAValidFileLoadsAfterwards) {
 
 using test::sanitized;  // The sanitizers reserve terabytes of address space up front.
 
-// With an address-space limit that leaves room for a few thread stacks, a server asking for 64
-// threads cannot start them all: a device_error, not a terminate from the threads already running.
-void thread_start_failure_is_an_error() {
+// Caps this process's address space at what it uses now plus `room` bytes.
+void limit_address_space(rlim_t room) {
   long pages = 0;
   std::ifstream("/proc/self/statm") >> pages;
   auto const used = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE));
-  rlimit const limit{used + (rlim_t{40} << 20), used + (rlim_t{40} << 20)};
+  rlimit const limit{used + room, used + room};
   setrlimit(RLIMIT_AS, &limit);
+}
+
+// With an address-space limit that leaves room for a few thread stacks, a server asking for 64
+// threads cannot start them all: a device_error, not a terminate from the threads already running.
+void thread_start_failure_is_an_error() {
+  limit_address_space(rlim_t{40} << 20);
   int code = 2;
   try {
     cpu::options opts;
@@ -476,11 +481,7 @@ void actor_thread_start_failure_is_an_error() {
   cpu::options opts;
   opts.threads = 1;  // no workers: the channel's thread is the only one to start
   auto server = cpu::make_server(opts);
-  long pages = 0;
-  std::ifstream("/proc/self/statm") >> pages;
-  auto const used = static_cast<rlim_t>(pages) * static_cast<rlim_t>(sysconf(_SC_PAGESIZE));
-  rlimit const limit{used + (rlim_t{1} << 20), used + (rlim_t{1} << 20)};  // < one stack
-  setrlimit(RLIMIT_AS, &limit);
+  limit_address_space(rlim_t{1} << 20);  // less than one thread stack
   int code = 2;
   try {
     auto ch = backend::make_channel(std::move(server), channel_kind::actor);
