@@ -342,10 +342,20 @@ TEST_F(CudaServerTest, TensorMapDescriptorsAreEncodedOrRefusedByTheDriver) {
   im2col.format = cubert::tensor_map_im2col{{-1, -1}, {-1, -1}, 32, 64};
   EXPECT_NO_THROW(
       (void)d::encode_tensor_map(d::make_tensor_map_args(im2col, res.address(), res.size, arch)));
-  // Rank-4 corner offsets are 8-bit: the driver refuses, cubert names the call.
+  // Rank-4 corner offsets are 8-bit: cubert names the rule before the driver...
   im2col.format = cubert::tensor_map_im2col{{-300, 0}, {0, 0}, 32, 64};
   try {
-    (void)d::encode_tensor_map(d::make_tensor_map_args(im2col, res.address(), res.size, arch));
+    (void)d::make_tensor_map_args(im2col, res.address(), res.size, arch);
+    ADD_FAILURE() << "expected invalid_argument";
+  } catch (cubert::invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find("outside [-128, 127]"), std::string::npos) << e.what();
+  }
+  // ...and the driver agrees: handed such arguments anyway, it refuses, and cubert names the call.
+  im2col.format = cubert::tensor_map_im2col{{-1, -1}, {-1, -1}, 32, 64};
+  auto args = d::make_tensor_map_args(im2col, res.address(), res.size, arch);
+  args.lower_corner[1] = -300;
+  try {
+    (void)d::encode_tensor_map(args);
     ADD_FAILURE() << "expected invalid_argument";
   } catch (cubert::invalid_argument const& e) {
     EXPECT_NE(std::string(e.what()).find("cuTensorMapEncodeIm2col"), std::string::npos) << e.what();
