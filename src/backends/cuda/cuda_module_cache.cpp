@@ -109,7 +109,7 @@ loaded_kernel& cuda_module_cache::load(kernel const& k, execution_mode mode, ker
   auto const code = code_of(k, mode);
   auto found = modules_.find(code);
   if (found == modules_.end()) {
-    auto loaded = std::make_unique<loaded_kernel>(load_module(k, mode));
+    auto loaded = std::make_unique<loaded_kernel>(load_module(k, mode, id));
     // Unloaded on any way out until the map holds it (inserting may throw bad_alloc).
     std::unique_ptr<CUmod_st, module_unloader> owned(loaded->module);
     found = modules_.emplace(code, std::move(loaded)).first;
@@ -118,7 +118,7 @@ loaded_kernel& cuda_module_cache::load(kernel const& k, execution_mode mode, ker
   return *kernels_.emplace(id, found->second.get()).first->second;
 }
 
-loaded_kernel cuda_module_cache::load_module(kernel const& k, execution_mode mode) {
+loaded_kernel cuda_module_cache::load_module(kernel const& k, execution_mode mode, kernel_id id) {
   auto const started = std::chrono::steady_clock::now();
   std::vector<std::byte> image;
   std::string entry;
@@ -176,7 +176,7 @@ loaded_kernel cuda_module_cache::load_module(kernel const& k, execution_mode mod
   auto const ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   log::write(log::category::compilation, "cuda: kernel '{}' ({}) ready in {:.2f} ms", k.name(),
-             k.id().with_mode(mode).to_string(), ms);
+             id.to_string(), ms);
   (void)owned.release();
   return loaded;
 }

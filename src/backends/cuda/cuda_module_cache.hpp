@@ -58,9 +58,6 @@ class cuda_module_cache {
     return load(k, mode, id);
   }
 
-  /// Modules loaded (one per distinct code and mode).
-  [[nodiscard]] std::size_t module_count() const noexcept { return modules_.size(); }
-
   /// How many kernels came from NVRTC, from the disk cache, and from ready PTX/cubin.
   struct counters {
     std::uint64_t compiled = 0;
@@ -85,7 +82,7 @@ class cuda_module_cache {
   [[nodiscard]] static code_key code_of(kernel const& k, execution_mode mode);
 
   loaded_kernel& load(kernel const& k, execution_mode mode, kernel_id id);
-  loaded_kernel load_module(kernel const& k, execution_mode mode);
+  loaded_kernel load_module(kernel const& k, execution_mode mode, kernel_id id);
   [[nodiscard]] CUmodule load_image(kernel const& k, std::vector<std::byte> const& image);
 
   cuda_compiler compiler_;
