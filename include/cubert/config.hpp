@@ -81,7 +81,8 @@ struct log_config {
 /// [memory]
 /// [channel]
 /// spin_us = 50              # how long a thread waiting for another spins before it sleeps
-///                           # (actor channel, reply futures, CUDA copy threads); 0: sleep at once
+///                           # (actor channel, reply futures, CUDA copy threads); 0: sleep at once;
+///                           # the actor's server thread stays up to 20x this while a caller waits
 /// # each category has a [<category>.log] table:
 /// [autotune.log]
 /// level = "minimal"

@@ -102,6 +102,7 @@ class dummy_server final : public backend::server {
   }
   void flush() override { errors_.rethrow_if_any(); }
   std::future<void> sync() override {
+    if (on_sync) return on_sync();
     std::promise<void> p;
     try {
       errors_.rethrow_if_any();
@@ -144,6 +145,8 @@ class dummy_server final : public backend::server {
   /// Run first in start_profile and memory_usage, on the server's thread.
   std::function<void()> on_start_profile;
   std::function<void()> on_memory_usage;
+  /// When set, what sync returns: a deferred future waits on the caller's thread, as CUDA's does.
+  std::function<std::future<void>()> on_sync;
 
  private:
   std::set<std::uint64_t> graphs_;

@@ -48,6 +48,11 @@ namespace cubert::backend {
 /// every `empty` a hundred times dearer than through the mutex channel; so the server thread
 /// spins for `spin` (`[channel] spin_us`) after its queue runs dry before it sleeps, and a caller
 /// spins as long for its reply. A burst of calls then costs cache-line transfers, not syscalls.
+/// A caller whose reply is queued behind others spins on while the server thread keeps serving;
+/// and while a caller waits (for a reply, or for the device after a sync), the server thread
+/// stays up for it, up to `stay_up_budgets` budgets, since it posts again as soon as it is done:
+/// a burst of launches after a sync then starts at once instead of after two wake-ups (they cost
+/// 0.75 µs per launch of a 256-launch burst on an H200 host; docs/performance-cuda.md).
 template <typename Server>
 class actor_channel final : public channel {
  public:
@@ -315,12 +320,38 @@ class actor_channel final : public channel {
     // Held by the server thread while it runs messages and by a caller running a `direct` call.
     std::mutex server_mutex;
     std::atomic<int> direct_waiting{0};  // Callers waiting for server_mutex: let them in first.
+    // Messages run so far, and callers waiting for a reply: each on a line of its own, which the
+    // server thread writes per message and callers read while they spin (spin_wait.hpp).
+    alignas(64) std::atomic<std::uint64_t> served{0};
+    alignas(64) std::atomic<int> awaiting{0};
     // The profile the server has started and not yet ended, if any (under server_mutex): a
     // direct call from another thread would land in it, so it waits for its end to run.
     std::thread::id window_owner;
     unsigned window_depth = 0;
     // `deferred.recorded()` when each open window started, innermost last (server thread).
     std::vector<std::uint64_t> refusals_at_start;
+  };
+
+  // A caller waiting for its reply keeps the server thread up for up to this many budgets, so
+  // that the thread is not asleep when the caller, having its reply, posts again.
+  static constexpr int stay_up_budgets = 20;
+
+  // While a caller waits for a reply: counted in core::awaiting, and it spins on while the server
+  // thread keeps serving messages (its reply is queued behind them).
+  class awaiting_reply {
+   public:
+    explicit awaiting_reply(core& c) noexcept : c_(c) {
+      c_.awaiting.fetch_add(1, std::memory_order_relaxed);
+    }
+    ~awaiting_reply() { c_.awaiting.fetch_sub(1, std::memory_order_relaxed); }
+    awaiting_reply(awaiting_reply const&) = delete;
+    awaiting_reply& operator=(awaiting_reply const&) = delete;
+    [[nodiscard]] auto progress() const noexcept {
+      return [c = &c_] { return c->served.load(std::memory_order_relaxed); };
+    }
+
+   private:
+    core& c_;
   };
 
   // What posting a message does to profiling ownership, in the same critical section.
@@ -383,7 +414,7 @@ class actor_channel final : public channel {
   auto call_handing_back(F&& f) -> std::invoke_result_t<F&, Server&> {
     using inner = std::invoke_result_t<F&, Server&>;
     return std::async(std::launch::deferred,
-                      handed_back<inner>{call_async(std::forward<F>(f)), core_->spin});
+                      handed_back<inner>{call_async(std::forward<F>(f)), core_});
   }
   // The deferred half of call_handing_back. Dropped unwaited, it still takes the server's future
   // and drops it here, so that whatever that future does when dropped (a CUDA read waits for its
@@ -391,8 +422,9 @@ class actor_channel final : public channel {
   template <typename Inner>
   struct handed_back {
     std::future<Inner> reply;
-    std::chrono::microseconds spin;
-    handed_back(std::future<Inner> r, std::chrono::microseconds s) : reply(std::move(r)), spin(s) {}
+    std::shared_ptr<core> c;
+    handed_back(std::future<Inner> r, std::shared_ptr<core> k)
+        : reply(std::move(r)), c(std::move(k)) {}
     handed_back(handed_back&&) noexcept = default;
     handed_back& operator=(handed_back&&) = delete;
     handed_back(handed_back const&) = delete;
@@ -404,7 +436,11 @@ class actor_channel final : public channel {
       } catch (...) {  // Its failure was for the caller, who no longer asks.
       }
     }
-    auto operator()() { return await_future(std::move(reply), spin).get(); }
+    // The device wait in the inner get() counts as waiting too: the caller posts again after it.
+    auto operator()() {
+      awaiting_reply const waits(*c);
+      return await_future(std::move(reply), c->spin, waits.progress()).get();
+    }
   };
 
   // A blocking call that takes or gives up profiling ownership as it is posted. Ownership ends up
@@ -430,7 +466,8 @@ class actor_channel final : public channel {
       }
     }();
     try {
-      return await_future(std::move(pending), core_->spin);
+      awaiting_reply const waits(*core_);
+      return await_future(std::move(pending), core_->spin, waits.progress());
     } catch (...) {
       undo(gate_step::open);
       throw;
@@ -463,7 +500,10 @@ class actor_channel final : public channel {
       r->ready.store(1, std::memory_order_release);
       r->ready.notify_one();
     });
-    await_flag(r->ready, core_->spin);
+    {
+      awaiting_reply const waits(*core_);
+      await_flag(r->ready, core_->spin, waits.progress());
+    }
     if (r->error) std::rethrow_exception(r->error);
     if constexpr (!std::is_void_v<result>) return std::move(*r->value);
   }
@@ -511,8 +551,11 @@ class actor_channel final : public channel {
 
   static void serve(std::shared_ptr<core> c, std::unique_ptr<Server> server) {
     std::deque<std::unique_ptr<message>> batch;
+    std::uint64_t served = 0;
     for (;;) {
-      spin_until([&c] { return c->queued.load(std::memory_order_relaxed); }, c->spin);
+      spin_for_work([&c] { return c->queued.load(std::memory_order_relaxed); },
+                    [&c] { return c->awaiting.load(std::memory_order_relaxed) != 0; }, c->spin,
+                    c->spin * stay_up_budgets);
       {
         std::unique_lock lock(c->mutex);
         c->waiting = true;
@@ -537,6 +580,7 @@ class actor_channel final : public channel {
           }
           m->run(*server);
           m.reset();  // Its captures (bindings, a client) go now, not after the rest of the batch.
+          c->served.store(++served, std::memory_order_relaxed);
         }
       }
       batch.clear();

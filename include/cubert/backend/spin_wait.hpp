@@ -44,10 +44,54 @@ bool spin_until(Ready&& ready, std::chrono::microseconds budget) {
   return ready();
 }
 
+/// Like spin_until, but the budget starts again each time `progress()` has moved since the last
+/// one began: a caller queued behind a backlog that a server thread is working through gets its
+/// reply when the backlog ends, and sleeping meanwhile would add a wake-up (5-100 µs on a
+/// virtual machine) to it. Without progress for a whole budget (one long message), it stops.
+template <typename Ready, typename Progress>
+bool spin_while_progress(Ready&& ready, Progress&& progress, std::chrono::microseconds budget) {
+  if (budget <= std::chrono::microseconds::zero()) return ready();  // Sleep at once, as asked.
+  auto seen = progress();
+  for (;;) {
+    if (spin_until(ready, budget)) return true;
+    auto const now = progress();
+    if (now == seen) return false;
+    seen = now;
+  }
+}
+
+/// A server thread waiting for work: spins for `budget`, and while `held()` (a caller waits for
+/// a reply and posts again as soon as it has it) for up to `cap`, then `budget` more once the
+/// caller has it. Without this the thread went to sleep while its caller was still waking up
+/// from its own wait, and the caller's next post paid for waking it (100 µs per burst of
+/// launches on an H200 host). Past `cap` the wait is long enough that a wake-up is small next to
+/// it, and a core spinning through it is not.
+template <typename Work, typename Held>
+bool spin_for_work(Work&& work, Held&& held, std::chrono::microseconds budget,
+                   std::chrono::microseconds cap) {
+  if (spin_until(work, budget)) return true;
+  if (!held()) return false;
+  auto const deadline = std::chrono::steady_clock::now() + cap;
+  while (held()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    if (spin_until([&] { return work() || !held(); }, budget) && work()) return true;
+  }
+  return spin_until(work, budget);
+}
+
 /// Waits until `flag` is non-zero: spins for `budget`, then sleeps in `atomic::wait`.
 inline void await_flag(std::atomic<int> const& flag, std::chrono::microseconds budget) noexcept {
   auto const set = [&] { return flag.load(std::memory_order_acquire) != 0; };
   if (spin_until(set, budget)) return;
+  while (!set()) flag.wait(0, std::memory_order_acquire);
+}
+
+/// await_flag, spinning on while `progress()` moves (spin_while_progress).
+template <typename Progress>
+void await_flag(std::atomic<int> const& flag, std::chrono::microseconds budget,
+                Progress&& progress) noexcept {
+  auto const set = [&] { return flag.load(std::memory_order_acquire) != 0; };
+  if (spin_while_progress(set, progress, budget)) return;
   while (!set()) flag.wait(0, std::memory_order_acquire);
 }
 
@@ -59,6 +103,17 @@ T await_future(std::future<T>&& f, std::chrono::microseconds budget) {
   if (f.wait_for(std::chrono::seconds(0)) != std::future_status::deferred) {
     spin_until([&] { return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready; },
                budget);
+  }
+  return f.get();
+}
+
+/// await_future, spinning on while `progress()` moves (spin_while_progress).
+template <typename T, typename Progress>
+T await_future(std::future<T>&& f, std::chrono::microseconds budget, Progress&& progress) {
+  if (f.wait_for(std::chrono::seconds(0)) != std::future_status::deferred) {
+    spin_while_progress(
+        [&] { return f.wait_for(std::chrono::seconds(0)) == std::future_status::ready; }, progress,
+        budget);
   }
   return f.get();
 }

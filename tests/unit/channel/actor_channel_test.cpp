@@ -2,6 +2,7 @@
 // The actor channel's waits: replies that come while the caller spins and after it sleeps,
 // errors on both paths, and a server thread that sleeps once its queue stays empty.
 #include "dummy_server.hpp"
+#include "sanitizers.hpp"
 
 #include <cubert/backend/actor_channel.hpp>
 #include <cubert/client.hpp>
@@ -18,9 +19,11 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -160,6 +163,47 @@ TEST(ActorChannel, AnIdleServerThreadSleeps) {
   auto const used = process_cpu_time() - before;
   // A spinning thread would use ~200 ms here; a sleeping one next to nothing.
   EXPECT_LT(used, 50ms) << "process CPU time while idle: " << used.count() << " ns";
+}
+
+// A caller waiting on the device after a sync (CUDA waits in the reply's get(), on the caller's
+// thread) posts again once it is done: the server thread stays up for it instead of sleeping
+// after one budget (the caller's next launch then paid for waking it), but not past its cap.
+TEST(ActorChannel, WhileACallerWaitsOnTheDeviceTheServerThreadStaysUpWithinItsCap) {
+  auto server = std::make_unique<test::dummy_server>();
+  server->on_sync = [] {
+    return std::async(std::launch::deferred, [] { std::this_thread::sleep_for(400ms); });
+  };
+  // A 5 ms budget: up for 100 ms of the 400 ms wait, then 5 ms more.
+  client c(std::make_shared<backend::actor_channel<backend::server>>(std::move(server), 5ms));
+  auto const before = process_cpu_time();
+  c.sync();
+  auto const used = process_cpu_time() - before;
+  EXPECT_GE(used, 30ms) << "the server thread slept while its caller waited";
+  EXPECT_LT(used, 300ms) << "the server thread spun through the whole wait";
+}
+
+// A caller whose reply is queued behind a backlog the server thread is working through spins on
+// while the backlog moves, instead of sleeping after one budget and paying a wake-up at the end.
+TEST(ActorChannel, ACallerBehindAMovingBacklogDoesNotSleep) {
+  if (test::sanitized) GTEST_SKIP() << "sanitizer runtimes take locks of their own";
+  client c(std::make_shared<backend::actor_channel<backend::server>>(
+      std::make_unique<test::dummy_server>(), 200ms));
+  auto const busy_2ms = kernel::builder("test::busy_2ms")
+                            .cpu([](cpu::kernel_context const&) {
+                              auto const end = std::chrono::steady_clock::now() + 2ms;
+                              while (std::chrono::steady_clock::now() < end) {
+                              }
+                            })
+                            .build();
+  for (int i = 0; i < 300; ++i) c.execute(busy_2ms, cube_count{1}, bindings{});  // ~600 ms
+  auto const sleeps = [] {
+    rusage u{};
+    getrusage(RUSAGE_THREAD, &u);
+    return u.ru_nvcsw;  // Voluntary switches: this thread blocked.
+  };
+  auto const before = sleeps();
+  c.sync();
+  EXPECT_EQ(sleeps() - before, 0) << "the caller slept though the backlog kept moving";
 }
 
 // Destroyed with a message still queued, the server thread served it and then spun its whole
