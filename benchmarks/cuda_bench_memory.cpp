@@ -226,9 +226,12 @@ void memory_rows(std::vector<row>& rows, std::string const& trace_dir,
   if (trace_dir.empty() || !std::filesystem::is_directory(trace_dir)) return;
   for (auto const& entry : std::filesystem::directory_iterator(trace_dir)) {
     auto const name = entry.path().filename().string();
-    if (name.find(".trace") == std::string::npos) continue;
+    // What gpu-check.sh hands PyTorch too, and nothing else (a "x.trace.gz.bak" was replayed).
+    if (!entry.is_regular_file() || (!name.ends_with(".trace") && !name.ends_with(".trace.gz"))) {
+      continue;
+    }
     auto const trace = memory::load_trace(entry.path());
-    auto const stem = name.substr(0, name.find(".trace"));
+    auto const stem = name.substr(0, name.rfind(".trace"));
     // `caching` once more with large idle pages shared only by requests of more than half
     // their size (the default before 2026-11-21): more storage calls once warm, a little less
     // reserved (cache_policy::large_split_fraction).

@@ -44,7 +44,8 @@ struct trace {
 
 trace load(std::string const& path) {
   trace t;
-  std::string const cmd = "gzip -dc '" + path + "'";
+  // -f passes a plain (uncompressed) trace through: cuda_bench replays both forms.
+  std::string const cmd = "gzip -dcf -- '" + path + "'";
   std::unique_ptr<FILE, int (*)(FILE*)> in(::popen(cmd.c_str(), "r"), ::pclose);
   std::unordered_map<unsigned long long, std::pair<std::size_t, std::size_t>>
       open;  // id -> slot, size
@@ -67,9 +68,12 @@ trace load(std::string const& path) {
   return t;
 }
 
-void replay(std::string const& path) {
+bool replay(std::string const& path) {
   auto const t = load(path);
-  if (t.events.empty()) return;
+  if (t.events.empty()) {  // Unreadable: cuda_bench's rows for it would compare with nothing.
+    std::fprintf(stderr, "cuda_torch_bench: no events read from %s\n", path.c_str());
+    return false;
+  }
   std::vector<void*> live(t.slots, nullptr);
   alloc::emptyCache();
   alloc::resetPeakStats(0);
@@ -96,7 +100,7 @@ void replay(std::string const& path) {
   auto const warm_reserved = alloc::getDeviceStats(0).reserved_bytes[0].peak;
   alloc::emptyCache();
   auto name = path.substr(path.find_last_of('/') + 1);
-  name = name.substr(0, name.find(".trace"));
+  name = name.substr(0, name.rfind(".trace"));
   auto const events = static_cast<double>(t.events.size());
   auto const peak = static_cast<double>(t.peak_live);
   std::printf("replay_ratio_%s %.4f\n", name.c_str(), static_cast<double>(reserved) / peak);
@@ -104,6 +108,7 @@ void replay(std::string const& path) {
   std::printf("replay_warm_ratio_%s %.4f\n", name.c_str(),
               static_cast<double>(warm_reserved) / peak);
   std::printf("replay_warm_ns_%s %.1f\n", name.c_str(), warm / events * 1e9);
+  return true;
 }
 
 }  // namespace
@@ -113,6 +118,7 @@ int main(int argc, char** argv) {
   alloc::init(static_cast<int>(c10::cuda::device_count()));
   std::printf("pair_ns_256B %.2f\n", pair_ns(256, 200000));
   std::printf("pair_ns_1MiB %.2f\n", pair_ns(1 << 20, 200000));
-  for (int i = 1; i < argc; ++i) replay(argv[i]);
-  return 0;
+  bool all = true;
+  for (int i = 1; i < argc; ++i) all = replay(argv[i]) && all;
+  return all ? 0 : 1;
 }

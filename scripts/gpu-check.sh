@@ -115,7 +115,8 @@ if [ "$HAVE_GPU" = 1 ]; then
         -L"$TORCH_DIR/lib" -Wl,-rpath,"$TORCH_DIR/lib" -lc10_cuda -lc10 -ltorch_cpu \
         -o "$BUILD/cuda_torch_bench" >"$LOGS/torch-build.log" 2>&1; then
       TRACE_FILES=()
-      [ -n "$TRACES" ] && TRACE_FILES=("$TRACES"/*.trace.gz)
+      # The files cuda_bench replays (plain or gzipped), so that each of its rows has a baseline.
+      [ -n "$TRACES" ] && mapfile -t TRACE_FILES < <(find "$TRACES" -maxdepth 1 -type f \( -name '*.trace' -o -name '*.trace.gz' \) | sort)
       if "$BUILD/cuda_torch_bench" "${TRACE_FILES[@]}" >"$LOGS/torch.txt" 2>"$LOGS/torch.err"; then
         TORCH_RESULTS=$LOGS/torch.txt
         note "PyTorch baseline: measured with $TORCH_DIR"
