@@ -82,7 +82,8 @@ struct log_config {
 /// [channel]
 /// spin_us = 50              # how long a thread waiting for another spins before it sleeps
 ///                           # (actor channel, reply futures, CUDA copy threads); 0: sleep at once;
-///                           # the actor's server thread stays up to 20x this while a caller waits
+///                           # a caller behind a moving queue spins on while it moves, and the
+///                           # actor's server thread stays up to 20x this per wait of a caller
 /// # each category has a [<category>.log] table:
 /// [autotune.log]
 /// level = "minimal"

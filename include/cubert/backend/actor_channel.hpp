@@ -50,9 +50,10 @@ namespace cubert::backend {
 /// spins as long for its reply. A burst of calls then costs cache-line transfers, not syscalls.
 /// A caller whose reply is queued behind others spins on while the server thread keeps serving;
 /// and while a caller waits (for a reply, or for the device after a sync), the server thread
-/// stays up for it, up to `stay_up_budgets` budgets, since it posts again as soon as it is done:
-/// a burst of launches after a sync then starts at once instead of after two wake-ups (they cost
-/// 0.75 µs per launch of a 256-launch burst on an H200 host; docs/performance-cuda.md).
+/// stays up for it, for at most `stay_up_budgets` budgets from the wait's start, since it posts
+/// again as soon as it is done: a burst of launches after a sync then starts at once instead of
+/// after two wake-ups (they cost 0.75 µs per launch of a 256-launch burst on an H200 host;
+/// docs/performance-cuda.md).
 template <typename Server>
 class actor_channel final : public channel {
  public:
@@ -324,6 +325,7 @@ class actor_channel final : public channel {
     // server thread writes per message and callers read while they spin (spin_wait.hpp).
     alignas(64) std::atomic<std::uint64_t> served{0};
     alignas(64) std::atomic<int> awaiting{0};
+    std::atomic<std::uint64_t> waits_begun{0};  // Each wait gets the server thread's stay-up once.
     // The profile the server has started and not yet ended, if any (under server_mutex): a
     // direct call from another thread would land in it, so it waits for its end to run.
     std::thread::id window_owner;
@@ -342,6 +344,7 @@ class actor_channel final : public channel {
    public:
     explicit awaiting_reply(core& c) noexcept : c_(c) {
       c_.awaiting.fetch_add(1, std::memory_order_relaxed);
+      c_.waits_begun.fetch_add(1, std::memory_order_relaxed);
     }
     ~awaiting_reply() { c_.awaiting.fetch_sub(1, std::memory_order_relaxed); }
     awaiting_reply(awaiting_reply const&) = delete;
@@ -372,7 +375,8 @@ class actor_channel final : public channel {
     auto m = std::make_unique<fn_message<std::decay_t<F>>>(std::forward<F>(f));
     bool wake = false;
     {
-      std::unique_lock lock(core_->mutex);
+      std::unique_lock lock(core_->mutex, std::defer_lock);
+      lock_spinning(lock);
       core_->gate.pass(lock);
       core_->queue.push_back(std::move(m));
       if (step == gate_step::open) core_->gate.open();
@@ -552,12 +556,24 @@ class actor_channel final : public channel {
   static void serve(std::shared_ptr<core> c, std::unique_ptr<Server> server) {
     std::deque<std::unique_ptr<message>> batch;
     std::uint64_t served = 0;
+    // The stay-up's cap counts from the latest wait's start, not from each batch: another
+    // thread's posts restarted it, and the server thread spun through a whole long wait.
+    std::uint64_t waits_seen = 0;
+    auto latest_wait = std::chrono::steady_clock::now();
     for (;;) {
+      auto const now = std::chrono::steady_clock::now();
+      if (auto const begun = c->waits_begun.load(std::memory_order_relaxed); begun != waits_seen) {
+        waits_seen = begun;
+        latest_wait = now;
+      }
+      auto const cap = std::chrono::duration_cast<std::chrono::microseconds>(
+          c->spin * stay_up_budgets - (now - latest_wait));
       spin_for_work([&c] { return c->queued.load(std::memory_order_relaxed); },
                     [&c] { return c->awaiting.load(std::memory_order_relaxed) != 0; }, c->spin,
-                    c->spin * stay_up_budgets);
+                    std::max(cap, std::chrono::microseconds::zero()));
       {
-        std::unique_lock lock(c->mutex);
+        std::unique_lock lock(c->mutex, std::defer_lock);
+        lock_spinning(lock);
         c->waiting = true;
         c->ready.wait(lock, [&c] { return !c->queue.empty() || c->stopping; });
         c->waiting = false;

@@ -165,21 +165,66 @@ TEST(ActorChannel, AnIdleServerThreadSleeps) {
   EXPECT_LT(used, 50ms) << "process CPU time while idle: " << used.count() << " ns";
 }
 
+// The server thread's voluntary context switches (times it blocked: yields do not count), read
+// on that thread by a blocking call; CPU time would depend on what else the machine runs.
+struct server_sleep_counter {
+  std::shared_ptr<std::atomic<long>> count = std::make_shared<std::atomic<long>>(-1);
+  void install(test::dummy_server& s) const {
+    s.on_memory_usage = [n = count] {
+      rusage u{};
+      getrusage(RUSAGE_THREAD, &u);
+      n->store(u.ru_nvcsw);
+    };
+  }
+  long read(client const& c) const {
+    (void)c.memory_usage();
+    return count->load();
+  }
+};
+
+std::function<std::future<void>()> sync_waiting_on_the_caller(std::chrono::milliseconds d) {
+  return [d] { return std::async(std::launch::deferred, [d] { std::this_thread::sleep_for(d); }); };
+}
+
 // A caller waiting on the device after a sync (CUDA waits in the reply's get(), on the caller's
 // thread) posts again once it is done: the server thread stays up for it instead of sleeping
-// after one budget (the caller's next launch then paid for waking it), but not past its cap.
-TEST(ActorChannel, WhileACallerWaitsOnTheDeviceTheServerThreadStaysUpWithinItsCap) {
+// after one budget (the caller's next launch then paid for waking it)...
+TEST(ActorChannel, WhileACallerWaitsOnTheDeviceTheServerThreadStaysUp) {
   auto server = std::make_unique<test::dummy_server>();
-  server->on_sync = [] {
-    return std::async(std::launch::deferred, [] { std::this_thread::sleep_for(400ms); });
-  };
-  // A 5 ms budget: up for 100 ms of the 400 ms wait, then 5 ms more.
-  client c(std::make_shared<backend::actor_channel<backend::server>>(std::move(server), 5ms));
-  auto const before = process_cpu_time();
+  server_sleep_counter const sleeps;
+  sleeps.install(*server);
+  server->on_sync = sync_waiting_on_the_caller(200ms);
+  // A 50 ms budget: the 200 ms wait is within the 1 s cap.
+  client c(std::make_shared<backend::actor_channel<backend::server>>(std::move(server), 50ms));
+  auto const before = sleeps.read(c);
   c.sync();
-  auto const used = process_cpu_time() - before;
-  EXPECT_GE(used, 30ms) << "the server thread slept while its caller waited";
-  EXPECT_LT(used, 300ms) << "the server thread spun through the whole wait";
+  EXPECT_EQ(sleeps.read(c), before) << "the server thread slept while its caller waited";
+}
+
+// ...but not past its cap, and the cap counts from the wait's start: another thread posting
+// every 20 ms restarted it, and the server thread spun through the whole wait.
+TEST(ActorChannel, TheServerThreadsStayUpEndsAtItsCapWhateverElseIsPosted) {
+  auto server = std::make_unique<test::dummy_server>();
+  server_sleep_counter const sleeps;
+  sleeps.install(*server);
+  server->on_sync = sync_waiting_on_the_caller(600ms);
+  // A 2 ms budget: up for 40 ms of the 600 ms wait.
+  client c(std::make_shared<backend::actor_channel<backend::server>>(std::move(server), 2ms));
+  auto const noop = kernel::builder("test::noop").cpu([](cpu::kernel_context const&) {}).build();
+  auto const before = sleeps.read(c);
+  std::atomic<bool> done{false};
+  std::thread poster([&] {
+    while (!done.load()) {
+      c.execute(noop, cube_count{1}, bindings{});
+      std::this_thread::sleep_for(20ms);
+    }
+  });
+  c.sync();
+  done.store(true);
+  poster.join();
+  // Past the cap it sleeps after each post's budget: ~28 times. Without a cap per wait it never
+  // slept for the wait (a blocked lock, once or twice, is what else shows up here).
+  EXPECT_GE(sleeps.read(c) - before, 8) << "the server thread spun through a 600 ms wait";
 }
 
 // A caller whose reply is queued behind a backlog the server thread is working through spins on
