@@ -13,14 +13,26 @@ $cli devices
 echo "== cubert run --device cpu"
 $cli run --device cpu
 # The traces live beside the repository (../shared) or, on the GPU machine, in it (shared/);
-# CUBERT_TRACES names another folder.
+# CUBERT_TRACES names another folder, which must then hold some (plain .trace or .trace.gz).
+find_traces() {
+  find "$1" -maxdepth 1 -type f \( -name '*.trace' -o -name '*.trace.gz' \) 2>/dev/null | sort
+}
 traces=()
-for dir in ${CUBERT_TRACES:-} ../shared/data/traces shared/data/traces; do
-  for t in "$dir"/*.trace.gz; do [ -e "$t" ] && traces+=("$t"); done
-  [ ${#traces[@]} -gt 0 ] && break
-done
+if [ -n "${CUBERT_TRACES:-}" ]; then
+  mapfile -t traces < <(find_traces "$CUBERT_TRACES")
+  if [ ${#traces[@]} -eq 0 ]; then
+    echo "run-main: CUBERT_TRACES='$CUBERT_TRACES' holds no *.trace or *.trace.gz file" >&2
+    exit 1
+  fi
+  echo "== cubert replay (allocation traces in $CUBERT_TRACES)"
+else
+  for dir in ../shared/data/traces shared/data/traces; do
+    mapfile -t traces < <(find_traces "$dir")
+    [ ${#traces[@]} -gt 0 ] && break
+  done
+  [ ${#traces[@]} -gt 0 ] && echo "== cubert replay (bundled allocation traces)"
+fi
 if [ ${#traces[@]} -gt 0 ]; then
-  echo "== cubert replay (bundled allocation traces)"
   $cli replay "${traces[@]}"
 else
   echo "== cubert replay: no allocation traces found (../shared/data/traces, shared/data/traces" \

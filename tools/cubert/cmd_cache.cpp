@@ -9,10 +9,12 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
 #include <sstream>
+#include <system_error>
 
 namespace {
 
@@ -100,9 +102,15 @@ void do_import(cache_options const& o) {
   if (o.path == "-") {
     ss << std::cin.rdbuf();
   } else {
+    // A directory opens as a stream on Linux and reads as nothing: "not a bundle" misled.
+    std::error_code ec;
+    if (std::filesystem::is_directory(o.path, ec)) {
+      throw cubert::io_error(fmt::format("cannot read '{}': it is a directory", o.path));
+    }
     std::ifstream in(o.path, std::ios::binary);
     if (!in) throw cubert::io_error(fmt::format("cannot read '{}'", o.path));
     ss << in.rdbuf();
+    if (in.bad()) throw cubert::io_error(fmt::format("cannot read '{}'", o.path));
   }
   auto const added = cubert::tune::import_cache(root_of(o), ss.str());
   std::cout << fmt::format("imported {} records into {}\n", added, root_of(o).string());
@@ -143,6 +151,11 @@ void setup(CLI::App& app) {
   cl->callback([opts] {
     auto const n = cubert::tune::clear_cache(root_of(*opts));
     std::cout << fmt::format("removed {} tuner files from {}\n", n, root_of(*opts).string());
+    std::error_code ec;
+    if (std::filesystem::exists(root_of(*opts) / "autotune", ec)) {
+      std::cout << fmt::format("kept {}: it holds files cubert did not write\n",
+                               (root_of(*opts) / "autotune").string());
+    }
   });
 }
 

@@ -254,7 +254,7 @@ void setup(CLI::App& app) {
                   "Replay every trace with its request sizes multiplied by this factor instead "
                   "(repeatable: one replay per factor)")
       ->allow_extra_args(false)
-      ->check(CLI::PositiveNumber);
+      ->check(cubert::cli::positive());
   std::vector<std::string> names;
   for (auto n : memory::memory_configuration::preset_names()) names.emplace_back(n);
   cmd->add_option("--config", args->configs,
@@ -266,10 +266,10 @@ void setup(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--alignment", args->alignment, "Device alignment in bytes")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber & cubert::cli::decimal());
+      ->check(cubert::cli::decimal() & cubert::cli::positive());
   cmd->add_option("--repeat", args->repeat, "Timed passes; the fastest is reported")
       ->capture_default_str()
-      ->check(CLI::PositiveNumber & cubert::cli::decimal());
+      ->check(cubert::cli::decimal() & cubert::cli::positive());
   cmd->add_option("--storage-call-cost-us", args->call_cost_us,
                   "Modelled driver cost of one storage alloc/free, added to a separate "
                   "'modelled ns/event' column (measured ns/event never includes it)")
@@ -297,7 +297,8 @@ void setup(CLI::App& app) {
                   "For caching: how much smaller a request may be and still take an idle page "
                   "made for a large tensor (default 1/3; lower: fewer storage calls once warm, "
                   "higher: less reserved)")
-      ->check(CLI::Range(0.0, 1.0))
+      // 0 is let through to cache_policy's own refusal; the help names the range it takes.
+      ->check(CLI::Range(0.0, 1.0).description("in (0, 1]"))
       ->excludes(sweep);
   cmd->add_flag("--host-memory", args->host_memory,
                 "Back pages with (untouched) host memory instead of counting them");

@@ -31,9 +31,12 @@ struct command_registrar {
 /// Exit status a command sets when it completed but found a failure (e.g. a wrong result).
 int& exit_code();
 
-/// Integers written in base 10: CLI11 reads "010" as octal 8 and "0x10" as 16, so a number with
-/// a leading zero is refused rather than taken for another.
+/// Counts and sizes written in base 10, digits only: CLI11 reads "010" as octal 8, "0x10" as 16,
+/// " 010" too (it skips blanks) and "-1" as 2^64 - 1, so each is refused rather than taken for
+/// another number.
 CLI::Validator decimal();
+/// A positive, finite number (CLI::PositiveNumber's message for 0 named a range holding 0).
+CLI::Validator positive();
 
 /// Refuses an empty value (`--dir ""` from an unset shell variable must not mean the default).
 CLI::Validator non_empty();

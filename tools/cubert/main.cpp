@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 
@@ -26,16 +28,33 @@ int& exit_code() {
 CLI::Validator decimal() {
   return CLI::Validator(
       [](std::string& value) -> std::string {
-        std::string_view digits = value;
-        if (!digits.empty() && (digits.front() == '+' || digits.front() == '-')) {
-          digits.remove_prefix(1);
+        // CLI11 converts with strtoull(..., 0): it skips blanks, reads "010" as octal 8, "0x10"
+        // as 16 and "-1" as 2^64 - 1. Every such option is a count or a size: digits only.
+        if (!value.empty() && value.front() == '-') {
+          return "'" + value + "': must not be negative";
         }
-        if (digits.size() > 1 && digits.front() == '0') {
+        if (value.empty() || value.find_first_not_of("0123456789") != std::string::npos) {
+          return "'" + value + "': write the number in base 10, digits only";
+        }
+        if (value.size() > 1 && value.front() == '0') {
           return "'" + value + "': write the number in base 10, without a leading 0";
         }
         return {};
       },
       "DECIMAL", "decimal");
+}
+
+CLI::Validator positive() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        char* end = nullptr;
+        double const v = std::strtod(value.c_str(), &end);
+        if (end == value.c_str() || *end != '\0') return "'" + value + "': not a number";
+        // CLI::PositiveNumber said "Value 0 not in range 0.000000 to 1.797693e+308".
+        if (!(v > 0) || !std::isfinite(v)) return "'" + value + "': must be positive";
+        return {};
+      },
+      "POSITIVE", "positive");
 }
 
 CLI::Validator non_empty() {

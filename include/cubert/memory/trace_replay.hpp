@@ -123,7 +123,7 @@ struct replay_result {
   std::uint64_t events = 0;
   std::uint64_t peak_live_bytes = 0;
   std::uint64_t peak_reserved_bytes = 0;
-  double ratio = 0.0;         ///< peak reserved ÷ peak live.
+  double ratio = 0.0;         ///< peak reserved ÷ peak live (infinite: reserved for no live byte).
   double ns_per_event = 0.0;  ///< Measured host time of reserve / drop per event, best pass.
   /// Storage calls during the events of the first pass (not the final teardown).
   storage_counts storage;

@@ -48,9 +48,11 @@ std::size_t import_cache(std::filesystem::path const& root, std::string_view bun
 /// Returns lines removed.
 std::size_t prune_cache(std::filesystem::path const& root, bool other_versions);
 
-/// Removes `<root>/autotune`. Each tuner file is removed under the lock its writers take, so an
-/// append or prune in progress (another process's, say) finishes first, and one that starts
-/// later writes a new file, which may then stay. Returns the number of tuner files removed.
+/// Removes what cubert wrote under `<root>/autotune` (tuner files, their locks, device.txt,
+/// temporaries) and the folders that leaves empty; anything else stays, with its folders. Each
+/// tuner file is removed under the lock its writers take, so an append or prune in progress
+/// (another process's, say) finishes first, and one that starts later writes a new file, which
+/// may then stay. Returns the number of tuner files removed.
 /// @throws io_error if something cannot be removed.
 std::size_t clear_cache(std::filesystem::path const& root);
 

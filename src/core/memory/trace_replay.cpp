@@ -17,6 +17,7 @@
 #include <istream>
 #include <iterator>
 #include <limits>
+#include <sys/wait.h>
 #include <unordered_map>
 #include <vector>
 
@@ -113,6 +114,13 @@ allocation_trace parse_text(std::string_view text, std::string name, std::string
   return t;
 }
 
+// Nothing held and nothing reserved is 1; memory reserved for a trace that never holds a byte
+// (zero-size requests) is no ratio at all, not a perfect one.
+double reserved_over_live(std::uint64_t reserved, std::uint64_t live) {
+  if (live == 0) return reserved == 0 ? 1.0 : std::numeric_limits<double>::infinity();
+  return static_cast<double>(reserved) / static_cast<double>(live);
+}
+
 std::string read_gzip(std::filesystem::path const& path) {
   // Single quotes keep the shell from interpreting anything in the path.
   std::string quoted = "'";
@@ -124,8 +132,17 @@ std::string read_gzip(std::filesystem::path const& path) {
   std::string out;
   char buf[1 << 16];
   for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
-  if (::pclose(pipe) != 0) {
-    throw io_error(fmt::format("gzip could not decompress {} (missing or corrupt)", path.string()));
+  int const status = ::pclose(pipe);
+  if (status != 0) {
+    // The shell's 127: no gzip at all, which "missing or corrupt" blamed on a good file.
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 127) {
+      throw io_error(fmt::format("cannot read {}: no gzip program found on PATH to decompress it",
+                                 path.string()));
+    }
+    throw io_error(
+        fmt::format("gzip could not decompress {} (missing or corrupt; gzip exit status "
+                    "{})",
+                    path.string(), WIFEXITED(status) ? WEXITSTATUS(status) : -1));
   }
   return out;
 }
@@ -338,9 +355,7 @@ replay_result replay_trace(allocation_trace const& trace, memory_configuration c
     out.ns_per_event =
         std::min(out.ns_per_event, run_pass(trace, config, options, false).ns_per_event);
   }
-  out.ratio = trace.peak_live_bytes == 0 ? 1.0
-                                         : static_cast<double>(out.peak_reserved_bytes) /
-                                               static_cast<double>(trace.peak_live_bytes);
+  out.ratio = reserved_over_live(out.peak_reserved_bytes, trace.peak_live_bytes);
   auto const events = static_cast<double>(std::max<std::uint64_t>(out.events, 1));
   auto const calls = static_cast<double>(out.storage.calls());
   out.storage_calls_per_1000_events = calls * 1000.0 / events;
@@ -350,9 +365,7 @@ replay_result replay_trace(allocation_trace const& trace, memory_configuration c
       static_cast<double>(out.late_storage_calls) * 1000.0 / late_events;
   out.modelled_ns_per_event = out.ns_per_event + m.cost_ns(out.storage) / events;
   out.warm_storage_calls = first.warm_calls;
-  out.warm_ratio = trace.peak_live_bytes == 0 ? 1.0
-                                              : static_cast<double>(first.warm_peak_reserved) /
-                                                    static_cast<double>(trace.peak_live_bytes);
+  out.warm_ratio = reserved_over_live(first.warm_peak_reserved, trace.peak_live_bytes);
   return out;
 }
 

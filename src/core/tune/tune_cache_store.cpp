@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 namespace cubert::tune {
 
@@ -137,7 +138,19 @@ std::optional<std::string> record_problem(json const& r) {
   throw io_error(fmt::format("cannot remove '{}': {}", p.string(), ec.message()));
 }
 
-// Removes a file that is not a lock file nor a cache file (device.txt, a temporary file, a link).
+// What a tuner writes besides its files and locks: device.txt, and the temporaries a rewrite
+// goes through (`<file>.tmp.<pid>.<salt>.<n>`, file_lock.cpp). Anything else in the cache folder
+// was put there by someone else, and a clear leaves it (and so its folders).
+bool written_by_cubert(std::string_view name) {
+  // Named as a tuner file or a lock but not one (a link, say): in cubert's namespace all the same.
+  if (name == "device.txt" || name.ends_with(".jsonl") || name.ends_with(".lock")) return true;
+  auto const tmp = name.find(".tmp.");
+  if (tmp == std::string_view::npos) return false;
+  auto const base = name.substr(0, tmp);
+  return base == "device.txt" || base.ends_with(".jsonl");
+}
+
+// Removes a file that is not a lock file nor a cache file (device.txt, a temporary file).
 void remove_plain(fs::path const& p) {
   std::error_code ec;
   fs::remove(p, ec);
@@ -172,7 +185,7 @@ std::size_t remove_tree(fs::path const& dir) {
       auto const locked = fs::path(p).replace_extension();
       detail::file_lock lock(locked, detail::file_lock::mode::exclusive);
       lock.remove_held(locked);
-    } else {
+    } else if (written_by_cubert(p.filename().string())) {
       plain.push_back(p);
     }
   }
@@ -180,8 +193,8 @@ std::size_t remove_tree(fs::path const& dir) {
   // device.txt through a temporary file, and is done once its lock was had.
   for (auto const& p : plain) remove_plain(p);
   fs::remove(dir, ec);
-  // Not empty: a writer started a new file after its folder was emptied. It is newer than the
-  // clear and stays.
+  // Not empty: a writer started a new file after its folder was emptied (it is newer than the
+  // clear and stays), or the folder holds what cubert did not write.
   if (ec && ec != std::errc::directory_not_empty && ec != std::errc::no_such_file_or_directory) {
     cannot_remove(dir, ec);
   }

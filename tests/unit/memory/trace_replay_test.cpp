@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -72,6 +73,19 @@ TEST(TraceReplay, LiveBytesPast64BitsAreRejected) {
   // Freed in between, the same sizes are fine.
   auto const t = parse("a 1 9223372036854775808\nf 1\na 2 9223372036854775808\n");
   EXPECT_EQ(t.peak_live_bytes, std::uint64_t{1} << 63);
+}
+
+// Reserved pages for a trace that never holds a byte (zero-size requests) are no ratio at all:
+// it read 1.0, a perfect score. Nothing reserved for nothing stays 1.
+TEST(TraceReplay, ReservedForNoLiveByteIsAnInfiniteRatio) {
+  auto const zero = parse("a 1 0\na 2 0\n");
+  ASSERT_EQ(zero.peak_live_bytes, 0u);
+  auto const r = replay_trace(zero, memory_configuration::exclusive_pages());
+  ASSERT_GT(r.peak_reserved_bytes, 0u);  // A zero-size request still takes a slice.
+  EXPECT_TRUE(std::isinf(r.ratio)) << r.ratio;
+  EXPECT_TRUE(std::isinf(r.warm_ratio)) << r.warm_ratio;
+  auto const empty = parse("# nothing\n");
+  EXPECT_EQ(replay_trace(empty, memory_configuration::exclusive_pages()).ratio, 1.0);
 }
 
 TEST(TraceReplay, MissingFileIsAnIoError) {

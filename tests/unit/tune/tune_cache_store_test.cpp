@@ -285,6 +285,25 @@ TEST_F(TuneCacheStoreTest, WhatIsNotAFileIsNotListedAndClearStillWorks) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "autotune"));
 }
 
+// `clear` removes what cubert wrote; a file someone else put in the cache folder stays, and so do
+// the folders that hold it (the whole of <root>/autotune went, with the user's files).
+TEST_F(TuneCacheStoreTest, ClearLeavesFilesCubertDidNotWrite) {
+  {
+    tune_cache a(dir_, "matmul", "gpu A");
+    a.append("k1", one("x", 1), std::nullopt);
+  }
+  auto const device_dir = cubert::tune::list_cache(dir_).at(0).file.parent_path();
+  std::ofstream(device_dir / "notes.txt") << "mine\n";
+  std::ofstream(dir_ / "autotune" / "log.csv") << "mine\n";
+  std::ofstream(device_dir / "device.txt.tmp.1.ab.0") << "a writer's leftover\n";
+  EXPECT_EQ(cubert::tune::clear_cache(dir_), 1U);
+  EXPECT_TRUE(cubert::tune::list_cache(dir_).empty());
+  EXPECT_TRUE(std::filesystem::exists(device_dir / "notes.txt"));
+  EXPECT_TRUE(std::filesystem::exists(dir_ / "autotune" / "log.csv"));
+  EXPECT_FALSE(std::filesystem::exists(device_dir / "device.txt"));
+  EXPECT_FALSE(std::filesystem::exists(device_dir / "device.txt.tmp.1.ab.0"));
+}
+
 // An older version's folder goes whatever it holds: a directory named like a tuner file made
 // `prune --other-versions` fail reading it, and the folder stayed.
 TEST_F(TuneCacheStoreTest, PruningOtherVersionsSkipsWhatIsNotAFile) {
