@@ -61,7 +61,8 @@ class memory_manager {
   [[nodiscard]] usage_report report() const;
   /// Highest bytes reserved from storage since construction or `reset_peaks()`.
   [[nodiscard]] std::uint64_t peak_bytes_reserved() const noexcept;
-  /// Highest requested bytes live at once since construction or `reset_peaks()`.
+  /// Highest requested bytes live at once since construction or `reset_peaks()`, counting a
+  /// dropped slice until its pool next runs (drops are queued lock-free; docs/memory.md).
   [[nodiscard]] std::uint64_t peak_bytes_in_use() const noexcept;
   /// Restarts peak tracking from the current values: the manager's peaks and every pool's
   /// peak rows in `report()` (peak reserved, peak in use, peak pages).

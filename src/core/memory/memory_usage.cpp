@@ -73,7 +73,8 @@ std::string usage_report::to_string() const {
   std::size_t unused = 0;
   for (std::size_t i = 0; i < pools.size(); ++i) {
     auto const& p = pools[i];
-    if (p.peak_pages == 0 && p.pages == 0) {
+    // A capped pool that only ever spilled held no page, but its spills are the news.
+    if (p.peak_pages == 0 && p.pages == 0 && p.spills == 0) {
       ++unused;
       continue;
     }

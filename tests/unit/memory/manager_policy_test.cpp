@@ -96,6 +96,22 @@ TEST(ManagerPolicy, CappedPoolSpillsToNextPool) {
   EXPECT_NE(r.to_string().find("spilled"), std::string::npos);
 }
 
+// A capped pool that refused every request held no page; its row was hidden as unused, and
+// its spills with it.
+TEST(ManagerPolicy, APoolThatOnlySpilledIsReportedWithItsSpills) {
+  auto m = make_manager(dummy_props, memory_configuration::custom(
+                                         {pool_options::exclusive(1 * mib, std::nullopt, mib / 4),
+                                          pool_options::sliced(8 * mib, 8 * mib)}));
+  std::vector<slice_handle> held;
+  held.push_back(m->reserve(mib / 2));
+  held.push_back(m->reserve(600 * 1024));
+  auto const r = m->report();
+  ASSERT_EQ(r.pools[0].pages, 0u);
+  EXPECT_EQ(r.pools[0].spills, 2u);
+  auto const text = r.to_string();
+  EXPECT_NE(text.find("(2 spilled)"), std::string::npos) << text;
+}
+
 TEST(ManagerPolicy, CapOnEveryPoolEndsInOutOfMemory) {
   auto m = make_manager(
       dummy_props, memory_configuration::custom({pool_options::sliced(1 * mib, 1 * mib, 1 * mib)}));
