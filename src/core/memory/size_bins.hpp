@@ -63,6 +63,21 @@ class size_bins {
     return n ? best_fit_from(n, size) : nullptr;
   }
 
+  /// The smallest free block of at least `size` bytes that `accept` takes, or nullptr: a walk
+  /// over every bin from the request's class up, for the miss path of a caller that refused
+  /// what `find` gave (a few blocks at most where it is used).
+  template <typename Accept>
+  [[gnu::noinline, gnu::cold]] Node* find_if(std::uint64_t size, Accept&& accept) const {
+    Node* best = nullptr;
+    for (unsigned bin = first_nonempty_from(index_of(size)); bin < bin_count;
+         bin = first_nonempty_from(bin + 1)) {
+      for (Node* n = heads_[bin / sl_count][bin % sl_count]; n; n = n->next_free) {
+        if (n->size >= size && (!best || n->size < best->size) && accept(n)) best = n;
+      }
+    }
+    return best;
+  }
+
   [[nodiscard]] bool empty() const noexcept { return fl_map_ == 0; }
 
   /// Whether `find(size)` would return a block of `merged` bytes (merged > size) were `n`

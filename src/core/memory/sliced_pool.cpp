@@ -75,9 +75,14 @@ std::optional<slice_handle> sliced_pool::try_reserve(std::uint64_t size) {
     // its rest to small slices that pin it, and the next large request would grow the pool.
     // Only an idle page: the rest of a shared one is already kept for large requests. And only
     // a smaller request: at a fraction of 1, an exact fit was refused too.
-    if (b && cached_ && b->owner->used_blocks == 0 && extent < b->size &&
-        static_cast<double>(extent) <= large_split_fraction_ * static_cast<double>(b->size)) {
-      b = nullptr;
+    auto const waits_for_larger = [&](block const* n) {
+      return cached_ && n->owner->used_blocks == 0 && extent < n->size &&
+             static_cast<double>(extent) <= large_split_fraction_ * static_cast<double>(n->size);
+    };
+    // Refused, the best fit hid larger blocks that may take the request: the rest of a shared
+    // page above all (the search ended there, and the pool grew a page beside that rest).
+    if (b && waits_for_larger(b)) {
+      b = bins_[1].find_if(extent, [&](block const* n) { return !waits_for_larger(n); });
     }
     // A rest that could hold a large tensor is kept for one until the page is idle again, for
     // the same reason: small slices in it would pin the page.

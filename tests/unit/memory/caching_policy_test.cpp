@@ -239,6 +239,24 @@ TEST(CachingPolicy, RestOfASharedLargePageTakesAnyRequestLargerThanAPage) {
   EXPECT_EQ(c.calls().allocs, 1u);
 }
 
+// An idle page refused as too large for the request ended the search: the rest of a shared
+// page further up, kept for exactly such requests, was never looked at, and the pool grew (and
+// gave an idle page back to stay within its budget).
+TEST(CachingPolicy, ARefusedIdlePageDoesNotHideTheRestOfASharedOne) {
+  counted c(arena(fixed_growth(16 * mib, 10.0), 16 * mib));
+  std::optional<slice_handle> a = c.manager->reserve(60 * mib);   // a page of its own
+  std::optional<slice_handle> b = c.manager->reserve(200 * mib);  // another
+  b.reset();
+  auto const shared = c.manager->reserve(100 * mib);  // takes the idle 200 MiB page: 100 MiB rest
+  a.reset();                                          // the 60 MiB page is idle
+  ASSERT_EQ(c.calls().allocs, 2u);
+  // Above a page, and under a third of the idle 60 MiB page, which it is refused: the rest.
+  auto const d = c.manager->reserve(18 * mib);
+  EXPECT_EQ(c.manager->get(d)->id, c.manager->get(shared)->id);
+  EXPECT_EQ(c.calls().allocs, 2u);
+  EXPECT_EQ(c.calls().frees, 0u);
+}
+
 // At a fraction of 1 an idle large page still takes a request of its own size: every request
 // was refused, and a loop reserving one large tensor per step grew a page each step.
 TEST(CachingPolicy, AFractionOfOneStillTakesAnExactFit) {
