@@ -182,20 +182,25 @@ struct server_sleep_counter {
   }
 };
 
-std::function<std::future<void>()> sync_waiting_on_the_caller(std::chrono::milliseconds d) {
-  return [d] { return std::async(std::launch::deferred, [d] { std::this_thread::sleep_for(d); }); };
+// An actor client over a dummy server whose sync waits `wait` in the reply's get(), on the
+// caller's thread (as CUDA's does), and whose server thread's sleeps `sleeps` counts.
+client waiting_on_the_caller(server_sleep_counter const& sleeps, std::chrono::milliseconds wait,
+                             std::chrono::microseconds budget) {
+  auto server = std::make_unique<test::dummy_server>();
+  sleeps.install(*server);
+  server->on_sync = [wait] {
+    return std::async(std::launch::deferred, [wait] { std::this_thread::sleep_for(wait); });
+  };
+  return client(
+      std::make_shared<backend::actor_channel<backend::server>>(std::move(server), budget));
 }
 
 // A caller waiting on the device after a sync (CUDA waits in the reply's get(), on the caller's
 // thread) posts again once it is done: the server thread stays up for it instead of sleeping
 // after one budget (the caller's next launch then paid for waking it)...
 TEST(ActorChannel, WhileACallerWaitsOnTheDeviceTheServerThreadStaysUp) {
-  auto server = std::make_unique<test::dummy_server>();
   server_sleep_counter const sleeps;
-  sleeps.install(*server);
-  server->on_sync = sync_waiting_on_the_caller(200ms);
-  // A 50 ms budget: the 200 ms wait is within the 1 s cap.
-  client c(std::make_shared<backend::actor_channel<backend::server>>(std::move(server), 50ms));
+  auto const c = waiting_on_the_caller(sleeps, 200ms, 50ms);  // Within the 1 s cap.
   auto const before = sleeps.read(c);
   c.sync();
   EXPECT_EQ(sleeps.read(c), before) << "the server thread slept while its caller waited";
@@ -204,12 +209,8 @@ TEST(ActorChannel, WhileACallerWaitsOnTheDeviceTheServerThreadStaysUp) {
 // ...but not past its cap, and the cap counts from the wait's start: another thread posting
 // every 20 ms restarted it, and the server thread spun through the whole wait.
 TEST(ActorChannel, TheServerThreadsStayUpEndsAtItsCapWhateverElseIsPosted) {
-  auto server = std::make_unique<test::dummy_server>();
   server_sleep_counter const sleeps;
-  sleeps.install(*server);
-  server->on_sync = sync_waiting_on_the_caller(600ms);
-  // A 2 ms budget: up for 40 ms of the 600 ms wait.
-  client c(std::make_shared<backend::actor_channel<backend::server>>(std::move(server), 2ms));
+  auto const c = waiting_on_the_caller(sleeps, 600ms, 2ms);  // Up for 40 ms of the 600 ms.
   auto const noop = kernel::builder("test::noop").cpu([](cpu::kernel_context const&) {}).build();
   auto const before = sleeps.read(c);
   std::atomic<bool> done{false};
