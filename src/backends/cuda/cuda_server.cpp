@@ -571,21 +571,9 @@ std::future<std::vector<bytes>> cuda_server::read_bindings(std::vector<cubert::b
     out.reserve(bindings.size());
     bool queued = false;
     drain_if_unwinding const drain(stream_, queued);
-    std::uint64_t total = 0;
-    for (auto const& b : bindings) {
-      out.push_back(read_one(b, queued));
-      total += b.size();
-    }
+    for (auto const& b : bindings) out.push_back(read_one(b, queued));
     if (!queued) return ready(std::move(out));
     auto point = mark_stream("read");  // Before `out` moves: see drain_if_unwinding.
-    // A small copy on a stream with no launch in flight is done in microseconds: waited for
-    // here, it leaves the caller no driver call to make. Through the actor channel those calls
-    // ran on the caller's thread and the copy's on the server's, and the driver's state crossing
-    // cores cost ~2.7 µs of a 12 µs `read_one` (docs/performance-cuda.md).
-    if (total <= small_read_bytes && launches_.size() == 0 &&
-        point.passed_within(small_read_wait)) {
-      return ready(std::move(out));
-    }
     return after(std::move(point), std::move(out), [](std::vector<bytes> r) { return r; });
   } catch (...) {
     return failed<std::vector<bytes>>(on_failure(std::current_exception()));

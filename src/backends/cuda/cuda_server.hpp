@@ -19,8 +19,6 @@
 #include <cuda.h>
 
 #include <array>
-#include <chrono>
-#include <cstdint>
 #include <exception>
 #include <memory>
 #include <optional>
@@ -239,11 +237,6 @@ class cuda_server final : public backend::server {
   device_info info_;
   device_properties props_;
   CUcontext context_ = nullptr;  // The device's primary context, retained until destruction.
-  // A read this small on a stream with no launch in flight is waited for inside the server, for
-  // at most this long (a 4 B copy takes 2-5 µs; 64 KiB at ~20 GB/s about 3 µs more).
-  static constexpr std::uint64_t small_read_bytes = 64 << 10;
-  static constexpr std::chrono::microseconds small_read_wait{20};
-
   CUstream stream_ = nullptr;
   bool owns_stream_ = false;  // False for the caller's stream (options::stream).
   // Listed for other servers' storage, whose frees must wait for it to be idle; gone before it.

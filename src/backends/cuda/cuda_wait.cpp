@@ -98,20 +98,6 @@ void stream_point::wait() {
   throw device_error(report);
 }
 
-bool stream_point::passed_within(std::chrono::microseconds budget) noexcept {
-  if (!event_) return false;
-  auto const deadline = std::chrono::steady_clock::now() + budget;
-  for (;;) {
-    CUresult const r = driver_state().cuEventQuery(event_.get());
-    if (r == CUDA_SUCCESS) break;
-    if (r != CUDA_ERROR_NOT_READY || std::chrono::steady_clock::now() >= deadline) return false;
-  }
-  event_.reset();
-  from_.ledger->account(from_.suspects.mark());
-  from_.ledger->passed();
-  return true;
-}
-
 bool stream_point::wait_quietly() noexcept {
   if (!event_) return false;
   CUresult const r = driver_state().cuEventSynchronize(event_.get());

@@ -10,7 +10,6 @@
 #include <cuda.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <future>
 #include <memory>
@@ -100,10 +99,6 @@ class stream_point {
   /// launch's would be — the suspects, every device marked lost — and thrown as device_error;
   /// so is any other failure of the wait.
   void wait();
-  /// Whether the stream passes the point within `budget`, polling the event: if so, the point
-  /// is waited for (as by wait()), and the caller need not wait at all. A failure, or the
-  /// budget spent, answers false and leaves the wait (and the report of a fault) to wait().
-  [[nodiscard]] bool passed_within(std::chrono::microseconds budget) noexcept;
   /// Waits, ignoring failures (what a dropped wait does before freeing what the device writes);
   /// true when this call saw the stream pass the point without an error, false once waited
   /// for (or moved from).

@@ -137,33 +137,6 @@ TEST_P(CudaTransferTest, SmallPageableReadsGoThroughThePoolLargerThroughTheRing)
   }
 }
 
-// A small read on a stream with no launch in flight is waited for inside the server (for up to
-// 20 µs): its future is ready, and the caller (through the actor channel, another thread) makes
-// no driver call. A larger one is still waited for by the caller. The stand-in driver's stream
-// thread answers in its own time, so there only the larger one's path is checked.
-TEST_P(CudaTransferTest, ASmallReadOnAnIdleStreamIsWaitedForInside) {
-  cuda_server server(0, options_for(GetParam()));
-  bool const fake = server.properties().name == "cubert fake CUDA device";
-  constexpr std::size_t small = std::size_t{64} << 10;
-  for (std::size_t n : {std::size_t{4}, small, small + 1}) {
-    SCOPED_TRACE(::testing::Message() << n << " bytes");
-    auto const data = pattern(n, static_cast<std::uint32_t>(n) + 3);
-    auto const h = server.create(data);
-    int ready = 0;
-    for (int i = 0; i < 20; ++i) {  // A copy delayed past the 20 µs once is waited for outside.
-      server.sync().get();
-      auto pending = server.read({h.binding()});
-      if (pending.wait_for(std::chrono::seconds(0)) == std::future_status::ready) ++ready;
-      EXPECT_TRUE(same_bytes(pending.get().at(0).span(), data));
-    }
-    if (n > small) {
-      EXPECT_EQ(ready, 0) << "a read past 64 KiB was waited for inside the server";
-    } else if (!fake) {
-      EXPECT_GT(ready, 0) << "no small read on an idle stream was waited for inside";
-    }
-  }
-}
-
 TEST_P(CudaTransferTest, OffsetsIntoPinnedInteriorAndMisalignedPageable) {
   auto const data = pattern(mib + 77, 9);
   auto const h = server_->create(data);
