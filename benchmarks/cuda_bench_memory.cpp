@@ -231,7 +231,7 @@ void memory_rows(std::vector<row>& rows, std::string const& trace_dir,
       continue;
     }
     auto const trace = memory::load_trace(entry.path());
-    auto const stem = name.substr(0, name.rfind(".trace"));
+    auto const& stem = trace.name;  // The file's name without .trace / .gz, as PyTorch's rows.
     // `caching` once more with large idle pages shared only by requests of more than half
     // their size (the default before 2026-11-21): more storage calls once warm, a little less
     // reserved (cache_policy::large_split_fraction).

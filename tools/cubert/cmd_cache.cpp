@@ -149,12 +149,13 @@ void setup(CLI::App& app) {
 
   auto* cl = cmd->add_subcommand("clear", "Remove every autotune result");
   cl->callback([opts] {
-    auto const n = cubert::tune::clear_cache(root_of(*opts));
-    std::cout << fmt::format("removed {} tuner files from {}\n", n, root_of(*opts).string());
+    auto const root = root_of(*opts);
+    auto const n = cubert::tune::clear_cache(root);
+    std::cout << fmt::format("removed {} tuner files from {}\n", n, root.string());
     std::error_code ec;
-    if (std::filesystem::exists(root_of(*opts) / "autotune", ec)) {
+    if (std::filesystem::exists(root / "autotune", ec)) {
       std::cout << fmt::format("kept {}: it holds files cubert did not write\n",
-                               (root_of(*opts) / "autotune").string());
+                               (root / "autotune").string());
     }
   });
 }
