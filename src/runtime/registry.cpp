@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The device registry: which devices exist and the one client per device of this process.
+#include <cubert/backend/exit_threads.hpp>
 #include <cubert/build_config.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cpu.hpp>
@@ -11,8 +12,10 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cstdint>
 #include <map>
 #include <mutex>
+#include <pthread.h>
 
 namespace cubert {
 
@@ -28,8 +31,11 @@ device_ref parse_id(std::string_view id) {
   device_ref ref{std::string(id.substr(0, colon)), 0};
   if (colon != std::string_view::npos) {
     auto const digits = id.substr(colon + 1);
+    // Digits only, in the one spelling devices() lists: "cuda:-0" and "cuda:01" are refused.
+    bool const canonical = !digits.empty() && digits.front() >= '0' && digits.front() <= '9' &&
+                           (digits.size() == 1 || digits.front() != '0');
     auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), ref.ordinal);
-    if (ec != std::errc{} || end != digits.data() + digits.size() || ref.ordinal < 0) {
+    if (!canonical || ec != std::errc{} || end != digits.data() + digits.size()) {
       throw unsupported(fmt::format(
           "device '{}': the part after ':' must be a device ordinal (e.g. cuda:0)", id));
     }
@@ -72,8 +78,43 @@ client create_client(device_ref const& ref, std::string_view id, client_options 
                     id));
 #endif
   }
+  for (auto const& b : backends()) {
+    if (b.name == ref.backend && !b.built) {
+      throw unsupported(fmt::format("device '{}' is not available: {}", id, b.note));
+    }
+  }
   throw unsupported(fmt::format("unknown device '{}'; devices present: {}", id, available_ids()));
 }
+
+// The clients of make_client. A fork() child starts with an empty cache: the parent's clients
+// there have no threads (an actor channel's refuses every call and says to make a new client) and
+// are left alone, since destroying a CUDA one would call a driver the child cannot use. The mutex
+// is held across fork(), so the child never inherits it locked by a thread it does not have.
+struct client_cache {
+  std::mutex mutex;
+  std::map<std::string, client>* clients = new std::map<std::string, client>();
+  std::uint64_t generation = backend::detail::process_generation();
+
+  static client_cache& get() {
+    // Never destroyed: clients may be used from static destructors and detached threads.
+    static auto* const cache = [] {
+      auto* c = new client_cache();
+      ::pthread_atfork([] { get().mutex.lock(); }, [] { get().mutex.unlock(); },
+                       [] { get().mutex.unlock(); });
+      return c;
+    }();
+    return *cache;
+  }
+
+  // Called with the mutex held.
+  std::map<std::string, client>& current() {
+    if (auto const now = backend::detail::process_generation(); now != generation) {
+      clients = new std::map<std::string, client>();  // The parent's: never destroyed here.
+      generation = now;
+    }
+    return *clients;
+  }
+};
 
 }  // namespace
 
@@ -109,13 +150,12 @@ std::vector<backend_info> backends() {
 client make_client(std::string_view id, client_options options) {
   auto const ref = parse_id(id);
   auto const key = fmt::format("{}:{}", ref.backend, ref.ordinal);
-  static std::mutex mutex;
-  // Never destroyed: clients may be used from static destructors and detached threads.
-  static auto* clients = new std::map<std::string, client>();
-  std::lock_guard lock(mutex);
-  if (auto it = clients->find(key); it != clients->end()) return it->second;
+  auto& cache = client_cache::get();
+  std::lock_guard lock(cache.mutex);
+  auto& clients = cache.current();
+  if (auto it = clients.find(key); it != clients.end()) return it->second;
   auto c = create_client(ref, id, options);
-  clients->emplace(key, c);
+  clients.emplace(key, c);
   return c;
 }
 

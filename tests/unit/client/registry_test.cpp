@@ -7,7 +7,16 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <csignal>
+#include <cstddef>
 #include <cstdlib>
+#include <functional>
+#include <string>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -69,6 +78,81 @@ TEST(RegistryTest, UnknownOrAbsentDevicesAreUnsupported) {
     EXPECT_NE(std::string(e.what()).find("cpu"), std::string::npos) << e.what();
   }
   EXPECT_EQ(cubert::make_client("cpu").properties().backend, "cpu");  // The registry still works.
+}
+
+// An ordinal is spelled as devices() lists it; before 2026-11-26 "cpu:-0" and "cuda:01" were
+// taken for cpu:0 and cuda:1.
+TEST(RegistryTest, OrdinalsAreDigitsWithoutLeadingZerosOrSigns) {
+  for (auto const* id : {"cpu:-0", "cpu:00", "cpu:+0", "cpu:", "cuda:01", "cuda:-0", "cpu:0 ",
+                         "cpu: 0", "cuda:4294967296"}) {
+    SCOPED_TRACE(id);
+    EXPECT_THROW((void)cubert::make_client(id), cubert::unsupported);
+  }
+  EXPECT_EQ(cubert::make_client("cpu:0").properties().backend, "cpu");
+}
+
+// A backend that this build lacks says so rather than calling the device unknown.
+TEST(RegistryTest, AnOpenClDeviceSaysTheBackendIsMissing) {
+  try {
+    (void)cubert::make_client("opencl:0");
+    FAIL();
+  } catch (cubert::unsupported const& e) {
+    EXPECT_NE(std::string(e.what()).find("no OpenCL backend"), std::string::npos) << e.what();
+  }
+}
+
+// Runs `child` in a fork() child with 10 s to finish; its exit status (124 when it hung).
+int in_a_fork_child(std::function<int()> const& child) {
+  pid_t const pid = ::fork();
+  if (pid == 0) {
+    ::alarm(10);
+    std::_Exit(child());
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) return 124;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 125;
+}
+
+// The parent's clients have no threads in a fork() child (an actor channel's refuses every call
+// and says to make a new client), so the child's make_client makes its own. Before 2026-11-26 it
+// handed back the parent's client, for ever.
+TEST(RegistryTest, AForkChildGetsClientsOfItsOwn) {
+  auto const parents = cubert::make_client("cpu");
+  parents.sync();
+  auto const other = parents.channel_kind() == cubert::backend::channel_kind::actor
+                         ? cubert::backend::channel_kind::mutex
+                         : cubert::backend::channel_kind::actor;
+  EXPECT_EQ(in_a_fork_child([&] {
+              try {
+                auto const c = cubert::make_client("cpu", {.channel = other});
+                if (c == parents || c.channel_kind() != other) return 2;
+                if (!(cubert::make_client("cpu:0") == c)) return 3;  // Cached in the child.
+                std::vector<std::byte> const data{std::byte{7}, std::byte{9}};
+                auto const h = c.create(data);
+                return c.read_one(h.binding()).to_vector() == data ? 0 : 4;
+              } catch (std::exception const&) {
+                return 5;
+              }
+            }),
+            0);
+  EXPECT_EQ(cubert::make_client("cpu") == parents, true);  // The parent's cache is untouched.
+}
+
+// The registry's lock is held across fork(): a child forked while another thread makes or looks
+// up a client does not inherit it locked.
+TEST(RegistryTest, AForkDuringAnotherThreadsLookupDoesNotLockTheChildOut) {
+  std::atomic<bool> stop{false};
+  std::thread looker([&] {
+    while (!stop.load()) (void)cubert::make_client("cpu");
+  });
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_EQ(in_a_fork_child(
+                  [] { return cubert::make_client("cpu").properties().backend == "cpu" ? 0 : 1; }),
+              0);
+  }
+  stop = true;
+  looker.join();
 }
 
 // Every backend is listed; one without a device says why, and the counts agree with devices().
