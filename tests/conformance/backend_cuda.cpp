@@ -30,14 +30,18 @@ conformance_backend cuda_with(channel_kind kind) {
       "a CUDA kernel fault poisons the context for the process (tested in cuda_fault_test)";
   b.excluded["FailingKernelSurfacesAtReadIntoAndClientRecovers"] =
       "a CUDA kernel fault poisons the context for the process (tested in cuda_fault_test)";
-  for (char const* name :
-       {"FailingKernelSurfacesAtFlushOnceForSeveralFailures", "FailingKernelSurfacesAtReadOnce",
-        "FailingKernelInsideProfileIsProfileError",
-        "AStridedWriteLeavesAFailedLaunchForTheNextSync"}) {
-    b.excluded[name] =
-        "a CUDA kernel fault poisons the context for the process (tested in cuda_fault_test; "
-        "the strided write with a refused launch in cuda_server_test)";
-  }
+  b.excluded["FailingKernelSurfacesAtFlushOnceForSeveralFailures"] =
+      "a CUDA kernel fault poisons the context for the process (a fault found by flush: "
+      "cuda_fault_test's AlreadyHitIsReportedByAFlush)";
+  b.excluded["FailingKernelSurfacesAtReadOnce"] =
+      "a CUDA kernel fault poisons the context for the process (found by a read: "
+      "cuda_fault_test's FoundByAReadsWait cases)";
+  b.excluded["FailingKernelInsideProfileIsProfileError"] =
+      "a CUDA kernel fault poisons the context for the process (found by a profile: "
+      "cuda_fault_test's FoundByResolvingAProfileIsReportedThereThenTheDeviceIsLost)";
+  b.excluded["AStridedWriteLeavesAFailedLaunchForTheNextSync"] =
+      "it needs a kernel that fails, and a CUDA kernel fault poisons the context for the process "
+      "(the strided write with a refused launch: cuda_server_test)";
   return b;
 }
 

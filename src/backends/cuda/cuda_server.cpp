@@ -618,8 +618,13 @@ std::future<std::vector<bytes>> cuda_server::read_tensor(std::vector<binding_wit
 }
 
 void cuda_server::flush() {
-  // Launches are submitted by the driver as they are made; only a deferred error is left.
-  on_device([] {});
+  // Launches are submitted by the driver as they are made; what is left to report is a fault
+  // the device has already hit (the query does not wait, and says "not ready" while work runs),
+  // before a deferred error, as a sync reports them.
+  on_device([&] {
+    CUresult const state = driver().cuStreamQuery(stream_);
+    if (state != CUDA_ERROR_NOT_READY) check(state, "cuStreamQuery, flushing");
+  });
   errors_.rethrow_if_any();
 }
 

@@ -461,6 +461,27 @@ void fault_after_a_read(channel_kind kind) {
   checks.finish();
 }
 
+// A flush waits for nothing, but a fault the device has already hit is reported by it, as a sync
+// would, and the device is lost from then on. Before 2026-11-26 flush only rethrew deferred
+// launch errors, so the fault waited for the next sync or read.
+void fault_found_by_a_flush(channel_kind kind) {
+  child_checks checks;
+  {
+    scenario s(kind);
+    auto& [zeros, c, buf] = s;
+    c.sync();
+    c.execute(fine(), cube_count{1}, bindings{}.with_buffer(buf.binding()));
+    c.execute(poke(), cube_count{1}, bad_pointer());
+    checks.expect(fault_happened(), "the kernel never faulted");
+    checks.expect_device_error(
+        "the flush", [&] { c.flush(); },
+        {"CUDA_ERROR_ILLEGAL_ADDRESS", "cuda:0 is lost", "'fault_test::poke' grid (1, 1, 1)"});
+    checks.expect_device_error("the next sync", [&] { c.sync(); },
+                               {"cuda:0 is lost", "restart the process"});
+  }
+  checks.finish();
+}
+
 // A kernel that faults inside a replayed device graph is reported like a launch's fault, with
 // the graph's kernels as the suspects. With launch blocking on the graph is kept as steps, each
 // kernel waited for, so the report names the one that faulted.
@@ -696,6 +717,10 @@ TEST_P(CudaKernelFault, FoundByAReadsWaitIsReportedThereThenTheDeviceIsLost) {
 
 TEST_P(CudaKernelFault, FoundByAReadsWaitAfterALaterLaunchFaultedSaysSo) {
   EXPECT_EXIT(fault_after_a_read(GetParam()), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_P(CudaKernelFault, AlreadyHitIsReportedByAFlush) {
+  EXPECT_EXIT(fault_found_by_a_flush(GetParam()), ::testing::ExitedWithCode(0), "");
 }
 
 TEST_P(CudaKernelFault, FoundByAPageableReadsWaitLeavesTheDestinationAlone) {
