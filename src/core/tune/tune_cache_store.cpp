@@ -28,75 +28,6 @@ struct parsed_file {
   std::size_t corrupt = 0;
 };
 
-// Caller holds the file's lock (flock locks of two descriptors of one process conflict).
-parsed_file parse_locked(fs::path const& file) {
-  parsed_file out;
-  auto const text = detail::read_from(file, 0);
-  std::size_t consumed = 0;
-  detail::for_each_line(text, consumed, [&](std::string_view line, bool) {
-    if (line.empty()) return;
-    if (auto r = detail::decode_line(line)) {
-      out.records.push_back(std::move(*r));
-    } else {
-      ++out.corrupt;
-    }
-  });
-  return out;
-}
-
-parsed_file parse(fs::path const& file) {
-  detail::file_lock lock(file, detail::file_lock::mode::shared);
-  return parse_locked(file);
-}
-
-std::string read_small(fs::path const& p) {
-  std::ifstream in(p);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Identity of a record for de-duplication: a candidate by (key, name, version, explicit set
-// checksum), a decision by (key, checksum). The latest one of each identity is the one that counts.
-std::string identity(json const& r) {
-  auto const key = r.value("key", std::string{});
-  if (r.value("type", "") == "candidate") {
-    // A verdict per reference is kept (sets whose candidate 0 differs share candidates).
-    return "c\x1f" + key + '\x1f' + r.value("name", "") + '\x1f' + r.value("version", "") + '\x1f' +
-           r.value("checksum", "") + '\x1f' + r.value("reference", "");
-  }
-  return "d\x1f" + key + '\x1f' + r.value("checksum", "");
-}
-
-// When a record was written (seconds since the epoch; 0 if unknown).
-std::int64_t time_of(json const& r) {
-  auto const it = r.find("time");
-  return it != r.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
-}
-
-// Every cache file under `root`, sorted: <root>/autotune/<version>/<device>/<tuner>.jsonl. A
-// directory or a dangling link named *.jsonl is not one; listing it made every command fail,
-// `clear` included.
-std::vector<fs::path> cache_files(fs::path const& root) {
-  std::vector<fs::path> out;
-  std::error_code ec;
-  auto const base = root / "autotune";
-  if (!fs::is_directory(base, ec)) return out;
-  for (auto const& version : fs::directory_iterator(base, ec)) {
-    if (!version.is_directory(ec)) continue;
-    for (auto const& device : fs::directory_iterator(version.path(), ec)) {
-      if (!device.is_directory(ec)) continue;
-      for (auto const& file : fs::directory_iterator(device.path(), ec)) {
-        if (file.path().extension() == ".jsonl" && file.is_regular_file(ec)) {
-          out.push_back(file.path());
-        }
-      }
-    }
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 // Why a bundled record is not one a tuner wrote, or nullopt. Checked before anything is written:
 // the merge below reads these fields as strings.
 std::optional<std::string> record_problem(json const& r) {
@@ -132,6 +63,91 @@ std::optional<std::string> record_problem(json const& r) {
     return std::nullopt;
   }
   return fmt::format("unknown type {}", type->dump());
+}
+
+// A line of a cache file as the tools read it: a record passes the checks an import makes, or the
+// line is corrupt (a well-checksummed line with a numeric key made every command fail), so what
+// `export` writes `import` takes.
+std::optional<json> decode_record(std::string_view line) {
+  auto r = detail::decode_line(line);
+  if (!r || record_problem(*r)) return std::nullopt;
+  return r;
+}
+
+// A field the tools read as text: "" when absent or not a string (another version's record).
+std::string text_of(json const& r, char const* field) {
+  auto const it = r.find(field);
+  return it != r.end() && it->is_string() ? it->get<std::string>() : std::string{};
+}
+
+// Caller holds the file's lock (flock locks of two descriptors of one process conflict).
+parsed_file parse_locked(fs::path const& file) {
+  parsed_file out;
+  auto const text = detail::read_from(file, 0);
+  std::size_t consumed = 0;
+  detail::for_each_line(text, consumed, [&](std::string_view line, bool) {
+    if (line.empty()) return;
+    if (auto r = decode_record(line)) {
+      out.records.push_back(std::move(*r));
+    } else {
+      ++out.corrupt;
+    }
+  });
+  return out;
+}
+
+parsed_file parse(fs::path const& file) {
+  detail::file_lock lock(file, detail::file_lock::mode::shared);
+  return parse_locked(file);
+}
+
+std::string read_small(fs::path const& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Identity of a record for de-duplication: a candidate by (key, name, version, explicit set
+// checksum), a decision by (key, checksum). The latest one of each identity is the one that counts.
+std::string identity(json const& r) {
+  auto const key = text_of(r, "key");
+  auto const type = text_of(r, "type");
+  if (type == "candidate") {
+    // A verdict per reference is kept (sets whose candidate 0 differs share candidates).
+    return "c\x1f" + key + '\x1f' + text_of(r, "name") + '\x1f' + text_of(r, "version") + '\x1f' +
+           text_of(r, "checksum") + '\x1f' + text_of(r, "reference");
+  }
+  return "d\x1f" + key + '\x1f' + text_of(r, "checksum");
+}
+
+// When a record was written (seconds since the epoch; 0 if unknown).
+std::int64_t time_of(json const& r) {
+  auto const it = r.find("time");
+  return it != r.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
+}
+
+// Every cache file under `root`, sorted: <root>/autotune/<version>/<device>/<tuner>.jsonl. A
+// directory or a dangling link named *.jsonl is not one; listing it made every command fail,
+// `clear` included.
+std::vector<fs::path> cache_files(fs::path const& root) {
+  std::vector<fs::path> out;
+  std::error_code ec;
+  auto const base = root / "autotune";
+  if (!fs::is_directory(base, ec)) return out;
+  for (auto const& version : fs::directory_iterator(base, ec)) {
+    if (!version.is_directory(ec)) continue;
+    for (auto const& device : fs::directory_iterator(version.path(), ec)) {
+      if (!device.is_directory(ec)) continue;
+      for (auto const& file : fs::directory_iterator(device.path(), ec)) {
+        if (file.path().extension() == ".jsonl" && file.is_regular_file(ec)) {
+          out.push_back(file.path());
+        }
+      }
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 [[noreturn]] void cannot_remove(fs::path const& p, std::error_code ec) {
@@ -231,8 +247,8 @@ std::vector<cache_file_info> list_cache(fs::path const& root) {
     auto const parsed = parse(path);
     std::set<std::string> keys;
     for (auto const& r : parsed.records) {
-      keys.insert(r.value("key", std::string{}));
-      (r.value("type", "") == "candidate" ? info.candidates : info.decisions) += 1;
+      keys.insert(text_of(r, "key"));
+      (text_of(r, "type") == "candidate" ? info.candidates : info.decisions) += 1;
     }
     info.keys = keys.size();
     info.corrupt = parsed.corrupt;
@@ -270,7 +286,7 @@ std::string export_cache(fs::path const& root) {
 
 std::size_t import_cache(fs::path const& root, std::string_view bundle) {
   auto j = json::parse(bundle, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || j.value("format", "") != "cubert-tune-cache" ||
+  if (j.is_discarded() || !j.is_object() || text_of(j, "format") != "cubert-tune-cache" ||
       !j.contains("files") || !j["files"].is_array()) {
     throw invalid_argument("not a cubert tune cache bundle (expected format cubert-tune-cache)");
   }
@@ -322,7 +338,7 @@ std::size_t import_cache(fs::path const& root, std::string_view bundle) {
       data += detail::encode_line(r);
       ++added;
     }
-    auto const device = f.value("device", std::string{});
+    auto const device = text_of(f, "device");
     if (!device.empty() && !fs::exists(dir / "device.txt", ec)) {
       detail::replace_file(dir / "device.txt", device);
     }
@@ -363,7 +379,7 @@ std::size_t prune_cache(fs::path const& root, bool other_versions) {
     detail::for_each_line(text, consumed, [&](std::string_view line, bool) {
       if (line.empty()) return;
       ++lines;
-      if (auto r = detail::decode_line(line)) records.push_back(std::move(*r));
+      if (auto r = decode_record(line)) records.push_back(std::move(*r));
     });
     std::map<std::string, std::size_t> latest;
     for (std::size_t i = 0; i < records.size(); ++i) latest[identity(records[i])] = i;

@@ -285,6 +285,42 @@ TEST_F(TuneCacheStoreTest, WhatIsNotAFileIsNotListedAndClearStillWorks) {
   EXPECT_FALSE(std::filesystem::exists(dir_ / "autotune"));
 }
 
+// A line with a good checksum whose fields have the wrong types (a numeric key, a type that is an
+// array) is corrupt to every command: before 2026-11-26 list, show, export, prune and import threw
+// nlohmann's type_error. A record of a type this version does not write is corrupt too, so that
+// what export writes import takes.
+TEST_F(TuneCacheStoreTest, ARecordWithFieldsOfTheWrongTypesIsCorrupt) {
+  {
+    tune_cache a(dir_, "matmul", "gpu A");
+    a.append("k1", one("x", 1), std::nullopt);
+  }
+  auto const file = cubert::tune::list_cache(dir_).at(0).file;
+  {
+    std::ofstream out(file, std::ios::app);
+    out << cubert::tune::detail::encode_line(nlohmann::json{{"type", "candidate"}, {"key", 5}})
+        << cubert::tune::detail::encode_line(nlohmann::json{{"type", {"x"}}, {"key", "k"}})
+        << cubert::tune::detail::encode_line(
+               nlohmann::json{{"type", "decision"}, {"key", "k"}, {"checksum", 7}})
+        << cubert::tune::detail::encode_line(
+               nlohmann::json{{"type", "future"}, {"key", 3}, {"checksum", 7}});
+  }
+  auto const listed = cubert::tune::list_cache(dir_);
+  ASSERT_EQ(listed.size(), 1U);
+  EXPECT_EQ(listed[0].corrupt, 4U);
+  EXPECT_EQ(listed[0].candidates, 1U);
+  EXPECT_EQ(listed[0].decisions, 0U);
+  std::string bundle;
+  ASSERT_NO_THROW(bundle = cubert::tune::export_cache(dir_));
+  EXPECT_EQ(bundle.find("\"key\":5"), std::string::npos);
+  EXPECT_NO_THROW((void)cubert::tune::show_cache_json(listed[0]));
+  EXPECT_EQ(cubert::tune::prune_cache(dir_, false), 4U);  // The corrupt lines go.
+  EXPECT_EQ(cubert::tune::list_cache(dir_).at(0).corrupt, 0U);
+  EXPECT_NO_THROW((void)cubert::tune::import_cache(dir_, bundle));
+  // A bundle whose format is not a string is not a bundle, said as such.
+  EXPECT_THROW((void)cubert::tune::import_cache(dir_, R"({"format": 1, "files": []})"),
+               cubert::invalid_argument);
+}
+
 // `clear` removes what cubert wrote; a file someone else put in the cache folder stays, and so do
 // the folders that hold it (the whole of <root>/autotune went, with the user's files).
 TEST_F(TuneCacheStoreTest, ClearLeavesFilesCubertDidNotWrite) {
