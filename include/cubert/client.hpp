@@ -175,10 +175,11 @@ class client {
   /// `replay` runs again, in order, as often as wanted. `empty` and the other calls that neither
   /// wait nor move host data work as usual inside; those that do (create, write, read, sync,
   /// flush, profile) are refused with invalid_argument, since they would act before the
-  /// recorded work ran. Other threads' calls are not recorded. Where the backend makes a device
-  /// graph (CUDA) the steps are checked and compiled here; elsewhere, at each replay, as a
-  /// launch would be. @throws invalid_argument for a capture nested in one on the same device;
-  /// what `fn` throws (nothing is kept).
+  /// recorded work ran. Other threads' calls are not recorded. The steps are checked here as
+  /// their submission would check them (CUDA also compiles them into a device graph), so a bad
+  /// step is thrown by `capture`, never by part of a replay. @throws invalid_argument for a
+  /// capture nested in one on the same device; what a step's submission would throw; what `fn`
+  /// throws (nothing is kept).
   template <typename F>
   [[nodiscard]] graph capture(F&& fn) const {
     capture_scope scope(*this);

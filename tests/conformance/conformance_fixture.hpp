@@ -6,11 +6,14 @@
 #include "conformance_backend.hpp"
 
 #include <cubert/client.hpp>
+#include <cubert/error.hpp>
 
 #include <gtest/gtest.h>
 
+#include <exception>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace cubert::conformance {
 
@@ -33,5 +36,26 @@ class conformance_fixture : public ::testing::TestWithParam<conformance_backend>
  private:
   std::optional<client> client_;
 };
+
+/// Expects `f` to report a kernel's failure as a backend does: `launch_error` (a kernel that threw,
+/// on the CPU device) or `device_error` (a device fault), naming the kernel; any other error, or
+/// none, fails the case.
+template <typename F>
+void expect_kernel_failure(F&& f, std::string_view kernel = "failing") {
+  std::string message;
+  try {
+    f();
+    ADD_FAILURE() << "no exception: the kernel's failure was not reported";
+    return;
+  } catch (launch_error const& e) {
+    message = e.what();
+  } catch (device_error const& e) {
+    message = e.what();
+  } catch (std::exception const& e) {
+    ADD_FAILURE() << "not a launch_error or device_error: " << e.what();
+    return;
+  }
+  EXPECT_NE(message.find(kernel), std::string::npos) << message;
+}
 
 }  // namespace cubert::conformance

@@ -115,6 +115,13 @@ TEST_P(Graphs, AGraphWithADynamicCountLaunchStillReplays) {
   EXPECT_FALSE(g.native());
   c().replay(g);
   EXPECT_EQ(values_of<float>(c().read_one(out.binding())), std::vector<float>(n, 5.0f));
+  // Read again at the next replay: one cube now, so only the first 256 elements are written.
+  c().write(count.binding(), bytes_of(std::vector<std::uint32_t>{1, 1, 1}));
+  c().fill(out.binding(), 0.0f);
+  c().replay(g);
+  auto const got = values_of<float>(c().read_one(out.binding()));
+  ASSERT_EQ(got.size(), n);
+  for (std::uint32_t i = 0; i < n; ++i) ASSERT_EQ(got[i], i < 256 ? 5.0f : 0.0f) << i;
 }
 
 // Clusters and a grid-wide barrier inside a graph: CUDA carries them as kernel-node attributes,
@@ -171,15 +178,55 @@ TEST_P(Graphs, ACaptureWithAClusterThatDoesNotFitIsRefusedWhereTheGraphIsMade) {
   EXPECT_NO_THROW(c().sync());
 }
 
+// A step that would be refused when submitted (an unknown binding, a fill off its element
+// boundary, a copy between buffers of different sizes) is refused when the graph is made, on
+// every backend, so a replay never runs part of a graph. Before 2026-11-26 the CPU device ran the
+// steps before the bad one at each replay and dropped the rest.
+TEST_P(Graphs, ACaptureWithABadStepIsRefusedWhereTheGraphIsMade) {
+  auto const h = c().create(bytes_of(iota_u32(16, 9)));
+  auto const small = c().empty(8);
+  auto const fill_then = [&](auto&& bad) {
+    return [&, bad] {
+      c().fill(h.binding(), std::uint32_t{5});
+      bad();
+    };
+  };
+  EXPECT_THROW((void)c().capture(fill_then([&] {
+    c().execute(kernels::add_f32(), cube_count{1},
+                bindings{}
+                    .with_buffers({binding{}, h.binding(), h.binding()})
+                    .with_scalar(elem::u32, {1u}));
+  })),
+               invalid_argument);
+  EXPECT_THROW((void)c().capture(
+                   fill_then([&] { c().fill(h.offset_start(2).binding(), std::uint32_t{1}); })),
+               invalid_argument);
+  EXPECT_THROW((void)c().capture(fill_then([&] { c().copy(h.binding(), small.binding()); })),
+               invalid_argument);
+  EXPECT_NO_THROW(c().sync());
+  EXPECT_EQ(read_u32(c(), h), iota_u32(16, 9));  // Nothing ran.
+  graph const good = c().capture(fill_then([] {}));
+  c().replay(good);
+  EXPECT_EQ(read_u32(c(), h), std::vector<std::uint32_t>(16, 5));
+}
+
 TEST_P(Graphs, AnEmptyCaptureAndAStepThatMovesNothingReplayAsNothing) {
   auto const h = c().create(bytes_of(iota_u32(16, 9)));
+  auto const other = c().create(bytes_of(iota_u32(16, 100)));
   graph const none = c().capture([] {});
   EXPECT_EQ(none.size(), 0u);
   EXPECT_FALSE(none.native());
-  graph const idle = c().capture([&] { c().copy(h.binding(), h.binding()); });
+  // A copy onto itself and a fill of nothing are steps that move no byte.
+  graph const idle = c().capture([&] {
+    c().copy(h.binding(), h.binding());
+    c().fill(h.offset_start(64).binding(), std::uint32_t{7});
+    c().copy(other.binding(), h.binding());
+  });
+  EXPECT_EQ(idle.size(), 3u);
   c().replay(none);
+  c().write(other.binding(), bytes_of(iota_u32(16, 40)));
   c().replay(idle);
-  EXPECT_EQ(read_u32(c(), h), iota_u32(16, 9));
+  EXPECT_EQ(read_u32(c(), h), iota_u32(16, 40));  // Only the last step moved bytes.
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Graphs, ::testing::ValuesIn(conformance_backends()),

@@ -13,7 +13,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -31,6 +33,11 @@ std::uint64_t parse_size(std::string const& text) {
     value = std::stod(text, &pos);
   } catch (std::exception const&) {
     throw invalid_argument(fmt::format("bad size '{}' (expected e.g. 2GiB, 512MiB, 4096)", text));
+  }
+  // std::stod reads hexadecimal ("0x10" was 16 bytes) and skips leading blanks.
+  if (text.substr(0, pos).find_first_not_of("0123456789.eE+-") != std::string::npos) {
+    throw invalid_argument(
+        fmt::format("bad size '{}': write the number in base 10 (e.g. 2GiB, 512MiB, 4096)", text));
   }
   std::string unit;
   for (char c : text.substr(pos))
@@ -51,9 +58,19 @@ std::uint64_t parse_size(std::string const& text) {
   if (!(value > 0) || !std::isfinite(value)) {
     throw invalid_argument(fmt::format("size '{}' must be a positive number", text));
   }
-  if (value * scale >= 18446744073709551616.0) {
-    throw invalid_argument(fmt::format("size '{}' does not fit in 64 bits", text));
+  auto const too_large = [&] {
+    return invalid_argument(fmt::format("size '{}' does not fit in 64 bits", text));
+  };
+  // A whole number is read as one: through a double, 2^64 - 1 rounded up to 2^64.
+  std::uint64_t whole = 0;
+  if (auto const [end, ec] = std::from_chars(text.data(), text.data() + pos, whole);
+      end == text.data() + pos) {
+    if (ec != std::errc{}) throw too_large();
+    auto const factor = static_cast<std::uint64_t>(scale);
+    if (whole > ~std::uint64_t{0} / factor) throw too_large();
+    return whole * factor;
   }
+  if (value * scale >= 18446744073709551616.0) throw too_large();
   return static_cast<std::uint64_t>(value * scale);
 }
 

@@ -129,25 +129,29 @@ void cpu_server::fill(cubert::binding const& dst, std::span<std::byte const> pat
   memory::host_fill(memory_.get_resource(dst), pattern);
 }
 
-std::array<std::uint32_t, 3> cpu_server::resolve_count(cube_count const& count) const {
-  if (!count.is_dynamic()) return count.counts();
-  // Launches run in order on this thread, so the buffer already holds what earlier kernels
-  // wrote: reading it now is what a device would see when the launch starts.
+std::byte const* cpu_server::count_bytes(cube_count const& count) const {
   auto res = memory_.get_resource(count.dynamic_binding());
   if (res.size < 3 * sizeof(std::uint32_t)) {
     throw invalid_argument(fmt::format(
         "dynamic cube count: the binding holds {} bytes, it needs 12 (three u32)", res.size));
   }
+  return res.host_ptr<std::byte const>();
+}
+
+std::array<std::uint32_t, 3> cpu_server::resolve_count(cube_count const& count) const {
+  if (!count.is_dynamic()) return count.counts();
+  // Launches run in order on this thread, so the buffer already holds what earlier kernels
+  // wrote: reading it now is what a device would see when the launch starts.
   std::array<std::uint32_t, 3> out{};
-  std::memcpy(out.data(), res.host_ptr<std::byte const>(), sizeof(out));
+  std::memcpy(out.data(), count_bytes(count), sizeof(out));
   return out;
 }
 
-void cpu_server::execute(kernel const& k, cube_count const& count, bindings args,
-                         execution_mode mode) {
+// Everything `execute` refuses before running, but the dynamic count's content: its views of the
+// buffers are left in views_.
+void cpu_server::check_launch(kernel const& k, bindings const& args) {
   if (!k.valid()) throw launch_error("execute: empty kernel");
-  auto const* fn = k.cpu();
-  if (fn == nullptr) {
+  if (k.cpu() == nullptr) {
     throw launch_error(fmt::format("kernel '{}' has no CPU payload", k.name()));
   }
   auto const& hw = properties_.hardware;
@@ -190,7 +194,9 @@ void cpu_server::execute(kernel const& k, cube_count const& count, bindings args
       throw invalid_argument(fmt::format("kernel '{}', buffer {}: {}", k.name(), i, e.what()));
     }
   }
-  auto const counts = resolve_count(count);
+}
+
+void cpu_server::check_cubes(kernel const& k, std::array<std::uint32_t, 3> counts) {
   std::uint64_t cubes = 0;
   if (__builtin_mul_overflow(std::uint64_t{counts[0]} * counts[1], std::uint64_t{counts[2]},
                              &cubes)) {
@@ -202,6 +208,40 @@ void cpu_server::execute(kernel const& k, cube_count const& count, bindings args
     throw launch_error(fmt::format("kernel '{}': cube count ({}, {}, {}) exceeds 2^63 cubes",
                                    k.name(), counts[0], counts[1], counts[2]));
   }
+}
+
+// Each step is checked as it would be when submitted, so that a graph with a bad step is refused
+// at capture, as a device graph is: a replay ran the steps before the bad one and dropped the
+// rest. A dynamic count's content is read at each replay, as at each launch.
+std::uint64_t cpu_server::instantiate_graph(std::vector<graph_step> const& steps) {
+  for (auto const& s : steps) {
+    switch (s.what) {
+      case graph_step::kind::launch:
+        check_launch(s.k, s.args);
+        if (s.count.is_dynamic()) {
+          (void)count_bytes(s.count);
+        } else {
+          check_cubes(s.k, s.count.counts());
+        }
+        break;
+      case graph_step::kind::copy:
+        (void)backend::check_copy(memory_.get_resource(s.src), memory_.get_resource(s.dst));
+        break;
+      case graph_step::kind::fill:
+        (void)backend::check_fill(memory_.get_resource(s.dst),
+                                  std::span<std::byte const>(s.pattern.data(), s.width));
+        break;
+    }
+  }
+  return 0;
+}
+
+void cpu_server::execute(kernel const& k, cube_count const& count, bindings args,
+                         execution_mode mode) {
+  check_launch(k, args);
+  auto const* fn = k.cpu();
+  auto const counts = resolve_count(count);
+  check_cubes(k, counts);
   kernel_context base;
   base.dim = k.cube_dim();
   base.cube_count = {counts[0], counts[1], counts[2]};

@@ -38,6 +38,9 @@ class cpu_server final : public backend::server {
   void fill(cubert::binding const& dst, std::span<std::byte const> pattern) override;
   void execute(kernel const& k, cube_count const& count, bindings args,
                execution_mode mode) override;
+  /// Checks every step as its submission would, so that a bad one is refused at capture; returns
+  /// 0 (the steps are replayed one by one).
+  [[nodiscard]] std::uint64_t instantiate_graph(std::vector<graph_step> const& steps) override;
   void flush() override;
   [[nodiscard]] std::future<void> sync() override;
   [[nodiscard]] backend::binding_resource get_resource(cubert::binding const& b) override;
@@ -51,6 +54,10 @@ class cpu_server final : public backend::server {
   }
 
  private:
+  void check_launch(kernel const& k, bindings const& args);
+  static void check_cubes(kernel const& k, std::array<std::uint32_t, 3> counts);
+  /// A dynamic count's 12 bytes. @throws invalid_argument for an unknown or shorter binding.
+  [[nodiscard]] std::byte const* count_bytes(cube_count const& count) const;
   [[nodiscard]] std::array<std::uint32_t, 3> resolve_count(cube_count const& count) const;
   void run_cubes(cpu_kernel_fn const& fn, kernel_context const& base,
                  std::array<std::uint32_t, 3> counts);
