@@ -35,7 +35,9 @@ std::uint64_t parse_size(std::string const& text) {
     throw invalid_argument(fmt::format("bad size '{}' (expected e.g. 2GiB, 512MiB, 4096)", text));
   }
   // std::stod reads hexadecimal ("0x10" was 16 bytes) and skips leading blanks.
-  if (text.substr(0, pos).find_first_not_of("0123456789.eE+-") != std::string::npos) {
+  if (auto const number = text.substr(0, pos);
+      number.find_first_of("xXpP") != std::string::npos ||
+      std::isspace(static_cast<unsigned char>(number.front())) != 0) {
     throw invalid_argument(
         fmt::format("bad size '{}': write the number in base 10 (e.g. 2GiB, 512MiB, 4096)", text));
   }
