@@ -244,7 +244,9 @@ extern "C" __global__ void cluster_neighbour_u32(unsigned* out) {
 /// to values[cube], then waits at a grid-wide barrier (counter, buffer 1, starts at 0) and
 /// copies its right neighbour's value (cube + 1, wrapping) to out[cube]. The barrier only ends
 /// because every cube is resident at once. Needs `hardware_properties::cooperative_launch`; the
-/// CPU body is never reached (the CPU device refuses cooperative kernels first).
+/// CPU body is never reached (the CPU device refuses cooperative kernels first). On CUDA a grid
+/// not launched cooperatively writes 0xdeadbeef instead: 16 cubes are resident at once on any
+/// GPU anyway, so without that check dropping the cooperative attribute would pass unseen.
 inline kernel grid_barrier_u32() {
   return kernel::builder("conformance::grid_barrier_u32")
       .cube_dim(32)
@@ -253,8 +255,13 @@ inline kernel grid_barrier_u32() {
         throw std::logic_error("grid_barrier_u32 has no CPU body: the CPU has no grid barrier");
       })
       .cuda_source(R"(
+#include <cooperative_groups.h>
 extern "C" __global__ void grid_barrier_u32(unsigned* values, unsigned* counter, unsigned* out) {
   if (threadIdx.x != 0) return;
+  if (!cooperative_groups::this_grid().is_valid()) {
+    out[blockIdx.x] = 0xdeadbeefu;
+    return;
+  }
   values[blockIdx.x] = blockIdx.x * 10 + 3;
   __threadfence();
   atomicAdd(counter, 1u);
