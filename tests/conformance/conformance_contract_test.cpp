@@ -437,6 +437,37 @@ TEST_P(Contract, DynamicCubeCountWrittenByAnEarlierLaunch) {
   EXPECT_EQ(values_of<float>(c().read_one(out.binding())), got);
 }
 
+// The last copy of a client may go with work still queued or running, a read's future dropped
+// unwaited and an error nobody heard: destroying it waits for what the device still writes,
+// throws nothing, and a new client of the device works. (On CUDA the pages must outlive the
+// kernels that still use them.)
+TEST_P(Contract, ALastClientDroppedWithWorkInFlightGoesCleanly) {
+  std::uint32_t const n = 1 << 16;
+  {
+    auto cl = GetParam().make_client();
+    auto const in = cl.create(bytes_of(std::vector<std::uint32_t>(n, 7)));
+    auto const out = cl.empty(n * sizeof(std::uint32_t));
+    for (int i = 0; i < 4; ++i) {
+      cl.execute(
+          kernels::delayed_copy_u32(), cube_count{n / 256},
+          bindings{}.with_buffers({in.binding(), out.binding()}).with_scalar(elem::u32, {n, 2000}));
+    }
+    // Refused: thrown here (mutex, inline) or kept for a wait that never comes (actor).
+    try {
+      cl.execute(
+          kernels::delayed_copy_u32(), cube_count{1},
+          bindings{}.with_buffers({binding{}, out.binding()}).with_scalar(elem::u32, {1, 0}));
+    } catch (invalid_argument const&) {
+    }
+    (void)cl.read_async({out.binding()});  // Dropped unwaited.
+  }  // The client, its handles and its pages go here, with launches in flight.
+  auto fresh = GetParam().make_client();
+  auto const data = std::vector<std::uint32_t>(n, 9);
+  auto const h = fresh.create(bytes_of(data));
+  EXPECT_EQ(values_of<std::uint32_t>(fresh.read_one(h.binding())), data);
+  EXPECT_NO_THROW(fresh.sync());
+}
+
 // A failure while running is thrown by the next flush (or read), once, even when several
 // launches failed; later work runs normally.
 TEST_P(Contract, FailingKernelSurfacesAtFlushOnceForSeveralFailures) {
