@@ -59,8 +59,10 @@ std::vector<std::byte> program_image(nvrtcProgram program, bool ptx) {
 }
 
 // The toolkit headers, so that sources may include <cuda_fp16.h> and friends even where NVRTC
-// lacks them built in. Found at run time: the build machine's path may not exist here.
-std::string toolkit_include_option() {
+// lacks them built in, and CUDA 13's <toolkit>/include/cccl, where <cuda/std/...> moved (which
+// <cooperative_groups.h> includes: without it NVRTC could not open "cuda/std/type_traits"). Found
+// at run time: the build machine's path may not exist here.
+std::vector<std::string> toolkit_include_options() {
   std::vector<std::filesystem::path> candidates;
   if (char const* p = std::getenv("CUDA_PATH"); p && *p) candidates.emplace_back(p);
   if (char const* p = std::getenv("CUDA_HOME"); p && *p) candidates.emplace_back(p);
@@ -71,7 +73,11 @@ std::string toolkit_include_option() {
   for (auto const& root : candidates) {
     std::error_code ec;
     if (std::filesystem::exists(root / "include" / "cuda_fp16.h", ec)) {
-      return "--include-path=" + (root / "include").string();
+      std::vector<std::string> out{"--include-path=" + (root / "include").string()};
+      if (std::filesystem::is_directory(root / "include" / "cccl", ec)) {
+        out.push_back("--include-path=" + (root / "include" / "cccl").string());
+      }
+      return out;
     }
   }
   return {};
@@ -209,8 +215,8 @@ compiled_code cuda_compiler::compile(compile_request const& request) const {
   options.insert(options.end(), request.options.begin(), request.options.end());
   // The toolkit's headers last: NVRTC searches include paths in order, and a header the caller's
   // -I directories hold (a newer CCCL, say) must not be shadowed by the toolkit's copy.
-  static auto const& include = *new std::string(toolkit_include_option());
-  if (!include.empty()) options.push_back(include);
+  static auto const& includes = *new std::vector<std::string>(toolkit_include_options());
+  options.insert(options.end(), includes.begin(), includes.end());
 
   std::string key;
   std::string headers;

@@ -153,6 +153,25 @@ TEST(CudaCompilerTest, TheCallersIncludeDirectoriesComeBeforeTheToolkits) {
   EXPECT_NO_THROW((void)compiler.compile({source, "shadow.cu", {"-I" + dir.path().string()}, 90}));
 }
 
+// CUDA 13 moved <cuda/std/...> to <toolkit>/include/cccl, and <cooperative_groups.h> includes
+// it: with only <toolkit>/include on the path NVRTC could not open "cuda/std/type_traits".
+TEST(CudaCompilerTest, CooperativeGroupsAndTheStandardLibraryHeadersCompile) {
+  std::string const source =
+      "#include <cooperative_groups.h>\n"
+      "#include <cuda/std/type_traits>\n"
+      "extern \"C\" __global__ void k(unsigned* out) {\n"
+      "  static_assert(cuda::std::is_same_v<unsigned, unsigned int>);\n"
+      "  out[0] = cooperative_groups::this_grid().is_valid();\n"
+      "}\n";
+  cuda_compiler const compiler{kernel_disk_cache({})};
+  try {
+    auto const code = compiler.compile({source, "groups.cu", {}, 90});
+    EXPECT_FALSE(code.image.empty());
+  } catch (cubert::compilation_error const& e) {
+    FAIL() << e.what();
+  }
+}
+
 TEST(KernelDiskCacheTest, KeyChangesWithEveryPart) {
   auto const k = kernel_disk_cache::key("src", "opts", "sm_90", "13.0");
   EXPECT_EQ(k.size(), 32U);
