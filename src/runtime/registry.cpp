@@ -11,11 +11,14 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
 #include <charconv>
 #include <cstdint>
 #include <map>
 #include <mutex>
 #include <pthread.h>
+#include <thread>
+#include <utility>
 
 namespace cubert {
 
@@ -88,32 +91,61 @@ client create_client(device_ref const& ref, std::string_view id, client_options 
 
 // The clients of make_client. A fork() child starts with an empty cache: the parent's clients
 // there have no threads (an actor channel's refuses every call and says to make a new client) and
-// are left alone, since destroying a CUDA one would call a driver the child cannot use. The mutex
-// is held across fork(), so the child never inherits it locked by a thread it does not have.
-struct client_cache {
-  std::mutex mutex;
-  std::map<std::string, client>* clients = new std::map<std::string, client>();
-  std::uint64_t generation = backend::detail::process_generation();
-
+// are left alone, since destroying a CUDA one would call a driver the child cannot use.
+//
+// The mutex is held across fork(), so that the child never inherits it locked by a thread it does
+// not have; except by a thread that forks while it holds it (a driver forking a helper inside
+// cuInit, under make_client): locking it again would deadlock, and that thread is the one the
+// child has.
+class client_cache {
+ public:
   static client_cache& get() {
     // Never destroyed: clients may be used from static destructors and detached threads.
     static auto* const cache = [] {
       auto* c = new client_cache();
-      ::pthread_atfork([] { get().mutex.lock(); }, [] { get().mutex.unlock(); },
-                       [] { get().mutex.unlock(); });
+      ::pthread_atfork(before_fork, after_fork, after_fork);
       return c;
     }();
     return *cache;
   }
 
+  void lock() {
+    mutex_.lock();
+    owner_.store(std::this_thread::get_id(), std::memory_order_relaxed);
+  }
+  void unlock() {
+    owner_.store(std::thread::id{}, std::memory_order_relaxed);
+    mutex_.unlock();
+  }
+
   // Called with the mutex held.
   std::map<std::string, client>& current() {
-    if (auto const now = backend::detail::process_generation(); now != generation) {
-      clients = new std::map<std::string, client>();  // The parent's: never destroyed here.
-      generation = now;
+    if (auto const now = backend::detail::process_generation(); now != generation_) {
+      clients_ = new std::map<std::string, client>();  // The parent's: never destroyed here.
+      generation_ = now;
     }
-    return *clients;
+    return *clients_;
   }
+
+ private:
+  static bool& locked_for_fork() {
+    thread_local bool locked = false;
+    return locked;
+  }
+  static void before_fork() {
+    auto& c = get();
+    if (c.owner_.load(std::memory_order_relaxed) == std::this_thread::get_id()) return;
+    c.lock();
+    locked_for_fork() = true;
+  }
+  static void after_fork() {
+    if (std::exchange(locked_for_fork(), false)) get().unlock();
+  }
+
+  std::mutex mutex_;
+  std::atomic<std::thread::id> owner_{};
+  std::map<std::string, client>* clients_ = new std::map<std::string, client>();
+  std::uint64_t generation_ = backend::detail::process_generation();
 };
 
 }  // namespace
@@ -151,7 +183,7 @@ client make_client(std::string_view id, client_options options) {
   auto const ref = parse_id(id);
   auto const key = fmt::format("{}:{}", ref.backend, ref.ordinal);
   auto& cache = client_cache::get();
-  std::lock_guard lock(cache.mutex);
+  std::lock_guard lock(cache);
   auto& clients = cache.current();
   if (auto it = clients.find(key); it != clients.end()) return it->second;
   auto c = create_client(ref, id, options);

@@ -13,10 +13,25 @@
 #define CUBERT_TEST_SANITIZED 1
 #endif
 
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define CUBERT_TEST_THREAD_SANITIZED 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define CUBERT_TEST_THREAD_SANITIZED 1
+#endif
+
 namespace cubert::test {
 #if defined(CUBERT_TEST_SANITIZED)
 inline constexpr bool sanitized = true;
 #else
 inline constexpr bool sanitized = false;
+#endif
+/// ThreadSanitizer kills a child of a multithreaded fork() that starts threads (exit code 66).
+#if defined(CUBERT_TEST_THREAD_SANITIZED)
+inline constexpr bool thread_sanitized = true;
+#else
+inline constexpr bool thread_sanitized = false;
 #endif
 }  // namespace cubert::test

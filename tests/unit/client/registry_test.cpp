@@ -1,4 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "sanitizers.hpp"
+
 #include <cubert/build_config.hpp>
 #include <cubert/client.hpp>
 #include <cubert/config.hpp>
@@ -118,6 +120,10 @@ int in_a_fork_child(std::function<int()> const& child) {
 // and says to make a new client), so the child's make_client makes its own. Before 2026-11-26 it
 // handed back the parent's client, for ever.
 TEST(RegistryTest, AForkChildGetsClientsOfItsOwn) {
+  if (cubert::test::thread_sanitized) {
+    GTEST_SKIP() << "ThreadSanitizer kills a fork() child of a multithreaded process that starts "
+                    "threads";
+  }
   auto const parents = cubert::make_client("cpu");
   parents.sync();
   auto const other = parents.channel_kind() == cubert::backend::channel_kind::actor
@@ -142,6 +148,10 @@ TEST(RegistryTest, AForkChildGetsClientsOfItsOwn) {
 // The registry's lock is held across fork(): a child forked while another thread makes or looks
 // up a client does not inherit it locked.
 TEST(RegistryTest, AForkDuringAnotherThreadsLookupDoesNotLockTheChildOut) {
+  if (cubert::test::thread_sanitized) {
+    GTEST_SKIP() << "ThreadSanitizer kills a fork() child of a multithreaded process that starts "
+                    "threads";
+  }
   std::atomic<bool> stop{false};
   std::thread looker([&] {
     while (!stop.load()) (void)cubert::make_client("cpu");

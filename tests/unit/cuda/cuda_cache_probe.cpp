@@ -3,8 +3,11 @@
 //   cuda_cache_probe compile <cache dir> <arch>  -> prints "hit" or "miss" for a fixed source
 //   cuda_cache_probe devices                     -> prints "<count>\n<unavailable reason>\n"
 //                                                   then what make_properties(0) gave
+//   cuda_cache_probe client                      -> make_client("cuda:0"), then prints
+//                                                   "client of <name>"
 #include "cuda_compiler.hpp"
 
+#include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
 #include <cubert/error.hpp>
 
@@ -44,7 +47,13 @@ int main(int argc, char** argv) {
       }
       return 0;
     }
-    std::fprintf(stderr, "usage: cuda_cache_probe compile <dir> <arch> | devices\n");
+    if (argc == 2 && std::string_view(argv[1]) == "client") {
+      auto const c = cubert::make_client("cuda:0");
+      c.sync();
+      std::printf("client of %s\n", c.properties().name.c_str());
+      return 0;
+    }
+    std::fprintf(stderr, "usage: cuda_cache_probe compile <dir> <arch> | devices | client\n");
     return 2;
   } catch (std::exception const& e) {
     std::fprintf(stderr, "cuda_cache_probe: %s\n", e.what());

@@ -114,6 +114,17 @@ TEST(CudaLoaderTest, ADriverThatCannotStartSaysWhy) {
       << none;
 }
 
+// A driver that forks inside cuInit (the real one forks nvidia-modprobe when its modules are not
+// loaded) does so under make_client, which holds the registry's lock: the registry's fork
+// handler, which takes that lock, must not take it again on the thread that holds it (it hung
+// for ever on the first version of that handler).
+TEST(CudaLoaderTest, ADriverThatForksInsideInitDoesNotHangMakeClient) {
+  auto const env = "LD_LIBRARY_PATH=" + std::string(CUBERT_FAKE_DRIVER_DIR) +
+                   " CUBERT_FAKE_INIT_FORKS=1 timeout 20 ";
+  auto const out = run(env + std::string(CUBERT_CUDA_PROBE) + " client");
+  EXPECT_NE(out.find("client of "), std::string::npos) << out;
+}
+
 // NVRTC is loaded at first use: without it the devices are still listed (no compiler in their
 // properties), and compiling CUDA C++ is refused with the reason, the files tried included.
 TEST(CudaLoaderTest, WithoutNvrtcDevicesAreListedAndCompilingIsRefused) {

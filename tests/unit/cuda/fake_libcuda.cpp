@@ -62,6 +62,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <utility>
 #include <vector>
 
@@ -211,7 +213,15 @@ static CUresult result_from_environment(char const* variable) {
   return v == nullptr ? CUDA_SUCCESS : static_cast<CUresult>(std::atoi(v));
 }
 
+// CUBERT_FAKE_INIT_FORKS=1: cuInit forks a child that exits at once and waits for it, as the
+// real driver forks nvidia-modprobe when its kernel modules are not loaded.
 CUresult CUDAAPI cuInit(unsigned int) {
+  if (char const* forks = std::getenv("CUBERT_FAKE_INIT_FORKS"); forks && *forks == '1') {
+    pid_t const pid = ::fork();
+    if (pid == 0) ::_exit(0);
+    int status = 0;
+    if (pid > 0) ::waitpid(pid, &status, 0);
+  }
   return result_from_environment("CUBERT_FAKE_INIT_RESULT");
 }
 // NVRTC opens libcuda.so.1 too and asks for private tables; declining lets it compile alone.
