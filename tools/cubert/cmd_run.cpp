@@ -4,6 +4,7 @@
 #include "command.hpp"
 #include "profiling/profiling_summary.hpp"
 #include "run_check.hpp"
+#include "run_footprint.hpp"
 #include "run_kernels.hpp"
 
 #include <cubert/client.hpp>
@@ -175,34 +176,6 @@ std::vector<check> run_workload(client const& c, run_options const& opts,
   return checks;
 }
 
-std::string gib(std::uint64_t bytes) {
-  return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / double(1ULL << 30));
-}
-
-// The workload holds 5 device buffers and up to 7 host arrays of `size` floats at once. Past what
-// the host has, the host arrays were made first and the kernel killed the process, without a
-// word; refused up front instead, as the device's own reservations would be.
-void check_fits(device_properties const& props, std::uint32_t size) {
-  std::uint64_t const array = std::uint64_t{size} * sizeof(float);
-  std::uint64_t const host_need = 7 * array;
-  std::uint64_t const device_need = 5 * array;
-  std::uint64_t const host_has = devices().front().properties.total_memory;  // cpu: the host.
-  bool const on_host = props.backend == "cpu";
-  std::uint64_t const from_host = on_host ? host_need + device_need : host_need;
-  if (host_has != 0 && from_host > host_has) {
-    throw out_of_memory(fmt::format(
-        "--size {} needs about {} of host memory{}, and this process may use {}: use a smaller "
-        "--size",
-        size, gib(from_host), on_host ? " (the CPU device's buffers included)" : "",
-        gib(host_has)));
-  }
-  if (!on_host && props.total_memory != 0 && device_need > props.total_memory) {
-    throw out_of_memory(fmt::format(
-        "--size {} needs about {} of device memory, and {} has {}: use a smaller --size", size,
-        gib(device_need), props.name, gib(props.total_memory)));
-  }
-}
-
 void run_command(run_options const& opts) {
   CUBERT_EXPECTS(opts.size > 0, "--size must be positive");
   CUBERT_EXPECTS(opts.repeat > 0, "--repeat must be positive");
@@ -211,7 +184,7 @@ void run_command(run_options const& opts) {
   copts.threads = opts.threads;
   auto c = make_client(opts.device, copts);
   auto const& props = c.properties();
-  check_fits(props, opts.size);
+  cli::check_fits(props, opts.size, devices().front().properties.total_memory);  // cpu: the host
   fmt::print("device   {} ({}), {} compute units, channel {}\n", props.name, opts.device,
              props.hardware.num_compute_units, backend::to_string(c.channel_kind()));
   fmt::print("workload {} elements, {} repetitions per kernel\n\n", opts.size, opts.repeat);

@@ -4,6 +4,10 @@
 // reported "Max error 0, PASS".
 #include "run_check.hpp"
 
+#include "run_footprint.hpp"
+
+#include <cubert/error.hpp>
+
 #include <gtest/gtest.h>
 
 #include <limits>
@@ -36,6 +40,41 @@ TEST(RunCheck, ANanPartialResultIsKept) {
   EXPECT_EQ(max_keeping_nan(2.0f, 1.0f), 2.0f);
   EXPECT_TRUE(std::isnan(max_keeping_nan(1.0f, fnan)));
   EXPECT_TRUE(std::isnan(max_keeping_nan(fnan, 3.0f)));
+}
+
+// A workload larger than the host (or the device) can hold is refused before anything is made:
+// the host arrays came first and the kernel killed the process, without a word.
+TEST(RunFootprint, AWorkloadPastTheHostOrTheDeviceIsOutOfMemoryUpFront) {
+  constexpr std::uint64_t gib = std::uint64_t{1} << 30;
+  cubert::device_properties cpu;
+  cpu.backend = "cpu";
+  cpu.name = "host";
+  EXPECT_NO_THROW(cubert::cli::check_fits(cpu, 1u << 22, 8 * gib));  // 192 MiB in all
+  try {
+    cubert::cli::check_fits(cpu, 4294967295u, 24 * gib);
+    ADD_FAILURE() << "192 GiB fit in 24";
+  } catch (cubert::out_of_memory const& e) {
+    EXPECT_NE(std::string(e.what()).find("needs about 192.0 GiB of host memory (the CPU device's "
+                                         "buffers included), and this process may use 24.0 GiB"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_NO_THROW(cubert::cli::check_fits(cpu, 4294967295u, 0));  // Unknown: not refused.
+  cubert::device_properties gpu;
+  gpu.backend = "cuda";
+  gpu.name = "small GPU";
+  gpu.total_memory = gib;
+  EXPECT_NO_THROW(cubert::cli::check_fits(gpu, 1u << 25, 8 * gib));  // 640 MiB of device memory
+  try {
+    cubert::cli::check_fits(gpu, 1u << 26, 8 * gib);  // 1.25 GiB of device memory
+    ADD_FAILURE() << "1.25 GiB fit in a 1 GiB device";
+  } catch (cubert::out_of_memory const& e) {
+    EXPECT_NE(std::string(e.what()).find("1.2 GiB of device memory, and small GPU has 1.0 GiB"),
+              std::string::npos)
+        << e.what();
+  }
+  // On a GPU only the host arrays come from the host.
+  EXPECT_THROW(cubert::cli::check_fits(gpu, 1u << 28, 6 * gib), cubert::out_of_memory);
 }
 
 }  // namespace
