@@ -246,20 +246,23 @@ std::optional<backend::storage_handle> memory_manager::get(slice_handle const& h
 }
 
 backend::resource memory_manager::get_resource(cubert::binding const& binding) const {
-  CUBERT_EXPECTS(binding.valid(), "get_resource: the binding is empty");
+  // Worded for the caller of read, write, copy, fill or execute, which all land here: the
+  // messages said "get_resource:", a function no user calls.
+  CUBERT_EXPECTS(binding.valid(),
+                 "the binding is empty (default-constructed, or taken from an empty handle)");
   auto const storage = get(binding.memory());
   if (!storage) {
     throw invalid_argument(fmt::format(
-        "get_resource: slice {} is not known to this memory manager (another manager's, or "
-        "its pool is gone)",
+        "the binding's slice {} is not memory of this client's device (a handle of another "
+        "client or device, or of a pool that is gone)",
         binding.memory().id()));
   }
   auto const start = binding.offset_start();
   auto const end = binding.offset_end();
   if (start > storage->size || end > storage->size - start) {
     throw invalid_argument(
-        fmt::format("get_resource: offsets start {} + end {} overrun slice {} of {} bytes", start,
-                    end, binding.memory().id(), storage->size));
+        fmt::format("the binding's offsets (start {}, end {}) overrun its slice {} of {} bytes",
+                    start, end, binding.memory().id(), storage->size));
   }
   return storage_->get(storage->offset_start(start).offset_end(end));
 }

@@ -208,6 +208,48 @@ TEST_P(BadInput, ReadWithOneBadBindingAmongGoodOnesThrowsAndLosesNothing) {
   expect_usable();
 }
 
+// What a read, write, copy or fill of a bad binding says names the binding's fault, not the
+// internal call every one of them goes through (they said "get_resource: ...").
+TEST_P(BadInput, ABadBindingsMessageSpeaksOfTheBinding) {
+  auto other = cpu_client(GetParam());
+  auto const foreign = other.create(test::byte_ramp(8));
+  auto const mine = c_.create(test::byte_ramp(8));
+  auto const message = [](auto&& f) {
+    try {
+      f();
+    } catch (invalid_argument const& e) {
+      return std::string(e.what());
+    }
+    return std::string("no invalid_argument");
+  };
+  for (auto const& m :
+       {message([&] { (void)c_.read_one(foreign.binding()); }),
+        message([&] { c_.write(foreign.binding(), test::byte_ramp(8)); }), message([&] {
+          c_.copy(mine.binding(), foreign.binding());
+          c_.sync();  // The actor channel reports it at the next wait.
+        }),
+        message([&] {
+          c_.fill(foreign.binding(), std::uint32_t{1});
+          c_.sync();
+        })}) {
+    EXPECT_NE(m.find("is not memory of this client's device (a handle of another client"),
+              std::string::npos)
+        << m;
+    EXPECT_EQ(m.find("get_resource"), std::string::npos) << m;
+  }
+  auto const empty = message([&] { (void)c_.read_one(binding{}); });
+  EXPECT_NE(empty.find("the binding is empty"), std::string::npos) << empty;
+  auto const past = message([&] {
+    (void)c_.read_one(
+        cubert::binding(mine.binding().memory(), 4, 8, mine.binding().reserved_size()));
+  });
+  EXPECT_NE(past.find("the binding's offsets (start 4, end 8) overrun its slice"),
+            std::string::npos)
+      << past;
+  c_.sync();
+  expect_usable();
+}
+
 // --- tensors -----------------------------------------------------------------------------------
 
 TEST_P(BadInput, TensorShapesThatOverflowAreRefused) {
