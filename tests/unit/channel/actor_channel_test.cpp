@@ -2,6 +2,7 @@
 // The actor channel's waits: replies that come while the caller spins and after it sleeps,
 // errors on both paths, and a server thread that sleeps once its queue stays empty.
 #include "dummy_server.hpp"
+#include "fork_child.hpp"
 #include "sanitizers.hpp"
 
 #include <cubert/backend/actor_channel.hpp>
@@ -320,18 +321,7 @@ TEST(ActorChannel, AGraphDroppedOnTheServerThreadGoesAfterItsQueuedReplays) {
   EXPECT_EQ(replays->load(), 1);
 }
 
-// Runs `child` in a fork() child with 10 s to finish; its exit status (124 when it hung).
-int in_a_fork_child(std::function<int()> const& child) {
-  pid_t const pid = ::fork();
-  if (pid == 0) {
-    ::alarm(10);
-    std::_Exit(child());
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) return 124;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 125;
-}
+using cubert::test::in_a_fork_child;
 
 // The child has no server thread (nor CPU workers): a call waited for ever for its reply, and
 // destroying the client waited for ever to join threads that are not there.

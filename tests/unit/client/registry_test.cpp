@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "fork_child.hpp"
 #include "sanitizers.hpp"
 
 #include <cubert/build_config.hpp>
@@ -103,18 +104,7 @@ TEST(RegistryTest, AnOpenClDeviceSaysTheBackendIsMissing) {
   }
 }
 
-// Runs `child` in a fork() child with 10 s to finish; its exit status (124 when it hung).
-int in_a_fork_child(std::function<int()> const& child) {
-  pid_t const pid = ::fork();
-  if (pid == 0) {
-    ::alarm(10);
-    std::_Exit(child());
-  }
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  if (WIFSIGNALED(status) && WTERMSIG(status) == SIGALRM) return 124;
-  return WIFEXITED(status) ? WEXITSTATUS(status) : 125;
-}
+using cubert::test::in_a_fork_child;
 
 // The parent's clients have no threads in a fork() child (an actor channel's refuses every call
 // and says to make a new client), so the child's make_client makes its own. Before 2026-11-26 it
