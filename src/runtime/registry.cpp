@@ -148,6 +148,11 @@ class client_cache {
   std::uint64_t generation_ = backend::detail::process_generation();
 };
 
+// Made while the program loads, before any thread of its own: a fork() while another thread was
+// still constructing the cache (its first make_client) left the child waiting for ever on that
+// static's initialisation, and the fork handlers were not yet registered.
+[[maybe_unused]] client_cache const& cache_at_load = client_cache::get();
+
 }  // namespace
 
 std::vector<device_info> devices() {
