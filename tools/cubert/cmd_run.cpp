@@ -184,7 +184,9 @@ void run_command(run_options const& opts) {
   copts.threads = opts.threads;
   auto c = make_client(opts.device, copts);
   auto const& props = c.properties();
-  cli::check_fits(props, opts.size, devices().front().properties.total_memory);  // cpu: the host
+  // The CPU device's memory is what this process may use of the host; devices() would also query
+  // every GPU.
+  cli::check_fits(props, opts.size, cpu::make_properties(0).total_memory);
   fmt::print("device   {} ({}), {} compute units, channel {}\n", props.name, opts.device,
              props.hardware.num_compute_units, backend::to_string(c.channel_kind()));
   fmt::print("workload {} elements, {} repetitions per kernel\n\n", opts.size, opts.repeat);
