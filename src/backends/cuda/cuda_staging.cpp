@@ -5,6 +5,8 @@
 #include "cuda_host_buffer.hpp"
 #include "host_copy.hpp"
 
+#include <cubert/logging.hpp>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -72,8 +74,23 @@ bool cuda_staging::try_add_block() {
     return true;
   } catch (out_of_memory const&) {
     // The host pins no more: the blocks the ring has will do, at the cost of waits (growing only
-    // saves them). With none, there is nothing to fall back on.
+    // saves them). Transfers check for a first block (`has_a_block`) before they get here.
     if (blocks_.empty()) throw;
+    return false;
+  }
+}
+
+bool cuda_staging::has_a_block() {
+  if (!blocks_.empty()) return true;
+  try {
+    add_block();
+    return true;
+  } catch (out_of_memory const& e) {
+    // Tried again at the next transfer: pinned memory may be given back meanwhile.
+    log::write(log::category::memory,
+               "cuda: no pinned staging block ({}); this transfer goes through the driver's own "
+               "staging",
+               e.what());
     return false;
   }
 }
@@ -163,6 +180,11 @@ void cuda_staging::upload(CUdeviceptr dst, std::span<std::byte const> src) {
     on_stream_idle();
     return;
   }
+  if (!has_a_block()) {
+    // From pageable memory the driver stages the bytes itself and returns once `src` is read.
+    CUBERT_CU_CALL(cuMemcpyHtoDAsync, dst, src.data(), src.size(), stream_);
+    return;
+  }
   if (src.size() >= parallel_threshold) {
     auto const p = make_plan(src.size(), upload_blocks_per_worker);
     try {
@@ -217,6 +239,14 @@ void cuda_staging::download(std::span<std::byte> dst, CUdeviceptr src) {
   if (dst.empty()) return;
   // The caller waits anyway, so any pinned destination is written by DMA directly.
   if (download_queued(dst, src)) {
+    CUBERT_CU_CALL(cuStreamSynchronize, stream_);
+    on_stream_idle();
+    return;
+  }
+  if (!has_a_block()) {
+    // Into pageable memory the driver's copy returns once the bytes are there; the sync only
+    // makes that explicit.
+    CUBERT_CU_CALL(cuMemcpyDtoHAsync, dst.data(), src, dst.size(), stream_);
     CUBERT_CU_CALL(cuStreamSynchronize, stream_);
     on_stream_idle();
     return;

@@ -108,6 +108,9 @@ class cuda_staging {
   /// add_block(), or false when the host pins no more and the ring has blocks to fall back on.
   /// @throws out_of_memory when it has none.
   [[nodiscard]] bool try_add_block();
+  /// Whether the ring has a block, pinning its first if not; false when the host pins nothing
+  /// more, and the transfer goes through the driver's pageable copy instead.
+  [[nodiscard]] bool has_a_block();
   /// The plan of a transfer whose threads each use at most `most_per_worker` blocks.
   [[nodiscard]] plan make_plan(std::size_t bytes, std::size_t most_per_worker);
   void bind_context() const;

@@ -400,6 +400,34 @@ TEST(CudaStagingFailure, AHostThatPinsNoMoreStillUsesTheRingItHas) {
   }
 }
 
+// A host that pins nothing at all: transfers go through the driver's pageable copies, small and
+// large, up and down, and the ring pins its first block once the host pins again.
+TEST(CudaStagingFailure, AHostThatPinsNothingStillTransfersThroughTheDriver) {
+  if (cubert::cuda::device_count() == 0) GTEST_SKIP() << cubert::cuda::unavailable_reason();
+  auto const fail = fake_host_alloc_failures();
+  auto const pinned = fake_hook<std::size_t (*)()>("cubert_fake_pinned_allocations");
+  if (!fail || !pinned) GTEST_SKIP() << "needs the fake driver's failure hook";
+  auto opts = small_ring();
+  opts.copy_threads = 2;
+  cuda_server server(0, opts);
+  auto const before = pinned();
+  fail(1 << 20);
+  auto const small = pattern(3000, 1);
+  auto const large = pattern(5 * mib + 3, 2);  // Past the threshold of the threaded path.
+  auto const hs = server.create(small);
+  auto const hl = server.create(large);
+  std::vector<std::byte> back(large.size());
+  EXPECT_NO_THROW(server.read_into(hl.binding(), back).get());
+  EXPECT_TRUE(same_bytes(back, large));
+  EXPECT_TRUE(same_bytes(server.read({hs.binding()}).get().at(0), small));
+  EXPECT_EQ(pinned(), before) << "nothing could be pinned";
+  fail(0);
+  auto const again = pattern(3000, 3);
+  auto const ha = server.create(again);
+  EXPECT_GT(pinned(), before) << "the ring did not pin its first block once it could";
+  EXPECT_TRUE(same_bytes(server.read({ha.binding()}).get().at(0), again));
+}
+
 // Counts the live pinned host allocations.
 auto fake_pinned_count() {
   return fake_hook<std::size_t (*)()>("cubert_fake_pinned_allocations");
