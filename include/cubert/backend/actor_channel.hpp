@@ -268,9 +268,10 @@ class actor_channel final : public channel {
       // function; here it was kept for the next sync, and the window measured work that never
       // ran. (It is still reported there.)
       if (!c->refusals_at_start.empty() && c->deferred.recorded() != c->refusals_at_start.back()) {
-        throw profile_error(
-            "work submitted in the profile window was refused; the measurement is void (the "
-            "refusal is reported at the next sync or read)");
+        throw profile_error("work submitted in the profile window was refused (" +
+                            c->deferred.last_message() +
+                            "); the measurement is void (the refusal is reported at the next "
+                            "sync or read)");
       }
       return d;
     };

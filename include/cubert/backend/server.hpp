@@ -19,6 +19,7 @@
 #include <future>
 #include <mutex>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -78,10 +79,13 @@ class async_error {
   void discard() noexcept;
   /// How many errors `record` has been given, kept or not: a change says some call failed.
   [[nodiscard]] std::uint64_t recorded() const noexcept;
+  /// The message of the error `record` was given last, kept or not ("" before any).
+  [[nodiscard]] std::string last_message() const;
 
  private:
   mutable std::mutex mutex_;
   std::exception_ptr error_;
+  std::exception_ptr last_;
   std::uint64_t recorded_ = 0;
 };
 

@@ -14,9 +14,27 @@
 namespace cubert::backend {
 
 void async_error::record(std::exception_ptr e) noexcept {
+  std::exception_ptr replaced;  // Destroyed after the lock is released.
   std::lock_guard lock(mutex_);
   ++recorded_;
+  replaced = std::exchange(last_, e);
   if (!error_) error_ = std::move(e);
+}
+
+std::string async_error::last_message() const {
+  std::exception_ptr e;
+  {
+    std::lock_guard lock(mutex_);
+    e = last_;
+  }
+  if (!e) return {};
+  try {
+    std::rethrow_exception(e);
+  } catch (std::exception const& x) {
+    return x.what();
+  } catch (...) {
+    return "an exception that is not a std::exception";
+  }
 }
 
 std::uint64_t async_error::recorded() const noexcept {
