@@ -37,6 +37,12 @@
 // `cubert_fake_last_cluster(out)` writes the cluster of the last cuLaunchKernelEx,
 // `cubert_fake_last_cooperative()` whether it was cooperative (a graph's kernel node with
 // attributes replays through cuLaunchKernelEx, so these see it too).
+// `cubert_fake_count_calls(on)` starts (or stops) counting the calls of each entry point,
+// `cubert_fake_calls(entry)` and `cubert_fake_called_entries` read the counts, and
+// `cubert_fake_fail_call(entry, after, times, result)` fails calls of `entry` after `after` went
+// through, `times` calls in a row (0: every call until disarmed with a null entry);
+// `cubert_fake_injected_failures()` counts the failures made. See FAKE_INJECT.
+// `cubert_fake_live_events()` counts the events created and not destroyed.
 // `cubert_fake_other_context(fault)` returns a second context, which owns nothing and runs
 // nothing: calls made under it fail with `fault` unless that is CUDA_SUCCESS, and stream queries
 // and syncs made under it with a stream of the primary context fail with
@@ -204,6 +210,62 @@ void count_if_busy() {
     return lost_;                                              \
   }
 
+namespace {
+
+// Failure injection for cuda_driver_failure_test: while on (cubert_fake_count_calls), every
+// entry point counts its calls, and the one named by cubert_fake_fail_call fails, after the
+// given number of its calls went through, as often as asked, with the result asked for. Entry
+// points that release something release it first and then report the failure, as the real driver
+// reports an earlier asynchronous error from them; the others fail without acting.
+struct injection_state {
+  std::mutex m;
+  std::map<std::string, int, std::less<>> calls;
+  std::string target;
+  int after = 0;
+  int times = 0;  // Failures left; 0: every call until disarmed.
+  bool armed = false;
+  CUresult result = CUDA_SUCCESS;
+  int fired = 0;
+};
+std::atomic<bool> injecting{false};
+
+injection_state& injection() {
+  static auto* s = new injection_state;  // Leaked: streams may call in during exit.
+  return *s;
+}
+
+CUresult injected(std::string_view entry) {
+  if (!injecting.load(std::memory_order_acquire)) return CUDA_SUCCESS;
+  auto& in = injection();
+  std::lock_guard lock(in.m);
+  if (auto it = in.calls.find(entry); it != in.calls.end()) {
+    ++it->second;
+  } else {
+    in.calls.emplace(std::string(entry), 1);
+  }
+  if (!in.armed || entry != in.target) return CUDA_SUCCESS;
+  if (in.after > 0) {
+    --in.after;
+    return CUDA_SUCCESS;
+  }
+  if (in.times > 0 && --in.times == 0) in.armed = false;
+  ++in.fired;
+  return in.result;
+}
+
+// What an entry point that released its object answers: the injected failure, if any.
+CUresult released(std::string_view entry, CUresult r) {
+  CUresult const failure = injected(entry);
+  return failure != CUDA_SUCCESS ? failure : r;
+}
+
+}  // namespace
+
+#define FAKE_INJECT()                                                       \
+  if (CUresult injected_ = injected(__func__); injected_ != CUDA_SUCCESS) { \
+    return injected_;                                                       \
+  }
+
 extern "C" {
 
 // What a driver that cannot start, or a forked child's, answers: set by a test that runs a
@@ -268,10 +330,12 @@ CUresult CUDAAPI cuDeviceGet(CUdevice* d, int ordinal) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuDeviceGetName(char* name, int len, CUdevice) {
+  FAKE_INJECT();
   std::snprintf(name, static_cast<size_t>(len), "%s", "cubert fake CUDA device");
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
+  FAKE_INJECT();
   // An sm_90 part with 4 SMs; every other limit 65535.
   static std::map<CUdevice_attribute, int> const values{
       {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, 9},
@@ -289,10 +353,12 @@ CUresult CUDAAPI cuDeviceGetAttribute(int* v, CUdevice_attribute a, CUdevice) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuDeviceTotalMem(size_t* bytes, CUdevice) {
+  FAKE_INJECT();
   *bytes = size_t{16} << 30;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuDeviceGetUuid(CUuuid* uuid, CUdevice) {
+  FAKE_INJECT();
   std::memset(uuid->bytes, 0x5a, sizeof uuid->bytes);
   return CUDA_SUCCESS;
 }
@@ -301,6 +367,7 @@ static int retains_to_pass = 0;
 static int retains_to_fail = 0;
 
 CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext* ctx, CUdevice) {
+  FAKE_INJECT();
   // A device another process holds exclusively (CUDA_ERROR_DEVICE_UNAVAILABLE), for a test
   // running a fresh process.
   if (CUresult r = result_from_environment("CUBERT_FAKE_RETAIN_RESULT"); r != CUDA_SUCCESS) {
@@ -326,9 +393,10 @@ CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice) {
                  state().pinned.size());
     std::abort();
   }
-  return CUDA_SUCCESS;
+  return released(__func__, CUDA_SUCCESS);
 }
 CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
+  FAKE_INJECT();
   if (context_stack.empty()) {
     context_stack.push_back(ctx);
   } else {
@@ -337,14 +405,17 @@ CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuCtxGetCurrent(CUcontext* ctx) {
+  FAKE_INJECT();
   *ctx = current();
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx) {
+  FAKE_INJECT();
   context_stack.push_back(ctx);
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuCtxPopCurrent(CUcontext* ctx) {
+  FAKE_INJECT();
   if (context_stack.empty()) return CUDA_ERROR_INVALID_CONTEXT;
   if (ctx) *ctx = context_stack.back();
   context_stack.pop_back();
@@ -352,6 +423,7 @@ CUresult CUDAAPI cuCtxPopCurrent(CUcontext* ctx) {
 }
 
 CUresult CUDAAPI cuStreamCreate(CUstream* s, unsigned int) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   *s = new CUstream_st;
   std::lock_guard lock(state().m);
@@ -365,9 +437,10 @@ CUresult CUDAAPI cuStreamDestroy(CUstream s) {
     state().stream_owners.erase(s);
   }
   delete s;
-  return sticky();
+  return released(__func__, sticky());
 }
 CUresult CUDAAPI cuStreamSynchronize(CUstream s) {
+  FAKE_INJECT();
   if (CUresult r = stream_context_check(s); r != CUDA_SUCCESS) return r;
   if (in_other_context()) return CUDA_SUCCESS;  // Its null stream: nothing runs there.
   auto& st = stream_of(s);
@@ -375,6 +448,7 @@ CUresult CUDAAPI cuStreamSynchronize(CUstream s) {
   return sticky();
 }
 CUresult CUDAAPI cuStreamQuery(CUstream s) {
+  FAKE_INJECT();
   if (CUresult r = stream_context_check(s); r != CUDA_SUCCESS) return r;
   if (in_other_context()) return CUDA_SUCCESS;
   if (CUresult lost = sticky(); lost != CUDA_SUCCESS) return lost;
@@ -382,11 +456,13 @@ CUresult CUDAAPI cuStreamQuery(CUstream s) {
   return st.reached(st.last()) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 CUresult CUDAAPI cuLaunchHostFunc(CUstream s, CUhostFn fn, void* data) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   stream_of(s).push([fn, data] { fn(data); });
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuStreamWaitEvent(CUstream s, CUevent e, unsigned int) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   std::uint64_t target = 0;
   {
@@ -398,6 +474,7 @@ CUresult CUDAAPI cuStreamWaitEvent(CUstream s, CUevent e, unsigned int) {
 }
 
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr* p, size_t n) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   void* m = std::malloc(n == 0 ? 1 : n);
   if (!m) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -410,12 +487,13 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr p) {
   FAKE_NEED_CONTEXT_ONLY();
   count_if_busy();
   CUresult const r = free_device(p);
-  return r == CUDA_SUCCESS ? sticky() : r;
+  return released(__func__, r == CUDA_SUCCESS ? sticky() : r);
 }
 CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* p, size_t n, CUstream) {
   return cuMemAlloc(p, n);
 }
 CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr p, CUstream s) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   stream_of(s).push([p] { free_device(p); });
   return CUDA_SUCCESS;
@@ -468,6 +546,7 @@ CUresult CUDAAPI cuMemSetAccess(CUdeviceptr, size_t, CUmemAccessDesc const*, siz
 std::atomic<int> failing_host_allocs{0};
 
 CUresult CUDAAPI cuMemHostAlloc(void** p, size_t n, unsigned int) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   for (int left = failing_host_allocs.load(); left > 0;) {
     if (failing_host_allocs.compare_exchange_weak(left, left - 1)) return CUDA_ERROR_OUT_OF_MEMORY;
@@ -492,9 +571,10 @@ CUresult CUDAAPI cuMemFreeHost(void* p) {
   std::lock_guard lock(state().m);
   if (state().pinned.erase(addr(p)) == 0) return CUDA_ERROR_INVALID_VALUE;
   std::free(p);
-  return sticky();
+  return released(__func__, sticky());
 }
 CUresult CUDAAPI cuMemHostGetFlags(unsigned int* flags, void* p) {
+  FAKE_INJECT();
   std::lock_guard lock(state().m);
   if (state().pinned.count(addr(p)) == 0) return CUDA_ERROR_INVALID_VALUE;
   *flags = 0;
@@ -508,6 +588,7 @@ auto allocation_at(std::map<std::uintptr_t, std::size_t> const& ranges, std::uin
   return p - it->first < it->second ? it : ranges.end();
 }
 CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute a, CUdeviceptr p) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   std::lock_guard lock(state().m);
   if (a == CU_POINTER_ATTRIBUTE_BUFFER_ID) {  // Here the allocation's address: unique while live.
@@ -532,6 +613,7 @@ CUresult CUDAAPI cuPointerGetAttribute(void* data, CUpointer_attribute a, CUdevi
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemGetInfo(size_t* free_bytes, size_t* total) {
+  FAKE_INJECT();
   *free_bytes = *total = size_t{16} << 30;
   return CUDA_SUCCESS;
 }
@@ -558,6 +640,7 @@ static bool copy_fails() {
 }
 
 CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dst, void const* src, size_t n, CUstream s) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   if (copy_fails()) return CUDA_ERROR_INVALID_VALUE;
   if (n == 0) return CUDA_SUCCESS;
@@ -576,6 +659,7 @@ CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr dst, void const* src, size_t n, C
 static std::atomic<std::size_t> bytes_to_host{0};  // cubert_fake_bytes_to_host
 
 CUresult CUDAAPI cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstream s) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   if (copy_fails()) return CUDA_ERROR_INVALID_VALUE;
   if (n == 0) return CUDA_SUCCESS;
@@ -587,6 +671,7 @@ CUresult CUDAAPI cuMemcpyDtoHAsync(void* dst, CUdeviceptr src, size_t n, CUstrea
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   if (!device_range(dst, n) || !device_range(src, n)) return CUDA_ERROR_INVALID_VALUE;
   stream_of(s).push([=] { std::memmove(as_host(dst), as_host(src), n); });
@@ -594,6 +679,7 @@ CUresult CUDAAPI cuMemcpyDtoDAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, C
 }
 // Host or device to device (what cubert uses), rows gathered as the 1D copies would.
 CUresult CUDAAPI cuMemcpy2DAsync(CUDA_MEMCPY2D const* c, CUstream s) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   bool const from_device = c->srcMemoryType == CU_MEMORYTYPE_DEVICE;
   if ((c->srcMemoryType != CU_MEMORYTYPE_HOST && !from_device) ||
@@ -633,6 +719,7 @@ CUresult CUDAAPI cuMemcpy2DAsync(CUDA_MEMCPY2D const* c, CUstream s) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemsetD8Async(CUdeviceptr dst, unsigned char v, size_t n, CUstream s) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   if (!device_range(dst, n)) return CUDA_ERROR_INVALID_VALUE;
   stream_of(s).push([=] { std::memset(as_host(dst), v, n); });
@@ -655,15 +742,18 @@ CUresult fill_words(CUdeviceptr dst, Word v, size_t n, CUstream s) {
 }  // namespace
 extern "C" {
 CUresult CUDAAPI cuMemsetD16Async(CUdeviceptr dst, unsigned short v, size_t n, CUstream s) {
+  FAKE_INJECT();
   return fill_words(dst, v, n, s);
 }
 CUresult CUDAAPI cuMemsetD32Async(CUdeviceptr dst, unsigned int v, size_t n, CUstream s) {
+  FAKE_INJECT();
   return fill_words(dst, v, n, s);
 }
 
 std::atomic<int> failing_module_loads{0};
 std::atomic<int> live_modules{0};
 CUresult CUDAAPI cuModuleLoadData(CUmodule* m, void const* image) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   if (!image) return CUDA_ERROR_INVALID_VALUE;
   for (int n = failing_module_loads.load(); n > 0;) {
@@ -676,9 +766,10 @@ CUresult CUDAAPI cuModuleLoadData(CUmodule* m, void const* image) {
 CUresult CUDAAPI cuModuleUnload(CUmodule m) {
   if (m) live_modules.fetch_sub(1);
   delete m;
-  return sticky();
+  return released(__func__, sticky());
 }
 CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule m, char const* name) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   if (!m || !name) return CUDA_ERROR_INVALID_VALUE;
   int const static_shared =
@@ -690,6 +781,7 @@ CUresult CUDAAPI cuModuleGetFunction(CUfunction* f, CUmodule m, char const* name
 }
 constexpr int fake_shared_optin = 227 * 1024;
 CUresult CUDAAPI cuFuncGetAttribute(int* value, CUfunction_attribute a, CUfunction f) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   if (!f || !value) return CUDA_ERROR_INVALID_VALUE;
   switch (a) {
@@ -706,6 +798,7 @@ CUresult CUDAAPI cuFuncGetAttribute(int* value, CUfunction_attribute a, CUfuncti
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int value) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
   if (a == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
@@ -718,6 +811,7 @@ CUresult CUDAAPI cuFuncSetAttribute(CUfunction f, CUfunction_attribute a, int va
 CUresult CUDAAPI cuLaunchKernel(CUfunction f, unsigned int, unsigned int, unsigned int,
                                 unsigned int bx, unsigned int by, unsigned int bz,
                                 unsigned int shared, CUstream s, void**, void**) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   if (!f) return CUDA_ERROR_INVALID_HANDLE;
   // The real driver's launch-time checks that cubert relies on.
@@ -747,6 +841,7 @@ bool no_room(CUfunction f) {
 }
 CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* n, CUfunction f, int threads,
                                                              size_t) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   if (!n || !f || threads <= 0) return CUDA_ERROR_INVALID_VALUE;
   *n = no_room(f) ? 0 : fake_cubes_per_sm(static_cast<unsigned>(threads));
@@ -755,6 +850,7 @@ CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int* n, CUfunction 
 
 // Whole clusters only: as many as the device's cubes allow.
 CUresult CUDAAPI cuOccupancyMaxActiveClusters(int* n, CUfunction f, CUlaunchConfig const* config) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   if (!n || !f || !config || (config->numAttrs != 0 && !config->attrs)) {
     return CUDA_ERROR_INVALID_VALUE;
@@ -774,6 +870,7 @@ CUresult CUDAAPI cuOccupancyMaxActiveClusters(int* n, CUfunction f, CUlaunchConf
 // function opted in.
 CUresult CUDAAPI cuLaunchKernelEx(CUlaunchConfig const* config, CUfunction f, void** params,
                                   void** extra) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   if (!config || (config->numAttrs != 0 && !config->attrs)) return CUDA_ERROR_INVALID_VALUE;
   std::array<unsigned, 3> cluster{1, 1, 1};
@@ -853,16 +950,18 @@ int cubert_fake_live_graphs() {
   return live_graphs.load();
 }
 CUresult CUDAAPI cuGraphCreate(CUgraph* g, unsigned int) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   *g = new CUgraph_st;
   ++live_graphs;
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuGraphDestroy(CUgraph g) {
-  return destroy_graph_object(g);
+  return released(__func__, destroy_graph_object(g));
 }
 CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode* node, CUgraph g, CUgraphNode const* deps,
                                       size_t n, CUDA_KERNEL_NODE_PARAMS const* p) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   if (!p || !p->func) return CUDA_ERROR_INVALID_VALUE;
   CUresult const r = add_node(node, g, deps, n, nullptr);  // Built at instantiation.
@@ -872,6 +971,7 @@ CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode* node, CUgraph g, CUgraphNode 
 // Only the attributes cubert sets; the rules are cuLaunchKernelEx's, applied at each replay.
 CUresult CUDAAPI cuGraphKernelNodeSetAttribute(CUgraphNode node, CUkernelNodeAttrID id,
                                                CUkernelNodeAttrValue const* value) {
+  FAKE_INJECT();
   if (!node || !node->kernel || !value) return CUDA_ERROR_INVALID_VALUE;
   if (id != CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION && id != CU_LAUNCH_ATTRIBUTE_COOPERATIVE) {
     return CUDA_ERROR_NOT_SUPPORTED;
@@ -884,6 +984,7 @@ CUresult CUDAAPI cuGraphKernelNodeSetAttribute(CUgraphNode node, CUkernelNodeAtt
 }
 CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode* node, CUgraph g, CUgraphNode const* deps,
                                       size_t n, CUDA_MEMCPY3D const* m, CUcontext) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   if (!m || m->srcMemoryType != CU_MEMORYTYPE_DEVICE || m->dstMemoryType != CU_MEMORYTYPE_DEVICE ||
       m->Height != 1 || m->Depth != 1) {
@@ -896,6 +997,7 @@ CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode* node, CUgraph g, CUgraphNode 
 }
 CUresult CUDAAPI cuGraphAddMemsetNode(CUgraphNode* node, CUgraph g, CUgraphNode const* deps,
                                       size_t n, CUDA_MEMSET_NODE_PARAMS const* m, CUcontext) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   if (!m || m->height != 1) return CUDA_ERROR_INVALID_VALUE;
   auto const c = *m;
@@ -913,6 +1015,7 @@ CUresult CUDAAPI cuGraphAddMemsetNode(CUgraphNode* node, CUgraph g, CUgraphNode 
   });
 }
 CUresult CUDAAPI cuGraphInstantiate(CUgraphExec* e, CUgraph g, unsigned long long) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   if (!g || !e) return CUDA_ERROR_INVALID_VALUE;
   auto nodes = g->nodes;
@@ -942,6 +1045,7 @@ CUresult CUDAAPI cuGraphInstantiate(CUgraphExec* e, CUgraph g, unsigned long lon
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuGraphLaunch(CUgraphExec e, CUstream s) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   if (!e) return CUDA_ERROR_INVALID_VALUE;
   ++graph_launches;
@@ -951,7 +1055,7 @@ CUresult CUDAAPI cuGraphLaunch(CUgraphExec e, CUstream s) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuGraphExecDestroy(CUgraphExec e) {
-  return destroy_graph_object(e);
+  return released(__func__, destroy_graph_object(e));
 }
 
 // Tensor maps are only ever passed to kernels, which this driver does not run.
@@ -972,9 +1076,12 @@ CUresult CUDAAPI cuTensorMapEncodeIm2col(CUtensorMap*, CUtensorMapDataType, cuui
   return tensor_map_result.load();
 }
 
+std::atomic<int> live_events{0};  // cubert_fake_live_events
 CUresult CUDAAPI cuEventCreate(CUevent* e, unsigned int) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   *e = new CUevent_st;
+  ++live_events;
   return CUDA_SUCCESS;
 }
 // Events belong to the primary context: once its last reference is released they are gone, as
@@ -991,15 +1098,18 @@ void wait_for(CUevent e) {
 }
 
 CUresult CUDAAPI cuEventSynchronize(CUevent e) {
+  FAKE_INJECT();
   if (context_destroyed()) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
   wait_for(e);
   return sticky();
 }
 CUresult CUDAAPI cuEventDestroy(CUevent e) {
+  if (e) --live_events;
   delete e;  // A marker still queued holds the event's state.
-  return context_destroyed() ? CUDA_ERROR_CONTEXT_IS_DESTROYED : sticky();
+  return released(__func__, context_destroyed() ? CUDA_ERROR_CONTEXT_IS_DESTROYED : sticky());
 }
 CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
+  FAKE_INJECT();
   FAKE_NEED_CONTEXT();
   auto const st = e->state;
   std::uint64_t target = 0;
@@ -1018,6 +1128,7 @@ CUresult CUDAAPI cuEventRecord(CUevent e, CUstream s) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuEventQuery(CUevent e) {
+  FAKE_INJECT();
   if (CUresult lost = sticky(); lost != CUDA_SUCCESS) return lost;
   std::lock_guard lock(e->state->m);
   return e->state->reached >= e->state->recorded ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
@@ -1028,6 +1139,7 @@ static bool elapsed_set = false;
 static float elapsed_ms = 0.0F;
 
 CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
+  FAKE_INJECT();
   if (context_destroyed()) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
   cuEventSynchronize(start);
   cuEventSynchronize(end);
@@ -1112,6 +1224,52 @@ __attribute__((visibility("default"))) bool cubert_fake_last_cooperative() {
 __attribute__((visibility("default"))) CUcontext cubert_fake_other_context(CUresult fault) {
   other_fault.store(fault, std::memory_order_release);
   return &state().other;
+}
+
+__attribute__((visibility("default"))) int cubert_fake_live_events() {
+  return live_events.load();
+}
+__attribute__((visibility("default"))) void cubert_fake_count_calls(bool on) {
+  auto& in = injection();
+  std::lock_guard lock(in.m);
+  in.calls.clear();
+  in.armed = false;
+  in.fired = 0;
+  injecting.store(on, std::memory_order_release);
+}
+__attribute__((visibility("default"))) int cubert_fake_calls(char const* entry) {
+  auto& in = injection();
+  std::lock_guard lock(in.m);
+  auto it = in.calls.find(std::string_view(entry));
+  return it == in.calls.end() ? 0 : it->second;
+}
+// Writes up to `max` names of the entry points called since counting started (valid until it
+// restarts); returns how many there are.
+__attribute__((visibility("default"))) std::size_t cubert_fake_called_entries(char const** names,
+                                                                              std::size_t max) {
+  auto& in = injection();
+  std::lock_guard lock(in.m);
+  std::size_t i = 0;
+  for (auto const& [name, count] : in.calls) {
+    if (i < max) names[i] = name.c_str();
+    ++i;
+  }
+  return in.calls.size();
+}
+__attribute__((visibility("default"))) void cubert_fake_fail_call(char const* entry, int after,
+                                                                  int times, CUresult result) {
+  auto& in = injection();
+  std::lock_guard lock(in.m);
+  in.target = entry ? entry : "";
+  in.after = after;
+  in.times = times;
+  in.result = result;
+  in.armed = entry != nullptr;
+}
+__attribute__((visibility("default"))) int cubert_fake_injected_failures() {
+  auto& in = injection();
+  std::lock_guard lock(in.m);
+  return in.fired;
 }
 
 }  // extern "C"
