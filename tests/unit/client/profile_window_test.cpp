@@ -284,9 +284,8 @@ TEST(ProfileWindow, ALaunchRefusedInTheWindowVoidsTheMeasurementOnEveryChannel) 
     try {
       (void)c.profile(
           [&] {
-            c.execute(
-                test::dummy_kernels::addition(), cube_count{1},
-                bindings{}.with_buffers({mine.binding(), foreign.binding(), mine.binding()}));
+            c.execute(test::dummy_kernels::addition(), cube_count{1},
+                      bindings{}.with_buffers({mine.binding(), foreign.binding(), mine.binding()}));
           },
           "refused");
       ADD_FAILURE() << "the profile did not throw through the " << to_string(kind) << " channel";
