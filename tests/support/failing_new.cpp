@@ -8,6 +8,7 @@ namespace {
 
 // Armed with n >= 0: the (n+1)-th plain operator new from now on, on this thread, throws.
 thread_local long fail_countdown = -1;
+thread_local bool failed = false;
 
 }  // namespace
 
@@ -15,6 +16,11 @@ namespace cubert::test {
 
 failing_allocations::failing_allocations(long n) noexcept {
   fail_countdown = n;
+  failed = false;
+}
+
+bool failing_allocations::fired() const noexcept {
+  return failed;
 }
 
 failing_allocations::~failing_allocations() {
@@ -28,7 +34,10 @@ failing_allocations::~failing_allocations() {
 #pragma GCC diagnostic ignored "-Wmismatched-new-delete"
 
 void* operator new(std::size_t n) {
-  if (fail_countdown >= 0 && fail_countdown-- == 0) throw std::bad_alloc();
+  if (fail_countdown >= 0 && fail_countdown-- == 0) {
+    failed = true;
+    throw std::bad_alloc();
+  }
   if (void* p = std::malloc(n == 0 ? 1 : n)) return p;
   throw std::bad_alloc();
 }

@@ -13,6 +13,9 @@ class failing_allocations {
   ~failing_allocations();
   failing_allocations(failing_allocations const&) = delete;
   failing_allocations& operator=(failing_allocations const&) = delete;
+
+  /// Whether the armed allocation has failed yet.
+  [[nodiscard]] bool fired() const noexcept;
 };
 
 }  // namespace cubert::test
