@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <span>
 #include <vector>
@@ -28,6 +29,18 @@ std::vector<T> values_of(std::span<std::byte const> bytes) {
 inline std::vector<std::byte> byte_ramp(std::size_t n, unsigned seed = 0) {
   std::vector<std::byte> out(n);
   for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<std::byte>((i * 7 + seed) & 0xff);
+  return out;
+}
+
+/// `n` pseudo-random bytes, the same for the same seed (a linear congruential generator: cheap
+/// enough for hundreds of MiB, and no two seeds give shifted copies of one another).
+inline std::vector<std::byte> byte_pattern(std::size_t n, std::uint32_t seed) {
+  std::vector<std::byte> out(n);
+  std::uint32_t x = seed * 2654435761u + 12345u;
+  for (auto& b : out) {
+    x = x * 1664525u + 1013904223u;
+    b = static_cast<std::byte>(x >> 24);
+  }
   return out;
 }
 

@@ -10,6 +10,7 @@
 //
 // Runs on the fake driver (fake_libcuda.cpp), which injects the failures; skips elsewhere.
 // CUBERT_TEST_VERBOSE=1 prints each error the client reported.
+#include "byte_helpers.hpp"
 #include "fake_hook.hpp"
 #include "sanitizers.hpp"
 
@@ -41,15 +42,7 @@ using cubert::test::fake_hook;
 constexpr std::size_t kib = 1024;
 constexpr std::size_t mib = kib * kib;
 
-std::vector<std::byte> pattern(std::size_t n, std::uint32_t seed) {
-  std::vector<std::byte> out(n);
-  std::uint32_t x = seed * 2654435761u + 12345u;
-  for (auto& b : out) {
-    x = x * 1664525u + 1013904223u;
-    b = static_cast<std::byte>(x >> 24);
-  }
-  return out;
-}
+using cubert::test::byte_pattern;
 
 bool same(std::span<std::byte const> a, std::span<std::byte const> b) {
   return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size()) == 0);
@@ -139,13 +132,13 @@ CUresult failure_for(std::string const& entry) {
 // throws.
 void workload(cubert::client const& c) {
   using cubert::binding;
-  auto const small = pattern(4099, 1);
-  auto const large = pattern(3 * mib + 5, 2);
+  auto const small = byte_pattern(4099, 1);
+  auto const large = byte_pattern(3 * mib + 5, 2);
   auto const a = c.create(small);  // Staged through the ring.
   auto const b = c.create(large);  // Chunked over the copy threads.
 
   auto pinned = c.alloc_host(64 * kib);
-  auto const pinned_bytes = pattern(64 * kib, 3);
+  auto const pinned_bytes = byte_pattern(64 * kib, 3);
   std::memcpy(pinned.data(), pinned_bytes.data(), pinned_bytes.size());
   auto const p = c.create(std::span<std::byte const>(pinned.data(), pinned.size()));
 
@@ -153,7 +146,7 @@ void workload(cubert::client const& c) {
   auto const e = c.empty(16 * kib);
   c.fill(e.binding(), std::uint32_t{0xabcdef01});
   c.copy(a.binding(), e.offset_end(16 * kib - small.size()).binding());
-  auto const patch = pattern(100, 4);
+  auto const patch = byte_pattern(100, 4);
   c.write(e.offset_start(8 * kib).offset_end(8 * kib - 100).binding(), patch);
   std::vector<std::byte> e_want(16 * kib);
   for (std::size_t i = 0; i < e_want.size(); i += 4) {
@@ -192,7 +185,7 @@ void workload(cubert::client const& c) {
 
   // t: a 16 × 16 grid of u32 written densely, read back as its left 16 × 8 half.
   auto const t = c.empty(16 * 16 * 4);
-  auto const t_bytes = pattern(16 * 16 * 4, 5);
+  auto const t_bytes = byte_pattern(16 * 16 * 4, 5);
   c.write(t.binding(), t_bytes);
   cubert::binding_with_meta const half{t.binding(), {16, 8}, {16, 1}, 4};
   std::vector<std::byte> t_want;

@@ -2,6 +2,7 @@
 // Transfers of the CUDA backend: pinned and pageable memory, odd sizes and offsets, every byte
 // checked. Runs on a device; without one it skips, and CTest also runs it on the fake driver
 // (fake_libcuda.cpp), whose late, in-order streams make ordering mistakes show as wrong bytes.
+#include "byte_helpers.hpp"
 #include "cuda_driver.hpp"
 #include "cuda_host_buffer.hpp"
 #include "cuda_server.hpp"
@@ -31,15 +32,7 @@ using cubert::cuda::detail::is_pinned;
 
 constexpr std::size_t mib = std::size_t{1} << 20;
 
-std::vector<std::byte> pattern(std::size_t n, std::uint32_t seed) {
-  std::vector<std::byte> out(n);
-  std::uint32_t x = seed * 2654435761u + 12345u;
-  for (auto& b : out) {
-    x = x * 1664525u + 1013904223u;
-    b = static_cast<std::byte>(x >> 24);
-  }
-  return out;
-}
+using cubert::test::byte_pattern;
 
 ::testing::AssertionResult same_bytes(std::span<std::byte const> got,
                                       std::span<std::byte const> want) {
@@ -94,7 +87,7 @@ TEST_P(CudaTransferTest, UsesTheConfiguredCopyThreads) {
 TEST_P(CudaTransferTest, RoundTripsFromPinnedAndPageableAtOddSizes) {
   for (std::size_t n : {std::size_t{1}, std::size_t{4097}, mib, 3 * mib + 5, 64 * mib + 3}) {
     SCOPED_TRACE(n);
-    auto const data = pattern(n, static_cast<std::uint32_t>(n));
+    auto const data = byte_pattern(n, static_cast<std::uint32_t>(n));
     auto pinned_src = server_->alloc_host(n);
     ASSERT_TRUE(pinned_src.pinned());
     std::memcpy(pinned_src.data(), data.data(), n);
@@ -124,7 +117,7 @@ TEST_P(CudaTransferTest, SmallPageableReadsGoThroughThePoolLargerThroughTheRing)
     cuda_server server(0, opts);
     for (std::size_t n : {std::size_t{1}, std::size_t{4097}, limit, limit + 1}) {
       SCOPED_TRACE(::testing::Message() << n << " bytes, " << (pool ? "pool" : "no pool"));
-      auto const data = pattern(n, static_cast<std::uint32_t>(n) + 7);
+      auto const data = byte_pattern(n, static_cast<std::uint32_t>(n) + 7);
       auto const h = server.create(data);
       std::vector<std::byte> back(n);
       auto pending = server.read_into(h.binding(), back);
@@ -138,7 +131,7 @@ TEST_P(CudaTransferTest, SmallPageableReadsGoThroughThePoolLargerThroughTheRing)
 }
 
 TEST_P(CudaTransferTest, OffsetsIntoPinnedInteriorAndMisalignedPageable) {
-  auto const data = pattern(mib + 77, 9);
+  auto const data = byte_pattern(mib + 77, 9);
   auto const h = server_->create(data);
   auto const view = h.offset_start(5).offset_end(9);
   std::size_t const n = view.size();
@@ -176,7 +169,7 @@ TEST_P(CudaTransferTest, PinnedBuffersAreRecognised) {
   void* foreign = nullptr;
   ASSERT_EQ(cubert::cuda::detail::driver().cuMemAllocHost(&foreign, 2 * mib), CUDA_SUCCESS);
   EXPECT_TRUE(is_pinned(foreign, 2 * mib));
-  auto const data = pattern(2 * mib, 4);
+  auto const data = byte_pattern(2 * mib, 4);
   auto const h = server_->create(data);
   read_into(h.binding(), {static_cast<std::byte*>(foreign), 2 * mib});
   EXPECT_TRUE(same_bytes({static_cast<std::byte*>(foreign), 2 * mib}, data));
@@ -193,7 +186,7 @@ TEST_P(CudaTransferTest, PinnedBuffersAreRecognised) {
 }
 
 TEST_P(CudaTransferTest, SizeMismatchAndUnknownBindingAreInvalidArgument) {
-  auto const data = pattern(4097, 1);
+  auto const data = byte_pattern(4097, 1);
   auto const h = server_->create(data);
   std::vector<std::byte> small(4096), large(4098);
   EXPECT_THROW((void)server_->read_into(h.binding(), small), cubert::invalid_argument);
@@ -211,9 +204,9 @@ TEST_P(CudaTransferTest, SizeMismatchAndUnknownBindingAreInvalidArgument) {
 TEST_P(CudaTransferTest, ADenseTensorWriteMovesOnlyItsBytes) {
   auto const to_host = fake_hook<std::size_t (*)()>("cubert_fake_bytes_to_host");
   if (to_host == nullptr) GTEST_SKIP() << "counts the fake driver's copies";
-  auto const h = server_->create(pattern(64 * mib, 3));
+  auto const h = server_->create(byte_pattern(64 * mib, 3));
   auto const before = to_host();
-  auto const data = pattern(64, 4);
+  auto const data = byte_pattern(64, 4);
   server_->write_tensor({h.binding(), {4, 4}, {4, 1}, 4}, data);
   EXPECT_EQ(to_host() - before, 0u);
   std::vector<std::byte> head(64);
@@ -233,7 +226,7 @@ TEST_P(CudaTransferTest, ZeroBytes) {
 
 TEST_P(CudaTransferTest, PinnedBufferOutlivesItsServer) {
   auto hb = server_->alloc_host(mib);
-  auto const data = pattern(mib, 2);
+  auto const data = byte_pattern(mib, 2);
   auto const h = server_->create(data);
   read_into(h.binding(), hb.span());
   server_.reset();  // The buffer keeps the context, so its memory stays valid.
@@ -249,7 +242,7 @@ TEST_P(CudaTransferTest, SmallAndLargeUploadsInterleavedKeepTheirBytes) {
   std::vector<cubert::handle> handles;
   std::size_t const sizes[] = {100, 5 * mib + 1, 3000, 70 * 1024, 2 * mib, 17};
   for (std::uint32_t i = 0; i < 24; ++i) {
-    sent.push_back(pattern(sizes[i % 6], i));
+    sent.push_back(byte_pattern(sizes[i % 6], i));
     handles.push_back(server_->create(sent.back()));
   }
   for (std::size_t i = 0; i < sent.size(); ++i) {
@@ -264,7 +257,7 @@ TEST_P(CudaTransferTest, SmallUploadsAroundSyncsAndReadsKeepTheirBytes) {
   std::vector<cubert::handle> handles;
   std::size_t const sizes[] = {3000, 200 * 1024, 17, 600 * 1024, 4096, 90 * 1024, 5 * mib};
   for (std::uint32_t i = 0; i < 42; ++i) {
-    sent.push_back(pattern(sizes[i % 7], 1000 + i));
+    sent.push_back(byte_pattern(sizes[i % 7], 1000 + i));
     handles.push_back(server_->create(sent.back()));
     switch (i % 5) {
       case 0:
@@ -296,7 +289,7 @@ TEST_P(CudaTransferTest, ClientsOnBothChannelsReadIntoFromManyThreads) {
     std::atomic<int> failures{0};
     for (std::uint32_t t = 0; t < 4; ++t) {
       threads.emplace_back([&, t] {
-        auto const data = pattern(3 * mib + t, 100 + t);
+        auto const data = byte_pattern(3 * mib + t, 100 + t);
         auto const h = c.create(data);
         auto pinned = c.alloc_host(data.size());
         std::vector<std::byte> pageable(data.size());
@@ -338,15 +331,15 @@ TEST(CudaStagingFailure, APinnedBlockThatCannotBeHadCorruptsNoEarlierUpload) {
   auto const opts = small_ring();
   {
     cuda_server server(0, opts);
-    auto const a = pattern(3000, 1);
-    auto const b = pattern(3000, 2);
+    auto const a = byte_pattern(3000, 1);
+    auto const b = byte_pattern(3000, 2);
     auto const ha = server.create(a);  // Block 0.
     auto const hb = server.create(b);  // Block 1, its DMA still queued.
     fail(1);
     // The ring cannot grow: the upload waits for block 0 instead.
-    auto const c = pattern(3000, 3);
+    auto const c = byte_pattern(3000, 3);
     auto const hc = server.create(c);
-    auto const d = pattern(3000, 4);
+    auto const d = byte_pattern(3000, 4);
     auto const hd = server.create(d);
     EXPECT_TRUE(same_bytes(server.read({hb.binding()}).get().at(0), b));
     EXPECT_TRUE(same_bytes(server.read({ha.binding()}).get().at(0), a));
@@ -355,13 +348,13 @@ TEST(CudaStagingFailure, APinnedBlockThatCannotBeHadCorruptsNoEarlierUpload) {
   }
   {
     cuda_server server(0, opts);
-    auto const e = pattern(3000, 5);
+    auto const e = byte_pattern(3000, 5);
     auto const he = server.create(e);  // Block 0, its DMA still queued.
     fail(1);
-    auto const rows = pattern(25 * 37 * 4, 7);  // 148-byte rows, padded on the device.
+    auto const rows = byte_pattern(25 * 37 * 4, 7);  // 148-byte rows, padded on the device.
     auto const tensors = server.create_tensors({rows}, {{{25, 37}, 4}});
     ASSERT_EQ(tensors.size(), 1U);
-    auto const g = pattern(3000, 8);
+    auto const g = byte_pattern(3000, 8);
     auto const hg = server.create(g);
     EXPECT_TRUE(same_bytes(server.read({he.binding()}).get().at(0), e));
     EXPECT_TRUE(same_bytes(server.read({hg.binding()}).get().at(0), g));
@@ -376,18 +369,18 @@ TEST(CudaStagingFailure, AHostThatPinsNoMoreStillUsesTheRingItHas) {
   auto const fail = fake_host_alloc_failures();
   if (!fail) GTEST_SKIP() << "needs the fake driver's failure hook";
   cuda_server server(0, small_ring());
-  auto const a = pattern(3000, 1);
+  auto const a = byte_pattern(3000, 1);
   auto const ha = server.create(a);
-  auto const hb = server.create(pattern(3000, 2));  // Two blocks now.
+  auto const hb = server.create(byte_pattern(3000, 2));  // Two blocks now.
   server.sync().get();
   fail(1 << 20);
   std::vector<cubert::handle> more;
   std::vector<std::vector<std::byte>> sent;
   for (std::uint8_t i = 0; i < 4; ++i) {
-    sent.push_back(pattern(3000, 10 + i));
+    sent.push_back(byte_pattern(3000, 10 + i));
     EXPECT_NO_THROW(more.push_back(server.create(sent.back())));
   }
-  auto const big = pattern(64 * 1024, 20);
+  auto const big = byte_pattern(64 * 1024, 20);
   auto const hbig = server.create(big);  // Sixteen chunks through two blocks.
   std::vector<std::byte> back(big.size());
   EXPECT_NO_THROW(server.read_into(hbig.binding(), back).get());
@@ -412,8 +405,8 @@ TEST(CudaStagingFailure, AHostThatPinsNothingStillTransfersThroughTheDriver) {
   cuda_server server(0, opts);
   auto const before = pinned();
   fail(1 << 20);
-  auto const small = pattern(3000, 1);
-  auto const large = pattern(5 * mib + 3, 2);  // Past the threshold of the threaded path.
+  auto const small = byte_pattern(3000, 1);
+  auto const large = byte_pattern(5 * mib + 3, 2);  // Past the threshold of the threaded path.
   auto const hs = server.create(small);
   auto const hl = server.create(large);
   std::vector<std::byte> back(large.size());
@@ -422,7 +415,7 @@ TEST(CudaStagingFailure, AHostThatPinsNothingStillTransfersThroughTheDriver) {
   EXPECT_TRUE(same_bytes(server.read({hs.binding()}).get().at(0), small));
   EXPECT_EQ(pinned(), before) << "nothing could be pinned";
   fail(0);
-  auto const again = pattern(3000, 3);
+  auto const again = byte_pattern(3000, 3);
   auto const ha = server.create(again);
   EXPECT_GT(pinned(), before) << "the ring did not pin its first block once it could";
   EXPECT_TRUE(same_bytes(server.read({ha.binding()}).get().at(0), again));
@@ -445,14 +438,14 @@ TEST(CudaStagingRing, AnUploadTakesTwoBlocksPerThreadADownloadItsWholeShare) {
   opts.read_pool_bytes = 0;
   cuda_server server(0, opts);
   auto const before = pinned();
-  auto const data = pattern(4 * mib, 11);  // 64 blocks' worth.
+  auto const data = byte_pattern(4 * mib, 11);  // 64 blocks' worth.
   auto const h = server.create(data);
   EXPECT_EQ(pinned() - before, 8U) << "an upload's 4 threads should use 2 blocks each";
   std::vector<std::byte> back(data.size());
   server.read_into(h.binding(), back).get();
   EXPECT_TRUE(same_bytes(back, data));
   EXPECT_EQ(pinned() - before, 32U) << "a download's threads should use the whole ring";
-  auto const again = pattern(4 * mib, 12);
+  auto const again = byte_pattern(4 * mib, 12);
   auto const h2 = server.create(again);
   EXPECT_TRUE(same_bytes(server.read({h2.binding()}).get().at(0), again));
 }
@@ -465,7 +458,7 @@ TEST(CudaStagingRing, AHugeBlockCapStillTransfers) {
     auto opts = options_for({"64 KiB x 2^63", 64 * 1024, std::size_t{1} << 63, threads});
     opts.read_pool_bytes = 0;
     cuda_server server(0, opts);
-    auto const data = pattern(4 * mib, 13 + threads);
+    auto const data = byte_pattern(4 * mib, 13 + threads);
     auto const h = server.empty(data.size());
     std::vector<std::byte> back(data.size());
     server.read_into(h.binding(), back).get();  // A download first: the ring is still empty.
@@ -497,8 +490,8 @@ TEST(CudaCopyFailure, ACopyFailingMidTransferIsNamedAndTheNextTransferWorks) {
       opts.staging_blocks = 6;
       opts.read_pool_bytes = 0;
       cuda_server server(0, opts);
-      auto const big = pattern(5 * mib + 3, 11);
-      auto const small = pattern(3000, 12);
+      auto const big = byte_pattern(5 * mib + 3, 11);
+      auto const small = byte_pattern(3000, 12);
       auto const hs = server.create(small);
       fail(after, 1);
       try {
@@ -526,7 +519,7 @@ TEST(CudaCopyFailure, ACopyFailingMidTransferIsNamedAndTheNextTransferWorks) {
       fail(0, 0);
       server.read_into(hb.binding(), dst).get();
       EXPECT_TRUE(same_bytes(dst, big));
-      auto const packed = pattern(5000, 13);
+      auto const packed = byte_pattern(5000, 13);
       fail(after, 1);
       try {
         (void)server.create(packed);  // Small: packed into a block; it may fail or not.

@@ -6,6 +6,7 @@
 // error (never another exception, and nothing escapes a noexcept function or a destructor:
 // that terminates); the same client then lives its whole life again with every byte right; and,
 // under AddressSanitizer, nothing leaks.
+#include "byte_helpers.hpp"
 #include "cpu_kernels.hpp"
 #include "failing_new.hpp"
 
@@ -28,15 +29,7 @@ namespace {
 
 using cubert::backend::channel_kind;
 
-std::vector<std::byte> pattern(std::size_t n, std::uint32_t seed) {
-  std::vector<std::byte> out(n);
-  std::uint32_t x = seed * 2654435761u + 12345u;
-  for (auto& b : out) {
-    x = x * 1664525u + 1013904223u;
-    b = static_cast<std::byte>(x >> 24);
-  }
-  return out;
-}
+using cubert::test::byte_pattern;
 
 std::vector<float> floats(std::size_t n, float first) {
   std::vector<float> out(n);
@@ -83,8 +76,7 @@ void life(cubert::client const& c) {
                        .with_buffers({ha.binding(), hb.binding(), out.binding()})
                        .with_scalar(cubert::elem::u32, {n});
   c.execute(kernels::add_f32(), cube_count{(n + 255) / 256}, add);
-  (void)c.profile([&] { c.execute(kernels::add_f32(), cube_count{(n + 255) / 256}, add); },
-                  "add");
+  (void)c.profile([&] { c.execute(kernels::add_f32(), cube_count{(n + 255) / 256}, add); }, "add");
   std::vector<float> sum(n);
   for (std::uint32_t i = 0; i < n; ++i) sum[i] = a[i] + b[i];
 
@@ -92,7 +84,7 @@ void life(cubert::client const& c) {
   auto const e = c.empty(4096);
   c.fill(e.binding(), std::uint32_t{0xabcdef01});
   c.copy(ha.offset_end(n * sizeof(float) - 400).binding(), e.offset_end(4096 - 400).binding());
-  auto const patch = pattern(100, 4);
+  auto const patch = byte_pattern(100, 4);
   c.write(e.offset_start(1024).offset_end(4096 - 1124).binding(), patch);
   std::vector<std::byte> e_want(4096);
   for (std::size_t i = 0; i < e_want.size(); i += 4) {
@@ -107,7 +99,8 @@ void life(cubert::client const& c) {
   auto const out2 = c.empty(n * sizeof(float));
   auto const graph = c.capture([&] {
     c.fill(g_buf.binding(), std::uint16_t{0x1234});
-    c.copy(hb.offset_end(n * sizeof(float) - 512).binding(), g_buf.offset_end(2048 - 512).binding());
+    c.copy(hb.offset_end(n * sizeof(float) - 512).binding(),
+           g_buf.offset_end(2048 - 512).binding());
     c.execute(kernels::add_f32(), cube_count{(n + 255) / 256},
               bindings{}
                   .with_buffers({ha.binding(), hb.binding(), out2.binding()})
@@ -124,10 +117,10 @@ void life(cubert::client const& c) {
 
   // t: a 16 × 16 grid of u32; its left half rewritten through write_tensor, then read back.
   auto const t = c.empty(16 * 16 * 4);
-  auto const t_bytes = pattern(16 * 16 * 4, 5);
+  auto const t_bytes = byte_pattern(16 * 16 * 4, 5);
   c.write(t.binding(), t_bytes);
   cubert::binding_with_meta const half{t.binding(), {16, 8}, {16, 1}, 4};
-  auto const half_bytes = pattern(16 * 8 * 4, 6);
+  auto const half_bytes = byte_pattern(16 * 8 * 4, 6);
   c.write_tensor(half, half_bytes);
   std::vector<std::byte> t_want = t_bytes;
   for (std::size_t row = 0; row < 16; ++row) {
