@@ -38,10 +38,19 @@ struct pinned_owner {
 void free_pinned(void* data, CUcontext context) noexcept {
   auto const& api = driver_state();
   if (!api.loaded) return;
-  if (api.cuCtxPushCurrent(context) != CUDA_SUCCESS) return;  // A dead context took it along.
+  if (api.cuCtxPushCurrent(context) == CUDA_SUCCESS) {
+    api.cuMemFreeHost(data);
+    CUcontext popped = nullptr;
+    api.cuCtxPopCurrent(&popped);
+    return;
+  }
+  // A dead context took the memory along, or the push failed on its own: then setting the
+  // context current may still work, and the memory must not outlive it pinned.
+  CUcontext previous = nullptr;
+  if (api.cuCtxGetCurrent(&previous) != CUDA_SUCCESS) return;
+  if (api.cuCtxSetCurrent(context) != CUDA_SUCCESS) return;
   api.cuMemFreeHost(data);
-  CUcontext popped = nullptr;
-  api.cuCtxPopCurrent(&popped);
+  api.cuCtxSetCurrent(previous);
 }
 
 void release_pinned(std::byte* data, std::size_t, void* context) noexcept {

@@ -47,7 +47,7 @@ class drain_if_unwinding {
   drain_if_unwinding& operator=(drain_if_unwinding const&) = delete;
   ~drain_if_unwinding() {
     if (queued_ && std::uncaught_exceptions() > unwinding_) {
-      (void)driver_state().cuStreamSynchronize(stream_);
+      (void)drain_stream(stream_);
     }
   }
 

@@ -3,6 +3,7 @@
 
 #include "cuda_driver.hpp"
 #include "cuda_host_buffer.hpp"
+#include "cuda_wait.hpp"
 #include "host_copy.hpp"
 
 #include <cubert/logging.hpp>
@@ -43,12 +44,15 @@ cuda_staging::cuda_staging(CUcontext context, CUstream stream, std::size_t block
 cuda_staging::~cuda_staging() {
   auto const& api = driver_state();
   if (!api.loaded) return;
-  // The current block's DMAs have no event yet; the stream's end covers them.
-  if (current_dirty_) api.cuStreamSynchronize(stream_);
-  for (auto& b : blocks_) {
-    if (b.in_flight) api.cuEventSynchronize(b.done);
-    if (b.done) api.cuEventDestroy(b.done);
-    if (b.host) api.cuMemFreeHost(b.host);
+  // The current block's DMAs have no event yet, nor may the quarantined blocks' have: the
+  // stream's end covers them.
+  if (current_dirty_ || !quarantine_.empty()) (void)drain_stream(stream_);
+  for (auto const* ring : {&blocks_, &quarantine_}) {
+    for (auto const& b : *ring) {
+      if (b.in_flight) (void)drain_event(b.done);
+      if (b.done) api.cuEventDestroy(b.done);
+      if (b.host) api.cuMemFreeHost(b.host);
+    }
   }
 }
 
@@ -161,8 +165,22 @@ cuda_staging::plan cuda_staging::make_plan(std::size_t bytes, std::size_t most_p
 void cuda_staging::recover() noexcept {
   // A failed transfer leaves blocks whose DMA may or may not be queued: let the stream drain,
   // then every block is idle again.
-  driver_state().cuStreamSynchronize(stream_);
-  for (auto& b : blocks_) b.in_flight = false;
+  if (drain_stream(stream_) == CUDA_SUCCESS) {
+    for (auto& b : blocks_) b.in_flight = false;
+    return;
+  }
+  // Not known to be drained: a late DMA may still read or write any block. They are set aside
+  // until the destructor's wait (unpinning memory a DMA still uses is worse than holding it),
+  // and the next transfer pins fresh ones.
+  try {
+    quarantine_.insert(quarantine_.end(), blocks_.begin(), blocks_.end());
+  } catch (...) {
+    return;  // Out of host memory: keep the ring and its flags as they are.
+  }
+  blocks_.clear();
+  current_ = 0;
+  cursor_ = block_size_;
+  current_dirty_ = false;
 }
 
 void cuda_staging::on_stream_idle() noexcept {
@@ -181,8 +199,13 @@ void cuda_staging::upload(CUdeviceptr dst, std::span<std::byte const> src) {
     return;
   }
   if (!has_a_block()) {
-    // From pageable memory the driver stages the bytes itself and returns once `src` is read.
+    // From pageable memory the driver stages the bytes itself and returns once `src` is read;
+    // from pinned memory (small, so not taken as such above) its DMA reads `src` later.
     CUBERT_CU_CALL(cuMemcpyHtoDAsync, dst, src.data(), src.size(), stream_);
+    if (is_pinned(src.data(), src.size())) {
+      CUBERT_CU_CALL(cuStreamSynchronize, stream_);
+      on_stream_idle();
+    }
     return;
   }
   if (src.size() >= parallel_threshold) {

@@ -123,6 +123,8 @@ class cuda_staging {
   std::size_t block_size_;
   std::size_t max_blocks_;
   std::vector<block> blocks_;
+  /// Blocks a failed transfer left with DMAs that may still run (`recover`): freed at the end.
+  std::vector<block> quarantine_;
   std::size_t current_ = 0;  ///< Index of the block packed uploads go into.
   std::size_t cursor_ = 0;   ///< Bytes used in the current block.
   bool current_dirty_ = false;

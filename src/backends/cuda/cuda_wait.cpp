@@ -8,7 +8,38 @@
 
 #include <fmt/format.h>
 
+#include <thread>
+
 namespace cubert::cuda::detail {
+namespace {
+
+// Polls until `query` answers other than CUDA_ERROR_NOT_READY; `failed` unless that is success.
+template <typename Query>
+CUresult poll_after(CUresult failed, Query query) noexcept {
+  if (is_sticky(failed)) return failed;  // The device is lost: nothing more will run.
+  for (;;) {
+    CUresult const r = query();
+    if (r == CUDA_SUCCESS) return r;
+    if (r != CUDA_ERROR_NOT_READY) return failed;
+    std::this_thread::yield();
+  }
+}
+
+}  // namespace
+
+CUresult drain_stream(CUstream stream) noexcept {
+  auto const& api = driver_state();
+  CUresult const r = api.cuStreamSynchronize(stream);
+  if (r == CUDA_SUCCESS) return r;
+  return poll_after(r, [&] { return api.cuStreamQuery(stream); });
+}
+
+CUresult drain_event(CUevent event) noexcept {
+  auto const& api = driver_state();
+  CUresult const r = api.cuEventSynchronize(event);
+  if (r == CUDA_SUCCESS) return r;
+  return poll_after(r, [&] { return api.cuEventQuery(event); });
+}
 
 void wait_ledger::account(std::uint64_t mark) noexcept {
   auto seen = accounted_.load(std::memory_order_relaxed);
@@ -75,7 +106,7 @@ void cuda_event_pool::give_back(CUevent e) noexcept {
 void stream_point::wait() {
   if (!event_) return;
   auto const event = std::move(event_);
-  CUresult const r = driver_state().cuEventSynchronize(event.get());
+  CUresult const r = drain_event(event.get());
   if (r == CUDA_SUCCESS) {
     from_.ledger->account(from_.suspects.mark());
     from_.ledger->passed();
@@ -100,7 +131,7 @@ void stream_point::wait() {
 
 bool stream_point::wait_quietly() noexcept {
   if (!event_) return false;
-  CUresult const r = driver_state().cuEventSynchronize(event_.get());
+  CUresult const r = drain_event(event_.get());
   event_.reset();
   if (r != CUDA_SUCCESS) return false;
   // The launches before the point completed, as after wait(): no later report names them.

@@ -21,6 +21,15 @@
 
 namespace cubert::cuda::detail {
 
+/// Waits for `stream` to be idle: cuStreamSynchronize, or, when that fails without losing the
+/// device, polling cuStreamQuery. Its result: CUDA_SUCCESS once either saw the stream idle, else
+/// the synchronize's error. What reuses memory the stream's DMAs touch must not on a failure:
+/// one refused wait must not let a late DMA land in memory handed out again.
+[[nodiscard]] CUresult drain_stream(CUstream stream) noexcept;
+
+/// Waits for `event` as drain_stream waits for a stream: cuEventSynchronize, then cuEventQuery.
+[[nodiscard]] CUresult drain_event(CUevent event) noexcept;
+
 /// What a server shares with the waits it hands out: up to which launch the waits have seen
 /// the stream complete (or reported a fault for), how many have seen their point pass, and
 /// whether the server, whose kernels the suspects of a fault name, still exists. Thread-safe.
