@@ -268,10 +268,12 @@ class actor_channel final : public channel {
       // function; here it was kept for the next sync, and the window measured work that never
       // ran. (It is still reported there.)
       if (!c->refusals_at_start.empty() && c->deferred.recorded() != c->refusals_at_start.back()) {
+        // Quoted here: the next sync reports the first error still waiting, which may be an
+        // older one, and drops later ones.
         throw profile_error("work submitted in the profile window was refused (" +
-                            c->deferred.last_message() +
+                            c->deferred.message_of(c->refusals_at_start.back() + 1) +
                             "); the measurement is void (the refusal is reported at the next "
-                            "sync or read)");
+                            "sync or read unless an earlier failure is waiting there)");
       }
       return d;
     };

@@ -13,6 +13,7 @@
 #include <cubert/memory/memory_usage.hpp>
 #include <cubert/profiling.hpp>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -79,13 +80,15 @@ class async_error {
   void discard() noexcept;
   /// How many errors `record` has been given, kept or not: a change says some call failed.
   [[nodiscard]] std::uint64_t recorded() const noexcept;
-  /// The message of the error `record` was given last, kept or not ("" before any).
-  [[nodiscard]] std::string last_message() const;
+  /// The message of the `n`-th error `record` was given (counting from 1, kept or not), while
+  /// it is among the last `remembered`; "" otherwise.
+  [[nodiscard]] std::string message_of(std::uint64_t n) const;
+  static constexpr std::size_t remembered = 8;
 
  private:
   mutable std::mutex mutex_;
   std::exception_ptr error_;
-  std::exception_ptr last_;
+  std::array<std::exception_ptr, remembered> recent_;  // Error n at index n % remembered.
   std::uint64_t recorded_ = 0;
 };
 

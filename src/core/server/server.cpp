@@ -17,15 +17,16 @@ void async_error::record(std::exception_ptr e) noexcept {
   std::exception_ptr replaced;  // Destroyed after the lock is released.
   std::lock_guard lock(mutex_);
   ++recorded_;
-  replaced = std::exchange(last_, e);
+  replaced = std::exchange(recent_[recorded_ % remembered], e);
   if (!error_) error_ = std::move(e);
 }
 
-std::string async_error::last_message() const {
+std::string async_error::message_of(std::uint64_t n) const {
   std::exception_ptr e;
   {
     std::lock_guard lock(mutex_);
-    e = last_;
+    if (n == 0 || n > recorded_ || recorded_ - n >= remembered) return {};
+    e = recent_[n % remembered];
   }
   if (!e) return {};
   try {

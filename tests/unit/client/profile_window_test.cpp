@@ -306,4 +306,54 @@ TEST(ProfileWindow, ALaunchRefusedInTheWindowVoidsTheMeasurementOnEveryChannel) 
   }
 }
 
+// Through the actor channel the void profile quotes the first refusal of its own window: with
+// two in the window, the one the next sync reports; with an older one still waiting for that
+// sync, not the older one (the sync reports only the oldest).
+TEST(ProfileWindow, AVoidProfileQuotesTheFirstRefusalOfItsOwnWindow) {
+  auto const c = test::make_dummy_client(backend::channel_kind::actor);
+  auto const other = test::make_dummy_client(backend::channel_kind::actor);
+  auto const mine = c.empty(3);
+  auto const foreign = [&] { return other.empty(3); };
+  auto const refused = [&](handle const& h) {
+    c.execute(test::dummy_kernels::addition(), cube_count{1},
+              bindings{}.with_buffers({mine.binding(), h.binding(), mine.binding()}));
+  };
+  auto const voided_by = [&](std::vector<handle> const& inside) {
+    try {
+      (void)c.profile(
+          [&] {
+            for (auto const& h : inside) refused(h);
+          },
+          "refused");
+      ADD_FAILURE() << "the profile did not throw";
+    } catch (profile_error const& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  auto const reported = [&] {
+    try {
+      c.sync();
+      ADD_FAILURE() << "no refusal was reported";
+    } catch (invalid_argument const& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  // Each refusal names its own slice, so the messages differ.
+  auto const a = foreign();
+  auto const b = foreign();
+  auto const voided = voided_by({a, b});
+  EXPECT_NE(voided.find(reported()), std::string::npos) << voided;
+  auto const older = foreign();
+  auto const inside = foreign();
+  refused(older);
+  auto const voided_again = voided_by({inside});
+  auto const oldest = reported();
+  EXPECT_EQ(voided_again.find(oldest), std::string::npos) << voided_again;
+  EXPECT_NE(voided_again.find("is not memory of this client's device"), std::string::npos)
+      << voided_again;
+  EXPECT_NO_THROW(c.sync());
+}
+
 }  // namespace
