@@ -37,11 +37,12 @@
 // `cubert_fake_last_cluster(out)` writes the cluster of the last cuLaunchKernelEx,
 // `cubert_fake_last_cooperative()` whether it was cooperative (a graph's kernel node with
 // attributes replays through cuLaunchKernelEx, so these see it too).
-// `cubert_fake_count_calls(on)` starts (or stops) counting the calls of each entry point,
-// `cubert_fake_calls(entry)` and `cubert_fake_called_entries` read the counts, and
-// `cubert_fake_fail_call(entry, after, times, result)` fails calls of `entry` after `after` went
-// through, `times` calls in a row (0: every call until disarmed with a null entry);
-// `cubert_fake_injected_failures()` counts the failures made. See FAKE_INJECT.
+// `cubert_fake_count_calls(on)` starts (or stops) counting the calls of each entry point and
+// disarms them all, `cubert_fake_calls(entry)` and `cubert_fake_called_entries` read the counts,
+// and `cubert_fake_fail_call(entry, after, times, result)` fails calls of `entry` after `after`
+// went through, `times` calls in a row (0: every call until disarmed with a null entry), several
+// entry points at once if asked; `cubert_fake_injected_failures()` counts the failures made
+// since counting started. See FAKE_INJECT.
 // `cubert_fake_live_events()` counts the events created and not destroyed.
 // `cubert_fake_other_context(fault)` returns a second context, which owns nothing and runs
 // nothing: calls made under it fail with `fault` unless that is CUDA_SUCCESS, and stream queries
@@ -213,21 +214,33 @@ void count_if_busy() {
 namespace {
 
 // Failure injection for cuda_driver_failure_test: while on (cubert_fake_count_calls), every
-// entry point counts its calls, and the one named by cubert_fake_fail_call fails, after the
-// given number of its calls went through, as often as asked, with the result asked for. Entry
-// points that release something release it first and then report the failure, as the real driver
-// reports an earlier asynchronous error from them; the others fail without acting.
+// entry point counts the calls the backend makes (not this driver's calls to itself: a graph
+// launch replaying its nodes, say), and each entry point armed by cubert_fake_fail_call fails,
+// after the given number of its calls went through, as often as asked, with the result asked
+// for. Entry points that release something release it first and then report the failure, as
+// the real driver reports an earlier asynchronous error from them; the others fail without
+// acting.
+struct arm {
+  int after = 0;
+  int times = 0;  // Failures left; 0: every call until disarmed.
+  CUresult result = CUDA_SUCCESS;
+};
 struct injection_state {
   std::mutex m;
   std::map<std::string, int, std::less<>> calls;
-  std::string target;
-  int after = 0;
-  int times = 0;  // Failures left; 0: every call until disarmed.
-  bool armed = false;
-  CUresult result = CUDA_SUCCESS;
-  int fired = 0;
+  std::map<std::string, arm, std::less<>> arms;
+  int fired = 0;  // Failures made since counting started.
 };
 std::atomic<bool> injecting{false};
+thread_local int internal_depth = 0;  // > 0 while this driver calls its own entry points.
+
+// Marks this driver's calls to its own entry points, which the backend did not make.
+struct internal_call {
+  internal_call() noexcept { ++internal_depth; }
+  ~internal_call() { --internal_depth; }
+  internal_call(internal_call const&) = delete;
+  internal_call& operator=(internal_call const&) = delete;
+};
 
 injection_state& injection() {
   static auto* s = new injection_state;  // Leaked: streams may call in during exit.
@@ -235,7 +248,7 @@ injection_state& injection() {
 }
 
 CUresult injected(std::string_view entry) {
-  if (!injecting.load(std::memory_order_acquire)) return CUDA_SUCCESS;
+  if (!injecting.load(std::memory_order_acquire) || internal_depth > 0) return CUDA_SUCCESS;
   auto& in = injection();
   std::lock_guard lock(in.m);
   if (auto it = in.calls.find(entry); it != in.calls.end()) {
@@ -243,14 +256,17 @@ CUresult injected(std::string_view entry) {
   } else {
     in.calls.emplace(std::string(entry), 1);
   }
-  if (!in.armed || entry != in.target) return CUDA_SUCCESS;
-  if (in.after > 0) {
-    --in.after;
+  auto it = in.arms.find(entry);
+  if (it == in.arms.end()) return CUDA_SUCCESS;
+  auto& a = it->second;
+  if (a.after > 0) {
+    --a.after;
     return CUDA_SUCCESS;
   }
-  if (in.times > 0 && --in.times == 0) in.armed = false;
+  CUresult const r = a.result;
+  if (a.times > 0 && --a.times == 0) in.arms.erase(it);
   ++in.fired;
-  return in.result;
+  return r;
 }
 
 // What an entry point that released its object answers: the injected failure, if any.
@@ -490,6 +506,8 @@ CUresult CUDAAPI cuMemFree(CUdeviceptr p) {
   return released(__func__, r == CUDA_SUCCESS ? sticky() : r);
 }
 CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr* p, size_t n, CUstream) {
+  FAKE_INJECT();
+  internal_call const self;
   return cuMemAlloc(p, n);
 }
 CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr p, CUstream s) {
@@ -563,6 +581,8 @@ CUresult CUDAAPI cuMemHostAlloc(void** p, size_t n, unsigned int) {
   return CUDA_SUCCESS;
 }
 CUresult CUDAAPI cuMemAllocHost(void** p, size_t n) {
+  FAKE_INJECT();
+  internal_call const self;
   return cuMemHostAlloc(p, n, 0);
 }
 CUresult CUDAAPI cuMemFreeHost(void* p) {
@@ -901,6 +921,7 @@ CUresult CUDAAPI cuLaunchKernelEx(CUlaunchConfig const* config, CUfunction f, vo
     last_cluster = cluster;
     last_cooperative = cooperative;
   }
+  internal_call const self;
   return cuLaunchKernel(f, config->gridDimX, config->gridDimY, config->gridDimZ, config->blockDimX,
                         config->blockDimY, config->blockDimZ, config->sharedMemBytes,
                         config->hStream, params, extra);
@@ -1049,6 +1070,7 @@ CUresult CUDAAPI cuGraphLaunch(CUgraphExec e, CUstream s) {
   FAKE_NEED_CONTEXT();
   if (!e) return CUDA_ERROR_INVALID_VALUE;
   ++graph_launches;
+  internal_call const self;
   for (auto const& run : e->nodes) {
     if (CUresult const r = run(s); r != CUDA_SUCCESS) return r;
   }
@@ -1141,8 +1163,11 @@ static float elapsed_ms = 0.0F;
 CUresult CUDAAPI cuEventElapsedTime(float* ms, CUevent start, CUevent end) {
   FAKE_INJECT();
   if (context_destroyed()) return CUDA_ERROR_CONTEXT_IS_DESTROYED;
-  cuEventSynchronize(start);
-  cuEventSynchronize(end);
+  {
+    internal_call const self;
+    cuEventSynchronize(start);
+    cuEventSynchronize(end);
+  }
   if (CUresult lost = sticky(); lost != CUDA_SUCCESS) return lost;
   {
     std::lock_guard lock(elapsed_m);
@@ -1233,7 +1258,7 @@ __attribute__((visibility("default"))) void cubert_fake_count_calls(bool on) {
   auto& in = injection();
   std::lock_guard lock(in.m);
   in.calls.clear();
-  in.armed = false;
+  in.arms.clear();
   in.fired = 0;
   injecting.store(on, std::memory_order_release);
 }
@@ -1256,15 +1281,16 @@ __attribute__((visibility("default"))) std::size_t cubert_fake_called_entries(ch
   }
   return in.calls.size();
 }
+// Arms `entry` (replacing its arm, if any); a null entry disarms every entry point.
 __attribute__((visibility("default"))) void cubert_fake_fail_call(char const* entry, int after,
                                                                   int times, CUresult result) {
   auto& in = injection();
   std::lock_guard lock(in.m);
-  in.target = entry ? entry : "";
-  in.after = after;
-  in.times = times;
-  in.result = result;
-  in.armed = entry != nullptr;
+  if (entry == nullptr) {
+    in.arms.clear();
+  } else {
+    in.arms[entry] = arm{after, times, result};
+  }
 }
 __attribute__((visibility("default"))) int cubert_fake_injected_failures() {
   auto& in = injection();
