@@ -262,7 +262,8 @@ void cuda_staging::download(std::span<std::byte> dst, CUdeviceptr src) {
   if (dst.empty()) return;
   // The caller waits anyway, so any pinned destination is written by DMA directly.
   if (download_queued(dst, src)) {
-    CUBERT_CU_CALL(cuStreamSynchronize, stream_);
+    // Asked again another way if refused: the caller may free `dst` once this returns or throws.
+    check(drain_stream(stream_), "cuStreamSynchronize");
     on_stream_idle();
     return;
   }
