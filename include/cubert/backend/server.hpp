@@ -80,8 +80,8 @@ class async_error {
   void discard() noexcept;
   /// How many errors `record` has been given, kept or not: a change says some call failed.
   [[nodiscard]] std::uint64_t recorded() const noexcept;
-  /// The message of the `n`-th error `record` was given (counting from 1, kept or not), while
-  /// it is among the last `remembered`; "" otherwise.
+  /// The message of the `n`-th error `record` was given (counting from 1, kept or not); once it
+  /// is no longer among the last `remembered`, the oldest of those; "" for none recorded yet.
   [[nodiscard]] std::string message_of(std::uint64_t n) const;
   static constexpr std::size_t remembered = 8;
 

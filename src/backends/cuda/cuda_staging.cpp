@@ -54,6 +54,7 @@ cuda_staging::~cuda_staging() {
       if (b.host) api.cuMemFreeHost(b.host);
     }
   }
+  if (quarantine_passed_) api.cuEventDestroy(quarantine_passed_);
 }
 
 void cuda_staging::add_block() {
@@ -170,8 +171,8 @@ void cuda_staging::recover() noexcept {
     return;
   }
   // Not known to be drained: a late DMA may still read or write any block. They are set aside
-  // until the destructor's wait (unpinning memory a DMA still uses is worse than holding it),
-  // and the next transfer pins fresh ones.
+  // until the stream is next seen idle (unpinning memory a DMA still uses is worse than holding
+  // it), and the next transfer pins fresh ones.
   try {
     quarantine_.insert(quarantine_.end(), blocks_.begin(), blocks_.end());
   } catch (...) {
@@ -181,16 +182,43 @@ void cuda_staging::recover() noexcept {
   current_ = 0;
   cursor_ = block_size_;
   current_dirty_ = false;
+  // An event behind their DMAs says when they may go (`reclaim`); without one, the stream seen
+  // idle does.
+  auto const& api = driver_state();
+  if (!quarantine_passed_ &&
+      api.cuEventCreate(&quarantine_passed_, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+    quarantine_passed_ = nullptr;
+  }
+  if (quarantine_passed_ && api.cuEventRecord(quarantine_passed_, stream_) != CUDA_SUCCESS) {
+    api.cuEventDestroy(quarantine_passed_);
+    quarantine_passed_ = nullptr;
+  }
 }
 
 void cuda_staging::on_stream_idle() noexcept {
   for (auto& b : blocks_) b.in_flight = false;
   current_dirty_ = false;
   cursor_ = 0;
+  release_quarantine();  // No DMA of a failed transfer can be left now.
+}
+
+void cuda_staging::release_quarantine() noexcept {
+  auto const& api = driver_state();
+  for (auto const& b : quarantine_) {
+    if (b.done) api.cuEventDestroy(b.done);
+    if (b.host) api.cuMemFreeHost(b.host);
+  }
+  quarantine_.clear();
+}
+
+void cuda_staging::reclaim() noexcept {
+  if (quarantine_.empty() || !quarantine_passed_) return;
+  if (driver_state().cuEventQuery(quarantine_passed_) == CUDA_SUCCESS) release_quarantine();
 }
 
 void cuda_staging::upload(CUdeviceptr dst, std::span<std::byte const> src) {
   if (src.empty()) return;
+  reclaim();
   if (src.size() >= direct_threshold && is_pinned(src.data(), src.size())) {
     // Already pinned: one DMA, then wait, because the caller may reuse `src` on return.
     CUBERT_CU_CALL(cuMemcpyHtoDAsync, dst, src.data(), src.size(), stream_);
@@ -260,6 +288,7 @@ void cuda_staging::upload_chunks(plan const& p, CUdeviceptr dst, std::span<std::
 
 void cuda_staging::download(std::span<std::byte> dst, CUdeviceptr src) {
   if (dst.empty()) return;
+  reclaim();
   // The caller waits anyway, so any pinned destination is written by DMA directly.
   if (download_queued(dst, src)) {
     // Asked again another way if refused: the caller may free `dst` once this returns or throws.

@@ -117,16 +117,21 @@ class cuda_staging {
   void upload_chunks(plan const& p, CUdeviceptr dst, std::span<std::byte const> src);
   void download_chunks(plan const& p, std::span<std::byte> dst, CUdeviceptr src);
   void recover() noexcept;
+  void reclaim() noexcept;
+  void release_quarantine() noexcept;
 
   CUcontext context_;  // Not owned; the server outlives its staging.
   CUstream stream_;    // Not owned; likewise.
   std::size_t block_size_;
   std::size_t max_blocks_;
   std::vector<block> blocks_;
-  /// Blocks a failed transfer left with DMAs that may still run (`recover`): freed at the end.
+  /// Blocks a failed transfer left with DMAs that may still run (`recover`): freed once
+  /// `quarantine_passed_` has (`reclaim`, at each transfer), the stream is seen idle
+  /// (`on_stream_idle`), or at the end.
   std::vector<block> quarantine_;
-  std::size_t current_ = 0;  ///< Index of the block packed uploads go into.
-  std::size_t cursor_ = 0;   ///< Bytes used in the current block.
+  CUevent quarantine_passed_ = nullptr;  ///< Recorded behind the quarantined blocks' DMAs.
+  std::size_t current_ = 0;              ///< Index of the block packed uploads go into.
+  std::size_t cursor_ = 0;               ///< Bytes used in the current block.
   bool current_dirty_ = false;
   bool streaming_downloads_;
   cuda_copy_pool pool_;  // Its threads touch blocks only inside a transfer.

@@ -8,24 +8,37 @@
 
 #include <fmt/format.h>
 
+#include <mutex>
 #include <thread>
+#include <vector>
 
 namespace cubert::cuda::detail {
 namespace {
 
-// Polls until `query` answers other than CUDA_ERROR_NOT_READY; `failed` unless that is success.
+// Polls until `query` answers other than CUDA_ERROR_NOT_READY: success, a fault found meanwhile
+// (reported as such), or else `failed`.
 template <typename Query>
 CUresult poll_after(CUresult failed, Query query) noexcept {
   if (is_sticky(failed)) return failed;  // The device is lost: nothing more will run.
   for (;;) {
     CUresult const r = query();
-    if (r == CUDA_SUCCESS) return r;
+    if (r == CUDA_SUCCESS || is_sticky(r)) return r;
     if (r != CUDA_ERROR_NOT_READY) return failed;
     std::this_thread::yield();
   }
 }
 
 }  // namespace
+
+void keep_for_ever(std::shared_ptr<void> what) noexcept {
+  static auto* kept = new std::vector<std::shared_ptr<void>>;  // Never freed, on purpose.
+  static std::mutex m;
+  try {
+    std::lock_guard lock(m);
+    kept->push_back(std::move(what));
+  } catch (...) {
+  }
+}
 
 CUresult drain_stream(CUstream stream) noexcept {
   auto const& api = driver_state();
@@ -113,7 +126,10 @@ void stream_point::wait() {
     return;
   }
   auto const what = fmt::format("cuEventSynchronize, waiting for a {}: {}", what_, describe(r));
-  if (!is_sticky(r)) throw device_error(what);
+  if (!is_sticky(r)) {
+    unsettled_ = true;
+    throw device_error(what);
+  }
   // Found here, outside the server: report the launches the point covers and mark every device
   // lost, as the server would; its next call then says the device is lost, listing only the
   // launches that came after the point.
@@ -133,7 +149,10 @@ bool stream_point::wait_quietly() noexcept {
   if (!event_) return false;
   CUresult const r = drain_event(event_.get());
   event_.reset();
-  if (r != CUDA_SUCCESS) return false;
+  if (r != CUDA_SUCCESS) {
+    unsettled_ = !is_sticky(r);
+    return false;
+  }
   // The launches before the point completed, as after wait(): no later report names them.
   from_.ledger->account(from_.suspects.mark());
   from_.ledger->passed();

@@ -30,6 +30,10 @@ namespace cubert::cuda::detail {
 /// Waits for `event` as drain_stream waits for a stream: cuEventSynchronize, then cuEventQuery.
 [[nodiscard]] CUresult drain_event(CUevent event) noexcept;
 
+/// Keeps `what` alive for the rest of the process: memory a DMA may still write after a wait the
+/// driver refused both ways, which must never be handed out again. Never throws (kept or not).
+void keep_for_ever(std::shared_ptr<void> what) noexcept;
+
 /// What a server shares with the waits it hands out: up to which launch the waits have seen
 /// the stream complete (or reported a fault for), how many have seen their point pass, and
 /// whether the server, whose kernels the suspects of a fault name, still exists. Thread-safe.
@@ -112,11 +116,15 @@ class stream_point {
   /// true when this call saw the stream pass the point without an error, false once waited
   /// for (or moved from).
   bool wait_quietly() noexcept;
+  /// Whether a wait was refused both ways without losing the device: the device may still be
+  /// writing what the point covers.
+  [[nodiscard]] bool unsettled() const noexcept { return unsettled_; }
 
  private:
   std::shared_ptr<CUevent_st> event_;  // Null once waited for, or moved from.
   origin from_;
   char const* what_;
+  bool unsettled_ = false;
 };
 
 /// What a future dropped unwaited does: wait for the device to pass its point, then let the
@@ -142,6 +150,13 @@ class after_point {
     if constexpr (Dropped == when_dropped::forget) return;
     // False when get() already waited (then ran, or the wait threw) or this was moved from.
     bool const passed = point_.wait_quietly();
+    if (point_.unsettled()) {
+      try {
+        keep_for_ever(std::make_shared<Payload>(std::move(payload_)));
+      } catch (...) {  // No memory to keep it: it goes, as before.
+      }
+      return;
+    }
     if constexpr (Dropped == when_dropped::finish) {
       if (passed) {
         try {

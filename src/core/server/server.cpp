@@ -25,7 +25,9 @@ std::string async_error::message_of(std::uint64_t n) const {
   std::exception_ptr e;
   {
     std::lock_guard lock(mutex_);
-    if (n == 0 || n > recorded_ || recorded_ - n >= remembered) return {};
+    if (n == 0 || n > recorded_) return {};
+    // Forgotten: the oldest one still remembered, recorded after it.
+    if (recorded_ - n >= remembered) n = recorded_ - remembered + 1;
     e = recent_[n % remembered];
   }
   if (!e) return {};

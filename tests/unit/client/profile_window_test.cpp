@@ -354,6 +354,14 @@ TEST(ProfileWindow, AVoidProfileQuotesTheFirstRefusalOfItsOwnWindow) {
   EXPECT_NE(voided_again.find("is not memory of this client's device"), std::string::npos)
       << voided_again;
   EXPECT_NO_THROW(c.sync());
+  // More refusals in one window than are remembered: still one of them, not an empty quote.
+  std::vector<handle> many;
+  for (std::size_t i = 0; i <= backend::async_error::remembered; ++i) many.push_back(foreign());
+  auto const voided_many = voided_by(many);
+  EXPECT_EQ(voided_many.find("()"), std::string::npos) << voided_many;
+  EXPECT_NE(voided_many.find("is not memory of this client's device"), std::string::npos)
+      << voided_many;
+  (void)reported();
 }
 
 }  // namespace

@@ -94,26 +94,55 @@ TEST_F(CudaFailedWait, ARefusedEventWaitOfAReadStillWaitsForItsDma) {
   })) << "a late DMA wrote into a block handed out again";
 }
 
+// The same read with its wait refused both ways: it fails, and its block is never handed out
+// again (a DMA may still write it).
+TEST_F(CudaFailedWait, AReadWhoseWaitIsRefusedBothWaysKeepsItsBlockOutOfUse) {
+  cubert::cuda::detail::cuda_server server(0, one_copy_thread());
+  auto const h = server.create(byte_pattern(64 * kib, 4));
+  auto const scratch = server.empty(64);
+  server.sync().get();
+  backlog(server, scratch);
+  fail_call_("cuEventSynchronize", 0, 1, CUDA_ERROR_UNKNOWN);
+  fail_call_("cuEventQuery", 0, 0, CUDA_ERROR_UNKNOWN);
+  EXPECT_THROW((void)read(server, h), cubert::device_error);
+  fail_call_(nullptr, 0, 0, CUDA_SUCCESS);
+  auto host = server.alloc_host(64 * kib);
+  std::memset(host.data(), 0x5a, host.size());
+  server.sync().get();
+  EXPECT_TRUE(std::all_of(host.data(), host.data() + host.size(), [](std::byte b) {
+    return b == std::byte{0x5a};
+  })) << "a late DMA wrote into a block handed out again";
+}
+
 // A large pageable download fails part-way and the drain after it is refused too, both ways the
 // backend asks: its staging blocks are set aside, so the next upload cannot be overwritten in a
-// block by the failed download's late DMA.
+// block by the failed download's late DMA; once the stream is seen idle they are unpinned, so
+// failures over and over pin no more and more.
 TEST_F(CudaFailedWait, AStagingRingThatCannotBeDrainedIsSetAside) {
+  auto const pinned = fake_hook<std::size_t (*)()>("cubert_fake_pinned_allocations");
+  ASSERT_NE(pinned, nullptr);
   cubert::cuda::detail::cuda_server server(0, one_copy_thread());
   auto const src = server.create(byte_pattern(3 * mib, 1));
   auto const dst = server.create(byte_pattern(3 * mib, 2));
   auto const scratch = server.empty(64);
-  server.sync().get();
-  backlog(server, scratch);
-  fail_copies_(1, 1);  // The download's second chunk.
-  fail_call_("cuStreamSynchronize", 0, 1, CUDA_ERROR_UNKNOWN);
-  fail_call_("cuStreamQuery", 0, 0, CUDA_ERROR_UNKNOWN);
-  std::vector<std::byte> into(3 * mib);
-  EXPECT_THROW(server.read_into(src.binding(), into).get(), cubert::device_error);
-  fail_call_(nullptr, 0, 0, CUDA_SUCCESS);
-  fail_copies_(0, 0);
-  auto const want = byte_pattern(3 * mib, 3);
-  server.write(dst.binding(), want);
-  EXPECT_TRUE(same(read(server, dst), want));
+  std::size_t after_first = 0;
+  for (int round = 0; round < 3; ++round) {
+    SCOPED_TRACE(round);
+    server.sync().get();
+    backlog(server, scratch);
+    fail_copies_(1, 1);  // The download's second chunk.
+    fail_call_("cuStreamSynchronize", 0, 1, CUDA_ERROR_UNKNOWN);
+    fail_call_("cuStreamQuery", 0, 0, CUDA_ERROR_UNKNOWN);
+    std::vector<std::byte> into(3 * mib);
+    EXPECT_THROW(server.read_into(src.binding(), into).get(), cubert::device_error);
+    fail_call_(nullptr, 0, 0, CUDA_SUCCESS);
+    fail_copies_(0, 0);
+    auto const want = byte_pattern(3 * mib, 3 + static_cast<std::uint32_t>(round));
+    server.write(dst.binding(), want);
+    EXPECT_TRUE(same(read(server, dst), want));  // A staged download: the stream is idle after.
+    if (round == 0) after_first = pinned();
+    EXPECT_LE(pinned(), after_first) << "the blocks set aside stay pinned";
+  }
 }
 
 // With no staging block to be had, a small upload from pinned memory goes to the driver as is;

@@ -9,6 +9,7 @@
 #include "byte_helpers.hpp"
 #include "channel_kind_print.hpp"
 #include "cuda_driver.hpp"
+#include "fake_hook.hpp"
 #include "owned_stream.hpp"
 #include "stream_gate.hpp"
 
@@ -415,6 +416,36 @@ void fault_found_by_a_read(channel_kind kind, bool into_pageable) {
   checks.finish();
 }
 
+// The fake driver's failure injection (fake_libcuda.cpp), or nulls on a real driver.
+struct refusals {
+  void (*count_calls)(bool) = test::fake_hook<void (*)(bool)>("cubert_fake_count_calls");
+  void (*fail_call)(char const*, int, int, CUresult) =
+      test::fake_hook<void (*)(char const*, int, int, CUresult)>("cubert_fake_fail_call");
+  [[nodiscard]] bool present() const { return count_calls && fail_call; }
+};
+
+// A read's wait that the driver refuses without a fault asks again (polling the event): a fault
+// found then is reported as the fault, the device lost, not as the refusal.
+void fault_found_after_a_refused_wait(channel_kind kind) {
+  slow_fake_stream();
+  child_checks checks;
+  refusals const r;
+  {
+    scenario s(kind);
+    auto& [zeros, c, buf] = s;
+    c.sync();
+    queue_late_fault(c);
+    auto pending = c.read_async({buf.binding()});
+    r.count_calls(true);
+    r.fail_call("cuEventSynchronize", 0, 1, CUDA_ERROR_UNKNOWN);
+    checks.expect_device_error(
+        "the read", [&] { (void)pending.get(); },
+        {"CUDA_ERROR_ILLEGAL_ADDRESS", "cuda:0 is lost", "'fault_test::poke'"});
+    r.count_calls(false);
+  }
+  checks.finish();
+}
+
 // Waits (up to 20 s) for cuda:0 to fault, without waiting for any of the client's work: the
 // error is the context's, so a query of the null stream from this thread reports it once the
 // kernel has faulted (through the actor channel it is compiled and launched on the server
@@ -713,6 +744,11 @@ TEST_P(CudaKernelFault, FoundByResolvingAProfileIsReportedThereThenTheDeviceIsLo
 
 TEST_P(CudaKernelFault, FoundByAReadsWaitIsReportedThereThenTheDeviceIsLost) {
   EXPECT_EXIT(fault_found_by_a_read(GetParam(), false), ::testing::ExitedWithCode(0), "");
+}
+
+TEST_P(CudaKernelFault, FoundWhileAskingAgainAfterARefusedWaitIsReportedAsTheFault) {
+  if (!refusals{}.present()) GTEST_SKIP() << "needs the fake driver's failure injection";
+  EXPECT_EXIT(fault_found_after_a_refused_wait(GetParam()), ::testing::ExitedWithCode(0), "");
 }
 
 TEST_P(CudaKernelFault, FoundByAReadsWaitAfterALaterLaunchFaultedSaysSo) {
