@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cuda_server.hpp"
 
+#include "base/exception_text.hpp"
 #include "cuda_driver.hpp"
 #include "cuda_host_buffer.hpp"
 #include "cuda_storage.hpp"
@@ -233,14 +234,7 @@ std::exception_ptr cuda_server::on_failure(std::exception_ptr e) noexcept {
     if (make_context_current(context_) != CUDA_SUCCESS) return e;
     CUresult const state = driver_state().cuStreamQuery(stream_);
     if (!is_sticky(state)) return e;  // An ordinary failure; the device still works.
-    std::string what;
-    try {
-      std::rethrow_exception(e);
-    } catch (std::exception const& x) {
-      what = x.what();
-    } catch (...) {
-      what = "an unknown failure";
-    }
+    std::string what = cubert::detail::what_of(e, "an unknown failure");
     // A failure of cubert's own (a refused reservation, say) does not name the fault itself.
     if (auto const found = describe(state); what.find(found) == std::string::npos) {
       what = fmt::format("cuStreamQuery: {}, found after another failure: {}", found, what);

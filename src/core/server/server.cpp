@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Defaults of the server contract and the helpers every backend shares.
+#include "base/exception_text.hpp"
+
 #include <cubert/backend/server.hpp>
 #include <cubert/error.hpp>
 
@@ -31,13 +33,7 @@ std::string async_error::message_of(std::uint64_t n) const {
     e = recent_[n % remembered];
   }
   if (!e) return {};
-  try {
-    std::rethrow_exception(e);
-  } catch (std::exception const& x) {
-    return x.what();
-  } catch (...) {
-    return "an exception that is not a std::exception";
-  }
+  return cubert::detail::what_of(e, "an exception that is not a std::exception");
 }
 
 std::uint64_t async_error::recorded() const noexcept {

@@ -2,6 +2,8 @@
 // The adaptive scheduler: every live candidate gets one sample per round, and after
 // `min_samples` rounds candidates clearly slower than the leader stop being sampled. Rounds
 // enqueue every sample before resolving any, so device timing needs no sync per sample.
+#include "base/exception_text.hpp"
+
 #include <cubert/error.hpp>
 #include <cubert/logging.hpp>
 #include <cubert/tune/benchmark.hpp>
@@ -27,13 +29,7 @@ struct live_candidate {
 };
 
 std::string describe(std::exception_ptr const& e) {
-  try {
-    std::rethrow_exception(e);
-  } catch (std::exception const& ex) {
-    return ex.what();
-  } catch (...) {
-    return "unknown exception";
-  }
+  return cubert::detail::what_of(e, "unknown exception");
 }
 
 // Drops candidates whose best sample is far from the leader's, slowest first, keeping two.
