@@ -67,7 +67,7 @@ struct raw_launcher {
   CUstream stream = nullptr;
 
   explicit raw_launcher(int arch) {
-    auto const code = cuda::detail::cuda_compiler(cuda::detail::kernel_disk_cache({}))
+    auto const code = cuda::detail::cuda_compiler(cuda::detail::kernel_disk_cache({}, "cuda"))
                           .compile({empty_source, "raw.cu", {}, arch});
     auto const& api = driver();
     check(api.cuModuleLoadData(&module, code.image.data()), "cuModuleLoadData");

@@ -2,7 +2,7 @@
 // NVRTC: CUDA C++ source to a cubin for one architecture, through the on-disk kernel cache.
 #pragma once
 
-#include "kernel_disk_cache.hpp"
+#include "kernel/kernel_disk_cache.hpp"
 
 #include <cstddef>
 #include <string>
@@ -10,6 +10,8 @@
 #include <vector>
 
 namespace cubert::cuda::detail {
+
+using cubert::detail::kernel_disk_cache;
 
 /// What to compile.
 struct compile_request {

@@ -66,11 +66,11 @@ std::future<T> failed(std::exception_ptr e) {
 }
 
 kernel_disk_cache disk_cache_for(options const& opts) {
-  if (opts.kernel_cache_dir) return kernel_disk_cache(*opts.kernel_cache_dir);
+  if (opts.kernel_cache_dir) return kernel_disk_cache(*opts.kernel_cache_dir, "cuda");
   auto const& section = config::get().compilation;
-  if (!section.cache_enabled) return kernel_disk_cache({});
-  return kernel_disk_cache(section.cache_dir.empty() ? kernel_disk_cache::default_dir()
-                                                     : section.cache_dir);
+  if (!section.cache_enabled) return kernel_disk_cache({}, "cuda");
+  return kernel_disk_cache(
+      section.cache_dir.empty() ? kernel_disk_cache::default_dir() : section.cache_dir, "cuda");
 }
 
 }  // namespace

@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
   try {
     if (argc == 4 && std::string_view(argv[1]) == "compile") {
       cubert::cuda::detail::cuda_compiler const compiler{
-          cubert::cuda::detail::kernel_disk_cache(argv[2])};
+          cubert::cuda::detail::kernel_disk_cache(argv[2], "cuda")};
       auto const code = compiler.compile({probe_source, "probe.cu", {}, std::atoi(argv[3])});
       std::printf("%s\n", code.from_disk_cache ? "hit" : "miss");
       return code.image.empty() ? 1 : 0;

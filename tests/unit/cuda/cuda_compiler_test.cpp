@@ -2,7 +2,7 @@
 // NVRTC and the on-disk kernel cache: no GPU needed.
 #include "cuda_compiler.hpp"
 
-#include "kernel_disk_cache.hpp"
+#include "kernel/kernel_disk_cache.hpp"
 #include "nvrtc_library.hpp"
 #include "saved_env.hpp"
 #include "temp_dir.hpp"
@@ -49,7 +49,7 @@ std::string run(std::string const& command) {
 }
 
 TEST(CudaCompilerTest, CompilesGoodSourceToCubinForHopper) {
-  cuda_compiler const compiler{kernel_disk_cache({})};
+  cuda_compiler const compiler{kernel_disk_cache({}, "cuda")};
   auto const code = compiler.compile({good_source, "add.cu", {}, 90});
   ASSERT_GT(code.image.size(), 4U);
   EXPECT_FALSE(code.is_ptx);
@@ -63,7 +63,7 @@ TEST(CudaCompilerTest, CompilesGoodSourceToCubinForHopper) {
 
 // setmaxnreg exists only on the arch-specific target sm_90a, which kernels for Hopper get.
 TEST(CudaCompilerTest, HopperKernelsMayUseArchSpecificInstructions) {
-  cuda_compiler const compiler{kernel_disk_cache({})};
+  cuda_compiler const compiler{kernel_disk_cache({}, "cuda")};
   constexpr char const* src = R"(
 extern "C" __global__ void regs(float* x) {
   asm volatile("setmaxnreg.inc.sync.aligned.u32 240;\n");
@@ -82,7 +82,7 @@ extern "C" __global__ void regs(float* x) {
 }
 
 TEST(CudaCompilerTest, ArchitectureNewerThanNvrtcGivesPtx) {
-  cuda_compiler const compiler{kernel_disk_cache({})};
+  cuda_compiler const compiler{kernel_disk_cache({}, "cuda")};
   auto const code = compiler.compile({good_source, "add.cu", {}, 9990});
   ASSERT_TRUE(code.is_ptx);
   std::string const text(reinterpret_cast<char const*>(code.image.data()));
@@ -90,7 +90,7 @@ TEST(CudaCompilerTest, ArchitectureNewerThanNvrtcGivesPtx) {
 }
 
 TEST(CudaCompilerTest, BadSourceThrowsCompilationErrorWithLogAndName) {
-  cuda_compiler const compiler{kernel_disk_cache({})};
+  cuda_compiler const compiler{kernel_disk_cache({}, "cuda")};
   try {
     (void)compiler.compile(
         {"extern \"C\" __global__ void f() { undeclared_thing = 1; }", "broken_kernel.cu", {}, 90});
@@ -106,13 +106,13 @@ TEST(CudaCompilerTest, BadSourceThrowsCompilationErrorWithLogAndName) {
 }
 
 TEST(CudaCompilerTest, BadOptionThrowsCompilationError) {
-  cuda_compiler const compiler{kernel_disk_cache({})};
+  cuda_compiler const compiler{kernel_disk_cache({}, "cuda")};
   EXPECT_THROW((void)compiler.compile({good_source, "add.cu", {"--no-such-option"}, 90}),
                cubert::compilation_error);
 }
 
 TEST(CudaCompilerTest, EmptySourceOrArchIsInvalidArgument) {
-  cuda_compiler const compiler{kernel_disk_cache({})};
+  cuda_compiler const compiler{kernel_disk_cache({}, "cuda")};
   EXPECT_THROW((void)compiler.compile({"", "empty.cu", {}, 90}), cubert::invalid_argument);
   EXPECT_THROW((void)compiler.compile({good_source, "add.cu", {}, 0}), cubert::invalid_argument);
 }
@@ -131,7 +131,7 @@ TEST(CudaCompilerTest, AnArchitectureNvrtcSkipsGetsPtxForTheOneBelow) {
   ASSERT_TRUE(std::is_sorted(archs.begin(), archs.end()));
   ASSERT_TRUE(std::binary_search(archs.begin(), archs.end(), 90));
   ASSERT_FALSE(std::binary_search(archs.begin(), archs.end(), 91));
-  cuda_compiler const compiler{kernel_disk_cache({})};
+  cuda_compiler const compiler{kernel_disk_cache({}, "cuda")};
   auto const code = compiler.compile({good_source, "add.cu", {}, 91});
   EXPECT_TRUE(code.is_ptx);
   std::string const ptx(reinterpret_cast<char const*>(code.image.data()));
@@ -149,7 +149,7 @@ TEST(CudaCompilerTest, TheCallersIncludeDirectoriesComeBeforeTheToolkits) {
       "#ifndef CUBERT_USERS_FP16_HEADER\n#error the toolkit's header shadowed the "
       "caller's\n#endif\n"
       "extern \"C\" __global__ void k() {}\n";
-  cuda_compiler const compiler{kernel_disk_cache({})};
+  cuda_compiler const compiler{kernel_disk_cache({}, "cuda")};
   EXPECT_NO_THROW((void)compiler.compile({source, "shadow.cu", {"-I" + dir.path().string()}, 90}));
 }
 
@@ -163,7 +163,7 @@ TEST(CudaCompilerTest, CooperativeGroupsAndTheStandardLibraryHeadersCompile) {
       "  static_assert(cuda::std::is_same_v<unsigned, unsigned int>);\n"
       "  out[0] = cooperative_groups::this_grid().is_valid();\n"
       "}\n";
-  cuda_compiler const compiler{kernel_disk_cache({})};
+  cuda_compiler const compiler{kernel_disk_cache({}, "cuda")};
   try {
     auto const code = compiler.compile({source, "groups.cu", {}, 90});
     EXPECT_FALSE(code.image.empty());
@@ -186,7 +186,7 @@ TEST(KernelDiskCacheTest, KeyChangesWithEveryPart) {
 
 TEST(KernelDiskCacheTest, SecondCompilationInProcessHitsTheDisk) {
   temp_dir dir;
-  cuda_compiler const compiler{kernel_disk_cache(dir.path())};
+  cuda_compiler const compiler{kernel_disk_cache(dir.path(), "cuda")};
   EXPECT_FALSE(compiler.compile({good_source, "add.cu", {}, 90}).from_disk_cache);
   auto const again = compiler.compile({good_source, "add.cu", {}, 90});
   EXPECT_TRUE(again.from_disk_cache);
@@ -202,7 +202,7 @@ TEST(KernelDiskCacheTest, SecondCompilationInProcessHitsTheDisk) {
 // one option holding it matched two options).
 TEST(KernelDiskCacheTest, TheSourceNameAndEachOptionAreInTheKey) {
   temp_dir dir;
-  cuda_compiler const compiler{kernel_disk_cache(dir.path())};
+  cuda_compiler const compiler{kernel_disk_cache(dir.path(), "cuda")};
   EXPECT_FALSE(compiler.compile({good_source, "add.cu", {"-lineinfo"}, 90}).from_disk_cache);
   EXPECT_TRUE(compiler.compile({good_source, "add.cu", {"-lineinfo"}, 90}).from_disk_cache);
   EXPECT_FALSE(compiler.compile({good_source, "other.cu", {"-lineinfo"}, 90}).from_disk_cache);
@@ -238,7 +238,7 @@ TEST(KernelDiskCacheTest, EditingAnIncludedHeaderMisses) {
   write_file(include, "detail/value.h", "#define MAGIC_VALUE 1234567u\n");
   constexpr char const* src = R"(#include "magic.h"
 extern "C" __global__ void put_magic(unsigned* out) { *out = magic(); })";
-  cuda_compiler const compiler{kernel_disk_cache(cache_dir.path())};
+  cuda_compiler const compiler{kernel_disk_cache(cache_dir.path(), "cuda")};
   compile_request const request{src, "magic.cu", {"-I", include.path().string()}, 90, true};
   expect_miss_holding_then_hit(compiler, request, "1234567");
   write_file(include, "detail/value.h", "#define MAGIC_VALUE 7654321u\n");
@@ -258,7 +258,7 @@ TEST(KernelDiskCacheTest, EditingAMacroNamedOrProbedHeaderMisses) {
 #define EXTRA 0u
 #endif
 extern "C" __global__ void put_magic(unsigned* out) { out[0] = MAGIC_VALUE; out[1] = EXTRA; })";
-  cuda_compiler const compiler{kernel_disk_cache(cache_dir.path())};
+  cuda_compiler const compiler{kernel_disk_cache(cache_dir.path(), "cuda")};
   compile_request const request{
       src,
       "magic.cu",
@@ -285,7 +285,7 @@ TEST(KernelDiskCacheTest, AHeaderProbedThroughAWrapperMacroAppearingMisses) {
 #define FEATURE 1357u
 #endif
 extern "C" __global__ void put_feature(unsigned* out) { *out = FEATURE; })";
-  cuda_compiler const compiler{kernel_disk_cache(cache_dir.path())};
+  cuda_compiler const compiler{kernel_disk_cache(cache_dir.path(), "cuda")};
   compile_request const request{src, "feature.cu", {"-I", include.path().string()}, 90, true};
   expect_miss_holding_then_hit(compiler, request, "1357");
   write_file(include, "feature.h", "// present\n");
@@ -301,7 +301,7 @@ TEST(KernelDiskCacheTest, AHeaderNamedByAnUnexpandableMacroBypassesTheCache) {
   constexpr char const* src = R"(#define STR(x) #x
 #include STR(value.h)
 extern "C" __global__ void put_magic(unsigned* out) { *out = MAGIC_VALUE; })";
-  cuda_compiler const compiler{kernel_disk_cache(cache_dir.path())};
+  cuda_compiler const compiler{kernel_disk_cache(cache_dir.path(), "cuda")};
   compile_request const request{src, "magic.cu", {"-I", include.path().string()}, 90, true};
   EXPECT_FALSE(compiler.compile(request).from_disk_cache);
   EXPECT_FALSE(compiler.compile(request).from_disk_cache);
@@ -318,7 +318,7 @@ TEST(KernelDiskCacheTest, AKernelIncludingMoreThanTheScanCoversBypassesTheCache)
     src += fmt::format("#include \"{}\"\n", name);
   }
   src += R"(extern "C" __global__ void many(unsigned* out) { *out = 1u; })";
-  cuda_compiler const compiler{kernel_disk_cache(cache_dir.path())};
+  cuda_compiler const compiler{kernel_disk_cache(cache_dir.path(), "cuda")};
   compile_request const request{src, "many.cu", {"-I", include.path().string()}, 90, true};
   EXPECT_FALSE(compiler.compile(request).from_disk_cache);
   EXPECT_FALSE(compiler.compile(request).from_disk_cache);
@@ -333,7 +333,7 @@ TEST(KernelDiskCacheTest, NvrtcIdentityNamesTheLoadedLibrary) {
 
 TEST(KernelDiskCacheTest, CorruptAndTruncatedEntriesAreIgnored) {
   temp_dir dir;
-  kernel_disk_cache const cache(dir.path());
+  kernel_disk_cache const cache(dir.path(), "cuda");
   std::vector<std::byte> bytes(1000, std::byte{0x5a});
   ASSERT_TRUE(cache.store("k1", bytes));
   ASSERT_TRUE(cache.load("k1").has_value());
@@ -363,7 +363,7 @@ TEST(KernelDiskCacheTest, CorruptAndTruncatedEntriesAreIgnored) {
 }
 
 TEST(KernelDiskCacheTest, UnwritableDirectoryOnlyCostsARecompilation) {
-  cuda_compiler const compiler{kernel_disk_cache("/proc/cubert-cannot-write-here")};
+  cuda_compiler const compiler{kernel_disk_cache("/proc/cubert-cannot-write-here", "cuda")};
   EXPECT_FALSE(compiler.compile({good_source, "add.cu", {}, 90}).from_disk_cache);
   EXPECT_FALSE(compiler.compile({good_source, "add.cu", {}, 90}).from_disk_cache);
 }
@@ -389,13 +389,13 @@ TEST(KernelDiskCacheTest, CacheHitsRunningAtExitReadNothingFreed) {
                    fmt::format("cubert-exit-cache-{}", child ? ::getppid() : ::getpid());
   if (!child) {
     fs::remove_all(dir);
-    cuda_compiler const filler{kernel_disk_cache(dir)};
+    cuda_compiler const filler{kernel_disk_cache(dir, "cuda")};
     ASSERT_FALSE(filler.compile({good_source, "add.cu", {}, 90}).from_disk_cache);
   }
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   auto const exit_while_compiling = [&] {
     // Leaked, as a server's compiler outlives its thread: only compile()'s statics are tested.
-    static auto const& compiler = *new cuda_compiler{kernel_disk_cache(dir)};
+    static auto const& compiler = *new cuda_compiler{kernel_disk_cache(dir, "cuda")};
     if (!compiler.compile({good_source, "add.cu", {}, 90}).from_disk_cache) std::exit(2);
     // Several compiles in flight, so that one is likely to be past the gate when exit starts.
     static std::atomic<int> started{0};

@@ -135,7 +135,7 @@ TEST_F(CudaServerTest, PtxPayloadAndDynamicCubeCount) {
   constexpr char const* src = R"(
 extern "C" __global__ void fill(unsigned* out) { out[blockIdx.x] = blockIdx.x + 1; })";
   auto const compiled =
-      cubert::cuda::detail::cuda_compiler(cubert::cuda::detail::kernel_disk_cache({}))
+      cubert::cuda::detail::cuda_compiler(cubert::cuda::detail::kernel_disk_cache({}, "cuda"))
           .compile(
               {src, "fill.cu", {}, std::stoi(server_->properties().architecture.substr(3)), true});
   ASSERT_TRUE(compiled.is_ptx);

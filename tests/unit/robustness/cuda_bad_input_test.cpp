@@ -4,7 +4,7 @@
 // Skipped where neither is present.
 #include "byte_helpers.hpp"
 #include "channel_kind_print.hpp"
-#include "kernel_disk_cache.hpp"
+#include "kernel/kernel_disk_cache.hpp"
 #include "temp_dir.hpp"
 
 #include <cubert/client.hpp>
@@ -179,7 +179,7 @@ long max_rss_kib() {
 
 TEST(CudaKernelDiskCache, EntryClaimingMoreBytesThanItsFileHoldsCostsNoMemory) {
   test::temp_dir const dir;  // Removed also when an ASSERT below ends the test early.
-  cuda::detail::kernel_disk_cache const cache(dir.path());
+  cubert::detail::kernel_disk_cache const cache(dir.path(), "cuda");
   std::vector<std::byte> payload(64, std::byte{7});
   ASSERT_TRUE(cache.store("k", payload));
   {  // The size field (after the 8-byte magic) now claims 2 GiB; the file holds 64 bytes.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The kernel disk cache's files: the temporaries that crashed writers leave behind.
-#include "kernel_disk_cache.hpp"
+#include "kernel/kernel_disk_cache.hpp"
 
 #include "saved_env.hpp"
 #include "temp_dir.hpp"
@@ -25,7 +25,7 @@
 namespace {
 
 namespace fs = std::filesystem;
-using cubert::cuda::detail::kernel_disk_cache;
+using cubert::detail::kernel_disk_cache;
 using cubert::test::temp_dir;
 using namespace std::chrono_literals;
 
@@ -60,7 +60,7 @@ bool unprivileged(Body body) {
 
 TEST(KernelDiskCacheTempsTest, AStaleTempGoesAtTheFirstStoreAFreshOneStays) {
   temp_dir dir;
-  kernel_disk_cache const cache(dir.path());
+  kernel_disk_cache const cache(dir.path(), "cuda");
   auto const stale = temp_file(dir.path(), "aaaa", 25h);
   auto const recent = temp_file(dir.path(), "bbbb", 23h);
   auto const fresh = temp_file(dir.path(), "cccc", 0s);
@@ -93,7 +93,7 @@ TEST(KernelDiskCacheTempsTest, AStaleTempGoesAtTheFirstStoreAFreshOneStays) {
 
 TEST(KernelDiskCacheTempsTest, AReadOnlyDirectoryKeepsItsTempsAndStoresFailQuietly) {
   temp_dir dir;
-  kernel_disk_cache const cache(dir.path());
+  kernel_disk_cache const cache(dir.path(), "cuda");
   auto const stale = temp_file(dir.path(), "aaaa", 25h);
   fs::permissions(dir.path(), fs::perms::owner_write | fs::perms::group_write,
                   fs::perm_options::remove);
@@ -114,7 +114,7 @@ TEST(KernelDiskCacheTempsTest, AReadOnlyDirectoryKeepsItsTempsAndStoresFailQuiet
 // each file is removed by exactly one, and none fails.
 TEST(KernelDiskCacheTempsTest, TempsVanishingDuringASweepAreSkipped) {
   temp_dir dir;
-  kernel_disk_cache const cache(dir.path());
+  kernel_disk_cache const cache(dir.path(), "cuda");
   constexpr std::size_t temps = 400;
   for (std::size_t i = 0; i < temps; ++i) temp_file(dir.path(), std::to_string(i), 25h);
   std::atomic<std::size_t> removed{0};
@@ -128,9 +128,9 @@ TEST(KernelDiskCacheTempsTest, TempsVanishingDuringASweepAreSkipped) {
 }
 
 TEST(KernelDiskCacheTempsTest, AMissingOrDisabledDirectoryHasNothingToRemove) {
-  EXPECT_EQ(kernel_disk_cache({}).remove_abandoned_temps(), 0U);
+  EXPECT_EQ(kernel_disk_cache({}, "cuda").remove_abandoned_temps(), 0U);
   temp_dir dir;
-  EXPECT_EQ(kernel_disk_cache(dir.path() / "absent").remove_abandoned_temps(), 0U);
+  EXPECT_EQ(kernel_disk_cache(dir.path() / "absent", "cuda").remove_abandoned_temps(), 0U);
 }
 
 // The configuration reads CUBERT_KERNEL_CACHE as a boolean; the default directory took only "0"
@@ -151,7 +151,7 @@ TEST(KernelDiskCacheTest, DefaultDirectoryIsOffForEveryFalseWord) {
 // the open of a load until some process wrote to it.
 TEST(KernelDiskCacheEntriesTest, ANameHoldingNoRegularFileIsAMiss) {
   temp_dir dir;
-  kernel_disk_cache const cache(dir.path());
+  kernel_disk_cache const cache(dir.path(), "cuda");
   ASSERT_EQ(::mkfifo(cache.path_of("fifo").c_str(), 0600), 0);
   auto load = std::async(std::launch::async, [&] { return cache.load("fifo"); });
   if (load.wait_for(5s) != std::future_status::ready) {
@@ -180,3 +180,26 @@ TEST(KernelDiskCacheEntriesTest, ANameHoldingNoRegularFileIsAMiss) {
 }
 
 }  // namespace
+
+TEST(KernelDiskCacheKindsTest, BackendsSharingADirectoryKeepToTheirOwnEntriesAndTemps) {
+  temp_dir dir;
+  kernel_disk_cache const cuda(dir.path(), "cuda");
+  kernel_disk_cache const opencl(dir.path(), "opencl");
+  std::vector<std::byte> const other(32, std::byte{0x17});
+  ASSERT_TRUE(cuda.store("1234", image));
+  ASSERT_TRUE(opencl.store("1234", other));
+  EXPECT_EQ(cuda.load("1234"), image);
+  EXPECT_EQ(opencl.load("1234"), other);
+  EXPECT_EQ(opencl.path_of("1234").filename(), "opencl-1234.bin");
+
+  // A stale temp of one kind is the other kind's to sweep only when it is of that kind too.
+  auto const stale_cuda = temp_file(dir.path(), "aaaa", 25h);
+  auto const stale_opencl = dir.path() / ".opencl-bbbb.tmp.4242.5eed.0";
+  std::ofstream(stale_opencl, std::ios::binary) << "half an entry";
+  fs::last_write_time(stale_opencl, fs::file_time_type::clock::now() - 25h);
+  EXPECT_EQ(opencl.remove_abandoned_temps(), 1U);
+  EXPECT_TRUE(fs::exists(stale_cuda));
+  EXPECT_FALSE(fs::exists(stale_opencl));
+  EXPECT_EQ(cuda.remove_abandoned_temps(), 1U);
+  EXPECT_FALSE(fs::exists(stale_cuda));
+}

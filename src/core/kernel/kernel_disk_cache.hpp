@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Content-addressed on-disk cache of compiled kernels (cubin or PTX), shared between processes.
+// Content-addressed on-disk cache of compiled kernels (cubin, PTX, OpenCL program binaries),
+// shared between processes.
 #pragma once
 
 #include <chrono>
@@ -10,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace cubert::cuda::detail {
+namespace cubert::detail {
 
 /// A directory of compiled kernels named by the hash of everything that determines their
 /// bytes. Writes go to a temporary file renamed into place, so readers in other processes see
@@ -26,8 +27,12 @@ class kernel_disk_cache {
   /// included; a crashed writer's leftovers cost only disk space meanwhile.
   static constexpr std::chrono::hours abandoned_after{24};
 
-  /// A cache in `dir` (created on first store). An empty path disables the cache.
-  explicit kernel_disk_cache(std::filesystem::path dir) : dir_(std::move(dir)) {}
+  /// A cache in `dir` (created on first store) whose entries are named `<kind>-<key>.bin`: one
+  /// kind per backend ("cuda", "opencl"), so that backends sharing the directory never read each
+  /// other's entries and `cubert cache` can tell them apart. An empty path disables the cache.
+  /// `kind` is letters, digits and '_' only.
+  kernel_disk_cache(std::filesystem::path dir, std::string kind)
+      : dir_(std::move(dir)), kind_(std::move(kind)) {}
 
   /// The default directory: $CUBERT_CACHE_DIR/kernels, else $XDG_CACHE_HOME/cubert/kernels,
   /// else ~/.cache/cubert/kernels; empty when CUBERT_KERNEL_CACHE is off (0, false, off, no) or
@@ -50,11 +55,13 @@ class kernel_disk_cache {
 
   [[nodiscard]] bool enabled() const noexcept { return !dir_.empty(); }
   [[nodiscard]] std::filesystem::path const& dir() const noexcept { return dir_; }
+  [[nodiscard]] std::string const& kind() const noexcept { return kind_; }
   /// Where the entry for `key` lives.
   [[nodiscard]] std::filesystem::path path_of(std::string const& key) const;
 
  private:
   std::filesystem::path dir_;
+  std::string kind_;
 };
 
-}  // namespace cubert::cuda::detail
+}  // namespace cubert::detail

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "kernel_disk_cache.hpp"
+#include "kernel/kernel_disk_cache.hpp"
 
 #include "base/fd_guard.hpp"
 #include "config/config_names.hpp"
@@ -21,8 +21,9 @@
 #include <sys/stat.h>
 #include <system_error>
 #include <unistd.h>
+#include <utility>
 
-namespace cubert::cuda::detail {
+namespace cubert::detail {
 namespace {
 
 // Entry layout: magic, payload size, XXH3-64 of the payload, then the payload. The size and
@@ -35,25 +36,26 @@ struct entry_header {
   std::uint64_t checksum;
 };
 
-// The prefix and infix of every temp file name (see store); entries start with "cuda-".
-constexpr std::string_view temp_prefix = ".cuda-";
+// Temp files are named ".<kind>-<key>.tmp.<writer>" (see store); entries "<kind>-<key>.bin".
 constexpr std::string_view temp_infix = ".tmp.";
 
-bool is_temp_name(std::string const& name) {
-  return name.starts_with(temp_prefix) && name.find(temp_infix) != std::string::npos;
+bool is_temp_name(std::string const& name, std::string const& kind) {
+  return name.size() > kind.size() + 2 && name[0] == '.' &&
+         name.compare(1, kind.size(), kind) == 0 && name[kind.size() + 1] == '-' &&
+         name.find(temp_infix) != std::string::npos;
 }
 
-// The sweep runs once per process and directory: a store follows an NVRTC compile of tens of
+// The sweep runs once per process, directory and kind: a store follows a compile of tens of
 // milliseconds, which hides one directory listing, but not one per kernel of a tuning run.
-bool first_store_in(std::filesystem::path const& dir) {
+bool first_store_in(std::filesystem::path const& dir, std::string const& kind) {
   struct swept_dirs {
     std::mutex mutex;
-    std::set<std::filesystem::path> dirs;
+    std::set<std::pair<std::filesystem::path, std::string>> dirs;
   };
   // Never destroyed: a compile still in flight while statics are torn down at exit may store.
   static auto* const swept = new swept_dirs;
   std::lock_guard const lock(swept->mutex);
-  return swept->dirs.insert(dir).second;
+  return swept->dirs.emplace(dir, kind).second;
 }
 
 // Reads exactly `n` bytes at `offset`; false on an error or an early end of file.
@@ -104,7 +106,7 @@ std::string kernel_disk_cache::key(std::string_view source, std::string_view opt
 }
 
 std::filesystem::path kernel_disk_cache::path_of(std::string const& key) const {
-  return dir_ / ("cuda-" + key + ".bin");
+  return dir_ / (kind_ + "-" + key + ".bin");
 }
 
 std::optional<std::vector<std::byte>> kernel_disk_cache::load(std::string const& key) const {
@@ -136,7 +138,7 @@ bool kernel_disk_cache::store(std::string const& key,
     std::error_code ec;
     std::filesystem::create_directories(dir_, ec);
     if (ec) return false;
-    if (first_store_in(dir_)) remove_abandoned_temps();
+    if (first_store_in(dir_, kind_)) remove_abandoned_temps();
     // A name unique per process and per call, so concurrent writers never share a temp file;
     // the random part covers processes in different PID namespaces (containers sharing a
     // cache volume, each its own pid 1).
@@ -145,8 +147,8 @@ bool kernel_disk_cache::store(std::string const& key,
       return (std::uint64_t{rd()} << 32) ^ rd();
     }();
     static std::atomic<std::uint64_t> counter{0};
-    auto const tmp = dir_ / fmt::format("{}{}{}{}.{:x}.{}", temp_prefix, key, temp_infix,
-                                        ::getpid(), process_nonce, counter++);
+    auto const tmp = dir_ / fmt::format(".{}-{}{}{}.{:x}.{}", kind_, key, temp_infix, ::getpid(),
+                                        process_nonce, counter++);
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
       entry_header const header{magic, bytes.size(), XXH3_64bits(bytes.data(), bytes.size())};
@@ -185,7 +187,7 @@ std::size_t kernel_disk_cache::remove_abandoned_temps() const noexcept {
          it.increment(ec)) {
       std::error_code entry_ec;
       // A link or a directory with such a name was not made by store: not ours to remove.
-      if (!is_temp_name(it->path().filename().string()) ||
+      if (!is_temp_name(it->path().filename().string(), kind_) ||
           !std::filesystem::is_regular_file(it->symlink_status(entry_ec))) {
         continue;
       }
@@ -199,4 +201,4 @@ std::size_t kernel_disk_cache::remove_abandoned_temps() const noexcept {
   return removed;
 }
 
-}  // namespace cubert::cuda::detail
+}  // namespace cubert::detail
