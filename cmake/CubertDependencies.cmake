@@ -39,3 +39,16 @@ if(CUBERT_BUILD_CUDA)
     message(STATUS "cubert: CUDA backend ON (toolkit ${CUDAToolkit_VERSION})")
   endif()
 endif()
+
+# OpenCL: the API headers only (Debian/Ubuntu opencl-headers); the ICD loader is opened at run
+# time, so nothing is linked and no platform is needed to build.
+set(CUBERT_HAS_OPENCL OFF)
+if(CUBERT_BUILD_OPENCL)
+  find_path(CUBERT_OPENCL_INCLUDE_DIR NAMES CL/cl.h DOC "cubert: where CL/cl.h is")
+  if(CUBERT_OPENCL_INCLUDE_DIR)
+    set(CUBERT_HAS_OPENCL ON)
+    message(STATUS "cubert: OpenCL backend ON (headers in ${CUBERT_OPENCL_INCLUDE_DIR})")
+  else()
+    message(STATUS "cubert: OpenCL headers (CL/cl.h) not found; OpenCL backend OFF")
+  endif()
+endif()

@@ -8,6 +8,9 @@
 #if CUBERT_HAS_CUDA
 #include <cubert/cuda.hpp>
 #endif
+#if CUBERT_HAS_OPENCL
+#include <cubert/opencl.hpp>
+#endif
 
 #include <fmt/format.h>
 
@@ -79,6 +82,21 @@ client create_client(device_ref const& ref, std::string_view id, client_options 
         fmt::format("device '{}' is not available: this build of cubert has no CUDA backend "
                     "(configure with -DCUBERT_BUILD_CUDA=ON)",
                     id));
+#endif
+  }
+  if (ref.backend == "opencl") {
+#if CUBERT_HAS_OPENCL
+    int const count = opencl::device_count();
+    if (count == 0) {
+      throw unsupported(
+          fmt::format("device '{}' is not available: {}", id, opencl::unavailable_reason()));
+    }
+    if (ref.ordinal >= count) {
+      throw unsupported(
+          fmt::format("device '{}' does not exist: {} OpenCL device(s) present", id, count));
+    }
+    return client(
+        backend::make_channel(opencl::make_server(ref.ordinal, opencl::options{}), opts.channel));
 #endif
   }
   for (auto const& b : backends()) {
@@ -166,6 +184,13 @@ std::vector<device_info> devices() {
     out.push_back({fmt::format("cuda:{}", i), p.name, "cuda", std::move(p)});
   }
 #endif
+#if CUBERT_HAS_OPENCL
+  int const cl_count = opencl::device_count();
+  for (int i = 0; i < cl_count; ++i) {
+    auto p = opencl::make_properties(i);
+    out.push_back({fmt::format("opencl:{}", i), p.name, "opencl", std::move(p)});
+  }
+#endif
   return out;
 }
 
@@ -180,7 +205,15 @@ std::vector<backend_info> backends() {
                  "this build of cubert has no CUDA backend (configure with -DCUBERT_BUILD_CUDA=ON "
                  "where the CUDA toolkit is installed)"});
 #endif
-  out.push_back({"opencl", false, 0, "no OpenCL backend in this version of cubert"});
+#if CUBERT_HAS_OPENCL
+  int const cl_count = opencl::device_count();
+  out.push_back(
+      {"opencl", true, cl_count, cl_count == 0 ? opencl::unavailable_reason() : std::string{}});
+#else
+  out.push_back({"opencl", false, 0,
+                 "this build of cubert has no OpenCL backend (configure with "
+                 "-DCUBERT_BUILD_OPENCL=ON where the OpenCL headers are installed)"});
+#endif
   return out;
 }
 

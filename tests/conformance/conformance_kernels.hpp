@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The suite's kernels, each with a payload per backend: a native CPU body and CUDA C++ source
-// following cuda.hpp's parameter convention (buffers, then scalars in elem order, then the
-// metadata words by value).
+// The suite's kernels, each with a payload per backend: a native CPU body, CUDA C++ source and
+// OpenCL C source following cuda.hpp's and opencl.hpp's parameter convention (buffers, then
+// scalars in elem order, then the metadata words by value).
 #pragma once
 
 #include "tma_kernel_source.hpp"
@@ -33,6 +33,12 @@ inline kernel add_f32() {
   if (i < n) out[i] = a[i] + b[i];
 })",
                    "add_f32")
+      .opencl_source(R"(__kernel void add_f32(__global const float* a, __global const float* b,
+                      __global float* out, uint n) {
+  size_t i = get_global_id(0);
+  if (i < n) out[i] = a[i] + b[i];
+})",
+                     "add_f32")
       .build();
 }
 
@@ -53,6 +59,13 @@ inline kernel scale_f32() {
           R"(extern "C" __global__ void scale_f32(const float* in, float* out, float factor,
                                                  unsigned int n) {
   unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) out[i] = in[i] * factor;
+})",
+          "scale_f32")
+      .opencl_source(
+          R"(__kernel void scale_f32(__global const float* in, __global float* out, float factor,
+                        uint n) {
+  size_t i = get_global_id(0);
   if (i < n) out[i] = in[i] * factor;
 })",
           "scale_f32")
@@ -83,6 +96,16 @@ inline kernel partial_sum_f64() {
   partial[blockIdx.x] = acc;
 })",
                    "partial_sum_f64")
+      .opencl_source(R"(#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+__kernel void partial_sum_f64(__global const double* in, __global double* partial, uint n,
+                              uint chunk) {
+  ulong begin = (ulong)get_group_id(0) * chunk;
+  ulong end = begin + chunk < n ? begin + chunk : n;
+  double acc = 0;
+  for (ulong i = begin; i < end; ++i) acc += in[i];
+  partial[get_group_id(0)] = acc;
+})",
+                     "partial_sum_f64")
       .build();
 }
 
@@ -109,6 +132,16 @@ extern "C" __global__ void echo(unsigned int* meta_out, unsigned int* pos_out, m
   pos_out[3 * linear + 2] = blockIdx.z;
 })",
                    "echo")
+      .opencl_source(R"(typedef struct { uint words[5]; } meta_t;
+__kernel void echo(__global uint* meta_out, __global uint* pos_out, meta_t meta) {
+  uint linear = (get_group_id(2) * get_num_groups(1) + get_group_id(1)) * get_num_groups(0) +
+                get_group_id(0);
+  if (linear == 0) for (int i = 0; i < 5; ++i) meta_out[i] = meta.words[i];
+  pos_out[3 * linear] = get_group_id(0);
+  pos_out[3 * linear + 1] = get_group_id(1);
+  pos_out[3 * linear + 2] = get_group_id(2);
+})",
+                     "echo")
       .build();
 }
 
@@ -130,12 +163,18 @@ inline kernel fill_u32() {
   if (i < n) out[i] = value;
 })",
                    "fill_u32")
+      .opencl_source(R"(__kernel void fill_u32(__global uint* out, uint value, uint n) {
+  size_t i = get_global_id(0);
+  if (i < n) out[i] = value;
+})",
+                     "fill_u32")
       .build();
 }
 
 /// out[i] = in[i] for i < n, each cube first waiting `delay_us` microseconds of device time (on
 /// a device that runs launches asynchronously: a launch still running when the host's next call
-/// arrives). Scalars: u32 n, u32 delay_us. cube_dim 256.
+/// arrives; on OpenCL one work-item of the launch waits, about as long). Scalars: u32 n,
+/// u32 delay_us. cube_dim 256.
 inline kernel delayed_copy_u32() {
   return kernel::builder("conformance::delayed_copy_u32")
       .cube_dim(256)
@@ -157,10 +196,24 @@ inline kernel delayed_copy_u32() {
   if (i < n) out[i] = in[i];
 })",
                    "delayed_copy_u32")
+      .opencl_source(R"(// OpenCL C has no clock: one work-item spins a counted loop of roughly that
+// length (a few ns per round on a CPU or a GPU), which keeps the launch running as long.
+__kernel void delayed_copy_u32(__global const uint* in, __global uint* out, uint n,
+                               uint delay_us) {
+  if (get_global_id(0) == 0 && get_global_id(1) == 0 && get_global_id(2) == 0) {
+    volatile uint spin = 0;
+    for (uint k = 0; k < delay_us * 256u; ++k) spin += k;
+  }
+  size_t i = get_global_id(0);
+  if (i < n) out[i] = in[i];
+})",
+                     "delayed_copy_u32")
       .build();
 }
 
-/// Fails while running: throws on the CPU, traps on CUDA.
+/// Fails while running: throws on the CPU, traps on CUDA. No OpenCL payload: OpenCL C has no
+/// way to fail a kernel that the platform reports (no trap; a fault on a CPU device kills the
+/// process).
 inline kernel failing() {
   return kernel::builder("conformance::failing")
       .cpu([](cpu::kernel_context const&) { throw std::runtime_error("failing on purpose"); })

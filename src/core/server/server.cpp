@@ -83,6 +83,9 @@ void check_copy_sizes(std::uint64_t src_size, std::uint64_t dst_size) {
 
 bool check_copy(resource const& src, resource const& dst) {
   check_copy_sizes(src.size, dst.size);
+  // Two native objects never share bytes: OpenCL buffers all start at address 0, and host pages
+  // are separate allocations. CUDA leaves `native` null, so its addresses decide.
+  if (src.native != dst.native) return src.size != 0;
   if (src.size == 0 || src.address() == dst.address()) return false;
   auto const lo = std::min(src.address(), dst.address());
   auto const hi = std::max(src.address(), dst.address());

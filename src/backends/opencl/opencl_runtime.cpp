@@ -1,0 +1,30 @@
+// SPDX-License-Identifier: Apache-2.0
+// The public entry points of the OpenCL backend (include/cubert/opencl.hpp).
+#include "opencl_device.hpp"
+#include "opencl_server.hpp"
+
+#include <cubert/opencl.hpp>
+
+namespace cubert::opencl {
+
+int device_count() noexcept {
+  try {
+    return static_cast<int>(detail::device_list().size());
+  } catch (...) {
+    return 0;  // Only a host out of memory at the first listing gets here.
+  }
+}
+
+std::string unavailable_reason() {
+  return detail::device_list().empty() ? detail::listing_failure() : std::string{};
+}
+
+device_properties make_properties(int ordinal) {
+  return detail::make_device_properties(detail::device_at(ordinal), ordinal);
+}
+
+std::unique_ptr<backend::server> make_server(int ordinal, options const& opts) {
+  return std::make_unique<detail::opencl_server>(ordinal, opts);
+}
+
+}  // namespace cubert::opencl

@@ -1,0 +1,487 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "opencl_server.hpp"
+
+#include "opencl_library.hpp"
+#include "opencl_storage.hpp"
+
+#include <cubert/config.hpp>
+#include <cubert/error.hpp>
+
+#include <fmt/format.h>
+
+#include <cstring>
+#include <utility>
+
+namespace cubert::opencl::detail {
+namespace {
+
+// Staged upload bytes the server keeps before it waits for the oldest write: a caller writing
+// faster than the device reads would otherwise hold a copy of everything queued.
+constexpr std::size_t max_staged = std::size_t{256} << 20;
+
+cubert::detail::kernel_disk_cache disk_cache_for(options const& opts) {
+  using cubert::detail::kernel_disk_cache;
+  if (opts.kernel_cache_dir) return kernel_disk_cache(*opts.kernel_cache_dir, "opencl");
+  auto const& section = config::get().compilation;
+  if (!section.cache_enabled) return kernel_disk_cache({}, "opencl");
+  return kernel_disk_cache(
+      section.cache_dir.empty() ? kernel_disk_cache::default_dir() : section.cache_dir, "opencl");
+}
+
+// An owned reference to a newly enqueued command's event.
+event_ptr take(cl_event e) noexcept {
+  return event_ptr(e);
+}
+
+}  // namespace
+
+opencl_server::opencl_server(int ordinal, options const& opts)
+    : device_(&device_at(ordinal)), props_(make_device_properties(*device_, ordinal)) {
+  auto const& api = opencl();
+  cl_int err = CL_SUCCESS;
+  try {
+    cl_context_properties const props[] = {
+        CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(device_->platform), 0};
+    context_ = api.clCreateContext(props, 1, &device_->device, nullptr, nullptr, &err);
+    check(err, "clCreateContext");
+    queue_ = api.clCreateCommandQueue(context_, device_->device, CL_QUEUE_PROFILING_ENABLE, &err);
+    check(err, "clCreateCommandQueue");
+    auto storage = std::make_unique<opencl_storage>(context_, props_.memory.alignment,
+                                                    device_->max_alloc, device_->global_memory);
+    pages_ = storage.get();
+    memory_ =
+        std::make_unique<memory::memory_manager>(std::move(storage), props_.memory, opts.memory);
+    programs_ = std::make_unique<opencl_program_cache>(context_, *device_, disk_cache_for(opts));
+    profiler_ = std::make_unique<opencl_event_profiler>(queue_);
+  } catch (...) {
+    release();
+    throw;
+  }
+}
+
+opencl_server::~opencl_server() {
+  release();
+}
+
+void opencl_server::release() noexcept {
+  auto const& api = opencl_state();
+  // Work still queued may use the buffers and programs; OpenCL keeps what a command uses alive,
+  // but the staging blocks are ours.
+  if (queue_) api.clFinish(queue_);
+  uploads_.clear();
+  profiler_.reset();
+  programs_.reset();
+  memory_.reset();
+  pages_ = nullptr;
+  if (queue_) api.clReleaseCommandQueue(queue_);
+  if (context_) api.clReleaseContext(context_);
+  queue_ = nullptr;
+  context_ = nullptr;
+}
+
+cubert::handle opencl_server::create(std::span<std::byte const> data) {
+  auto h = empty(data.size());
+  if (!data.empty()) upload_to(memory_->get_resource(h.binding()), data);
+  return h;
+}
+
+cubert::handle opencl_server::empty(std::uint64_t size) {
+  return cubert::handle(memory_->reserve(size), size);
+}
+
+void opencl_server::reap_uploads(std::size_t incoming) {
+  while (!uploads_.empty()) {
+    auto& front = uploads_.front();
+    bool const over = staged_bytes_ + incoming > max_staged;
+    if (!over && !finished(front.done.get())) break;
+    try {
+      wait_for(front.done.get(), "a staged write");
+    } catch (...) {
+      // The write's own call returned long ago: its failure is for the next sync.
+      errors_.record(std::current_exception());
+    }
+    staged_bytes_ -= front.size;
+    uploads_.pop_front();
+  }
+}
+
+void opencl_server::upload_to(backend::resource const& dst, std::span<std::byte const> data) {
+  reap_uploads(data.size());
+  upload u;
+  u.data = std::make_unique_for_overwrite<std::byte[]>(data.size());
+  u.size = data.size();
+  std::memcpy(u.data.get(), data.data(), data.size());
+  cl_event e = nullptr;
+  CUBERT_CL(clEnqueueWriteBuffer, queue_, static_cast<cl_mem>(dst.native), CL_FALSE, dst.offset,
+            data.size(), u.data.get(), 0, nullptr, &e);
+  u.done = guarded_event(e);
+  uploads_.push_back(std::move(u));
+  staged_bytes_ += data.size();
+}
+
+std::future<std::vector<bytes>> opencl_server::read(std::vector<cubert::binding> bindings) {
+  errors_.rethrow_if_any();
+  std::vector<backend::resource> sources;
+  sources.reserve(bindings.size());
+  for (auto const& b : bindings) sources.push_back(memory_->get_resource(b));
+  struct pending {
+    std::vector<bytes> out;
+    guarded_event last;  // Declared after `out`: destroyed, so waited for, first.
+  } p;
+  p.out.reserve(sources.size());
+  for (auto const& src : sources) {
+    auto& dst = p.out.emplace_back(bytes::uninitialized(src.size));
+    if (src.size == 0) continue;
+    cl_event e = nullptr;
+    CUBERT_CL(clEnqueueReadBuffer, queue_, static_cast<cl_mem>(src.native), CL_FALSE, src.offset,
+              src.size, dst.data(), 0, nullptr, &e);
+    // In order: the last read's completion covers the ones before it.
+    (void)take(p.last.release());
+    p.last = guarded_event(e);
+  }
+  CUBERT_CL(clFlush, queue_);
+  return std::async(std::launch::deferred, [p = std::move(p)]() mutable {
+    if (p.last) wait_for(p.last.get(), "read");
+    return std::move(p.out);
+  });
+}
+
+std::future<void> opencl_server::read_into(cubert::binding const& b, std::span<std::byte> dst) {
+  auto const src = memory_->get_resource(b);
+  if (dst.size() != src.size) {
+    throw invalid_argument(fmt::format(
+        "read_into: the destination holds {} bytes but the binding {}", dst.size(), src.size));
+  }
+  errors_.rethrow_if_any();
+  guarded_event done;
+  if (!dst.empty()) {
+    cl_event e = nullptr;
+    CUBERT_CL(clEnqueueReadBuffer, queue_, static_cast<cl_mem>(src.native), CL_FALSE, src.offset,
+              src.size, dst.data(), 0, nullptr, &e);
+    done = guarded_event(e);
+    CUBERT_CL(clFlush, queue_);
+  }
+  return std::async(std::launch::deferred, [done = std::move(done)]() {
+    if (done) wait_for(done.get(), "read_into");
+  });
+}
+
+bytes opencl_server::read_for_write(cubert::binding const& b) {
+  auto const src = memory_->get_resource(b);
+  auto out = bytes::uninitialized(src.size);
+  if (src.size != 0) {
+    CUBERT_CL(clEnqueueReadBuffer, queue_, static_cast<cl_mem>(src.native), CL_TRUE, src.offset,
+              src.size, out.data(), 0, nullptr, nullptr);
+  }
+  return out;
+}
+
+void opencl_server::write(cubert::binding const& dst, std::span<std::byte const> data) {
+  auto const res = memory_->get_resource(dst);
+  backend::check_write(res, data.size());
+  if (!data.empty()) upload_to(res, data);
+}
+
+void opencl_server::fill(cubert::binding const& dst, std::span<std::byte const> pattern) {
+  auto const res = memory_->get_resource(dst);
+  if (!backend::check_fill(res, pattern)) return;
+  CUBERT_CL(clEnqueueFillBuffer, queue_, static_cast<cl_mem>(res.native), pattern.data(),
+            pattern.size(), res.offset, res.size, 0, nullptr, nullptr);
+}
+
+void opencl_server::copy(cubert::binding const& src, cubert::binding const& dst) {
+  auto const from = memory_->get_resource(src);
+  auto const to = memory_->get_resource(dst);
+  if (!backend::check_copy(from, to)) return;
+  CUBERT_CL(clEnqueueCopyBuffer, queue_, static_cast<cl_mem>(from.native),
+            static_cast<cl_mem>(to.native), from.offset, to.offset, from.size, 0, nullptr, nullptr);
+}
+
+loaded_kernel& opencl_server::prepare(kernel const& k, bindings const& args, execution_mode mode) {
+  if (!k.valid()) throw launch_error("execute: empty kernel");
+  auto const& hw = props_.hardware;
+  // What the device lacks comes before what the kernel lacks: a CUDA-only kernel that binds
+  // tensor maps is refused as unsupported here, as on the CPU device.
+  if (!args.tensor_maps.empty()) {
+    throw unsupported(fmt::format(
+        "kernel '{}' binds tensor maps, which OpenCL devices do not have (bind buffers)",
+        k.name()));
+  }
+  if (auto const c = k.cluster_dim(); c.units() > hw.max_cluster_size) {
+    throw unsupported(fmt::format(
+        "kernel '{}' asks for clusters of ({}, {}, {}) cubes; OpenCL has no thread-block "
+        "clusters (max_cluster_size {})",
+        k.name(), c.x, c.y, c.z, hw.max_cluster_size));
+  }
+  if (k.cooperative()) {
+    throw unsupported(
+        fmt::format("kernel '{}' launches cooperatively; OpenCL 1.2 has no cooperative launches "
+                    "(cooperative_launch is false)",
+                    k.name()));
+  }
+  if (k.opencl_source() == nullptr) {
+    throw launch_error(fmt::format("kernel '{}' has no OpenCL payload", k.name()));
+  }
+  auto const dim = k.cube_dim();
+  if (dim.units() > hw.max_units_per_cube || dim.x > hw.max_cube_dim.x ||
+      dim.y > hw.max_cube_dim.y || dim.z > hw.max_cube_dim.z) {
+    throw launch_error(fmt::format(
+        "kernel '{}': a cube of ({}, {}, {}) units exceeds this device's work-group limits "
+        "({} units, ({}, {}, {}))",
+        k.name(), dim.x, dim.y, dim.z, hw.max_units_per_cube, hw.max_cube_dim.x, hw.max_cube_dim.y,
+        hw.max_cube_dim.z));
+  }
+  if (k.shared_memory() > hw.max_shared_memory_size) {
+    throw launch_error(fmt::format(
+        "kernel '{}': {} bytes of dynamic shared memory exceed the device's {} bytes of local "
+        "memory",
+        k.name(), k.shared_memory(), hw.max_shared_memory_size));
+  }
+  if (args.buffers.size() > hw.max_bindings) {
+    throw invalid_argument(fmt::format("kernel '{}': {} buffers exceed the limit of {}", k.name(),
+                                       args.buffers.size(), hw.max_bindings));
+  }
+  try {
+    backend::check_scalars(args);
+  } catch (invalid_argument const& e) {
+    throw invalid_argument(fmt::format("kernel '{}': {}", k.name(), e.what()));
+  }
+  // Bad bindings are refused before anything is built.
+  bound_.clear();
+  auto const align = props_.memory.alignment;
+  for (std::size_t i = 0; i < args.buffers.size(); ++i) {
+    try {
+      auto const res = memory_->get_resource(args.buffers[i]);
+      bool const staged = res.offset % align != 0 && res.size != 0;
+      bound_.push_back({res, staged ? nullptr : pages_->view(res), staged, false});
+    } catch (invalid_argument const& e) {
+      throw invalid_argument(fmt::format("kernel '{}', buffer {}: {}", k.name(), i, e.what()));
+    }
+  }
+  // A staged binding is copied back whole after the kernel: a write through another binding
+  // that shares some of its bytes would be undone.
+  for (std::size_t i = 0; i < bound_.size(); ++i) {
+    if (!bound_[i].staged) continue;
+    auto const& a = bound_[i].res;
+    for (std::size_t j = 0; j < bound_.size(); ++j) {
+      auto const& b = bound_[j].res;
+      bool const same = b.offset == a.offset && b.size == a.size;
+      if (j == i || b.native != a.native || same || b.size == 0) continue;
+      if (a.offset < b.offset + b.size && b.offset < a.offset + a.size) {
+        throw invalid_argument(fmt::format(
+            "kernel '{}', buffer {}: it starts at byte {} of its page, where OpenCL cannot bind a "
+            "buffer (the device's base-address alignment is {} bytes), so cubert runs it through "
+            "a copy; buffer {} shares some of its bytes, which the copy would not see",
+            k.name(), i, a.offset, align, j));
+      }
+    }
+  }
+  auto& fn = programs_->get(k, mode);
+  if (dim.units() > fn.max_work_group) {
+    throw launch_error(fmt::format(
+        "kernel '{}': a cube of {} units exceeds the {} this kernel may run per work-group on "
+        "{} (CL_KERNEL_WORK_GROUP_SIZE)",
+        k.name(), dim.units(), fn.max_work_group, props_.name));
+  }
+  std::size_t params =
+      args.buffers.size() + (args.metadata.data.empty() ? 0 : 1) + (k.shared_memory() > 0 ? 1 : 0);
+  for (auto const& [type, group] : args.scalars) params += group.length;
+  if (params != fn.num_args) {
+    throw launch_error(fmt::format(
+        "kernel '{}' takes {} parameters; this launch gives {} ({} buffers, scalars, {} "
+        "metadata, {} dynamic shared memory: see cubert/opencl.hpp for the order)",
+        k.name(), fn.num_args, params, args.buffers.size(), args.metadata.data.empty() ? "no" : "1",
+        k.shared_memory() > 0 ? "1" : "no"));
+  }
+  return fn;
+}
+
+void opencl_server::stage_in() {
+  auto const& api = opencl();
+  for (std::size_t i = 0; i < bound_.size(); ++i) {
+    auto& b = bound_[i];
+    if (!b.staged) continue;
+    // The same range bound twice shares one scratch buffer, as it shares its bytes.
+    for (std::size_t j = 0; j < i && !b.mem; ++j) {
+      if (bound_[j].staged && bound_[j].res.native == b.res.native &&
+          bound_[j].res.offset == b.res.offset && bound_[j].res.size == b.res.size) {
+        b.mem = bound_[j].mem;
+      }
+    }
+    if (b.mem) continue;
+    cl_int err = CL_SUCCESS;
+    b.mem = api.clCreateBuffer(context_, CL_MEM_READ_WRITE, b.res.size, nullptr, &err);
+    check(err, "clCreateBuffer (a scratch buffer for a binding OpenCL cannot bind in place)");
+    b.owns_mem = true;
+    check(api.clEnqueueCopyBuffer(queue_, static_cast<cl_mem>(b.res.native), b.mem, b.res.offset, 0,
+                                  b.res.size, 0, nullptr, nullptr),
+          "clEnqueueCopyBuffer");
+  }
+}
+
+void opencl_server::stage_out() noexcept {
+  auto const& api = opencl_state();
+  for (auto& b : bound_) {
+    if (!b.owns_mem) continue;
+    cl_int const r = api.clEnqueueCopyBuffer(queue_, b.mem, static_cast<cl_mem>(b.res.native), 0,
+                                             b.res.offset, b.res.size, 0, nullptr, nullptr);
+    if (r != CL_SUCCESS) {
+      errors_.record(std::make_exception_ptr(device_error(fmt::format(
+          "clEnqueueCopyBuffer (copying a staged binding back after its kernel) failed: {}",
+          error_name(r)))));
+    }
+    api.clReleaseMemObject(b.mem);
+    b.owns_mem = false;
+    b.mem = nullptr;
+  }
+}
+
+void opencl_server::set_arguments(kernel const& k, loaded_kernel& fn, bindings const& args) {
+  auto const& api = opencl();
+  cl_uint index = 0;
+  auto const set = [&](std::size_t size, void const* value, std::string_view what) {
+    cl_int const r = api.clSetKernelArg(fn.kernel, index, size, value);
+    if (r != CL_SUCCESS) {
+      throw launch_error(fmt::format(
+          "kernel '{}': parameter {} ({}, {} bytes) is refused: clSetKernelArg returned {}{}",
+          k.name(), index, what, size, error_name(r),
+          r == CL_INVALID_ARG_SIZE ? " (the kernel declares it with another size)" : ""));
+    }
+    ++index;
+  };
+  for (auto& b : bound_) set(sizeof(cl_mem), &b.mem, "buffer");
+  for (auto const& [type, group] : args.scalars) {
+    auto const data = group.bytes();
+    auto const size = elem_size(type);
+    for (std::size_t j = 0; j < group.length; ++j) {
+      set(size, data.data() + j * size, to_string(type));
+    }
+  }
+  if (!args.metadata.data.empty()) {
+    set(args.metadata.data.size() * sizeof(std::uint32_t), args.metadata.data.data(), "metadata");
+  }
+  if (k.shared_memory() > 0) set(k.shared_memory(), nullptr, "dynamic shared memory");
+}
+
+backend::resource opencl_server::count_resource(cube_count const& count) const {
+  auto res = memory_->get_resource(count.dynamic_binding());
+  if (res.size < 3 * sizeof(std::uint32_t)) {
+    throw invalid_argument(fmt::format(
+        "dynamic cube count: the binding holds {} bytes, it needs 12 (three u32)", res.size));
+  }
+  return res;
+}
+
+std::array<std::uint32_t, 3> opencl_server::resolve_count(kernel const& k,
+                                                          cube_count const& count) {
+  std::array<std::uint32_t, 3> grid{};
+  if (!count.is_dynamic()) {
+    grid = count.counts();
+  } else {
+    auto const res = count_resource(count);
+    // OpenCL 1.2 has no indirect dispatch: the count is read once the work before it is done.
+    CUBERT_CL(clEnqueueReadBuffer, queue_, static_cast<cl_mem>(res.native), CL_TRUE, res.offset,
+              sizeof grid, grid.data(), 0, nullptr, nullptr);
+  }
+  auto const& max = props_.hardware.max_cube_count;
+  for (std::size_t i = 0; i < 3; ++i) {
+    if (grid[i] > max[i]) {
+      throw launch_error(
+          fmt::format("kernel '{}': cube count ({}, {}, {}) exceeds the limit "
+                      "({}, {}, {})",
+                      k.name(), grid[0], grid[1], grid[2], max[0], max[1], max[2]));
+    }
+  }
+  return grid;
+}
+
+void opencl_server::execute(kernel const& k, cube_count const& count, bindings args,
+                            execution_mode mode) {
+  auto& fn = prepare(k, args, mode);
+  auto const grid = resolve_count(k, count);
+  if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return;  // Nothing to run.
+  struct staging {
+    opencl_server* self;
+    ~staging() { self->stage_out(); }
+  } const staged{this};
+  stage_in();
+  set_arguments(k, fn, args);
+  auto const dim = k.cube_dim();
+  std::size_t const local[3] = {dim.x, dim.y, dim.z};
+  std::size_t const global[3] = {std::size_t{grid[0]} * dim.x, std::size_t{grid[1]} * dim.y,
+                                 std::size_t{grid[2]} * dim.z};
+  cl_int const r = opencl().clEnqueueNDRangeKernel(queue_, fn.kernel, 3, nullptr, global, local, 0,
+                                                   nullptr, nullptr);
+  if (r != CL_SUCCESS) {
+    throw launch_error(fmt::format(
+        "kernel '{}' over ({}, {}, {}) cubes of ({}, {}, {}) units: clEnqueueNDRangeKernel "
+        "failed: {}",
+        k.name(), grid[0], grid[1], grid[2], dim.x, dim.y, dim.z, error_name(r)));
+  }
+}
+
+std::uint64_t opencl_server::instantiate_graph(std::vector<graph_step> const& steps) {
+  for (auto const& s : steps) {
+    switch (s.what) {
+      case graph_step::kind::launch:
+        (void)prepare(s.k, s.args, s.mode);
+        if (s.count.is_dynamic()) (void)count_resource(s.count);
+        break;
+      case graph_step::kind::copy:
+        (void)backend::check_copy(memory_->get_resource(s.src), memory_->get_resource(s.dst));
+        break;
+      case graph_step::kind::fill:
+        (void)backend::check_fill(memory_->get_resource(s.dst),
+                                  std::span<std::byte const>(s.pattern.data(), s.width));
+        break;
+    }
+  }
+  return 0;
+}
+
+void opencl_server::flush() {
+  CUBERT_CL(clFlush, queue_);
+  reap_uploads(0);
+  errors_.rethrow_if_any();
+}
+
+std::future<void> opencl_server::sync() {
+  reap_uploads(0);
+  errors_.rethrow_if_any();
+  cl_event e = nullptr;
+  CUBERT_CL(clEnqueueMarkerWithWaitList, queue_, 0, nullptr, &e);
+  auto marker = take(e);
+  CUBERT_CL(clFlush, queue_);
+  return std::async(std::launch::deferred,
+                    [marker = std::move(marker)] { wait_for(marker.get(), "sync"); });
+}
+
+backend::binding_resource opencl_server::get_resource(cubert::binding const& b) {
+  return {b, memory_->get_resource(b)};
+}
+
+memory::memory_usage opencl_server::memory_usage() {
+  return memory_->usage();
+}
+
+std::string opencl_server::memory_report() {
+  return memory_->report().to_string();
+}
+
+void opencl_server::memory_cleanup() {
+  memory_->cleanup(true);
+}
+
+profiling_token opencl_server::start_profile() {
+  return profiler_->start();
+}
+
+profile_duration opencl_server::end_profile(profiling_token token) {
+  return profiler_->stop(token);
+}
+
+std::size_t opencl_server::views_held() const noexcept {
+  return pages_->views_held();
+}
+
+}  // namespace cubert::opencl::detail

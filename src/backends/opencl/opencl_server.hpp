@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+// The OpenCL server: one device, a context of its own and one in-order command queue.
+#pragma once
+
+#include "opencl_device.hpp"
+#include "opencl_event.hpp"
+#include "opencl_event_profiler.hpp"
+#include "opencl_program_cache.hpp"
+
+#include <cubert/backend/server.hpp>
+#include <cubert/memory/memory_manager.hpp>
+#include <cubert/opencl.hpp>
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+namespace cubert::opencl::detail {
+
+class opencl_storage;
+
+/// One OpenCL device behind the server contract. Every command goes to one in-order queue, so
+/// a slice freed by the host and reused for the next reservation is ordered after the kernels
+/// that used it, and a released buffer lives until they complete. Uploads copy the caller's
+/// bytes into a staging block first, so that `write` and `create` return without waiting for
+/// the queue; reads land in memory the future owns (or the caller's `dst`) and are waited for
+/// by the future, on the caller's thread. Not thread-safe (the channel serialises calls).
+class opencl_server final : public backend::server {
+ public:
+  /// @throws unsupported without a device; invalid_argument for a bad ordinal; device_error
+  /// when the platform refuses the context or the queue.
+  opencl_server(int ordinal, options const& opts);
+  ~opencl_server() override;
+  opencl_server(opencl_server const&) = delete;
+  opencl_server& operator=(opencl_server const&) = delete;
+
+  [[nodiscard]] cubert::handle create(std::span<std::byte const> data) override;
+  [[nodiscard]] cubert::handle empty(std::uint64_t size) override;
+  /// One non-blocking read per binding into heap memory; the deferred future waits for the last
+  /// (the queue is in order) on the caller's thread, and dropped unwaited waits too.
+  [[nodiscard]] std::future<std::vector<bytes>> read(
+      std::vector<cubert::binding> bindings) override;
+  /// One non-blocking read into `dst`, waited for by the deferred future (or when it is dropped).
+  [[nodiscard]] std::future<void> read_into(cubert::binding const& b,
+                                            std::span<std::byte> dst) override;
+  /// Staged, then one non-blocking write behind earlier work.
+  void write(cubert::binding const& dst, std::span<std::byte const> data) override;
+  /// One `clEnqueueFillBuffer`.
+  void fill(cubert::binding const& dst, std::span<std::byte const> pattern) override;
+  /// One `clEnqueueCopyBuffer`.
+  void copy(cubert::binding const& src, cubert::binding const& dst) override;
+  void execute(kernel const& k, cube_count const& count, bindings args,
+               execution_mode mode) override;
+  /// Checks every step and builds every kernel now, so that a bad step is refused at capture;
+  /// returns 0 (the steps are submitted one by one).
+  [[nodiscard]] std::uint64_t instantiate_graph(std::vector<graph_step> const& steps) override;
+  void flush() override;
+  /// A deferred future that waits for a marker behind the work queued so far.
+  [[nodiscard]] std::future<void> sync() override;
+  [[nodiscard]] backend::binding_resource get_resource(cubert::binding const& b) override;
+  [[nodiscard]] memory::memory_usage memory_usage() override;
+  [[nodiscard]] std::string memory_report() override;
+  void memory_cleanup() override;
+  [[nodiscard]] profiling_token start_profile() override;
+  [[nodiscard]] profile_duration end_profile(profiling_token token) override;
+  [[nodiscard]] device_properties const& properties() const noexcept override { return props_; }
+
+  /// Build counters of the program cache (tests and benchmarks).
+  [[nodiscard]] opencl_program_cache::counters const& kernel_stats() const noexcept {
+    return programs_->stats();
+  }
+  /// Sub-buffers the storage holds for bindings (tests).
+  [[nodiscard]] std::size_t views_held() const noexcept;
+
+ protected:
+  /// A blocking read: a deferred error stays for the next sync.
+  [[nodiscard]] bytes read_for_write(cubert::binding const& b) override;
+
+ private:
+  /// Staged bytes waiting for the write that reads them.
+  struct upload {
+    std::unique_ptr<std::byte[]> data;  // Declared first: freed after `done` has waited.
+    std::size_t size = 0;
+    guarded_event done;
+  };
+  void release() noexcept;
+  /// Copies `data` into a staging block and enqueues its write at `dst`'s offset.
+  void upload_to(backend::resource const& dst, std::span<std::byte const> data);
+  /// Frees the staging blocks whose writes have completed; past `max_staged` bytes waits for
+  /// the oldest.
+  void reap_uploads(std::size_t incoming);
+  /// One buffer of a launch: its sub-buffer, or (`staged`) a binding OpenCL cannot bind where
+  /// it starts, run through a scratch buffer copied in before the kernel and back after.
+  struct bound_buffer {
+    backend::resource res;
+    cl_mem mem = nullptr;
+    bool staged = false;
+    bool owns_mem = false;  // A scratch buffer made for this launch (the first of its range).
+  };
+  /// Everything a launch refuses before it runs: its resources resolved, the kernel built.
+  /// Leaves the launch's buffers in `bound_`.
+  loaded_kernel& prepare(kernel const& k, bindings const& args, execution_mode mode);
+  /// Makes the scratch buffers of staged bindings and queues their copies in.
+  void stage_in();
+  /// Queues the copies back out and lets the scratch buffers go (OpenCL keeps them until the
+  /// commands that use them complete).
+  void stage_out() noexcept;
+  void set_arguments(kernel const& k, loaded_kernel& fn, bindings const& args);
+  /// The grid; a dynamic count's 12 bytes are read (waiting for the work before them).
+  [[nodiscard]] std::array<std::uint32_t, 3> resolve_count(kernel const& k,
+                                                           cube_count const& count);
+  [[nodiscard]] backend::resource count_resource(cube_count const& count) const;
+
+  device_record const* device_;
+  device_properties props_;
+  cl_context context_ = nullptr;
+  cl_command_queue queue_ = nullptr;
+  // Destroyed explicitly, before the queue and the context.
+  std::unique_ptr<memory::memory_manager> memory_;
+  opencl_storage* pages_ = nullptr;  // memory_'s storage.
+  std::unique_ptr<opencl_program_cache> programs_;
+  std::unique_ptr<opencl_event_profiler> profiler_;
+  std::deque<upload> uploads_;
+  std::size_t staged_bytes_ = 0;
+  backend::async_error errors_;
+  std::vector<bound_buffer> bound_;  // Launch scratch, reused.
+};
+
+}  // namespace cubert::opencl::detail
