@@ -9,4 +9,12 @@ cmake --preset dev >"$log" || { cat "$log"; exit 1; }
 grep -E -- '-- cubert:' "$log" || true
 rm -f "$log"
 cmake --build --preset dev
+# install-deps.sh installs PoCL: a build with the OpenCL backend must find its device, or every
+# OpenCL test and conformance case would skip and pass unseen.
+if grep -q "CUBERT_HAS_OPENCL 1" build/dev/generated/cubert/build_config.hpp &&
+  ! build/dev/tools/cubert/cubert devices | grep -q '^opencl:0 '; then
+  echo "cubert: the OpenCL backend is built and PoCL installed, but no opencl:0 is listed:" >&2
+  build/dev/tools/cubert/cubert devices >&2
+  exit 1
+fi
 ctest --preset dev -j2

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Kernels of `cubert run`, with a native CPU body and CUDA C++ source each.
+// Kernels of `cubert run`, with a native CPU body, CUDA C++ source and OpenCL C source each.
 #pragma once
 
 #include <cubert/cpu.hpp>
@@ -33,6 +33,12 @@ inline kernel add_f32() {
   if (i < n) out[i] = a[i] + b[i];
 })",
                    "add_f32")
+      .opencl_source(R"(__kernel void add_f32(__global const float* a, __global const float* b,
+                      __global float* out, uint n) {
+  size_t i = get_global_id(0);
+  if (i < n) out[i] = a[i] + b[i];
+})",
+                     "add_f32")
       .build();
 }
 
@@ -57,13 +63,19 @@ inline kernel axpy_f32() {
   if (i < n) out[i] = alpha * a[i] + b[i];
 })",
           "axpy_f32")
+      .opencl_source(R"(__kernel void axpy_f32(__global const float* a, __global const float* b,
+                       __global float* out, float alpha, uint n) {
+  size_t i = get_global_id(0);
+  if (i < n) out[i] = alpha * a[i] + b[i];
+})",
+                     "axpy_f32")
       .build();
 }
 
 /// partial[c] = Σ in[c·chunk .. min(n, (c+1)·chunk)) accumulated in f64; `In` is the input
-/// element type (`cuda_in` its CUDA spelling). Scalars: u32 n, u32 chunk.
+/// element type (`c_in` its spelling in CUDA C++ and OpenCL C). Scalars: u32 n, u32 chunk.
 template <typename In>
-kernel chunked_sum_to_f64(std::string const& name, std::string const& cuda_in) {
+kernel chunked_sum_to_f64(std::string const& name, std::string const& c_in) {
   return kernel::builder("run::" + name)
       .cpu([](cpu::kernel_context const& ctx) {
         auto in = ctx.buffer<In const>(0);
@@ -76,7 +88,7 @@ kernel chunked_sum_to_f64(std::string const& name, std::string const& cuda_in) {
         for (auto i = begin; i < end; ++i) acc += in[i];
         partial[ctx.cube_index()] = acc;
       })
-      .cuda_source("extern \"C\" __global__ void " + name + "(const " + cuda_in +
+      .cuda_source("extern \"C\" __global__ void " + name + "(const " + c_in +
                        R"(* in, double* partial, unsigned int n, unsigned int chunk) {
   unsigned long long begin = (unsigned long long)blockIdx.x * chunk;
   unsigned long long end = begin + chunk < n ? begin + chunk : n;
@@ -85,6 +97,16 @@ kernel chunked_sum_to_f64(std::string const& name, std::string const& cuda_in) {
   partial[blockIdx.x] = acc;
 })",
                    name)
+      .opencl_source("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n__kernel void " + name +
+                         "(__global const " + c_in +
+                         R"(* in, __global double* partial, uint n, uint chunk) {
+  ulong begin = (ulong)get_group_id(0) * chunk;
+  ulong end = begin + chunk < n ? begin + chunk : n;
+  double acc = 0;
+  for (ulong i = begin; i < end; ++i) acc += in[i];
+  partial[get_group_id(0)] = acc;
+})",
+                     name)
       .build();
 }
 
@@ -121,6 +143,15 @@ inline kernel max_abs_f32() {
   partial[blockIdx.x] = m;
 })",
                    "max_abs_f32")
+      .opencl_source(R"(__kernel void max_abs_f32(__global const float* in, __global float* partial,
+                          uint n, uint chunk) {
+  ulong begin = (ulong)get_group_id(0) * chunk;
+  ulong end = begin + chunk < n ? begin + chunk : n;
+  float m = 0;
+  for (ulong i = begin; i < end; ++i) m = fmax(m, fabs(in[i]));
+  partial[get_group_id(0)] = m;
+})",
+                     "max_abs_f32")
       .build();
 }
 

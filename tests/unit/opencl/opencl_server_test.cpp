@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: Apache-2.0
+// The OpenCL server on device 0 (PoCL's CPU device in CI): what the conformance suite does not
+// reach — build failures and their logs, parameter checks, bindings OpenCL cannot bind in place,
+// the disk cache across processes, a missing loader. Skipped where there is no OpenCL device.
+#include "opencl_server.hpp"
+
+#include "opencl_library.hpp"
+#include "saved_env.hpp"
+#include "temp_dir.hpp"
+
+#include <cubert/client.hpp>
+#include <cubert/error.hpp>
+#include <cubert/opencl.hpp>
+
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using cubert::bindings;
+using cubert::client;
+using cubert::cube_count;
+using cubert::elem;
+using cubert::kernel;
+using cubert::opencl::detail::opencl_server;
+using cubert::test::temp_dir;
+
+std::string run(std::string const& command) {
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
+  if (!pipe) return "popen failed";
+  std::string out;
+  std::array<char, 512> buf{};
+  while (std::fgets(buf.data(), static_cast<int>(buf.size()), pipe.get())) out += buf.data();
+  return out;
+}
+
+template <typename T>
+std::span<std::byte const> bytes_of(std::vector<T> const& v) {
+  return std::as_bytes(std::span{v});
+}
+
+template <typename T>
+std::vector<T> values_of(cubert::bytes const& b) {
+  std::vector<T> out(b.size() / sizeof(T));
+  std::memcpy(out.data(), b.data(), out.size() * sizeof(T));
+  return out;
+}
+
+kernel source_kernel(std::string name, std::string source, std::string entry, unsigned dim = 64,
+                     std::uint64_t shared = 0) {
+  auto b = kernel::builder(std::move(name));
+  b.cube_dim(dim).opencl_source(std::move(source), std::move(entry));
+  if (shared > 0) b.shared_memory(shared);
+  return b.build();
+}
+
+// x[i] += a for i < n.
+kernel add_u32() {
+  return source_kernel("opencl_test::add_u32", R"(__kernel void add_u32(__global uint* x, uint a,
+                                                                     uint n) {
+  size_t i = get_global_id(0);
+  if (i < n) x[i] += a;
+})",
+                       "add_u32");
+}
+
+class OpenclServer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (cubert::opencl::device_count() == 0) {
+      GTEST_SKIP() << "no OpenCL device: " << cubert::opencl::unavailable_reason();
+    }
+    cubert::opencl::options opts;
+    opts.kernel_cache_dir = cache_.path();
+    auto s = cubert::opencl::make_server(0, opts);
+    server_ = dynamic_cast<opencl_server*>(s.get());
+    client_ = std::make_unique<client>(
+        cubert::backend::make_channel(std::move(s), cubert::backend::channel_kind::mutex));
+  }
+  client& c() { return *client_; }
+  opencl_server& server() { return *server_; }
+  fs::path const& cache_dir() const { return cache_.path(); }
+
+ private:
+  temp_dir cache_;
+  opencl_server* server_ = nullptr;  // Owned by the client's channel.
+  std::unique_ptr<client> client_;
+};
+
+TEST_F(OpenclServer, PropertiesComeFromTheDevice) {
+  auto const& p = c().properties();
+  EXPECT_EQ(p.backend, "opencl");
+  EXPECT_FALSE(p.name.empty());
+  EXPECT_EQ(p.timing, cubert::timing_method::device);
+  EXPECT_GT(p.hardware.max_units_per_cube, 0U);
+  EXPECT_GT(p.hardware.num_compute_units, 0U);
+  EXPECT_GE(p.memory.alignment, 64U);
+  EXPECT_GT(p.memory.max_alloc_size, 0U);
+  EXPECT_FALSE(p.compiler.empty());
+  EXPECT_NE(p.fingerprint().find("opencl|"), std::string::npos);
+}
+
+TEST_F(OpenclServer, ABuildFailureIsACompilationErrorWithTheLogAndTheClientGoesOn) {
+  auto const bad = source_kernel("opencl_test::bad", R"(__kernel void bad(__global uint* x) {
+  x[0] = undeclared_name;
+})",
+                                 "bad");
+  auto h = c().create(bytes_of(std::vector<std::uint32_t>(4, 1)));
+  try {
+    c().execute(bad, cube_count{1}, bindings{}.with_buffer(h.binding()));
+    c().sync();
+    FAIL() << "a kernel that does not build was launched";
+  } catch (cubert::compilation_error const& e) {
+    EXPECT_NE(e.log().find("undeclared_name"), std::string::npos) << e.log();
+    EXPECT_EQ(e.source_name(), "opencl_test::bad");
+    EXPECT_NE(std::string(e.what()).find("opencl_test::bad"), std::string::npos) << e.what();
+  }
+  c().execute(add_u32(), cube_count{1},
+              bindings{}.with_buffer(h.binding()).with_scalar(2u).with_scalar(4u));
+  EXPECT_EQ(values_of<std::uint32_t>(c().read_one(h.binding())),
+            (std::vector<std::uint32_t>{3, 3, 3, 3}));
+}
+
+TEST_F(OpenclServer, AMissingEntryPointIsALaunchErrorNamingIt) {
+  auto const k = source_kernel("opencl_test::entry", R"(__kernel void present(__global uint* x) {
+  x[0] = 1;
+})",
+                               "absent");
+  auto h = c().empty(4);
+  try {
+    c().execute(k, cube_count{1}, bindings{}.with_buffer(h.binding()));
+    FAIL() << "a kernel without its entry point was launched";
+  } catch (cubert::launch_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("'absent'"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(OpenclServer, AKernelWithoutAnOpenclPayloadIsALaunchError) {
+  auto const k = kernel::builder("opencl_test::cuda_only")
+                     .cuda_source("extern \"C\" __global__ void k() {}", "k")
+                     .build();
+  EXPECT_THROW(c().execute(k, cube_count{1}, bindings{}), cubert::launch_error);
+  EXPECT_NO_THROW(c().sync());
+}
+
+TEST_F(OpenclServer, ParametersThatDoNotMatchTheKernelAreRefusedBeforeItRuns) {
+  auto h = c().create(bytes_of(std::vector<std::uint32_t>(4, 1)));
+  // One scalar short: the kernel takes (buffer, uint, uint).
+  try {
+    c().execute(add_u32(), cube_count{1}, bindings{}.with_buffer(h.binding()).with_scalar(2u));
+    FAIL() << "a launch one parameter short ran";
+  } catch (cubert::launch_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("takes 3 parameters; this launch gives 2"),
+              std::string::npos)
+        << e.what();
+  }
+  // A double where the kernel declares a uint.
+  try {
+    c().execute(add_u32(), cube_count{1},
+                bindings{}.with_buffer(h.binding()).with_scalar(2.0).with_scalar(4u));
+    FAIL() << "a launch with an 8-byte scalar for a uint ran";
+  } catch (cubert::launch_error const& e) {
+    EXPECT_NE(std::string(e.what()).find("CL_INVALID_ARG_SIZE"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(values_of<std::uint32_t>(c().read_one(h.binding())),
+            (std::vector<std::uint32_t>{1, 1, 1, 1}));
+}
+
+TEST_F(OpenclServer, ACubeLargerThanTheDeviceTakesIsALaunchError) {
+  auto const units = c().properties().hardware.max_units_per_cube;
+  auto const k = source_kernel("opencl_test::wide", R"(__kernel void wide(__global uint* x) {
+  x[get_global_id(0)] = 1;
+})",
+                               "wide", units + 1);
+  auto h = c().empty(4);
+  EXPECT_THROW(c().execute(k, cube_count{1}, bindings{}.with_buffer(h.binding())),
+               cubert::launch_error);
+}
+
+// A binding narrowed to a byte OpenCL cannot start a sub-buffer at runs through a scratch copy:
+// the kernel sees exactly its bytes, and the bytes around it are left alone.
+TEST_F(OpenclServer, ABindingOffTheBaseAlignmentRunsThroughACopy) {
+  std::vector<std::uint32_t> const words{10, 20, 30, 40, 50, 60, 70, 80};
+  auto h = c().create(bytes_of(words));
+  auto const middle = h.offset_start(2 * 4).offset_end(2 * 4);  // words 2..5, at byte 8
+  ASSERT_NE(8 % c().properties().memory.alignment, 0U);
+  c().execute(add_u32(), cube_count{1},
+              bindings{}.with_buffer(middle.binding()).with_scalar(1u).with_scalar(4u));
+  EXPECT_EQ(values_of<std::uint32_t>(c().read_one(h.binding())),
+            (std::vector<std::uint32_t>{10, 20, 31, 41, 51, 61, 70, 80}));
+  // The same range twice in one launch shares one copy, as it shares its bytes.
+  auto const twice = source_kernel("opencl_test::twice", R"(
+__kernel void twice(__global uint* a, __global uint* b) {
+  size_t i = get_global_id(0);
+  if (i < 4) { a[i] += 1; b[i] += 100; }
+})",
+                                   "twice");
+  c().execute(twice, cube_count{1}, bindings{}.with_buffers({middle.binding(), middle.binding()}));
+  auto const got = values_of<std::uint32_t>(c().read_one(middle.binding()));
+  // Work-items of one group may run in any order, but each adds both.
+  EXPECT_EQ(got, (std::vector<std::uint32_t>{132, 142, 152, 162}));
+}
+
+TEST_F(OpenclServer, AnUnalignedBindingThatOverlapsAnotherIsRefused) {
+  auto h = c().create(bytes_of(std::vector<std::uint32_t>(16, 0)));
+  auto const two = source_kernel("opencl_test::two", R"(
+__kernel void two(__global uint* a, __global uint* b) { a[0] = b[0]; })",
+                                 "two");
+  try {
+    c().execute(two, cube_count{1},
+                bindings{}.with_buffers({h.binding(), h.offset_start(4).binding()}));
+    FAIL() << "an unaligned binding overlapping another was launched";
+  } catch (cubert::invalid_argument const& e) {
+    EXPECT_NE(std::string(e.what()).find("buffer 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("buffer 0 shares"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(c().sync());
+}
+
+TEST_F(OpenclServer, SubBuffersAreMadeOncePerSliceAndGoWithTheirPage) {
+  auto a = c().create(bytes_of(std::vector<std::uint32_t>(64, 0)));
+  auto b = c().create(bytes_of(std::vector<std::uint32_t>(64, 0)));
+  for (int round = 0; round < 5; ++round) {
+    for (auto const* h : {&a, &b}) {
+      c().execute(add_u32(), cube_count{1},
+                  bindings{}.with_buffer(h->binding()).with_scalar(1u).with_scalar(64u));
+    }
+  }
+  EXPECT_EQ(values_of<std::uint32_t>(c().read_one(b.binding())), std::vector<std::uint32_t>(64, 5));
+  auto const held = server().views_held();
+  EXPECT_LE(held, 2U);  // One per slice that does not start its page.
+  a = {};
+  b = {};
+  c().memory_cleanup();
+  EXPECT_EQ(server().views_held(), 0U);
+}
+
+TEST_F(OpenclServer, DynamicSharedMemoryIsTheLastParameter) {
+  // Each work-group reverses its 64 words through local memory.
+  auto const k = source_kernel("opencl_test::reverse", R"(
+__kernel void reverse(__global uint* x, __local uint* scratch) {
+  size_t l = get_local_id(0), g = get_global_id(0), n = get_local_size(0);
+  scratch[l] = x[g];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  x[g] = scratch[n - 1 - l];
+})",
+                               "reverse", 64, 64 * 4);
+  std::vector<std::uint32_t> words(128);
+  for (std::uint32_t i = 0; i < 128; ++i) words[i] = i;
+  auto h = c().create(bytes_of(words));
+  c().execute(k, cube_count{2}, bindings{}.with_buffer(h.binding()));
+  auto const got = values_of<std::uint32_t>(c().read_one(h.binding()));
+  for (std::uint32_t i = 0; i < 128; ++i) {
+    ASSERT_EQ(got[i], (i / 64) * 64 + 63 - i % 64) << i;
+  }
+}
+
+TEST_F(OpenclServer, SmallScalarsKeepTheirOpenclTypes) {
+  // i16, u8 and bool (as uchar) scalars, each its own parameter, in elem order.
+  auto const k = source_kernel("opencl_test::small", R"(
+__kernel void small(__global int* out, short s, uchar u, uchar b) {
+  out[0] = s; out[1] = b; out[2] = u;
+})",
+                               "small", 1);
+  auto h = c().empty(12);
+  c().execute(k, cube_count{1},
+              bindings{}
+                  .with_buffer(h.binding())
+                  .with_scalar(std::int16_t{-7})
+                  .with_scalar(std::uint8_t{200})
+                  .with_scalar(true));
+  EXPECT_EQ(values_of<std::int32_t>(c().read_one(h.binding())),
+            (std::vector<std::int32_t>{-7, 1, 200}));
+}
+
+TEST_F(OpenclServer, ProfilesAreTimedOnTheDevice) {
+  auto h = c().create(bytes_of(std::vector<std::uint32_t>(1 << 16, 0)));
+  auto const d = c().profile(
+      [&] {
+        for (int i = 0; i < 4; ++i) {
+          c().execute(add_u32(), cube_count{(1 << 16) / 64},
+                      bindings{}.with_buffer(h.binding()).with_scalar(1u).with_scalar(1u << 16));
+        }
+      },
+      "four adds");
+  EXPECT_EQ(d.method(), cubert::timing_method::device);
+  EXPECT_GT(d.resolve().count(), 0);
+  EXPECT_EQ(values_of<std::uint32_t>(c().read_one(h.binding())),
+            std::vector<std::uint32_t>(1 << 16, 4));
+}
+
+TEST_F(OpenclServer, ARequestPastTheLargestBufferIsOutOfMemoryAndTheClientGoesOn) {
+  auto const max = c().properties().memory.max_alloc_size;
+  EXPECT_THROW((void)c().empty(max + 1), cubert::out_of_memory);
+  auto h = c().create(bytes_of(std::vector<std::uint32_t>(4, 9)));
+  EXPECT_EQ(values_of<std::uint32_t>(c().read_one(h.binding())),
+            (std::vector<std::uint32_t>{9, 9, 9, 9}));
+}
+
+TEST_F(OpenclServer, ASecondServerBuildsNothingTheDiskCacheHolds) {
+  auto h = c().create(bytes_of(std::vector<std::uint32_t>(4, 0)));
+  c().execute(add_u32(), cube_count{1},
+              bindings{}.with_buffer(h.binding()).with_scalar(1u).with_scalar(4u));
+  c().sync();
+  EXPECT_EQ(server().kernel_stats().built, 1U);
+  EXPECT_EQ(server().kernel_stats().disk_hits, 0U);
+  std::size_t entries = 0;
+  for (auto const& e : fs::directory_iterator(cache_dir())) {
+    entries += e.path().filename().string().starts_with("opencl-") ? 1 : 0;
+  }
+  EXPECT_EQ(entries, 1U);
+
+  cubert::opencl::options opts;
+  opts.kernel_cache_dir = cache_dir();
+  auto second = cubert::opencl::make_server(0, opts);
+  auto const& stats = dynamic_cast<opencl_server&>(*second).kernel_stats();
+  client c2(cubert::backend::make_channel(std::move(second), cubert::backend::channel_kind::mutex));
+  auto h2 = c2.create(bytes_of(std::vector<std::uint32_t>(4, 0)));
+  c2.execute(add_u32(), cube_count{1},
+             bindings{}.with_buffer(h2.binding()).with_scalar(5u).with_scalar(4u));
+  EXPECT_EQ(values_of<std::uint32_t>(c2.read_one(h2.binding())),
+            (std::vector<std::uint32_t>{5, 5, 5, 5}));
+  EXPECT_EQ(stats.built, 0U);
+  EXPECT_EQ(stats.disk_hits, 1U);
+}
+
+TEST_F(OpenclServer, ACorruptCacheEntryIsBuiltAgain) {
+  {
+    auto h = c().create(bytes_of(std::vector<std::uint32_t>(4, 0)));
+    c().execute(add_u32(), cube_count{1},
+                bindings{}.with_buffer(h.binding()).with_scalar(1u).with_scalar(4u));
+    c().sync();
+  }
+  for (auto const& e : fs::directory_iterator(cache_dir())) {
+    std::ofstream(e.path(), std::ios::binary | std::ios::trunc) << "not a program binary";
+  }
+  cubert::opencl::options opts;
+  opts.kernel_cache_dir = cache_dir();
+  auto second = cubert::opencl::make_server(0, opts);
+  auto const& stats = dynamic_cast<opencl_server&>(*second).kernel_stats();
+  client c2(cubert::backend::make_channel(std::move(second), cubert::backend::channel_kind::mutex));
+  auto h2 = c2.create(bytes_of(std::vector<std::uint32_t>(4, 0)));
+  c2.execute(add_u32(), cube_count{1},
+             bindings{}.with_buffer(h2.binding()).with_scalar(7u).with_scalar(4u));
+  EXPECT_EQ(values_of<std::uint32_t>(c2.read_one(h2.binding())),
+            (std::vector<std::uint32_t>{7, 7, 7, 7}));
+  EXPECT_EQ(stats.built, 1U);
+  EXPECT_EQ(stats.disk_hits, 0U);
+}
+
+TEST(OpenclProcess, ASecondProcessTakesTheProgramFromTheDiskCache) {
+  if (cubert::opencl::device_count() == 0) {
+    GTEST_SKIP() << "no OpenCL device: " << cubert::opencl::unavailable_reason();
+  }
+  temp_dir dir;
+  std::string const cmd = std::string(CUBERT_OPENCL_PROBE) + " build " + dir.path().string();
+  EXPECT_EQ(run(cmd), "built\n");
+  EXPECT_EQ(run(cmd), "disk hit\n");
+}
+
+// Runs everywhere: the probe is told to load a loader that does not exist.
+TEST(OpenclProcess, WithoutALoaderThereIsNoDeviceAndAClientIsUnsupported) {
+  auto const out = run("CUBERT_OPENCL_LIBRARY=/nonexistent/libOpenCL.so.1 " +
+                       std::string(CUBERT_OPENCL_PROBE) + " devices");
+  EXPECT_EQ(out.substr(0, 2), "0\n") << out;
+  EXPECT_NE(out.find("no OpenCL ICD loader: /nonexistent/libOpenCL.so.1 cannot be loaded"),
+            std::string::npos)
+      << out;
+  EXPECT_NE(out.find("unsupported: device 'opencl:0' is not available"), std::string::npos) << out;
+  auto const off = run("CUBERT_OPENCL_DISABLE=1 " + std::string(CUBERT_OPENCL_PROBE) + " devices");
+  EXPECT_NE(off.find("OpenCL disabled by CUBERT_OPENCL_DISABLE"), std::string::npos) << off;
+}
+
+TEST(OpenclErrors, CodesAreNamed) {
+  using cubert::opencl::detail::error_name;
+  EXPECT_EQ(error_name(CL_OUT_OF_RESOURCES), "CL_OUT_OF_RESOURCES (-5)");
+  EXPECT_EQ(error_name(CL_INVALID_KERNEL_ARGS), "CL_INVALID_KERNEL_ARGS (-52)");
+  EXPECT_EQ(error_name(-1001), "CL_PLATFORM_NOT_FOUND_KHR (-1001)");
+  EXPECT_EQ(error_name(-4242), "OpenCL error -4242");
+  EXPECT_THROW(cubert::opencl::detail::check(CL_MEM_OBJECT_ALLOCATION_FAILURE, "clX"),
+               cubert::out_of_memory);
+  EXPECT_THROW(cubert::opencl::detail::check(CL_INVALID_VALUE, "clX"), cubert::device_error);
+  EXPECT_NO_THROW(cubert::opencl::detail::check(CL_SUCCESS, "clX"));
+}
+
+}  // namespace
