@@ -57,8 +57,9 @@ struct raw_device {
     ocl::check(err, "clCreateContext");
     queue = api.clCreateCommandQueue(context, d.device, 0, &err);
     ocl::check(err, "clCreateCommandQueue");
-    std::size_t const length = std::strlen(empty_source);
-    program = api.clCreateProgramWithSource(context, 1, &empty_source, &length, &err);
+    char const* text = empty_source;
+    std::size_t const length = std::strlen(text);
+    program = api.clCreateProgramWithSource(context, 1, &text, &length, &err);
     ocl::check(err, "clCreateProgramWithSource");
     ocl::check(api.clBuildProgram(program, 1, &d.device, "", nullptr, nullptr), "clBuildProgram");
     kernel = api.clCreateKernel(program, "empty", &err);

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# On a machine with an NVIDIA GPU and the CUDA toolkit: build cubert with CUDA (Release, with
-# benchmarks), run the unit, GPU and conformance tests, run the CUDA benchmarks (with PyTorch's
-# allocator as a baseline when the machine's Python has torch), and print a short table last.
+# On a machine with an NVIDIA GPU and the CUDA toolkit: build cubert with CUDA and OpenCL
+# (Release, with benchmarks), run the unit, GPU, OpenCL and conformance tests, run the CUDA
+# benchmarks (with PyTorch's allocator as a baseline when the machine's Python has torch) and the
+# OpenCL ones on NVIDIA's OpenCL, and print a short table last.
 # Logs go to $OUT (when set) or build/gpu-check/out. Without a GPU it builds and runs what it can
 # and says "no CUDA device". Extra configure arguments: CUBERT_GPU_CMAKE_ARGS. Exits 1 when a
 # build, a test, a benchmark or the CLI failed (after the whole summary); unmet benchmark targets
@@ -43,6 +44,24 @@ else
   HAVE_GPU=0
 fi
 
+# 1b. OpenCL: the ICD loader may come from .deps (ocl-icd-libopencl1, on LD_LIBRARY_PATH above).
+# Where NVIDIA's OpenCL library is installed but no vendor file lists it, a vendor directory in
+# the build tree lists it first and the installed ones after (OCL_ICD_VENDORS is ocl-icd's), so
+# that opencl:0 is the GPU. Nothing under /etc is written.
+NV_OPENCL=$(ldconfig -p 2>/dev/null | awk '/libnvidia-opencl\.so\.1/ {print $NF; exit}')
+for d in /usr/local/nvidia/lib64 /usr/lib/x86_64-linux-gnu; do
+  [ -z "$NV_OPENCL" ] && [ -e "$d/libnvidia-opencl.so.1" ] && NV_OPENCL=$d/libnvidia-opencl.so.1
+done
+if [ -n "$NV_OPENCL" ] && ! grep -qs nvidia /etc/OpenCL/vendors/*.icd; then
+  rm -rf "$BUILD/icd" && mkdir -p "$BUILD/icd"
+  echo "$NV_OPENCL" >"$BUILD/icd/0-nvidia.icd"
+  for f in /etc/OpenCL/vendors/*.icd; do [ -e "$f" ] && cp "$f" "$BUILD/icd/1-$(basename "$f")"; done
+  export OCL_ICD_VENDORS=$BUILD/icd
+  note "OpenCL: NVIDIA's $NV_OPENCL listed for the ICD loader, first"
+elif [ -z "$NV_OPENCL" ]; then
+  note "OpenCL: no libnvidia-opencl.so.1 on this host; opencl:0 is whatever the ICD loader lists"
+fi
+
 # 2. Configure and build.
 GEN=()
 command -v ninja >/dev/null && GEN=(-G Ninja)
@@ -56,6 +75,8 @@ if ! cmake -S "$ROOT" -B "$BUILD" "${GEN[@]}" -DCMAKE_BUILD_TYPE=Release \
 fi
 grep -q 'CUDA backend ON' "$LOGS/configure.log" && note "CUDA backend: ON" ||
   note "CUDA backend: OFF (no toolkit found): only CPU parts are checked"
+grep -q 'OpenCL backend ON' "$LOGS/configure.log" && note "OpenCL backend: ON" ||
+  note "OpenCL backend: OFF (no CL/cl.h found)"
 if ! cmake --build "$BUILD" -j "$JOBS" >"$LOGS/build.log" 2>&1; then
   grep -E 'error|FAILED' "$LOGS/build.log" | head -20
   note "full build FAILED (see $LOGS/build.log); building the CUDA targets alone"
@@ -64,12 +85,12 @@ if ! cmake --build "$BUILD" -j "$JOBS" >"$LOGS/build.log" 2>&1; then
     note "CUDA targets FAILED to build"
 fi
 
-# 3. Tests: unit + gpu labels, then the conformance suite.
-(cd "$BUILD" && ctest -L 'gpu|unit' -j "$JOBS" --output-on-failure --timeout 600) \
+# 3. Tests: unit + gpu + opencl labels, then the conformance suite.
+(cd "$BUILD" && ctest -L 'gpu|unit|opencl' -j "$JOBS" --output-on-failure --timeout 600) \
   >"$LOGS/tests.log" 2>&1
 TEST_LINE=$(grep -E 'tests passed|tests failed' "$LOGS/tests.log" | tail -1)
 SKIPPED=$(grep -c '(Skipped)' "$LOGS/tests.log")
-note "tests (unit|gpu): ${TEST_LINE:-none ran}; skipped: $SKIPPED"
+note "tests (unit|gpu|opencl): ${TEST_LINE:-none ran}; skipped: $SKIPPED"
 grep -E '^\s+[0-9]+ - .*\((Failed|SEGFAULT|Timeout|Subprocess aborted|Exception)' "$LOGS/tests.log" | head -20
 # What a failing test printed, here too: the logs that come back from a lent machine are few.
 awk '/Test +#[0-9]+: .*\*\*\*(Failed|Exception|Timeout)|Test +#[0-9]+: .*(SEGFAULT|Subprocess aborted)/ {n = 60}
@@ -94,6 +115,16 @@ if [ -x "$CLI" ]; then
     CHECKS=$(grep -c 'all checks passed' "$LOGS/cli.log")
     [ "$CLI_OK" = 1 ] && note "cubert run --device cuda:0: $CHECKS of 2 channels, all checks passed" ||
       note "cubert run --device cuda:0 FAILED (see $LOGS/cli.log)"
+  fi
+  OCL_NAME=$(awk '$1 == "opencl:0" {for (i = 9; i <= NF; ++i) printf "%s ", $i}' "$LOGS/cli.log")
+  if [ -n "$OCL_NAME" ]; then
+    if "$CLI" run --device opencl:0 >"$LOGS/cli-opencl.log" 2>&1; then
+      note "cubert run --device opencl:0 ($OCL_NAME): all checks passed"
+    else
+      note "cubert run --device opencl:0 FAILED (see $LOGS/cli-opencl.log)"
+    fi
+  else
+    note "OpenCL: no opencl:0 listed ($(grep '^opencl:' "$LOGS/cli.log" | head -1))"
   fi
 else
   note "cubert CLI not built"
@@ -161,6 +192,12 @@ if [ -x "$BUILD/benchmarks/tune_stability_bench" ]; then
     note "tune_stability_bench FAILED (see $CPU_BENCH)"
 fi
 note "CPU benchmarks on this host ($(nproc) cores): see cpu-bench.log"
+# 4c. The OpenCL backend against the raw OpenCL calls, where there is a device.
+if [ -n "${OCL_NAME:-}" ] && [ -x "$BUILD/benchmarks/cubert_opencl_bench" ]; then
+  "$BUILD/benchmarks/cubert_opencl_bench" --benchmark_repetitions=3 \
+    --benchmark_report_aggregates_only=true >"$LOGS/opencl-bench.log" 2>&1 ||
+    note "cubert_opencl_bench FAILED (see $LOGS/opencl-bench.log)"
+fi
 
 # 5. Summary, table last.
 echo
@@ -170,6 +207,10 @@ echo "logs: $LOGS"
 if [ -s "$CPU_BENCH" ]; then
   echo "-- CPU benchmarks (medians)"
   grep -E '^###|_median|winner|chose|stable' "$CPU_BENCH" | sed -E 's/ +/ /g' | cut -c1-150
+fi
+if [ -s "$LOGS/opencl-bench.log" ]; then
+  echo "-- OpenCL benchmarks (medians; opencl:0 = $OCL_NAME)"
+  grep -E '_median' "$LOGS/opencl-bench.log" | sed -E 's/ +/ /g' | cut -c1-150
 fi
 if [ -f "$LOGS/bench.log" ]; then
   grep -E '^(device|transfers):|rows failed' "$LOGS/bench.log"
