@@ -45,21 +45,18 @@ else
 fi
 
 # 1b. OpenCL: the ICD loader may come from .deps (ocl-icd-libopencl1, on LD_LIBRARY_PATH above).
-# Where NVIDIA's OpenCL library is installed but no vendor file lists it, a vendor directory in
-# the build tree lists it first and the installed ones after (OCL_ICD_VENDORS is ocl-icd's), so
-# that opencl:0 is the GPU. Nothing under /etc is written.
+# Where NVIDIA's OpenCL library is installed, the loader is pointed at it alone (ocl-icd's
+# OCL_ICD_VENDORS takes a library), so that opencl:0 is the GPU whatever else is installed (PoCL,
+# which CI tests). Nothing under /etc is written.
 NV_OPENCL=$(ldconfig -p 2>/dev/null | awk '/libnvidia-opencl\.so\.1/ {print $NF; exit}')
 for d in /usr/local/nvidia/lib64 /usr/lib/x86_64-linux-gnu; do
   [ -z "$NV_OPENCL" ] && [ -e "$d/libnvidia-opencl.so.1" ] && NV_OPENCL=$d/libnvidia-opencl.so.1
 done
-if [ -n "$NV_OPENCL" ] && ! grep -qs nvidia /etc/OpenCL/vendors/*.icd; then
-  rm -rf "$BUILD/icd" && mkdir -p "$BUILD/icd"
-  echo "$NV_OPENCL" >"$BUILD/icd/0-nvidia.icd"
-  for f in /etc/OpenCL/vendors/*.icd; do [ -e "$f" ] && cp "$f" "$BUILD/icd/1-$(basename "$f")"; done
-  export OCL_ICD_VENDORS=$BUILD/icd
-  note "OpenCL: NVIDIA's $NV_OPENCL listed for the ICD loader, first"
-elif [ -z "$NV_OPENCL" ]; then
-  note "OpenCL: no libnvidia-opencl.so.1 on this host; opencl:0 is whatever the ICD loader lists"
+if [ -n "$NV_OPENCL" ]; then
+  export OCL_ICD_VENDORS=$NV_OPENCL
+  note "OpenCL: the ICD loader is given NVIDIA's $NV_OPENCL alone"
+else
+  note "OpenCL: no libnvidia-opencl.so.1 on this host; opencl:0 is what the ICD loader lists"
 fi
 
 # 2. Configure and build.
