@@ -71,8 +71,9 @@ class opencl_server final : public backend::server {
   [[nodiscard]] opencl_program_cache::counters const& kernel_stats() const noexcept {
     return programs_->stats();
   }
-  /// Sub-buffers the storage holds for bindings (tests).
-  [[nodiscard]] std::size_t views_held() const noexcept;
+  /// Sub-buffers and scratch buffers made by launches and not let go yet (tests: 0 between
+  /// calls).
+  [[nodiscard]] std::size_t launch_buffers_held() const noexcept { return held_by_launches_; }
 
  protected:
   /// A blocking read: a deferred error stays for the next sync.
@@ -86,27 +87,32 @@ class opencl_server final : public backend::server {
     guarded_event done;
   };
   void release() noexcept;
-  /// Copies `data` into a staging block and enqueues its write at `dst`'s offset.
+  /// Copies `data` into a staging block and enqueues its write at `dst`'s offset; from 1 MiB,
+  /// writes it from the caller's memory, waiting.
   void upload_to(backend::resource const& dst, std::span<std::byte const> data);
   /// Frees the staging blocks whose writes have completed; past `max_staged` bytes waits for
   /// the oldest.
   void reap_uploads(std::size_t incoming);
-  /// One buffer of a launch: its sub-buffer, or (`staged`) a binding OpenCL cannot bind where
-  /// it starts, run through a scratch buffer copied in before the kernel and back after.
+  /// One buffer of a launch and the cl_mem its kernel gets: the page itself for a binding at
+  /// the page's start (or with no bytes); else a sub-buffer of the binding's bytes, or
+  /// (`staged`) for a binding OpenCL cannot start a sub-buffer at, a scratch buffer copied in
+  /// before the kernel and back after.
   struct bound_buffer {
     backend::resource res;
-    cl_mem mem = nullptr;
     bool staged = false;
-    bool owns_mem = false;  // A scratch buffer made for this launch (the first of its range).
+    cl_mem mem = nullptr;
+    bool owns_mem = false;   // Made for this launch (not a page, not shared with another binding).
+    bool copy_back = false;  // A scratch buffer whose copy in is queued.
   };
   /// Everything a launch refuses before it runs: its resources resolved, the kernel built.
-  /// Leaves the launch's buffers in `bound_`.
+  /// Leaves the launch's buffers in `bound_`, none bound yet.
   loaded_kernel& prepare(kernel const& k, bindings const& args, execution_mode mode);
-  /// Makes the scratch buffers of staged bindings and queues their copies in.
-  void stage_in();
-  /// Queues the copies back out and lets the scratch buffers go (OpenCL keeps them until the
-  /// commands that use them complete).
-  void stage_out() noexcept;
+  /// Makes the launch's sub-buffers and scratch buffers, and queues the scratch copies in.
+  void bind();
+  /// Queues the scratch copies back out and lets every buffer `bind` made go: OpenCL keeps each
+  /// until the commands that use it complete. Sub-buffers live for one launch only: NVIDIA's
+  /// OpenCL (driver 580) crashed releasing long-kept ones, many per page, at teardown.
+  void unbind() noexcept;
   void set_arguments(kernel const& k, loaded_kernel& fn, bindings const& args);
   /// The grid; a dynamic count's 12 bytes are read (waiting for the work before them).
   [[nodiscard]] std::array<std::uint32_t, 3> resolve_count(kernel const& k,
@@ -126,6 +132,7 @@ class opencl_server final : public backend::server {
   std::size_t staged_bytes_ = 0;
   backend::async_error errors_;
   std::vector<bound_buffer> bound_;  // Launch scratch, reused.
+  std::size_t held_by_launches_ = 0;
 };
 
 }  // namespace cubert::opencl::detail

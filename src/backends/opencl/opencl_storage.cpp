@@ -11,22 +11,8 @@
 
 namespace cubert::opencl::detail {
 
-namespace {
-// Sub-buffers kept per page before the oldest set is let go: a page cut into ever new offsets
-// (a sliced pool reusing it for many sizes) would otherwise hold one per offset it ever bound.
-constexpr std::size_t max_views_per_page = 4096;
-}  // namespace
-
 opencl_storage::~opencl_storage() {
-  for (auto& [id, p] : pages_) release(p);
-}
-
-void opencl_storage::release(page& p) noexcept {
-  auto const& api = opencl_state();
-  for (auto& [offset, v] : p.views) api.clReleaseMemObject(v);
-  p.views.clear();
-  if (p.mem) api.clReleaseMemObject(p.mem);
-  p.mem = nullptr;
+  for (auto& [id, p] : pages_) opencl_state().clReleaseMemObject(p.mem);
 }
 
 backend::storage_handle opencl_storage::alloc(std::uint64_t size) {
@@ -53,13 +39,7 @@ backend::storage_handle opencl_storage::alloc(std::uint64_t size) {
   check(err, "clCreateBuffer");
   auto const id = backend::next_storage_id();
   try {
-    auto const it = pages_.emplace(id, page{mem, size, cl_size, {}}).first;
-    try {
-      by_mem_.emplace(mem, &it->second);
-    } catch (...) {
-      pages_.erase(it);
-      throw;
-    }
+    pages_.emplace(id, page{mem, size, cl_size});
   } catch (...) {
     opencl_state().clReleaseMemObject(mem);
     throw;
@@ -72,8 +52,7 @@ void opencl_storage::dealloc(backend::storage_id id) noexcept {
   auto it = pages_.find(id);
   if (it == pages_.end()) return;
   held_ -= it->second.cl_size;
-  by_mem_.erase(it->second.mem);
-  release(it->second);
+  opencl_state().clReleaseMemObject(it->second.mem);
   pages_.erase(it);
 }
 
@@ -83,44 +62,6 @@ backend::resource opencl_storage::get(backend::storage_handle const& handle) con
     throw invalid_argument(fmt::format("OpenCL storage: unknown page {}", handle.id));
   }
   return {it->second.mem, 0, handle.offset, handle.size};
-}
-
-cl_mem opencl_storage::view(backend::resource const& r) {
-  auto* const mem = static_cast<cl_mem>(r.native);
-  if (r.offset == 0) return mem;
-  if (r.offset % alignment_ != 0) {
-    throw invalid_argument(fmt::format(
-        "OpenCL binds a buffer at a multiple of {} bytes of its page (the device's base-address "
-        "alignment); this binding starts at byte {}",
-        alignment_, r.offset));
-  }
-  auto it = by_mem_.find(mem);
-  if (it == by_mem_.end()) throw invalid_argument("OpenCL storage: the binding's page is gone");
-  auto& p = *it->second;
-  if (r.offset >= p.cl_size) return mem;  // An empty binding at the page's end: nothing to read.
-  if (auto v = p.views.find(r.offset); v != p.views.end()) return v->second;
-  if (p.views.size() >= max_views_per_page) {
-    // Commands already enqueued keep their own references.
-    for (auto& [offset, old] : p.views) opencl_state().clReleaseMemObject(old);
-    p.views.clear();
-  }
-  cl_buffer_region const region{r.offset, p.cl_size - r.offset};
-  cl_int err = CL_SUCCESS;
-  cl_mem sub = opencl().clCreateSubBuffer(mem, 0, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
-  check(err, "clCreateSubBuffer");
-  try {
-    p.views.emplace(r.offset, sub);
-  } catch (...) {
-    opencl_state().clReleaseMemObject(sub);
-    throw;
-  }
-  return sub;
-}
-
-std::size_t opencl_storage::views_held() const noexcept {
-  std::size_t n = 0;
-  for (auto const& [id, p] : pages_) n += p.views.size();
-  return n;
 }
 
 }  // namespace cubert::opencl::detail

@@ -12,9 +12,8 @@
 namespace cubert::opencl::detail {
 
 /// One cl_mem per page, in one context. A page released while commands still use it lives on
-/// until they complete (OpenCL counts their references), so frees need no wait. A slice that
-/// does not start its page is bound to a kernel as a sub-buffer, made at its first launch and
-/// kept until the page goes. Not thread-safe: one caller at a time (the server's channel).
+/// until they complete (OpenCL counts their references), so frees need no wait. Not
+/// thread-safe: one caller at a time (the server's channel).
 class opencl_storage final : public backend::storage {
  public:
   /// Pages of `context` (not owned: the server outlives its storage), at most `max_alloc`
@@ -36,26 +35,15 @@ class opencl_storage final : public backend::storage {
   /// `native` is the page's cl_mem, `base` 0. @throws invalid_argument for an unknown page.
   [[nodiscard]] backend::resource get(backend::storage_handle const& handle) const override;
 
-  /// The buffer a kernel gets for a binding starting at `r.offset` of its page: the page
-  /// itself at offset 0, else a sub-buffer from there to the page's end.
-  /// @throws invalid_argument for an offset that is not a multiple of the device's base-address
-  /// alignment (a binding narrowed by hand with `offset_start`), device_error if the platform
-  /// refuses the sub-buffer.
-  [[nodiscard]] cl_mem view(backend::resource const& r);
-
   /// Bytes held in pages.
   [[nodiscard]] std::uint64_t bytes_held() const noexcept { return held_; }
-  /// Sub-buffers made so far and still held (tests).
-  [[nodiscard]] std::size_t views_held() const noexcept;
 
  private:
   struct page {
     cl_mem mem = nullptr;
     std::uint64_t size = 0;     // as the pool asked
     std::uint64_t cl_size = 0;  // as allocated (a 0-byte page is one alignment unit)
-    std::unordered_map<std::uint64_t, cl_mem> views;  // by offset
   };
-  static void release(page& p) noexcept;
 
   cl_context context_;
   std::uint64_t alignment_;
@@ -63,7 +51,6 @@ class opencl_storage final : public backend::storage {
   std::uint64_t capacity_;
   std::uint64_t held_ = 0;
   std::unordered_map<backend::storage_id, page> pages_;
-  std::unordered_map<cl_mem, page*> by_mem_;  // The pages again, by buffer (for `view`).
 };
 
 }  // namespace cubert::opencl::detail
