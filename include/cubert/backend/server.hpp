@@ -92,6 +92,20 @@ class async_error {
   std::uint64_t recorded_ = 0;
 };
 
+/// Why a device refuses launch features it lacks, in its own words (completing "kernel 'k'
+/// binds tensor maps, which …", "…; <clusters>", "…; <cooperative>").
+struct missing_launch_features {
+  std::string_view tensor_maps;  ///< "the CPU device does not have".
+  std::string_view clusters;     ///< "the CPU device runs every cube on its own".
+  std::string_view cooperative;  ///< "the CPU device runs cubes as tasks that cannot wait …".
+};
+
+/// Refuses, as `unsupported`, a launch that binds tensor maps, asks for clusters larger than
+/// `hw.max_cluster_size` or launches cooperatively, where `hw` says the device lacks them.
+void refuse_missing_launch_features(kernel const& k, bindings const& args,
+                                    hardware_properties const& hw,
+                                    missing_launch_features const& why);
+
 /// Checks the scalar groups of a launch, whose fields callers may have filled by hand: each
 /// keyed by a valid element type equal to its own, with `length` elements inside `data`.
 /// @throws invalid_argument naming the first malformed group.

@@ -159,23 +159,10 @@ void cpu_server::check_launch(kernel const& k, bindings const& args) {
     throw launch_error(fmt::format("kernel '{}': {} units per cube exceed the limit of {}",
                                    k.name(), k.cube_dim().units(), hw.max_units_per_cube));
   }
-  if (!args.tensor_maps.empty()) {
-    throw unsupported(fmt::format(
-        "kernel '{}' binds tensor maps, which the CPU device does not have (bind buffers)",
-        k.name()));
-  }
-  if (auto const c = k.cluster_dim(); c.units() > hw.max_cluster_size) {
-    throw unsupported(fmt::format(
-        "kernel '{}' asks for clusters of ({}, {}, {}) cubes; the CPU device runs every cube on "
-        "its own (max_cluster_size {})",
-        k.name(), c.x, c.y, c.z, hw.max_cluster_size));
-  }
-  if (k.cooperative()) {
-    throw unsupported(fmt::format(
-        "kernel '{}' launches cooperatively; the CPU device runs cubes as tasks that cannot wait "
-        "for each other (cooperative_launch is false)",
-        k.name()));
-  }
+  backend::refuse_missing_launch_features(
+      k, args, hw,
+      {"the CPU device does not have", "the CPU device runs every cube on its own",
+       "the CPU device runs cubes as tasks that cannot wait for each other"});
   if (args.buffers.size() > hw.max_bindings) {
     throw invalid_argument(fmt::format("kernel '{}': {} buffers exceed the limit of {}", k.name(),
                                        args.buffers.size(), hw.max_bindings));

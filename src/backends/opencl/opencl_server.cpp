@@ -214,23 +214,10 @@ loaded_kernel& opencl_server::prepare(kernel const& k, bindings const& args, exe
   auto const& hw = props_.hardware;
   // What the device lacks comes before what the kernel lacks: a CUDA-only kernel that binds
   // tensor maps is refused as unsupported here, as on the CPU device.
-  if (!args.tensor_maps.empty()) {
-    throw unsupported(fmt::format(
-        "kernel '{}' binds tensor maps, which OpenCL devices do not have (bind buffers)",
-        k.name()));
-  }
-  if (auto const c = k.cluster_dim(); c.units() > hw.max_cluster_size) {
-    throw unsupported(fmt::format(
-        "kernel '{}' asks for clusters of ({}, {}, {}) cubes; OpenCL has no thread-block "
-        "clusters (max_cluster_size {})",
-        k.name(), c.x, c.y, c.z, hw.max_cluster_size));
-  }
-  if (k.cooperative()) {
-    throw unsupported(
-        fmt::format("kernel '{}' launches cooperatively; OpenCL 1.2 has no cooperative launches "
-                    "(cooperative_launch is false)",
-                    k.name()));
-  }
+  backend::refuse_missing_launch_features(
+      k, args, hw,
+      {"OpenCL devices do not have", "OpenCL has no thread-block clusters",
+       "OpenCL 1.2 has no cooperative launches"});
   if (k.opencl_source() == nullptr) {
     throw launch_error(fmt::format("kernel '{}' has no OpenCL payload", k.name()));
   }

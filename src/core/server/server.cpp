@@ -81,6 +81,27 @@ void check_copy_sizes(std::uint64_t src_size, std::uint64_t dst_size) {
   }
 }
 
+void refuse_missing_launch_features(kernel const& k, bindings const& args,
+                                    hardware_properties const& hw,
+                                    missing_launch_features const& why) {
+  if (!args.tensor_maps.empty() && !hw.tensor_maps) {
+    throw unsupported(fmt::format("kernel '{}' binds tensor maps, which {} (bind buffers)",
+                                  k.name(), why.tensor_maps));
+  }
+  if (auto const c = k.cluster_dim(); c.units() > hw.max_cluster_size) {
+    throw unsupported(
+        fmt::format("kernel '{}' asks for clusters of ({}, {}, {}) cubes; {} "
+                    "(max_cluster_size {})",
+                    k.name(), c.x, c.y, c.z, why.clusters, hw.max_cluster_size));
+  }
+  if (k.cooperative() && !hw.cooperative_launch) {
+    throw unsupported(
+        fmt::format("kernel '{}' launches cooperatively; {} (cooperative_launch is "
+                    "false)",
+                    k.name(), why.cooperative));
+  }
+}
+
 bool check_copy(resource const& src, resource const& dst) {
   check_copy_sizes(src.size, dst.size);
   // Two native objects never share bytes: OpenCL buffers all start at address 0, and host pages

@@ -2,6 +2,7 @@
 // NVRTC and the on-disk kernel cache: no GPU needed.
 #include "cuda_compiler.hpp"
 
+#include "command_output.hpp"
 #include "kernel/kernel_disk_cache.hpp"
 #include "nvrtc_library.hpp"
 #include "saved_env.hpp"
@@ -39,14 +40,7 @@ extern "C" __global__ void add(const float* a, const float* b, float* out, unsig
 
 using cubert::test::temp_dir;
 
-std::string run(std::string const& command) {
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
-  if (!pipe) return "popen failed";
-  std::string out;
-  std::array<char, 256> buf{};
-  while (std::fgets(buf.data(), static_cast<int>(buf.size()), pipe.get())) out += buf.data();
-  return out;
-}
+using cubert::test::command_output;
 
 TEST(CudaCompilerTest, CompilesGoodSourceToCubinForHopper) {
   cuda_compiler const compiler{kernel_disk_cache({}, "cuda")};
@@ -372,8 +366,8 @@ TEST(KernelDiskCacheTest, SecondProcessHitsTheDisk) {
   temp_dir dir;
   std::string const cmd =
       std::string(CUBERT_CUDA_PROBE) + " compile " + dir.path().string() + " 90";
-  EXPECT_EQ(run(cmd), "miss\n");
-  EXPECT_EQ(run(cmd), "hit\n");
+  EXPECT_EQ(command_output(cmd), "miss\n");
+  EXPECT_EQ(command_output(cmd), "hit\n");
 }
 
 // A process whose kernels all come from the disk cache never runs NVRTC, so the exit gate was

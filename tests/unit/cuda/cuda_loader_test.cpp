@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The driver loader: the backend starts and reports cleanly with or without a driver.
+#include "command_output.hpp"
 #include "cuda_driver.hpp"
 
 #include <cubert/cuda.hpp>
@@ -14,14 +15,7 @@
 
 namespace {
 
-std::string run(std::string const& command) {
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
-  if (!pipe) return "popen failed";
-  std::string out;
-  std::array<char, 256> buf{};
-  while (std::fgets(buf.data(), static_cast<int>(buf.size()), pipe.get())) out += buf.data();
-  return out;
-}
+using cubert::test::command_output;
 
 TEST(CudaLoaderTest, DeviceCountNeverThrowsAndAgreesWithTheReason) {
   int const n = cubert::cuda::device_count();
@@ -54,7 +48,8 @@ TEST(CudaLoaderTest, MakeServerWithoutDeviceThrowsUnsupportedWithReason) {
 }
 
 TEST(CudaLoaderTest, DisabledByEnvironmentInAFreshProcess) {
-  auto const out = run("CUBERT_CUDA_DISABLE=1 " + std::string(CUBERT_CUDA_PROBE) + " devices");
+  auto const out =
+      command_output("CUBERT_CUDA_DISABLE=1 " + std::string(CUBERT_CUDA_PROBE) + " devices");
   EXPECT_EQ(out.substr(0, 2), "0\n") << out;
   EXPECT_NE(out.find("CUBERT_CUDA_DISABLE"), std::string::npos) << out;
 }
@@ -64,14 +59,14 @@ TEST(CudaLoaderTest, DisableTakesTheBooleansEveryOtherSwitchTakes) {
   auto const fake = "LD_LIBRARY_PATH=" + std::string(CUBERT_FAKE_DRIVER_DIR) + " ";
   auto const probe = std::string(CUBERT_CUDA_PROBE) + " devices";
   for (char const* const off : {"0", "false", "off", "no"}) {
-    auto const out = run(fake + "CUBERT_CUDA_DISABLE=" + off + " " + probe);
+    auto const out = command_output(fake + "CUBERT_CUDA_DISABLE=" + off + " " + probe);
     EXPECT_EQ(out.substr(0, 2), "1\n") << off << ": " << out;
   }
   for (char const* const on : {"1", "true", "ON", "yes"}) {
-    auto const out = run(fake + "CUBERT_CUDA_DISABLE=" + on + " " + probe);
+    auto const out = command_output(fake + "CUBERT_CUDA_DISABLE=" + on + " " + probe);
     EXPECT_EQ(out.substr(0, 2), "0\n") << on << ": " << out;
   }
-  auto const junk = run(fake + "CUBERT_CUDA_DISABLE=maybe " + probe);
+  auto const junk = command_output(fake + "CUBERT_CUDA_DISABLE=maybe " + probe);
   EXPECT_EQ(junk.substr(0, 2), "0\n") << junk;
   EXPECT_NE(junk.find("CUBERT_CUDA_DISABLE='maybe' is not a boolean"), std::string::npos) << junk;
 }
@@ -82,11 +77,10 @@ TEST(CudaLoaderTest, DisableTakesTheBooleansEveryOtherSwitchTakes) {
 TEST(CudaLoaderTest, ACountTheDriverRefusesIsReportedWithItsError) {
   auto const fake = "LD_LIBRARY_PATH=" + std::string(CUBERT_FAKE_DRIVER_DIR) + " ";
   auto const probe = std::string(CUBERT_CUDA_PROBE) + " devices";
-  auto const healthy = run(fake + probe);
+  auto const healthy = command_output(fake + probe);
   ASSERT_EQ(healthy.substr(0, 3), "1\n\n") << healthy;
-  auto const forked =
-      run(fake + "CUBERT_FAKE_COUNT_RESULT=" + std::to_string(CUDA_ERROR_NOT_INITIALIZED) + " " +
-          probe);
+  auto const forked = command_output(fake + "CUBERT_FAKE_COUNT_RESULT=" +
+                                     std::to_string(CUDA_ERROR_NOT_INITIALIZED) + " " + probe);
   EXPECT_EQ(forked.substr(0, 2), "0\n") << forked;
   EXPECT_NE(forked.find("cuDeviceGetCount failed with CUDA_ERROR_NOT_INITIALIZED"),
             std::string::npos)
@@ -101,15 +95,15 @@ TEST(CudaLoaderTest, ACountTheDriverRefusesIsReportedWithItsError) {
 TEST(CudaLoaderTest, ADriverThatCannotStartSaysWhy) {
   auto const fake = "LD_LIBRARY_PATH=" + std::string(CUBERT_FAKE_DRIVER_DIR) + " ";
   auto const probe = std::string(CUBERT_CUDA_PROBE) + " devices";
-  auto const mismatch =
-      run(fake + "CUBERT_FAKE_INIT_RESULT=" + std::to_string(CUDA_ERROR_SYSTEM_DRIVER_MISMATCH) +
-          " " + probe);
+  auto const mismatch = command_output(
+      fake + "CUBERT_FAKE_INIT_RESULT=" + std::to_string(CUDA_ERROR_SYSTEM_DRIVER_MISMATCH) + " " +
+      probe);
   EXPECT_NE(mismatch.find("the CUDA driver cannot start: cuInit failed with "
                           "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH (fake CUDA driver)"),
             std::string::npos)
       << mismatch;
-  auto const none =
-      run(fake + "CUBERT_FAKE_INIT_RESULT=" + std::to_string(CUDA_ERROR_NO_DEVICE) + " " + probe);
+  auto const none = command_output(
+      fake + "CUBERT_FAKE_INIT_RESULT=" + std::to_string(CUDA_ERROR_NO_DEVICE) + " " + probe);
   EXPECT_NE(none.find("no CUDA device: cuInit failed with CUDA_ERROR_NO_DEVICE"), std::string::npos)
       << none;
 }
@@ -121,7 +115,7 @@ TEST(CudaLoaderTest, ADriverThatCannotStartSaysWhy) {
 TEST(CudaLoaderTest, ADriverThatForksInsideInitDoesNotHangMakeClient) {
   auto const env = "LD_LIBRARY_PATH=" + std::string(CUBERT_FAKE_DRIVER_DIR) +
                    " CUBERT_FAKE_INIT_FORKS=1 timeout 20 ";
-  auto const out = run(env + std::string(CUBERT_CUDA_PROBE) + " client");
+  auto const out = command_output(env + std::string(CUBERT_CUDA_PROBE) + " client");
   EXPECT_NE(out.find("client of "), std::string::npos) << out;
 }
 
@@ -130,9 +124,10 @@ TEST(CudaLoaderTest, ADriverThatForksInsideInitDoesNotHangMakeClient) {
 TEST(CudaLoaderTest, WithoutNvrtcDevicesAreListedAndCompilingIsRefused) {
   auto const env = "LD_LIBRARY_PATH=" + std::string(CUBERT_FAKE_DRIVER_DIR) +
                    " CUBERT_NVRTC_LIBRARY=/nonexistent/libnvrtc.so ";
-  auto const devices = run(env + CUBERT_CUDA_PROBE + " devices");
+  auto const devices = command_output(env + CUBERT_CUDA_PROBE + " devices");
   EXPECT_EQ(devices, "1\n\nproperties: cubert fake CUDA device, compiler ''\n") << devices;
-  auto const compile = run(env + CUBERT_CUDA_PROBE + " compile /nonexistent-cache 90 2>&1");
+  auto const compile =
+      command_output(env + CUBERT_CUDA_PROBE + " compile /nonexistent-cache 90 2>&1");
   EXPECT_NE(compile.find("NVRTC (libnvrtc, from the CUDA toolkit) cannot be loaded"),
             std::string::npos)
       << compile;

@@ -4,6 +4,7 @@
 // the disk cache across processes, a missing loader. Skipped where there is no OpenCL device.
 #include "opencl_server.hpp"
 
+#include "command_output.hpp"
 #include "opencl_library.hpp"
 #include "saved_env.hpp"
 #include "temp_dir.hpp"
@@ -35,14 +36,7 @@ using cubert::kernel;
 using cubert::opencl::detail::opencl_server;
 using cubert::test::temp_dir;
 
-std::string run(std::string const& command) {
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
-  if (!pipe) return "popen failed";
-  std::string out;
-  std::array<char, 512> buf{};
-  while (std::fgets(buf.data(), static_cast<int>(buf.size()), pipe.get())) out += buf.data();
-  return out;
-}
+using cubert::test::command_output;
 
 template <typename T>
 std::span<std::byte const> bytes_of(std::vector<T> const& v) {
@@ -90,6 +84,23 @@ class OpenclServer : public ::testing::Test {
   client& c() { return *client_; }
   opencl_server& server() { return *server_; }
   fs::path const& cache_dir() const { return cache_.path(); }
+
+  // Runs add_u32 (+ `a` on four zeros) in a second server on the same disk cache, checks what
+  // it computed and returns that server's build counters.
+  cubert::opencl::detail::opencl_program_cache::counters add_in_a_second_server(std::uint32_t a) {
+    cubert::opencl::options opts;
+    opts.kernel_cache_dir = cache_dir();
+    auto second = cubert::opencl::make_server(0, opts);
+    auto const& stats = dynamic_cast<opencl_server&>(*second).kernel_stats();
+    client c2(
+        cubert::backend::make_channel(std::move(second), cubert::backend::channel_kind::mutex));
+    auto h = c2.create(bytes_of(std::vector<std::uint32_t>(4, 0)));
+    c2.execute(add_u32(), cube_count{1},
+               bindings{}.with_buffer(h.binding()).with_scalar(a).with_scalar(4u));
+    EXPECT_EQ(values_of<std::uint32_t>(c2.read_one(h.binding())),
+              (std::vector<std::uint32_t>(4, a)));
+    return stats;
+  }
 
  private:
   temp_dir cache_;
@@ -326,16 +337,7 @@ TEST_F(OpenclServer, ASecondServerBuildsNothingTheDiskCacheHolds) {
   }
   EXPECT_EQ(entries, 1U);
 
-  cubert::opencl::options opts;
-  opts.kernel_cache_dir = cache_dir();
-  auto second = cubert::opencl::make_server(0, opts);
-  auto const& stats = dynamic_cast<opencl_server&>(*second).kernel_stats();
-  client c2(cubert::backend::make_channel(std::move(second), cubert::backend::channel_kind::mutex));
-  auto h2 = c2.create(bytes_of(std::vector<std::uint32_t>(4, 0)));
-  c2.execute(add_u32(), cube_count{1},
-             bindings{}.with_buffer(h2.binding()).with_scalar(5u).with_scalar(4u));
-  EXPECT_EQ(values_of<std::uint32_t>(c2.read_one(h2.binding())),
-            (std::vector<std::uint32_t>{5, 5, 5, 5}));
+  auto const stats = add_in_a_second_server(5);
   EXPECT_EQ(stats.built, 0U);
   EXPECT_EQ(stats.disk_hits, 1U);
 }
@@ -350,16 +352,7 @@ TEST_F(OpenclServer, ACorruptCacheEntryIsBuiltAgain) {
   for (auto const& e : fs::directory_iterator(cache_dir())) {
     std::ofstream(e.path(), std::ios::binary | std::ios::trunc) << "not a program binary";
   }
-  cubert::opencl::options opts;
-  opts.kernel_cache_dir = cache_dir();
-  auto second = cubert::opencl::make_server(0, opts);
-  auto const& stats = dynamic_cast<opencl_server&>(*second).kernel_stats();
-  client c2(cubert::backend::make_channel(std::move(second), cubert::backend::channel_kind::mutex));
-  auto h2 = c2.create(bytes_of(std::vector<std::uint32_t>(4, 0)));
-  c2.execute(add_u32(), cube_count{1},
-             bindings{}.with_buffer(h2.binding()).with_scalar(7u).with_scalar(4u));
-  EXPECT_EQ(values_of<std::uint32_t>(c2.read_one(h2.binding())),
-            (std::vector<std::uint32_t>{7, 7, 7, 7}));
+  auto const stats = add_in_a_second_server(7);
   EXPECT_EQ(stats.built, 1U);
   EXPECT_EQ(stats.disk_hits, 0U);
 }
@@ -370,20 +363,21 @@ TEST(OpenclProcess, ASecondProcessTakesTheProgramFromTheDiskCache) {
   }
   temp_dir dir;
   std::string const cmd = std::string(CUBERT_OPENCL_PROBE) + " build " + dir.path().string();
-  EXPECT_EQ(run(cmd), "built\n");
-  EXPECT_EQ(run(cmd), "disk hit\n");
+  EXPECT_EQ(command_output(cmd), "built\n");
+  EXPECT_EQ(command_output(cmd), "disk hit\n");
 }
 
 // Runs everywhere: the probe is told to load a loader that does not exist.
 TEST(OpenclProcess, WithoutALoaderThereIsNoDeviceAndAClientIsUnsupported) {
-  auto const out = run("CUBERT_OPENCL_LIBRARY=/nonexistent/libOpenCL.so.1 " +
-                       std::string(CUBERT_OPENCL_PROBE) + " devices");
+  auto const out = command_output("CUBERT_OPENCL_LIBRARY=/nonexistent/libOpenCL.so.1 " +
+                                  std::string(CUBERT_OPENCL_PROBE) + " devices");
   EXPECT_EQ(out.substr(0, 2), "0\n") << out;
   EXPECT_NE(out.find("no OpenCL ICD loader: /nonexistent/libOpenCL.so.1 cannot be loaded"),
             std::string::npos)
       << out;
   EXPECT_NE(out.find("unsupported: device 'opencl:0' is not available"), std::string::npos) << out;
-  auto const off = run("CUBERT_OPENCL_DISABLE=1 " + std::string(CUBERT_OPENCL_PROBE) + " devices");
+  auto const off =
+      command_output("CUBERT_OPENCL_DISABLE=1 " + std::string(CUBERT_OPENCL_PROBE) + " devices");
   EXPECT_NE(off.find("OpenCL disabled by CUBERT_OPENCL_DISABLE"), std::string::npos) << off;
 }
 
