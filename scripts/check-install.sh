@@ -30,6 +30,12 @@ if [ "$ran" -eq 0 ]; then
   echo "check-install: no example was built" >&2
   exit 1
 fi
+# The README's example again on the OpenCL device, where there is one (PoCL's in CI): the
+# installed package's OpenCL backend and the portable kernel dialect, from outside the tree.
+if "$prefix/bin/cubert" devices | grep -q '^opencl:0 '; then
+  echo "-- running example_cpu_kernel on opencl:0"
+  build/examples-"$kind"/02_cpu_kernel/example_cpu_kernel opencl:0
+fi
 # Tuning in the background, from an empty cache: the example must wait for its winner.
 tune_dir=$(mktemp -d)
 echo "-- running example_autotune tuning in the background"

@@ -1,13 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
-// The README's example: upload two vectors, launch an elementwise add on the CPU device, read the
-// result back and check it.
+// The README's example: upload two vectors, launch an elementwise add on a device (the CPU by
+// default, or the one named: opencl:0, cuda:0), read the result back and check it. The kernel
+// carries a native body for the CPU and one portable source for CUDA and OpenCL.
 #include <cubert/cubert.hpp>
 
 #include <cstdio>
 #include <vector>
 
-int main() {
-  auto client = cubert::make_client("cpu");
+namespace {
+
+constexpr char const* add_src = R"(
+CUBERT_KERNEL add_f32(CUBERT_GLOBAL const float* a, CUBERT_GLOBAL const float* b,
+                      CUBERT_GLOBAL float* out, uint n) {
+  uint i = CUBERT_ABSOLUTE_POS_X;
+  if (i < n) out[i] = a[i] + b[i];
+})";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  auto client = cubert::make_client(argc > 1 ? argv[1] : "cpu");
 
   std::size_t const n = 1000;
   std::vector<float> xs(n), ys(n);
@@ -32,6 +44,7 @@ int main() {
                      if (i < len) dst[i] = lhs[i] + rhs[i];
                    }
                  })
+                 .portable_source(add_src, "add_f32")
                  .build();
   client.execute(add, cubert::cube_count{static_cast<std::uint32_t>((n + 255) / 256)},
                  cubert::bindings{}

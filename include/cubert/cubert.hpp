@@ -16,10 +16,14 @@
 #include <cubert/memory/configuration.hpp>
 #include <cubert/memory/memory_manager.hpp>
 #include <cubert/memory/memory_usage.hpp>
+#include <cubert/portable.hpp>
 #include <cubert/profiling.hpp>
 #include <cubert/tune/anchor.hpp>
 #include <cubert/tune/local_tuner.hpp>
 #include <cubert/tune/tunable_set.hpp>
 #if CUBERT_HAS_CUDA
 #include <cubert/cuda.hpp>
+#endif
+#if CUBERT_HAS_OPENCL
+#include <cubert/opencl.hpp>
 #endif

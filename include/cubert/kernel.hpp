@@ -71,6 +71,13 @@ struct opencl_source_payload {
   std::vector<std::string> options;
 };
 
+/// A source in the portable dialect (cubert/portable.hpp), compiled as CUDA C++ and as OpenCL C.
+struct portable_source_payload {
+  std::string source;
+  std::string entry_point;
+  std::vector<std::string> options;  ///< Given to both compilers (NVRTC, clBuildProgram).
+};
+
 /// An immutable kernel definition. Cheap to copy (shares one definition); safe to share across
 /// threads. A backend runs the payload it understands and rejects a kernel without one.
 class kernel {
@@ -101,6 +108,9 @@ class kernel {
   [[nodiscard]] cubin_payload const* cubin() const noexcept;
   /// The OpenCL source payload, or nullptr.
   [[nodiscard]] opencl_source_payload const* opencl_source() const noexcept;
+  /// The portable source the kernel was given, or nullptr (`cuda_source()` and
+  /// `opencl_source()` hold what was made of it).
+  [[nodiscard]] portable_source_payload const* portable_source() const noexcept;
 
  private:
   struct definition;
@@ -147,6 +157,12 @@ class kernel::builder {
   builder& cubin(std::vector<std::byte> bytes, std::string entry_point);
   builder& opencl_source(std::string source, std::string entry_point,
                          std::vector<std::string> options = {});
+  /// One source for the CUDA and the OpenCL backends, in the dialect of cubert/portable.hpp.
+  /// `build()` makes it the kernel's CUDA source unless the kernel has a CUDA payload of its own
+  /// (source, PTX or cubin), and its OpenCL source unless it has one of its own, whatever the
+  /// order of the calls.
+  builder& portable_source(std::string source, std::string entry_point,
+                           std::vector<std::string> options = {});
   /// Freezes the definition and computes its id. @throws invalid_argument without any payload.
   [[nodiscard]] kernel build();
 

@@ -10,6 +10,7 @@
 #include <cubert/kernel.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <stdexcept>
 
 namespace cubert::conformance::kernels {
@@ -208,6 +209,92 @@ __kernel void delayed_copy_u32(__global const uint* in, __global uint* out, uint
   if (i < n) out[i] = in[i];
 })",
                      "delayed_copy_u32")
+      .build();
+}
+
+/// One portable source (cubert/portable.hpp) for CUDA and OpenCL, and a CPU body: each cube of
+/// 64 units sums 2 · in[i] over its units through dynamic shared memory and barriers into
+/// sums[cube], and adds it to total[0] atomically. A helper function, a static shared variable
+/// and every 1-d position macro are used. Scalars: u32 n. Dynamic shared memory: 64 u32.
+inline kernel portable_cube_sums() {
+  return kernel::builder("conformance::portable_cube_sums")
+      .cube_dim(64)
+      .shared_memory(64 * 4)
+      .cpu([](cpu::kernel_context const& ctx) {
+        auto in = ctx.buffer<std::uint32_t const>(0);
+        auto sums = ctx.buffer<std::uint32_t>(1);
+        auto total = ctx.buffer<std::uint32_t>(2);
+        auto const n = ctx.scalar<std::uint32_t>(0);
+        std::uint64_t const base = ctx.cube_index() * ctx.dim.units();
+        std::uint32_t sum = 0;
+        for (auto i = base; i < std::min<std::uint64_t>(n, base + ctx.dim.units()); ++i) {
+          sum += 2 * in[i];
+        }
+        sums[ctx.cube_index()] = sum;
+        std::atomic_ref<std::uint32_t>(total[0]).fetch_add(sum);
+      })
+      .portable_source(R"(
+CUBERT_FN uint twice(uint x) { return 2u * x; }
+
+CUBERT_KERNEL portable_cube_sums(CUBERT_GLOBAL const uint* CUBERT_RESTRICT in,
+                                 CUBERT_GLOBAL uint* sums, CUBERT_GLOBAL uint* total,
+                                 uint n CUBERT_DYNAMIC_SHARED_PARAM(uint, partial)) {
+  CUBERT_DYNAMIC_SHARED(uint, partial);
+  CUBERT_SHARED uint first;
+  uint i = CUBERT_ABSOLUTE_POS_X;
+  uint u = CUBERT_UNIT_POS_X;
+  partial[u] = i < n ? twice(in[i]) : 0u;
+  if (u == 0) first = CUBERT_CUBE_POS_X * CUBERT_CUBE_DIM_X;
+  CUBERT_SYNC_CUBE();
+  for (uint s = CUBERT_CUBE_DIM_X / 2; s > 0; s /= 2) {
+    if (u < s) partial[u] += partial[u + s];
+    CUBERT_SYNC_CUBE();
+  }
+  if (u == 0 && CUBERT_CUBE_POS_X < CUBERT_CUBE_COUNT_X) {
+    sums[CUBERT_CUBE_POS_X] = partial[0] + (first - CUBERT_CUBE_POS_X * CUBERT_CUBE_DIM_X);
+    CUBERT_ATOMIC_ADD(total, partial[0]);
+  }
+})",
+                       "portable_cube_sums")
+      .build();
+}
+
+/// Portable, with a CPU body: every unit of a 3-d launch (cube_dim 2 x 2 x 2) writes its
+/// absolute position and the grid's size at 4 · (its linear absolute index): x, y, z, and
+/// count_x · 100 + count_y · 10 + count_z.
+inline kernel portable_positions() {
+  return kernel::builder("conformance::portable_positions")
+      .cube_dim(2, 2, 2)
+      .cpu([](cpu::kernel_context const& ctx) {
+        auto out = ctx.buffer<std::uint32_t>(0);
+        auto const& d = ctx.dim;
+        auto const& c = ctx.cube_count;
+        for (std::uint32_t z = 0; z < d.z; ++z) {
+          for (std::uint32_t y = 0; y < d.y; ++y) {
+            for (std::uint32_t x = 0; x < d.x; ++x) {
+              std::uint32_t const ax = ctx.cube_pos.x * d.x + x;
+              std::uint32_t const ay = ctx.cube_pos.y * d.y + y;
+              std::uint32_t const az = ctx.cube_pos.z * d.z + z;
+              std::uint32_t const slot = 4 * ((az * c.y * d.y + ay) * c.x * d.x + ax);
+              out[slot] = ax;
+              out[slot + 1] = ay;
+              out[slot + 2] = az;
+              out[slot + 3] = c.x * 100 + c.y * 10 + c.z;
+            }
+          }
+        }
+      })
+      .portable_source(R"(
+CUBERT_KERNEL portable_positions(CUBERT_GLOBAL uint* out) {
+  uint ax = CUBERT_ABSOLUTE_POS_X, ay = CUBERT_ABSOLUTE_POS_Y, az = CUBERT_ABSOLUTE_POS_Z;
+  uint wx = CUBERT_CUBE_COUNT_X * CUBERT_CUBE_DIM_X, wy = CUBERT_CUBE_COUNT_Y * CUBERT_CUBE_DIM_Y;
+  uint slot = 4 * ((az * wy + ay) * wx + ax);
+  out[slot] = CUBERT_CUBE_POS_X * CUBERT_CUBE_DIM_X + CUBERT_UNIT_POS_X;
+  out[slot + 1] = CUBERT_CUBE_POS_Y * CUBERT_CUBE_DIM_Y + CUBERT_UNIT_POS_Y;
+  out[slot + 2] = CUBERT_CUBE_POS_Z * CUBERT_CUBE_DIM_Z + CUBERT_UNIT_POS_Z;
+  out[slot + 3] = CUBERT_CUBE_COUNT_X * 100 + CUBERT_CUBE_COUNT_Y * 10 + CUBERT_CUBE_COUNT_Z;
+})",
+                       "portable_positions")
       .build();
 }
 

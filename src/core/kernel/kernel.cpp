@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include <cubert/error.hpp>
 #include <cubert/kernel.hpp>
+#include <cubert/portable.hpp>
 
 #include <fmt/format.h>
 #include <xxhash.h>
@@ -22,6 +23,7 @@ struct kernel::definition {
   std::optional<ptx_payload> ptx;
   std::optional<cubin_payload> cubin;
   std::optional<opencl_source_payload> opencl_source;
+  std::optional<portable_source_payload> portable_source;
 };
 
 namespace {
@@ -87,6 +89,11 @@ std::uint64_t compute_id(kernel const& k) {
     w.field('e', p->entry_point);
     w.strings('O', p->options);
   }
+  if (auto const* p = k.portable_source()) {
+    w.field('T', p->source);
+    w.field('e', p->entry_point);
+    w.strings('O', p->options);
+  }
   return w.hash();
 }
 
@@ -135,6 +142,9 @@ ptx_payload const* kernel::ptx() const noexcept {
 }
 cubin_payload const* kernel::cubin() const noexcept {
   return def_ && def_->cubin ? &*def_->cubin : nullptr;
+}
+portable_source_payload const* kernel::portable_source() const noexcept {
+  return def_ && def_->portable_source ? &*def_->portable_source : nullptr;
 }
 opencl_source_payload const* kernel::opencl_source() const noexcept {
   return def_ && def_->opencl_source ? &*def_->opencl_source : nullptr;
@@ -215,8 +225,26 @@ kernel::builder& kernel::builder::opencl_source(std::string source, std::string 
   return *this;
 }
 
+kernel::builder& kernel::builder::portable_source(std::string source, std::string entry_point,
+                                                  std::vector<std::string> options) {
+  CUBERT_BUILDER_LIVE();
+  def_->portable_source =
+      portable_source_payload{std::move(source), std::move(entry_point), std::move(options)};
+  return *this;
+}
+
 kernel kernel::builder::build() {
   CUBERT_BUILDER_LIVE();
+  if (auto const& p = def_->portable_source) {
+    if (!def_->cuda_source && !def_->ptx && !def_->cubin) {
+      def_->cuda_source =
+          cuda_source_payload{portable::cuda_prelude + p->source, p->entry_point, p->options};
+    }
+    if (!def_->opencl_source) {
+      def_->opencl_source =
+          opencl_source_payload{portable::opencl_prelude + p->source, p->entry_point, p->options};
+    }
+  }
   if (!def_->cpu && !def_->cuda_source && !def_->ptx && !def_->cubin && !def_->opencl_source) {
     throw invalid_argument(fmt::format("kernel '{}' has no payload for any backend", def_->name));
   }

@@ -9,6 +9,7 @@
 #include "temp_dir.hpp"
 
 #include <cubert/error.hpp>
+#include <cubert/kernel.hpp>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -421,6 +422,59 @@ TEST(KernelDiskCacheTest, DefaultDirectoryFollowsCubertCacheDir) {
   EXPECT_EQ(kernel_disk_cache::default_dir(), fs::path("/tmp/cubert-x/kernels"));
   ::setenv("CUBERT_KERNEL_CACHE", "0", 1);
   EXPECT_TRUE(kernel_disk_cache::default_dir().empty());
+}
+
+// The portable dialect compiles as CUDA C++ in CI too (NVRTC needs no GPU): every macro of
+// cubert/portable.hpp, after its CUDA prelude, as kernel::builder makes the payload.
+TEST(CudaCompilerTest, APortableSourceCompilesAsCuda) {
+  auto const k = cubert::kernel::builder("portable_all")
+                     .cube_dim(64)
+                     .portable_source(R"(
+CUBERT_FN uint twice(uint x) { return 2u * x; }
+CUBERT_KERNEL portable_all(CUBERT_GLOBAL const uint* CUBERT_RESTRICT in, CUBERT_GLOBAL uint* out,
+                           CUBERT_GLOBAL double* d, ulong wide, uchar small, ushort mid
+                           CUBERT_DYNAMIC_SHARED_PARAM(uint, partial)) {
+  CUBERT_DYNAMIC_SHARED(uint, partial);
+  CUBERT_SHARED uint first;
+  uint u = CUBERT_UNIT_POS_X + CUBERT_UNIT_POS_Y + CUBERT_UNIT_POS_Z;
+  uint c = CUBERT_CUBE_POS_X + CUBERT_CUBE_POS_Y + CUBERT_CUBE_POS_Z;
+  uint dim = CUBERT_CUBE_DIM_X * CUBERT_CUBE_DIM_Y * CUBERT_CUBE_DIM_Z;
+  uint count = CUBERT_CUBE_COUNT_X * CUBERT_CUBE_COUNT_Y * CUBERT_CUBE_COUNT_Z;
+  uint a = CUBERT_ABSOLUTE_POS_X + CUBERT_ABSOLUTE_POS_Y + CUBERT_ABSOLUTE_POS_Z;
+  partial[u % dim] = twice(in[a]) + c + count + small + mid;
+  if (u == 0) first = (uint)wide;
+  CUBERT_SYNC_CUBE();
+  CUBERT_ATOMIC_ADD(&out[0], partial[0] + first);
+  d[a] = sqrt(fabs((double)a)) + fmax(1.0, exp(0.0));
+#if CUBERT_BACKEND_CUDA
+  out[1] = CUBERT_CHECKED;
+#endif
+})",
+                                      "portable_all")
+                     .build();
+  ASSERT_NE(k.cuda_source(), nullptr);
+  cuda_compiler const compiler{kernel_disk_cache({}, "cuda")};
+  auto const code =
+      compiler.compile({k.cuda_source()->source, "portable_all.cu", {"-DCUBERT_CHECKED=1"}, 90});
+  EXPECT_GT(code.image.size(), 4U);
+}
+
+// A mistake in a portable source is reported at the source's own line, not the prelude's.
+TEST(CudaCompilerTest, APortableSourcesErrorsNameItsOwnLines) {
+  auto const k = cubert::kernel::builder("portable_bad")
+                     .portable_source(
+                         "CUBERT_KERNEL bad(CUBERT_GLOBAL uint* x) {\n"
+                         "  x[0] = not_declared;\n"
+                         "}\n",
+                         "bad")
+                     .build();
+  cuda_compiler const compiler{kernel_disk_cache({}, "cuda")};
+  try {
+    (void)compiler.compile({k.cuda_source()->source, "portable_bad.cu", {}, 90});
+    FAIL() << "a bad portable source compiled";
+  } catch (cubert::compilation_error const& e) {
+    EXPECT_NE(e.log().find("portable_bad.cu(2)"), std::string::npos) << e.log();
+  }
 }
 
 }  // namespace

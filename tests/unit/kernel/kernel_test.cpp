@@ -2,10 +2,14 @@
 #include <cubert/cpu.hpp>
 #include <cubert/error.hpp>
 #include <cubert/kernel.hpp>
+#include <cubert/portable.hpp>
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <string_view>
 #include <unordered_set>
+#include <vector>
 
 namespace {
 
@@ -117,3 +121,35 @@ TEST(KernelTest, BuilderRejectsBadInput) {
 }
 
 }  // namespace
+
+// A portable source becomes the CUDA and the OpenCL payload, each after its prelude, unless the
+// kernel has a payload of its own for that backend, whatever the order of the calls.
+TEST(KernelPortableTest, APortableSourceFillsTheBackendsWithoutAPayloadOfTheirOwn) {
+  std::string const src =
+      "CUBERT_KERNEL k(CUBERT_GLOBAL uint* x) { x[CUBERT_ABSOLUTE_POS_X] = 1; }";
+  auto const both = cubert::kernel::builder("p").portable_source(src, "k", {"-DX=1"}).build();
+  ASSERT_NE(both.cuda_source(), nullptr);
+  ASSERT_NE(both.opencl_source(), nullptr);
+  ASSERT_NE(both.portable_source(), nullptr);
+  EXPECT_EQ(both.cuda_source()->source, std::string(cubert::portable::cuda_prelude) + src);
+  EXPECT_EQ(both.opencl_source()->source, std::string(cubert::portable::opencl_prelude) + src);
+  EXPECT_EQ(both.cuda_source()->entry_point, "k");
+  EXPECT_EQ(both.opencl_source()->options, std::vector<std::string>{"-DX=1"});
+  // The compilers' line numbers stay the source's.
+  EXPECT_TRUE(std::string_view(cubert::portable::cuda_prelude).ends_with("#line 1\n"));
+  EXPECT_TRUE(std::string_view(cubert::portable::opencl_prelude).ends_with("#line 1\n"));
+
+  auto const own_cl = cubert::kernel::builder("p")
+                          .opencl_source("__kernel void own() {}", "own")
+                          .portable_source(src, "k")
+                          .build();
+  EXPECT_EQ(own_cl.opencl_source()->source, "__kernel void own() {}");
+  EXPECT_EQ(own_cl.cuda_source()->source, std::string(cubert::portable::cuda_prelude) + src);
+  auto const own_ptx =
+      cubert::kernel::builder("p").portable_source(src, "k").ptx(".version 8.0", "k").build();
+  EXPECT_EQ(own_ptx.cuda_source(), nullptr);
+  EXPECT_NE(own_ptx.opencl_source(), nullptr);
+  // A portable kernel alone is enough for build().
+  EXPECT_NE(both.id(), own_cl.id());
+  EXPECT_NE(both.id(), cubert::kernel::builder("p").portable_source(src + " ", "k").build().id());
+}

@@ -357,6 +357,25 @@ TEST_F(OpenclServer, ACorruptCacheEntryIsBuiltAgain) {
   EXPECT_EQ(stats.disk_hits, 0U);
 }
 
+// A mistake in a portable source is reported at the source's own line, not the prelude's.
+TEST_F(OpenclServer, APortableSourcesBuildErrorsNameItsOwnLines) {
+  auto const k = kernel::builder("opencl_test::portable_bad")
+                     .portable_source(
+                         "CUBERT_KERNEL bad(CUBERT_GLOBAL uint* x) {\n"
+                         "  x[0] = not_declared;\n"
+                         "}\n",
+                         "bad")
+                     .build();
+  auto h = c().empty(4);
+  try {
+    c().execute(k, cube_count{1}, bindings{}.with_buffer(h.binding()));
+    FAIL() << "a bad portable source was launched";
+  } catch (cubert::compilation_error const& e) {
+    EXPECT_NE(e.log().find(":2:"), std::string::npos) << e.log();
+    EXPECT_NE(e.log().find("not_declared"), std::string::npos) << e.log();
+  }
+}
+
 TEST(OpenclProcess, ASecondProcessTakesTheProgramFromTheDiskCache) {
   if (cubert::opencl::device_count() == 0) {
     GTEST_SKIP() << "no OpenCL device: " << cubert::opencl::unavailable_reason();
