@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Kernels of `cubert run`, with a native CPU body, CUDA C++ source and OpenCL C source each.
+// Kernels of `cubert run`, each with a native CPU body and one portable source for CUDA and
+// OpenCL (cubert/portable.hpp).
 #pragma once
 
 #include <cubert/cpu.hpp>
@@ -27,18 +28,13 @@ inline kernel add_f32() {
             std::min<std::uint64_t>(ctx.scalar<std::uint32_t>(0), begin + ctx.dim.units());
         for (auto i = begin; i < end; ++i) out[i] = a[i] + b[i];
       })
-      .cuda_source(R"(extern "C" __global__ void add_f32(const float* a, const float* b, float* out,
-                                               unsigned int n) {
-  unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+      .portable_source(R"(
+CUBERT_KERNEL add_f32(CUBERT_GLOBAL const float* a, CUBERT_GLOBAL const float* b,
+                      CUBERT_GLOBAL float* out, uint n) {
+  uint i = CUBERT_ABSOLUTE_POS_X;
   if (i < n) out[i] = a[i] + b[i];
 })",
-                   "add_f32")
-      .opencl_source(R"(__kernel void add_f32(__global const float* a, __global const float* b,
-                      __global float* out, uint n) {
-  size_t i = get_global_id(0);
-  if (i < n) out[i] = a[i] + b[i];
-})",
-                     "add_f32")
+                       "add_f32")
       .build();
 }
 
@@ -56,24 +52,18 @@ inline kernel axpy_f32() {
             std::min<std::uint64_t>(ctx.scalar<std::uint32_t>(0), begin + ctx.dim.units());
         for (auto i = begin; i < end; ++i) out[i] = alpha * a[i] + b[i];
       })
-      .cuda_source(
-          R"(extern "C" __global__ void axpy_f32(const float* a, const float* b, float* out,
-                                                float alpha, unsigned int n) {
-  unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+      .portable_source(R"(
+CUBERT_KERNEL axpy_f32(CUBERT_GLOBAL const float* a, CUBERT_GLOBAL const float* b,
+                       CUBERT_GLOBAL float* out, float alpha, uint n) {
+  uint i = CUBERT_ABSOLUTE_POS_X;
   if (i < n) out[i] = alpha * a[i] + b[i];
 })",
-          "axpy_f32")
-      .opencl_source(R"(__kernel void axpy_f32(__global const float* a, __global const float* b,
-                       __global float* out, float alpha, uint n) {
-  size_t i = get_global_id(0);
-  if (i < n) out[i] = alpha * a[i] + b[i];
-})",
-                     "axpy_f32")
+                       "axpy_f32")
       .build();
 }
 
 /// partial[c] = Σ in[c·chunk .. min(n, (c+1)·chunk)) accumulated in f64; `In` is the input
-/// element type (`c_in` its spelling in CUDA C++ and OpenCL C). Scalars: u32 n, u32 chunk.
+/// element type (`c_in` its spelling in the portable dialect). Scalars: u32 n, u32 chunk.
 template <typename In>
 kernel chunked_sum_to_f64(std::string const& name, std::string const& c_in) {
   return kernel::builder("run::" + name)
@@ -88,25 +78,15 @@ kernel chunked_sum_to_f64(std::string const& name, std::string const& c_in) {
         for (auto i = begin; i < end; ++i) acc += in[i];
         partial[ctx.cube_index()] = acc;
       })
-      .cuda_source("extern \"C\" __global__ void " + name + "(const " + c_in +
-                       R"(* in, double* partial, unsigned int n, unsigned int chunk) {
-  unsigned long long begin = (unsigned long long)blockIdx.x * chunk;
-  unsigned long long end = begin + chunk < n ? begin + chunk : n;
-  double acc = 0;
-  for (unsigned long long i = begin; i < end; ++i) acc += in[i];
-  partial[blockIdx.x] = acc;
-})",
-                   name)
-      .opencl_source("#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n__kernel void " + name +
-                         "(__global const " + c_in +
-                         R"(* in, __global double* partial, uint n, uint chunk) {
-  ulong begin = (ulong)get_group_id(0) * chunk;
+      .portable_source("CUBERT_KERNEL " + name + "(CUBERT_GLOBAL const " + c_in +
+                           R"(* in, CUBERT_GLOBAL double* partial, uint n, uint chunk) {
+  ulong begin = (ulong)CUBERT_CUBE_POS_X * chunk;
   ulong end = begin + chunk < n ? begin + chunk : n;
   double acc = 0;
   for (ulong i = begin; i < end; ++i) acc += in[i];
-  partial[get_group_id(0)] = acc;
+  partial[CUBERT_CUBE_POS_X] = acc;
 })",
-                     name)
+                       name)
       .build();
 }
 
@@ -134,24 +114,16 @@ inline kernel max_abs_f32() {
         for (auto i = begin; i < end; ++i) m = std::max(m, std::fabs(in[i]));
         partial[ctx.cube_index()] = m;
       })
-      .cuda_source(R"(extern "C" __global__ void max_abs_f32(const float* in, float* partial,
-                                                   unsigned int n, unsigned int chunk) {
-  unsigned long long begin = (unsigned long long)blockIdx.x * chunk;
-  unsigned long long end = begin + chunk < n ? begin + chunk : n;
-  float m = 0;
-  for (unsigned long long i = begin; i < end; ++i) m = fmaxf(m, fabsf(in[i]));
-  partial[blockIdx.x] = m;
-})",
-                   "max_abs_f32")
-      .opencl_source(R"(__kernel void max_abs_f32(__global const float* in, __global float* partial,
-                          uint n, uint chunk) {
-  ulong begin = (ulong)get_group_id(0) * chunk;
+      .portable_source(R"(
+CUBERT_KERNEL max_abs_f32(CUBERT_GLOBAL const float* in, CUBERT_GLOBAL float* partial, uint n,
+                          uint chunk) {
+  ulong begin = (ulong)CUBERT_CUBE_POS_X * chunk;
   ulong end = begin + chunk < n ? begin + chunk : n;
   float m = 0;
   for (ulong i = begin; i < end; ++i) m = fmax(m, fabs(in[i]));
-  partial[get_group_id(0)] = m;
+  partial[CUBERT_CUBE_POS_X] = m;
 })",
-                     "max_abs_f32")
+                       "max_abs_f32")
       .build();
 }
 

@@ -5,6 +5,7 @@
 #include "command_output.hpp"
 #include "kernel/kernel_disk_cache.hpp"
 #include "nvrtc_library.hpp"
+#include "run_kernels.hpp"
 #include "saved_env.hpp"
 #include "temp_dir.hpp"
 
@@ -474,6 +475,21 @@ TEST(CudaCompilerTest, APortableSourcesErrorsNameItsOwnLines) {
     FAIL() << "a bad portable source compiled";
   } catch (cubert::compilation_error const& e) {
     EXPECT_NE(e.log().find("portable_bad.cu(2)"), std::string::npos) << e.log();
+  }
+}
+
+// `cubert run`'s kernels, portable sources, compile as CUDA in CI: the GPU check runs them on
+// cuda:0, and this keeps a source that only OpenCL took from reaching it.
+TEST(CudaCompilerTest, TheCliKernelsCompileAsCuda) {
+  namespace rk = cubert::run_kernels;
+  cuda_compiler const compiler{kernel_disk_cache({}, "cuda")};
+  for (auto const& k :
+       {rk::add_f32(), rk::axpy_f32(), rk::sum_f32_to_f64(), rk::sum_f64(), rk::max_abs_f32()}) {
+    SCOPED_TRACE(k.name());
+    ASSERT_NE(k.cuda_source(), nullptr);
+    auto const code =
+        compiler.compile({k.cuda_source()->source, k.name() + ".cu", {"-DCUBERT_CHECKED=1"}, 90});
+    EXPECT_GT(code.image.size(), 4U);
   }
 }
 
