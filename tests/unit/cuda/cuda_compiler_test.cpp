@@ -5,6 +5,7 @@
 #include "command_output.hpp"
 #include "kernel/kernel_disk_cache.hpp"
 #include "nvrtc_library.hpp"
+#include "portable_sources.hpp"
 #include "run_kernels.hpp"
 #include "saved_env.hpp"
 #include "temp_dir.hpp"
@@ -463,11 +464,7 @@ CUBERT_KERNEL portable_all(CUBERT_GLOBAL const uint* CUBERT_RESTRICT in, CUBERT_
 // A mistake in a portable source is reported at the source's own line, not the prelude's.
 TEST(CudaCompilerTest, APortableSourcesErrorsNameItsOwnLines) {
   auto const k = cubert::kernel::builder("portable_bad")
-                     .portable_source(
-                         "CUBERT_KERNEL bad(CUBERT_GLOBAL uint* x) {\n"
-                         "  x[0] = not_declared;\n"
-                         "}\n",
-                         "bad")
+                     .portable_source(cubert::test::portable_source_failing_on_line_2, "bad")
                      .build();
   cuda_compiler const compiler{kernel_disk_cache({}, "cuda")};
   try {

@@ -6,6 +6,7 @@
 
 #include "command_output.hpp"
 #include "opencl_library.hpp"
+#include "portable_sources.hpp"
 #include "saved_env.hpp"
 #include "temp_dir.hpp"
 
@@ -360,11 +361,7 @@ TEST_F(OpenclServer, ACorruptCacheEntryIsBuiltAgain) {
 // A mistake in a portable source is reported at the source's own line, not the prelude's.
 TEST_F(OpenclServer, APortableSourcesBuildErrorsNameItsOwnLines) {
   auto const k = kernel::builder("opencl_test::portable_bad")
-                     .portable_source(
-                         "CUBERT_KERNEL bad(CUBERT_GLOBAL uint* x) {\n"
-                         "  x[0] = not_declared;\n"
-                         "}\n",
-                         "bad")
+                     .portable_source(cubert::test::portable_source_failing_on_line_2, "bad")
                      .build();
   auto h = c().empty(4);
   try {
