@@ -517,7 +517,7 @@ TEST_P(Conformance, APortableKernelComputesTheSameOnEveryBackend) {
             std::vector<std::uint32_t>{all});
 }
 
-TEST_P(Conformance, PortablePositionMacrosSpanThreeDimensions) {
+TEST_P(Conformance, APortableKernelsPositionMacrosSpanThreeDimensions) {
   std::uint32_t const gx = 3, gy = 2, gz = 2;  // cubes of 2 x 2 x 2 units
   std::uint32_t const wx = 2 * gx, wy = 2 * gy, wz = 2 * gz;
   auto const out = c().create(bytes_of(std::vector<std::uint32_t>(4 * wx * wy * wz, 0xffffffffu)));
