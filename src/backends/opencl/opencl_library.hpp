@@ -28,6 +28,8 @@ namespace cubert::opencl::detail {
   X(clReleaseMemObject)            \
   X(clEnqueueReadBuffer)           \
   X(clEnqueueWriteBuffer)          \
+  X(clEnqueueReadBufferRect)       \
+  X(clEnqueueWriteBufferRect)      \
   X(clEnqueueFillBuffer)           \
   X(clEnqueueCopyBuffer)           \
   X(clEnqueueMarkerWithWaitList)   \

@@ -3,6 +3,7 @@
 
 #include "opencl_library.hpp"
 #include "opencl_storage.hpp"
+#include "opencl_tensor_rect.hpp"
 
 #include <cubert/config.hpp>
 #include <cubert/error.hpp>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <optional>
 #include <utility>
 
 namespace cubert::opencl::detail {
@@ -156,6 +158,75 @@ std::future<std::vector<bytes>> opencl_server::read(std::vector<cubert::binding>
     if (p.last) wait_for(p.last.get(), "read");
     return std::move(p.out);
   });
+}
+
+std::future<std::vector<bytes>> opencl_server::read_tensor(std::vector<binding_with_meta> tensors) {
+  errors_.rethrow_if_any();
+  std::vector<backend::resource> sources;
+  sources.reserve(tensors.size());
+  for (auto const& t : tensors) {  // Every tensor is checked before anything is queued.
+    sources.push_back(memory_->get_resource(t.binding));
+    backend::check_gather(t, sources.back().size);
+  }
+  struct pending {
+    std::vector<bytes> out;
+    std::vector<std::optional<bytes>> whole;  // Read whole, gathered in the future.
+    std::vector<binding_with_meta> metas;
+    guarded_event last;  // Declared last: destroyed, so waited for, first.
+  } p;
+  p.out.reserve(tensors.size());
+  p.whole.resize(tensors.size());
+  for (std::size_t i = 0; i < tensors.size(); ++i) {
+    auto const& t = tensors[i];
+    auto const& src = sources[i];
+    auto* const mem = static_cast<cl_mem>(src.native);
+    auto const dense = backend::tensor_bytes(t.shape, t.elem_size, "read_tensor");
+    auto& dst = p.out.emplace_back(bytes::uninitialized(dense));
+    if (dense == 0) continue;
+    cl_event e = nullptr;
+    if (auto const rect = tensor_rect_of(t)) {
+      std::size_t const origin[3] = {static_cast<std::size_t>(src.offset), 0, 0};
+      std::size_t const host[3] = {0, 0, 0};
+      CUBERT_CL(clEnqueueReadBufferRect, queue_, mem, CL_FALSE, origin, host, rect->region.data(),
+                rect->row_pitch, rect->slice_pitch, rect->region[0],
+                rect->region[0] * rect->region[1], dst.data(), 0, nullptr, &e);
+      ++rect_copies_;
+    } else {
+      auto& raw = p.whole[i].emplace(bytes::uninitialized(src.size));
+      CUBERT_CL(clEnqueueReadBuffer, queue_, mem, CL_FALSE, src.offset, src.size, raw.data(), 0,
+                nullptr, &e);
+    }
+    // In order: the last read's completion covers the ones before it.
+    (void)take(p.last.release());
+    p.last = guarded_event(e);
+  }
+  CUBERT_CL(clFlush, queue_);
+  p.metas = std::move(tensors);
+  return std::async(std::launch::deferred, [p = std::move(p)]() mutable {
+    if (p.last) wait_for(p.last.get(), "read_tensor");
+    for (std::size_t i = 0; i < p.out.size(); ++i) {
+      if (p.whole[i]) p.out[i] = backend::gather_dense(p.whole[i]->span(), p.metas[i]);
+    }
+    return std::move(p.out);
+  });
+}
+
+void opencl_server::write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) {
+  backend::check_writable_layout(dst, data.size());
+  auto const res = memory_->get_resource(dst.binding);  // Unknown ones refused, data or none.
+  if (data.empty()) return;
+  auto const rect = tensor_rect_of(dst);
+  if (!rect) {
+    server::write_tensor(dst, data);
+    return;
+  }
+  backend::check_tensor_extent(dst, res.size, "write_tensor");
+  std::size_t const origin[3] = {static_cast<std::size_t>(res.offset), 0, 0};
+  std::size_t const host[3] = {0, 0, 0};
+  CUBERT_CL(clEnqueueWriteBufferRect, queue_, static_cast<cl_mem>(res.native), CL_TRUE, origin,
+            host, rect->region.data(), rect->row_pitch, rect->slice_pitch, rect->region[0],
+            rect->region[0] * rect->region[1], data.data(), 0, nullptr, nullptr);
+  ++rect_copies_;
 }
 
 std::future<void> opencl_server::read_into(cubert::binding const& b, std::span<std::byte> dst) {

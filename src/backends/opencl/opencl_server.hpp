@@ -42,6 +42,14 @@ class opencl_server final : public backend::server {
   /// (the queue is in order) on the caller's thread, and dropped unwaited waits too.
   [[nodiscard]] std::future<std::vector<bytes>> read(
       std::vector<cubert::binding> bindings) override;
+  /// A tensor one rectangle covers (at most three dimensions, rows contiguous) is one
+  /// non-blocking `clEnqueueReadBufferRect` into its dense result; another is read whole and
+  /// gathered by the deferred future, on the caller's thread. Nothing waits here.
+  [[nodiscard]] std::future<std::vector<bytes>> read_tensor(
+      std::vector<binding_with_meta> tensors) override;
+  /// A tensor one rectangle covers is one blocking `clEnqueueWriteBufferRect` from `data`;
+  /// another goes as the default does (read, scatter, write back).
+  void write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) override;
   /// One non-blocking read into `dst`, waited for by the deferred future (or when it is dropped).
   [[nodiscard]] std::future<void> read_into(cubert::binding const& b,
                                             std::span<std::byte> dst) override;
@@ -67,6 +75,8 @@ class opencl_server final : public backend::server {
   [[nodiscard]] profile_duration end_profile(profiling_token token) override;
   [[nodiscard]] device_properties const& properties() const noexcept override { return props_; }
 
+  /// Tensors read or written by one rectangular copy so far (tests).
+  [[nodiscard]] std::uint64_t rect_copies() const noexcept { return rect_copies_; }
   /// Build counters of the program cache (tests and benchmarks).
   [[nodiscard]] opencl_program_cache::counters const& kernel_stats() const noexcept {
     return programs_->stats();
@@ -133,6 +143,7 @@ class opencl_server final : public backend::server {
   backend::async_error errors_;
   std::vector<bound_buffer> bound_;  // Launch scratch, reused.
   std::size_t held_by_launches_ = 0;
+  std::uint64_t rect_copies_ = 0;
 };
 
 }  // namespace cubert::opencl::detail

@@ -263,6 +263,38 @@ TEST_F(OpenclServer, NoLaunchKeepsABufferOfItsOwn) {
   EXPECT_EQ(got[63], 6U);
 }
 
+// A view one rectangle covers is read and written by one rectangular copy; another is gathered
+// from the whole binding or scattered into it. Either way the bytes are the view's.
+TEST_F(OpenclServer, StridedViewsMoveByRectanglesWhereTheyCan) {
+  // A 4 x 6 matrix of u32; the view is rows 1..2, columns 2..4 (2 x 3, row pitch 6).
+  std::vector<std::uint32_t> m(24);
+  for (std::uint32_t i = 0; i < 24; ++i) m[i] = 100 + i;
+  auto h = c().create(bytes_of(m));
+  auto const view = h.offset_start((1 * 6 + 2) * 4);
+  cubert::binding_with_meta const sub{view.binding(), {2, 3}, {6, 1}, 4};
+  auto const before = server().rect_copies();
+  auto got = values_of<std::uint32_t>(c().read_one_tensor(sub));
+  EXPECT_EQ(got, (std::vector<std::uint32_t>{108, 109, 110, 114, 115, 116}));
+  EXPECT_EQ(server().rect_copies(), before + 1);
+
+  // The transpose of the matrix's first 3 x 4 block is no rectangle: gathered.
+  cubert::binding_with_meta const transposed{h.binding(), {4, 3}, {1, 6}, 4};
+  got = values_of<std::uint32_t>(c().read_one_tensor(transposed));
+  EXPECT_EQ(got, (std::vector<std::uint32_t>{100, 106, 112, 101, 107, 113, 102, 108, 114, 103, 109,
+                                             115}));
+  EXPECT_EQ(server().rect_copies(), before + 1);
+
+  std::vector<std::uint32_t> const fresh{1, 2, 3, 4, 5, 6};
+  c().write_tensor(sub, bytes_of(fresh));
+  EXPECT_EQ(server().rect_copies(), before + 2);
+  auto const all = values_of<std::uint32_t>(c().read_one(h.binding()));
+  for (std::uint32_t i = 0; i < 24; ++i) {
+    auto const r = i / 6, col = i % 6;
+    bool const inside = r >= 1 && r <= 2 && col >= 2 && col <= 4;
+    ASSERT_EQ(all[i], inside ? fresh[(r - 1) * 3 + (col - 2)] : 100 + i) << i;
+  }
+}
+
 TEST_F(OpenclServer, DynamicSharedMemoryIsTheLastParameter) {
   // Each work-group reverses its 64 words through local memory.
   auto const k = source_kernel("opencl_test::reverse", R"(
