@@ -106,6 +106,14 @@ void refuse_missing_launch_features(kernel const& k, bindings const& args,
                                     hardware_properties const& hw,
                                     missing_launch_features const& why);
 
+/// What a device checks of a launch's arguments alike: no more buffers than `hw.max_bindings`,
+/// and well-formed scalar groups (`check_scalars`). @throws invalid_argument naming the kernel.
+void check_launch_arguments(kernel const& k, bindings const& args, hardware_properties const& hw);
+
+/// Checks that the binding of a dynamic cube count, resolved to `count`, holds its three u32.
+/// @throws invalid_argument otherwise.
+void check_dynamic_count(resource const& count);
+
 /// Checks the scalar groups of a launch, whose fields callers may have filled by hand: each
 /// keyed by a valid element type equal to its own, with `length` elements inside `data`.
 /// @throws invalid_argument naming the first malformed group.

@@ -131,10 +131,7 @@ void cpu_server::fill(cubert::binding const& dst, std::span<std::byte const> pat
 
 std::byte const* cpu_server::count_bytes(cube_count const& count) const {
   auto res = memory_.get_resource(count.dynamic_binding());
-  if (res.size < 3 * sizeof(std::uint32_t)) {
-    throw invalid_argument(fmt::format(
-        "dynamic cube count: the binding holds {} bytes, it needs 12 (three u32)", res.size));
-  }
+  backend::check_dynamic_count(res);
   return res.host_ptr<std::byte const>();
 }
 
@@ -163,15 +160,7 @@ void cpu_server::check_launch(kernel const& k, bindings const& args) {
       k, args, hw,
       {"the CPU device does not have", "the CPU device runs every cube on its own",
        "the CPU device runs cubes as tasks that cannot wait for each other"});
-  if (args.buffers.size() > hw.max_bindings) {
-    throw invalid_argument(fmt::format("kernel '{}': {} buffers exceed the limit of {}", k.name(),
-                                       args.buffers.size(), hw.max_bindings));
-  }
-  try {
-    backend::check_scalars(args);
-  } catch (invalid_argument const& e) {
-    throw invalid_argument(fmt::format("kernel '{}': {}", k.name(), e.what()));
-  }
+  backend::check_launch_arguments(k, args, hw);
   views_.clear();
   for (std::size_t i = 0; i < args.buffers.size(); ++i) {
     try {

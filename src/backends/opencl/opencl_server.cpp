@@ -307,15 +307,7 @@ loaded_kernel& opencl_server::prepare(kernel const& k, bindings const& args, exe
         "memory",
         k.name(), k.shared_memory(), hw.max_shared_memory_size));
   }
-  if (args.buffers.size() > hw.max_bindings) {
-    throw invalid_argument(fmt::format("kernel '{}': {} buffers exceed the limit of {}", k.name(),
-                                       args.buffers.size(), hw.max_bindings));
-  }
-  try {
-    backend::check_scalars(args);
-  } catch (invalid_argument const& e) {
-    throw invalid_argument(fmt::format("kernel '{}': {}", k.name(), e.what()));
-  }
+  backend::check_launch_arguments(k, args, hw);
   // Bad bindings are refused before anything is built.
   bound_.clear();
   auto const align = props_.memory.alignment;
@@ -453,10 +445,7 @@ void opencl_server::set_arguments(kernel const& k, loaded_kernel& fn, bindings c
 
 backend::resource opencl_server::count_resource(cube_count const& count) const {
   auto res = memory_->get_resource(count.dynamic_binding());
-  if (res.size < 3 * sizeof(std::uint32_t)) {
-    throw invalid_argument(fmt::format(
-        "dynamic cube count: the binding holds {} bytes, it needs 12 (three u32)", res.size));
-  }
+  backend::check_dynamic_count(res);
   return res;
 }
 

@@ -102,6 +102,25 @@ void refuse_missing_launch_features(kernel const& k, bindings const& args,
   }
 }
 
+void check_launch_arguments(kernel const& k, bindings const& args, hardware_properties const& hw) {
+  if (args.buffers.size() > hw.max_bindings) {
+    throw invalid_argument(fmt::format("kernel '{}': {} buffers exceed the limit of {}", k.name(),
+                                       args.buffers.size(), hw.max_bindings));
+  }
+  try {
+    check_scalars(args);
+  } catch (invalid_argument const& e) {
+    throw invalid_argument(fmt::format("kernel '{}': {}", k.name(), e.what()));
+  }
+}
+
+void check_dynamic_count(resource const& count) {
+  if (count.size < 3 * sizeof(std::uint32_t)) {
+    throw invalid_argument(fmt::format(
+        "dynamic cube count: the binding holds {} bytes, it needs 12 (three u32)", count.size));
+  }
+}
+
 bool check_copy(resource const& src, resource const& dst) {
   check_copy_sizes(src.size, dst.size);
   // Two native objects never share bytes: OpenCL buffers all start at address 0, and host pages
