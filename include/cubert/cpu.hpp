@@ -8,6 +8,7 @@
 #include <cubert/error.hpp>
 #include <cubert/memory/configuration.hpp>
 
+#include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -58,7 +59,9 @@ struct kernel_context {
   cubert::cube_dim dim;  ///< Units per cube (loop over them yourself).
   uint3 cube_count;      ///< Cubes in the launch.
   std::span<buffer_view const> buffers;
-  std::map<elem, scalar_binding> const* scalar_groups = nullptr;
+  /// The scalars bound, per element type (indexed by `elem`; null where none were): a lookup
+  /// per call costs nothing next to the body of a small cube, as a map's did not.
+  std::array<scalar_binding const*, static_cast<std::size_t>(elem::boolean) + 1> scalar_table{};
   std::span<std::uint32_t const> metadata;
   execution_mode mode = execution_mode::checked;
 
@@ -83,11 +86,15 @@ struct kernel_context {
   [[nodiscard]] std::span<T const> scalars_as(elem type) const {
     // Scalar groups are packed into 64-bit words, so wider alignments cannot be honoured.
     static_assert(alignof(T) <= alignof(std::uint64_t), "scalars are 8-byte aligned");
-    CUBERT_EXPECTS(scalar_groups != nullptr, "cpu kernel: no scalars bound");
-    auto it = scalar_groups->find(type);
-    CUBERT_EXPECTS(it != scalar_groups->end(), "cpu kernel: no scalar of the requested type");
-    auto bytes = it->second.bytes();
+    auto const* group = scalar_table[static_cast<std::size_t>(type)];
+    CUBERT_EXPECTS(group != nullptr, "cpu kernel: no scalar of the requested type");
+    auto bytes = group->bytes();
     return {reinterpret_cast<T const*>(bytes.data()), bytes.size() / sizeof(T)};
+  }
+  /// Points `scalar_table` at `groups` (which must outlive the context).
+  void bind_scalars(std::map<elem, scalar_binding> const& groups) noexcept {
+    scalar_table.fill(nullptr);
+    for (auto const& [type, group] : groups) scalar_table[static_cast<std::size_t>(type)] = &group;
   }
   /// Scalar `i` of T's element type. @throws invalid_argument if missing.
   template <typename T>

@@ -91,7 +91,7 @@ class dummy_server final : public backend::server {
     ctx.cube_count = {1, 1, 1};
     ctx.dim = k.cube_dim();
     ctx.buffers = views;
-    ctx.scalar_groups = &args.scalars;
+    ctx.bind_scalars(args.scalars);
     ctx.metadata = args.metadata.data;
     ctx.mode = mode;
     try {

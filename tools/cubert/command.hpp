@@ -28,6 +28,9 @@ struct command_registrar {
   }
 };
 
+/// The command line as typed ("cubert tune matmul --shape ..."), for documents that record it.
+std::string& command_line();
+
 /// Exit status a command sets when it completed but found a failure (e.g. a wrong result).
 int& exit_code();
 

@@ -20,6 +20,11 @@ std::vector<command_entry>& command_registry() {
   return registry;
 }
 
+std::string& command_line() {
+  static std::string line;
+  return line;
+}
+
 int& exit_code() {
   static int code = 0;
   return code;
@@ -69,6 +74,10 @@ int main(int argc, char** argv) {
   CLI::App app{"cubert: a compute runtime over CPU, CUDA and OpenCL devices"};
   app.set_version_flag("--version", std::string("cubert ") + CUBERT_VERSION_STRING);
   app.require_subcommand(1);
+  for (int i = 0; i < argc; ++i) {
+    auto& line = cubert::cli::command_line();
+    line += (i == 0 ? std::string("cubert") : " " + std::string(argv[i]));
+  }
   auto& registry = cubert::cli::command_registry();
   std::sort(registry.begin(), registry.end(),
             [](auto const& a, auto const& b) { return a.name < b.name; });

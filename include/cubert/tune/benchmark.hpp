@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -34,6 +35,7 @@ enum class candidate_status {
   eliminated,   ///< Measured, then dropped early as clearly slower than the leader.
   failed,       ///< Threw (or failed to compile) during warm-up, or gave no valid sample.
   quarantined,  ///< Its output differed from candidate 0's (correctness checks).
+  skipped,      ///< Not run: the search budget ran out first. Never stored in the cache.
 };
 
 [[nodiscard]] std::string_view to_string(candidate_status s) noexcept;
@@ -67,6 +69,54 @@ struct benchmark_options {
   bool adaptive = true;       ///< False: every candidate gets max_samples.
 };
 
+/// A limit on one tuning's search. Candidates are considered in plan order, so the best guesses
+/// (a set lists them first) are the ones timed under a tight budget.
+struct search_budget {
+  /// At most this many candidates, the cached ones included, so that a second run under the
+  /// same budget is answered by the cache alone (0: no limit). Exceeded only while no candidate
+  /// considered works: a budget never makes a tuning fail.
+  std::size_t candidates = 0;
+  /// No candidate is started after this long; those left are `skipped` (0: no limit). The
+  /// first candidate to run always runs.
+  std::chrono::milliseconds time{0};
+
+  [[nodiscard]] bool unlimited() const noexcept { return candidates == 0 && time.count() == 0; }
+};
+
+/// How far one tuning has come, for progress bars.
+struct tune_progress {
+  enum class stage {
+    warm_up,   ///< `candidate` starts its warm-up (compiles, first run).
+    sampling,  ///< A round of samples over the live candidates ended.
+    finished,  ///< The tuning chose (`candidate` is the winner).
+  };
+  stage what = stage::warm_up;
+  std::string_view tuner;
+  std::string_view key;
+  std::string_view candidate;  ///< Empty for `sampling`.
+  std::size_t position = 0;    ///< Candidates warmed up so far, this one included.
+  std::size_t total = 0;       ///< Candidates this tuning runs (not answered by the cache).
+  int round = 0;               ///< Sampling rounds done (`sampling`).
+  int rounds = 0;              ///< Most rounds it may take.
+};
+
+/// Called on the tuning thread; must not throw (what it throws is logged and dropped).
+using progress_fn = std::function<void(tune_progress const&)>;
+
+/// What `run_benchmarks` reports while it runs; slots index its `indices`.
+struct benchmark_event {
+  bool warm_up = true;  ///< True: slot `slot` starts its warm-up; false: round `round` ended.
+  std::size_t slot = 0;
+  int round = 0;
+};
+
+/// Per-run controls of `run_benchmarks`, beside the options shared by a tuner's runs.
+struct benchmark_controls {
+  /// No warm-up starts after it (the first always does); the rest are `skipped`.
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  std::function<void(benchmark_event const&)> on_event;  ///< May be empty.
+};
+
 /// Thrown by a target's `warm_up` when a candidate's output differs from candidate 0's.
 class check_failure : public std::runtime_error {
  public:
@@ -93,7 +143,8 @@ class benchmark_target {
 /// Returns one result per index, in the order given; `name`/`version` are left to the caller.
 [[nodiscard]] std::vector<candidate_result> run_benchmarks(benchmark_target& target,
                                                            std::span<std::size_t const> indices,
-                                                           benchmark_options const& options);
+                                                           benchmark_options const& options,
+                                                           benchmark_controls const& controls = {});
 
 /// The winner among measured results: the fastest median, except that a lower index within the
 /// tie band wins, so that fresh processes agree. `std::nullopt` when nothing was measured.

@@ -52,7 +52,7 @@ class set_target final : public benchmark_target {
       auto out = settled_call(i);
       client_.sync();
       if (i == 0) {
-        if (!reference_) reference_.emplace(std::move(out));
+        if (!reference_) keep_reference(std::move(out));
         compared_.insert(0);
         return std::nullopt;
       }
@@ -140,7 +140,7 @@ class set_target final : public benchmark_target {
       // Kept only once the sync says the run worked: a failed run's output is no reference.
       auto out = settled_call(0);
       client_.sync();
-      reference_.emplace(std::move(out));
+      keep_reference(std::move(out));
     } catch (std::exception const& e) {
       reference_failed_ = true;
       log::warn(log::category::autotune, "correctness checks skipped: candidate 0 failed: {}",
@@ -148,6 +148,30 @@ class set_target final : public benchmark_target {
     } catch (...) {  // Escaping, it would be charged to the candidate being checked.
       reference_failed_ = true;
       log::warn(log::category::autotune, "correctness checks skipped: candidate 0 failed");
+    }
+  }
+
+  // The set's snapshot, when it has one, runs here: before any other candidate overwrites what
+  // the output refers to. A failing snapshot leaves no reference (checks are skipped).
+  void keep_reference(stored out) {
+    if (!set_.snapshot()) {
+      reference_.emplace(std::move(out));
+      return;
+    }
+    try {
+      auto copy = set_.snapshot()(out);
+      client_.sync();
+      reference_.emplace(std::move(copy));
+    } catch (std::exception const& e) {  // Not candidate 0's failure: only checks are lost.
+      settle();
+      reference_failed_ = true;
+      log::warn(log::category::autotune,
+                "correctness checks skipped: keeping candidate 0's output failed: {}", e.what());
+    } catch (...) {
+      settle();
+      reference_failed_ = true;
+      log::warn(log::category::autotune,
+                "correctness checks skipped: keeping candidate 0's output failed");
     }
   }
 

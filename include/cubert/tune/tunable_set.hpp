@@ -45,6 +45,9 @@ class tunable_set {
   using output_check = std::function<std::optional<std::string>(
       std::conditional_t<std::is_void_v<Output>, int, Output> const& reference,
       std::conditional_t<std::is_void_v<Output>, int, Output> const& candidate)>;
+  /// Makes the reference kept from candidate 0's output (see `with_snapshot`).
+  using output_snapshot = std::function<std::conditional_t<std::is_void_v<Output>, int, Output>(
+      std::conditional_t<std::is_void_v<Output>, int, Output> const& output)>;
 
   /// @throws invalid_argument if a generator is empty.
   tunable_set(key_generator keys, input_generator inputs)
@@ -88,6 +91,17 @@ class tunable_set {
     return *this;
   }
 
+  /// Sets how candidate 0's output is kept as the reference when correctness checks are on:
+  /// called once on that output, before any other candidate runs, and what it returns is what
+  /// later outputs are compared with. Needed when the output refers to memory the candidates
+  /// share (every candidate writes into the one generated output buffer): kept as it is, the
+  /// reference would be overwritten by the candidate it is compared with, and every candidate
+  /// would match. Copy the data (`client.copy` into a fresh buffer, say) and return the copy.
+  tunable_set& with_snapshot(output_snapshot snapshot) {
+    snapshot_ = std::move(snapshot);
+    return *this;
+  }
+
   [[nodiscard]] std::size_t size() const noexcept { return tunables_.size(); }
   [[nodiscard]] tunable_type const& at(std::size_t i) const { return tunables_.at(i); }
   [[nodiscard]] std::string const& checksum() const noexcept { return checksum_; }
@@ -101,6 +115,7 @@ class tunable_set {
   [[nodiscard]] std::string const& identity() const noexcept { return identity_; }
   [[nodiscard]] std::uint64_t uid() const noexcept { return uid_; }
   [[nodiscard]] output_check const& check() const noexcept { return check_; }
+  [[nodiscard]] output_snapshot const& snapshot() const noexcept { return snapshot_; }
 
   [[nodiscard]] Key generate_key(Inputs const&... in) const { return keys_(in...); }
   [[nodiscard]] std::tuple<Inputs...> generate_inputs(Key const& k, Inputs const&... in) const {
@@ -140,6 +155,7 @@ class tunable_set {
   std::vector<tunable_type> tunables_;
   std::optional<std::string> checksum_override_;
   output_check check_;
+  output_snapshot snapshot_;
   std::string checksum_;
   std::string identity_ = detail::candidates_checksum({}, {});
   std::uint64_t uid_ = detail::next_set_uid();

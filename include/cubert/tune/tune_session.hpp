@@ -26,6 +26,8 @@ struct tuning_request {
   bool checks = false;          ///< Outputs are compared with candidate 0's.
   bool log_decisions = false;   ///< Log every candidate's timings and the winner.
   tune_cache* cache = nullptr;  ///< Not owned; null when the persistent cache is off.
+  search_budget budget{};
+  progress_fn const* progress = nullptr;  ///< Not owned; null or empty: no reports.
 };
 
 /// The choice for one key, with every candidate's result that informed it.

@@ -39,6 +39,10 @@ struct tuner_options {
   concurrent_policy concurrent = concurrent_policy::run_default;
   bool log_decisions = false;
   benchmark_options bench{};
+  /// Limits each tuning's search (`cubert tune --budget`); unlimited by default.
+  search_budget budget{};
+  /// Told how each tuning progresses (`cubert tune`'s progress bar), on the tuning thread.
+  progress_fn progress;
 
   /// Options for `cfg`; the level scales the sample counts.
   [[nodiscard]] static tuner_options from(config const& cfg);
@@ -263,7 +267,9 @@ class tuner {
                                    options.bench,
                                    options.checks && detail::can_check(s),
                                    options.log_decisions,
-                                   cache.get()};
+                                   cache.get(),
+                                   options.budget,
+                                   &options.progress};
         using tuple_t = std::invoke_result_t<Generate const&>;
         auto target = make_target(client, s, generate, static_cast<tuple_t*>(nullptr), req.checks);
         auto outcome = detail::run_tuning(req, s.plan(key), target);

@@ -222,7 +222,7 @@ void cpu_server::execute(kernel const& k, cube_count const& count, bindings args
   base.dim = k.cube_dim();
   base.cube_count = {counts[0], counts[1], counts[2]};
   base.buffers = views_;
-  base.scalar_groups = &args.scalars;
+  base.bind_scalars(args.scalars);
   base.metadata = args.metadata.data;
   base.mode = mode;
   try {
@@ -244,13 +244,24 @@ void cpu_server::run_cubes(cpu_kernel_fn const& fn, kernel_context const& base,
   std::uint64_t const cx = counts[0];
   std::uint64_t const cxy = cx * counts[1];
   std::uint64_t const total = cxy * counts[2];
-  pool_.run(total, [&](std::uint64_t i) {
+  pool_.run_ranges(total, [&](std::uint64_t begin, std::uint64_t end) {
+    // One context per range, its position stepped cube by cube: the divisions and the copy
+    // once per range, not per cube.
     kernel_context ctx = base;
-    ctx.cube_pos = {static_cast<std::uint32_t>(i % cx),
-                    static_cast<std::uint32_t>((i / cx) % counts[1]),
-                    static_cast<std::uint32_t>(i / cxy)};
+    ctx.cube_pos = {static_cast<std::uint32_t>(begin % cx),
+                    static_cast<std::uint32_t>((begin / cx) % counts[1]),
+                    static_cast<std::uint32_t>(begin / cxy)};
     backend::kernel_body_scope const inside;
-    fn(ctx);
+    for (std::uint64_t i = begin; i < end; ++i) {
+      fn(ctx);
+      if (++ctx.cube_pos.x == counts[0]) {
+        ctx.cube_pos.x = 0;
+        if (++ctx.cube_pos.y == counts[1]) {
+          ctx.cube_pos.y = 0;
+          ++ctx.cube_pos.z;
+        }
+      }
+    }
   });
 }
 

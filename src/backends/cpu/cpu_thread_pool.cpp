@@ -52,38 +52,50 @@ void cpu_thread_pool::stop() noexcept {
   workers_.clear();
 }
 
+std::uint64_t cpu_thread_pool::chunk_for(std::uint64_t left, unsigned threads) noexcept {
+  // Guided: an eighth of each thread's share of what is left, so that claims are few while
+  // plenty remains and single tasks at the end, where one slow range would hold up the rest.
+  return std::max<std::uint64_t>(1, left / (std::uint64_t{threads} * 8));
+}
+
 void cpu_thread_pool::work_on(job& j) noexcept {
   for (;;) {
-    auto const i = j.next.fetch_add(1, std::memory_order_relaxed);
-    if (i >= j.count) return;
+    // The claim reads `next` then adds to it: another thread's claim in between makes the
+    // chunk a little larger or smaller than guided, never overlapping (fetch_add decides).
+    auto const seen = j.next.load(std::memory_order_relaxed);
+    if (seen >= j.count) return;
+    auto const size = chunk_for(j.count - seen, j.threads);
+    auto const begin = j.next.fetch_add(size, std::memory_order_relaxed);
+    if (begin >= j.count) return;
+    auto const end = std::min(j.count, begin + size);
     if (!j.failed.load(std::memory_order_relaxed)) {
       try {
-        j.fn(j.ctx, i);
+        j.fn(j.ctx, begin, end);
       } catch (...) {
         std::lock_guard lock(j.error_mutex);
         if (!j.error) j.error = std::current_exception();
         j.failed.store(true, std::memory_order_relaxed);
         // Skip every task nobody has claimed in one step: counting them off one by one took a
         // minute after a failure in a grid of 2^32 cubes.
-        auto const claimed = j.next.exchange(j.count, std::memory_order_relaxed);
+        auto const claimed = std::min(j.count, j.next.exchange(j.count, std::memory_order_relaxed));
         if (claimed < j.count) j.done.fetch_add(j.count - claimed, std::memory_order_acq_rel);
       }
     }
-    j.done.fetch_add(1, std::memory_order_acq_rel);
+    j.done.fetch_add(end - begin, std::memory_order_acq_rel);
   }
 }
 
 void cpu_thread_pool::run_erased(std::uint64_t count, task_fn fn, void* ctx) {
   if (count == 0) return;
   if (threads_ == 1 || count == 1) {
-    // Nothing to share: skip the hand-off entirely.
-    for (std::uint64_t i = 0; i < count; ++i) fn(ctx, i);
+    fn(ctx, 0, count);  // Nothing to share: skip the hand-off entirely.
     return;
   }
   job j;
   j.fn = fn;
   j.ctx = ctx;
   j.count = count;
+  j.threads = threads_;
   current_.store(&j);
   generation_.fetch_add(1);
   if (sleeping_.load() > 0) {

@@ -28,30 +28,44 @@ class cpu_thread_pool {
   cpu_thread_pool(cpu_thread_pool const&) = delete;
   cpu_thread_pool& operator=(cpu_thread_pool const&) = delete;
 
-  /// Most tasks one `run` takes: the shared task counter runs a few past `count` (one step per
-  /// thread at the end), and must not wrap around to tasks already run.
+  /// Most tasks one `run` takes: the shared task counter runs past `count` by at most one claim
+  /// per thread at the end (a claim is at most a sixteenth of the tasks), and must not wrap
+  /// around to tasks already run.
   static constexpr std::uint64_t max_count = std::uint64_t{1} << 63;
 
   /// Calls `task(i)` for every i in [0, count), in parallel; `count` <= max_count. Rethrows the
   /// first exception a task threw; the tasks not yet started are skipped then.
   template <typename F>
   void run(std::uint64_t count, F&& task) {
+    run_ranges(count, [&task](std::uint64_t begin, std::uint64_t end) {
+      for (std::uint64_t i = begin; i < end; ++i) task(i);
+    });
+  }
+
+  /// Calls `task(begin, end)` over ranges that together cover [0, count) once each, in
+  /// parallel; `count` <= max_count. A thread claims a range at a time, so a task of a few
+  /// nanoseconds does not pay a shared counter each (a grid of GPU-sized cubes is 16 Ki tasks
+  /// per 4 Mi elements). Ranges shrink towards the end so that threads finish together.
+  /// Rethrows the first exception a task threw; the ranges not yet started are skipped then.
+  template <typename F>
+  void run_ranges(std::uint64_t count, F&& task) {
     run_erased(count, &invoke<std::remove_reference_t<F>>, &task);
   }
 
   [[nodiscard]] unsigned threads() const noexcept { return threads_; }
 
  private:
-  using task_fn = void (*)(void*, std::uint64_t);
+  using task_fn = void (*)(void*, std::uint64_t, std::uint64_t);
   template <typename F>
-  static void invoke(void* f, std::uint64_t i) {
-    (*static_cast<F*>(f))(i);
+  static void invoke(void* f, std::uint64_t begin, std::uint64_t end) {
+    (*static_cast<F*>(f))(begin, end);
   }
 
   struct job {
     task_fn fn = nullptr;
     void* ctx = nullptr;
     std::uint64_t count = 0;
+    unsigned threads = 1;
     std::atomic<std::uint64_t> next{0};
     std::atomic<std::uint64_t> done{0};
     std::atomic<bool> failed{false};
@@ -61,6 +75,8 @@ class cpu_thread_pool {
 
   void run_erased(std::uint64_t count, task_fn fn, void* ctx);
   static void work_on(job& j) noexcept;
+  /// How many tasks to claim when `left` remain unclaimed.
+  [[nodiscard]] static std::uint64_t chunk_for(std::uint64_t left, unsigned threads) noexcept;
   void worker_loop();
   /// Spins up to `spin_` for a launch after generation `seen`; whether one came.
   [[nodiscard]] bool spin_for_launch(std::uint64_t seen) const noexcept;

@@ -55,7 +55,8 @@ void eliminate(std::vector<live_candidate>& cands, std::vector<candidate_result>
 }  // namespace
 
 std::string_view to_string(candidate_status s) noexcept {
-  constexpr std::array<std::string_view, 4> names{"ok", "eliminated", "failed", "quarantined"};
+  constexpr std::array<std::string_view, 5> names{"ok", "eliminated", "failed", "quarantined",
+                                                  "skipped"};
   return names[static_cast<std::size_t>(s)];
 }
 
@@ -66,13 +67,29 @@ candidate_stats compute_stats(std::span<ns const> samples) {
 
 std::vector<candidate_result> run_benchmarks(benchmark_target& target,
                                              std::span<std::size_t const> indices,
-                                             benchmark_options const& options) {
+                                             benchmark_options const& options,
+                                             benchmark_controls const& controls) {
   CUBERT_EXPECTS(options.max_samples >= 1 && options.min_samples >= 1,
                  "benchmark_options needs at least one sample");
   std::vector<candidate_result> results(indices.size());
   std::vector<live_candidate> cands;
+  auto const report = [&](benchmark_event const& e) {
+    if (!controls.on_event) return;
+    try {
+      controls.on_event(e);
+    } catch (...) {  // A progress display must not fail the tuning.
+      log::warn(log::category::autotune, "a tuning progress callback threw: {}",
+                describe(std::current_exception()));
+    }
+  };
   for (std::size_t s = 0; s < indices.size(); ++s) {
     results[s].index = indices[s];
+    if (s > 0 && controls.deadline && std::chrono::steady_clock::now() >= *controls.deadline) {
+      results[s].status = candidate_status::skipped;
+      results[s].error = "not run: the search's time budget ran out";
+      continue;
+    }
+    report({true, s, 0});
     try {
       std::optional<profile_duration> timed;
       for (int w = 0; w < std::max(options.warmup, 1); ++w) timed = target.warm_up(indices[s]);
@@ -125,6 +142,7 @@ std::vector<candidate_result> run_benchmarks(benchmark_target& target,
       c->samples.push_back(t);
       if (c->stale_rounds < 2) all_converged = false;
     }
+    report({false, 0, round + 1});
     if (!options.adaptive || round + 1 < options.min_samples) continue;
     eliminate(cands, results, options.speed_factor);
     if (all_converged) break;

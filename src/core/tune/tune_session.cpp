@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "base/exception_text.hpp"
+
 #include <cubert/error.hpp>
 #include <cubert/logging.hpp>
 #include <cubert/tune/tune_session.hpp>
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
+#include <functional>
 
 namespace cubert::tune::detail {
 
@@ -67,6 +71,63 @@ bool reusable(candidate_result const& r, bool checks, std::string const& referen
   return true;
 }
 
+// Reports progress to the request's callback; a callback that throws is logged, never fatal.
+class progress_reporter {
+ public:
+  explicit progress_reporter(tuning_request const& req) : req_(req) {}
+
+  [[nodiscard]] bool active() const noexcept { return req_.progress && *req_.progress; }
+
+  // What run_benchmarks reports about `to_run`, turned into this tuning's progress.
+  [[nodiscard]] std::function<void(benchmark_event const&)> events(
+      std::vector<std::size_t> const& to_run) {
+    if (!active()) return {};
+    return [this, &to_run](benchmark_event const& e) {
+      tune_progress p;
+      p.total = total_;
+      p.rounds = req_.options.max_samples;
+      if (e.warm_up) {
+        p.what = tune_progress::stage::warm_up;
+        p.candidate = req_.names[to_run[e.slot]];
+        p.position = ++started_;
+      } else {
+        p.what = tune_progress::stage::sampling;
+        p.position = started_;
+        p.round = e.round;
+      }
+      send(p);
+    };
+  }
+
+  void finished(std::size_t winner) {
+    if (!active()) return;
+    tune_progress p;
+    p.what = tune_progress::stage::finished;
+    p.candidate = req_.names[winner];
+    p.position = started_;
+    p.total = total_;
+    send(p);
+  }
+
+  void expect(std::size_t more) noexcept { total_ += more; }
+
+ private:
+  void send(tune_progress& p) {
+    p.tuner = req_.tuner_name;
+    p.key = req_.key;
+    try {
+      (*req_.progress)(p);
+    } catch (...) {
+      log::warn(log::category::autotune, "a tuning progress callback threw: {}",
+                cubert::detail::what_of(std::current_exception(), "unknown exception"));
+    }
+  }
+
+  tuning_request const& req_;
+  std::size_t started_ = 0;
+  std::size_t total_ = 0;
+};
+
 thread_local int tunings_on_this_thread = 0;
 
 // Counts the tunings running on this thread: a candidate may call execute, and tune another key.
@@ -90,9 +151,20 @@ tuning_outcome run_tuning(tuning_request const& req, tune_plan plan, benchmark_t
   if (req.cache != nullptr) req.cache->refresh();  // Pick up other processes' results.
   auto const reference = reference_of(req);
   tuning_outcome out;
+  progress_reporter progress(req);
+  std::size_t considered = 0;  // Candidates of the plan looked at, for the budget.
+  benchmark_controls controls;
+  if (req.budget.time.count() > 0) controls.deadline = start + req.budget.time;
   for (auto batch = plan.next(); !batch.empty(); batch = plan.next()) {
     std::vector<candidate_result> results;
     std::vector<std::size_t> to_run;
+    // Past the budget only while nothing considered works (a budget never fails a tuning).
+    if (req.budget.candidates > 0 && considered >= req.budget.candidates) {
+      batch.resize(1);
+    } else if (req.budget.candidates > 0) {
+      batch.resize(std::min(batch.size(), req.budget.candidates - considered));
+    }
+    considered += batch.size();
     for (auto i : batch) {
       std::optional<candidate_result> cached;
       if (req.cache != nullptr) {
@@ -116,7 +188,9 @@ tuning_outcome run_tuning(tuning_request const& req, tune_plan plan, benchmark_t
         throw invalid_argument(
             fmt::format("autotune of {} for key {}: {}", req.tuner_name, req.key, why));
       }
-      auto fresh = run_benchmarks(target, to_run, req.options);
+      progress.expect(to_run.size());
+      controls.on_event = progress.events(to_run);
+      auto fresh = run_benchmarks(target, to_run, req.options, controls);
       for (auto& r : fresh) {
         r.name = req.names[r.index];
         r.version = req.versions[r.index];
@@ -125,7 +199,9 @@ tuning_outcome run_tuning(tuning_request const& req, tune_plan plan, benchmark_t
         r.checked = req.checks && r.status != candidate_status::failed && target.compared(r.index);
         if (r.checked || r.status == candidate_status::quarantined) r.reference = reference;
       }
-      out.benchmarked += fresh.size();
+      out.benchmarked += static_cast<std::size_t>(std::count_if(
+          fresh.begin(), fresh.end(),
+          [](candidate_result const& r) { return r.status != candidate_status::skipped; }));
       std::optional<tune_decision> decision;
       auto all = results;
       all.insert(all.end(), fresh.begin(), fresh.end());
@@ -133,7 +209,15 @@ tuning_outcome run_tuning(tuning_request const& req, tune_plan plan, benchmark_t
         decision =
             tune_decision{std::string(req.key), std::string(req.checksum), *w, req.names[*w]};
       }
-      if (req.cache != nullptr) req.cache->append(req.key, fresh, decision, req.explicit_checksum);
+      if (req.cache != nullptr) {
+        // A skipped candidate was never run: it has no result to store, and a later tuning
+        // runs it.
+        std::vector<candidate_result> ran;
+        for (auto const& r : fresh) {
+          if (r.status != candidate_status::skipped) ran.push_back(r);
+        }
+        req.cache->append(req.key, ran, decision, req.explicit_checksum);
+      }
       results = std::move(all);
     }
     out.results.insert(out.results.end(), results.begin(), results.end());
@@ -143,6 +227,7 @@ tuning_outcome run_tuning(tuning_request const& req, tune_plan plan, benchmark_t
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
               .count();
       log_decision(req, out, ms);
+      progress.finished(out.winner);
       return out;
     }
   }

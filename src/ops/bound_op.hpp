@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+// One call of a library operation with its operands bound, as the workload layer drives it:
+// tuned, or one candidate at a time.
+#pragma once
+
+#include "op_support.hpp"
+#include "op_tuner.hpp"
+
+#include <cubert/client.hpp>
+#include <cubert/ops/tuning.hpp>
+#include <cubert/tune/benchmark.hpp>
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cubert::ops::detail {
+
+/// A family's operation with its operands, type-erased.
+class bound_op {
+ public:
+  virtual ~bound_op() = default;
+  /// Runs through the family's tuner (tuning the key on first use).
+  virtual void run() = 0;
+  /// Runs candidate `i` of the set alone, without the tuner.
+  virtual void run_candidate(std::size_t i) = 0;
+  [[nodiscard]] virtual std::size_t candidates() const = 0;
+  [[nodiscard]] virtual std::string candidate_name(std::size_t i) const = 0;
+  /// Whether candidate `i` can run this call's key (the plan offers it).
+  [[nodiscard]] virtual bool offered(std::size_t i) const = 0;
+  [[nodiscard]] virtual tune_key key() const = 0;
+  [[nodiscard]] virtual std::string const& tuner_name() const = 0;
+  /// The tuner of this call's device (its results for the key, its count of benchmarks).
+  [[nodiscard]] virtual std::shared_ptr<tune::tuner<tune_key>> tuner() const = 0;
+  /// The output the operation writes.
+  [[nodiscard]] virtual tensor const& output() const = 0;
+};
+
+/// `bound_op` over a family's set: `Family` gives `static std::shared_ptr<op_set<Args> const>
+/// set_for(client const&, op_tuner::tuner_type&, Args const&)` and `static op_tuner& tuner()`.
+template <typename Family, typename Args>
+class bound_family final : public bound_op {
+ public:
+  bound_family(client c, Args args)
+      : client_(std::move(c)),
+        args_(std::move(args)),
+        local_(Family::tuner().get()),
+        set_(Family::set_for(client_, *local_, args_)) {}
+
+  void run() override { (void)local_->execute(device_key(client_), client_, set_, client_, args_); }
+  void run_candidate(std::size_t i) override { (void)set_->run(i, client_, args_); }
+  [[nodiscard]] std::size_t candidates() const override { return set_->size(); }
+  [[nodiscard]] std::string candidate_name(std::size_t i) const override {
+    return set_->at(i).name();
+  }
+  [[nodiscard]] bool offered(std::size_t i) const override {
+    for (auto const& m : set_->at(i).memberships(key())) {
+      if (m.group_priority < 0 || m.within_priority < 0) return false;
+    }
+    return true;
+  }
+  [[nodiscard]] tune_key key() const override { return set_->generate_key(client_, args_); }
+  [[nodiscard]] std::string const& tuner_name() const override { return local_->name(); }
+  [[nodiscard]] std::shared_ptr<tune::tuner<tune_key>> tuner() const override {
+    return local_->tuner_for(device_key(client_), client_);
+  }
+  [[nodiscard]] tensor const& output() const override { return Family::output_of(args_); }
+
+ private:
+  mutable client client_;  // tuner_for takes a client it may copy; nothing here changes it.
+  Args args_;
+  std::shared_ptr<op_tuner::tuner_type> local_;
+  std::shared_ptr<op_set<Args> const> set_;
+};
+
+}  // namespace cubert::ops::detail

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: Apache-2.0
+// Matrix multiplication: operand checks, layout resolution, the tune key and the sets.
+#include "mm_family.hpp"
+
+#include <cubert/error.hpp>
+#include <cubert/ops/half.hpp>
+#include <cubert/tune/anchor.hpp>
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <numeric>
+
+namespace cubert::ops::detail {
+
+namespace {
+
+// Rows × cols of a rank-2 or rank-3 tensor's last two axes, with its layout.
+mm_operand as_matrix(tensor const& t, char const* name, std::uint64_t rows, std::uint64_t cols) {
+  mm_operand o{t};
+  auto const rs = t.stride(-2);
+  auto const cs = t.stride(-1);
+  if (cs == 1 && (rows == 1 || rs >= cols)) {
+    o.ld = rows == 1 ? std::max<std::uint64_t>(cols, 1) : rs;
+  } else if (rs == 1 && (cols == 1 || cs >= rows)) {
+    o.col_major = true;
+    o.ld = cols == 1 ? std::max<std::uint64_t>(rows, 1) : cs;
+  } else {
+    throw invalid_argument(fmt::format(
+        "ops::matmul: {} {} is neither row-major (last axis contiguous) nor column-major "
+        "(second-to-last contiguous) without overlapping rows",
+        name, t.describe()));
+  }
+  o.batch_stride = t.rank() == 3 ? t.stride(0) : 0;
+  return o;
+}
+
+void check_rank(tensor const& t, char const* name) {
+  CUBERT_EXPECTS(t.rank() == 2 || t.rank() == 3,
+                 fmt::format("ops::matmul: {} {} must have rank 2 or 3", name, t.describe()));
+}
+
+}  // namespace
+
+mm_args checked_mm(tensor const& a, tensor const& b, tensor const& out) {
+  check_rank(a, "A");
+  check_rank(b, "B");
+  check_rank(out, "C");
+  require_float(a, "ops::matmul: A");
+  if (b.dtype() != a.dtype()) {
+    throw invalid_argument(
+        fmt::format("ops::matmul: A {} and B {} differ in dtype", a.describe(), b.describe()));
+  }
+  if (out.dtype() != elem::f32 && out.dtype() != a.dtype()) {
+    throw invalid_argument(fmt::format("ops::matmul: C {} must be f32 or {}", out.describe(),
+                                       cubert::to_string(a.dtype())));
+  }
+  mm_args r;
+  r.m = a.dim(-2);
+  r.k = a.dim(-1);
+  r.n = b.dim(-1);
+  if (b.dim(-2) != r.k || out.dim(-2) != r.m || out.dim(-1) != r.n) {
+    throw invalid_argument(fmt::format("ops::matmul: shapes do not chain: A {}, B {}, C {}",
+                                       a.describe(), b.describe(), out.describe()));
+  }
+  std::uint64_t batch = 1;
+  for (auto const* t : {&a, &b, &out}) {
+    if (t->rank() == 3 && t->dim(0) != 1) {
+      if (batch != 1 && t->dim(0) != batch) {
+        throw invalid_argument(fmt::format("ops::matmul: batch sizes differ: A {}, B {}, C {}",
+                                           a.describe(), b.describe(), out.describe()));
+      }
+      batch = t->dim(0);
+    }
+  }
+  if (out.rank() == 2 && batch > 1) {
+    throw invalid_argument(
+        fmt::format("ops::matmul: C {} has no batch axis for {} batches", out.describe(), batch));
+  }
+  r.batch = batch;
+  r.out = out;
+  r.a = as_matrix(a, "A", r.m, r.k);
+  r.b = as_matrix(b, "B", r.k, r.n);
+  r.c = as_matrix(out, "C", r.m, r.n);
+  if (r.c.col_major && !(r.m == 1 && r.n == 1)) {
+    // Cᵀ = Bᵀ·Aᵀ with Cᵀ row-major: the transposes swap each operand's layout.
+    std::swap(r.a, r.b);
+    std::swap(r.m, r.n);
+    r.a.col_major = !r.a.col_major;
+    r.b.col_major = !r.b.col_major;
+    r.c.col_major = false;
+    r.swapped = true;
+  }
+  r.c.col_major = false;
+  return r;
+}
+
+std::string layout_of(mm_args const& a) {
+  return fmt::format("{}{}", a.a.col_major ? 'c' : 'r', a.b.col_major ? 'c' : 'r');
+}
+
+double mm_tolerance(std::uint64_t k, elem out) {
+  // Candidates sum k products in different orders (tiles, split-K): √k · u per value is the
+  // typical spread of random signs; 16× that is generous and still catches a dropped tile.
+  return 4 * unit_roundoff(out) +
+         16 * std::sqrt(static_cast<double>(std::max<std::uint64_t>(k, 1))) *
+             unit_roundoff(elem::f32);
+}
+
+binding bound_at_offset(mm_operand const& o) {
+  auto const bytes = o.offset() * elem_size(o.t.dtype());
+  return bytes == 0 ? o.t.bound() : handle(o.t.data()).offset_start(bytes).binding();
+}
+
+namespace {
+
+tune_key key_of(client const& c, mm_args const& a) {
+  tune_key k;
+  k.op = "matmul";
+  k.dtype = a.a.t.dtype();
+  k.out = a.c.t.dtype();
+  k.layout = layout_of(a);
+  k.dims = {tune::anchor(a.m), tune::anchor(a.n), tune::anchor(a.k), tune::anchor(a.batch)};
+  auto const base = std::gcd(std::gcd(c.properties().memory.alignment, a.a.t.data().offset_start()),
+                             a.b.t.data().offset_start());
+  k.align =
+      vector_align({a.a.ld, a.b.ld, a.a.batch_stride, a.b.batch_stride, a.a.offset(), a.b.offset()},
+                   base, k.dtype);
+  return k;
+}
+
+mm_args bench_inputs(client const& c, mm_args const& a) {
+  mm_args b = a;
+  b.a.t = random_like(c, a.a.t, 4);
+  b.b.t = random_like(c, a.b.t, 5);
+  b.c.t = tensor(c.empty(a.c.t.data().size()), a.c.t.dtype(), a.c.t.shape(), a.c.t.strides(),
+                 a.c.t.offset());
+  b.out = b.c.t;
+  return b;
+}
+
+mm_set make_set(bool gpu, bool cuda) {
+  mm_set set([](client const& c, mm_args const& a) { return key_of(c, a); },
+             [](tune_key const&, client const& c, mm_args const& a) {
+               return std::tuple<client, mm_args>{c, bench_inputs(c, a)};
+             });
+  if (gpu) {
+    add_gpu_candidates(set, cuda);
+  } else {
+    add_cpu_candidates(set);
+  }
+  with_output_checks(set);
+  return set;
+}
+
+mm_set cpu_set() {
+  return make_set(false, false);
+}
+mm_set opencl_set() {
+  return make_set(true, false);
+}
+mm_set cuda_set() {
+  return make_set(true, true);
+}
+
+}  // namespace
+
+op_tuner& mm_family::tuner() {
+  static op_tuner t("ops.matmul");
+  return t;
+}
+
+std::shared_ptr<mm_set const> mm_family::set_for(client const& c, op_tuner::tuner_type& t,
+                                                 mm_args const&) {
+  auto const& backend = c.properties().backend;
+  if (backend == "cpu") return t.init(&cpu_set);
+  if (backend == "cuda") return t.init(&cuda_set);
+  return t.init(&opencl_set);
+}
+
+}  // namespace cubert::ops::detail
+
+namespace cubert::ops {
+
+void matmul(client const& c, tensor const& a, tensor const& b, tensor const& out) {
+  auto const args = detail::checked_mm(a, b, out);
+  if (args.m == 0 || args.n == 0 || args.batch == 0) return;
+  auto const tuner = detail::mm_family::tuner().get();
+  (void)tuner->execute(detail::device_key(c), c, detail::mm_family::set_for(c, *tuner, args), c,
+                       args);
+}
+
+}  // namespace cubert::ops

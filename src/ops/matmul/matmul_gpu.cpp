@@ -1,0 +1,109 @@
+// SPDX-License-Identifier: Apache-2.0
+// The GPU candidates of matmul (CUDA and OpenCL): the portable tiled kernel of each curated
+// configuration (gpu/matmul_source.hpp), with its split-K reduction where it has one.
+#include "../gpu/matmul_source.hpp"
+#include "../gpu/ops_prelude.hpp"
+#include "mm_family.hpp"
+
+#include <cubert/error.hpp>
+
+#include <fmt/format.h>
+
+#include <limits>
+
+namespace cubert::ops::detail {
+
+namespace {
+
+gpu::matmul_signature signature_of(mm_args const& a) {
+  return {a.a.t.dtype(), a.c.t.dtype(), a.a.col_major, a.b.col_major};
+}
+
+std::string sig_name(gpu::matmul_signature const& s) {
+  return fmt::format("{}_{}_{}{}", cubert::to_string(s.in), cubert::to_string(s.out),
+                     s.a_col_major ? 'c' : 'r', s.b_col_major ? 'c' : 'r');
+}
+
+kernel matmul_kernel(gpu::matmul_config const& cfg, gpu::matmul_signature const& sig) {
+  auto const name = fmt::format("ops_mm_{}_{}", gpu::name(cfg), sig_name(sig));
+  return cached_kernel(name, [&] {
+    auto const launch = gpu::launch_shape(cfg, 1, 1, 1);
+    return kernel::builder(name)
+        .cube_dim(launch.cube_dim.x, launch.cube_dim.y, launch.cube_dim.z)
+        .info(name)
+        .portable_source(gpu::matmul_source(cfg, sig), "cubert_matmul")
+        .build();
+  });
+}
+
+kernel reduce_kernel(gpu::matmul_signature const& sig) {
+  auto const name = fmt::format("ops_mm_splitk_reduce_{}", sig_name(sig));
+  return cached_kernel(name, [&] {
+    auto const launch = gpu::reduce_launch_shape(1, 1, 1);
+    return kernel::builder(name)
+        .cube_dim(launch.cube_dim.x, launch.cube_dim.y, launch.cube_dim.z)
+        .info(name)
+        .portable_source(gpu::splitk_reduce_source(sig), "cubert_matmul_reduce")
+        .build();
+  });
+}
+
+std::uint32_t u32(std::uint64_t v, char const* what) {
+  if (v > std::numeric_limits<std::uint32_t>::max()) {
+    throw invalid_argument(
+        fmt::format("ops::matmul: {} {} exceeds the portable kernels' 2^32", what, v));
+  }
+  return static_cast<std::uint32_t>(v);
+}
+
+void launch(client const& c, gpu::matmul_config const& cfg, mm_args const& a) {
+  auto const sig = signature_of(a);
+  auto const m = u32(a.m, "M"), n = u32(a.n, "N"), batch = u32(a.batch, "the batch");
+  auto const shape = gpu::launch_shape(cfg, m, n, batch);
+  auto args = bindings{}.with_buffers({bound_at_offset(a.a), bound_at_offset(a.b)});
+  auto const scalars = [&](bindings& b) -> bindings& {
+    return b.with_scalar(elem::u32, {a.m, a.n, a.k, a.a.ld, a.b.ld, a.c.ld})
+        .with_scalar(elem::u64, {a.a.batch_stride, a.b.batch_stride, a.c.batch_stride});
+  };
+  (void)u32(a.k, "K");
+  if (cfg.split_k == 1) {
+    args.with_buffer(bound_at_offset(a.c));
+    c.execute(matmul_kernel(cfg, sig), shape.cube_count, std::move(scalars(args)));
+    return;
+  }
+  handle const ws = c.empty(gpu::splitk_workspace_bytes(cfg, m, n, batch));
+  args.with_buffer(ws.binding());
+  c.execute(matmul_kernel(cfg, sig), shape.cube_count, std::move(scalars(args)));
+  auto const r = gpu::reduce_launch_shape(m, n, batch);
+  c.execute(reduce_kernel(sig), r.cube_count,
+            bindings{}
+                .with_buffers({ws.binding(), bound_at_offset(a.c)})
+                .with_scalar(elem::u32, {a.m, a.n, a.c.ld, cfg.split_k})
+                .with_scalar(elem::u64, {a.c.batch_stride}));
+}
+
+}  // namespace
+
+void add_gpu_candidates(mm_set& set, bool cuda) {
+  (void)cuda;
+  // Every signature's list is the same shape of tiling; the f32 one names the candidates (a
+  // candidate's name must not depend on the problem's dtype, which only the key knows).
+  for (auto const& cfg : gpu::candidates({})) {
+    tune::tunable<tune_key, op_output, client, mm_args> t(
+        gpu::name(cfg),
+        [cfg](client c, mm_args a) {
+          launch(c, cfg, a);
+          return op_output{std::move(c), std::move(a.out), mm_tolerance(a.k, a.c.t.dtype())};
+        },
+        "1");
+    t.group(offered_group(), [cfg](tune_key const& k) {
+      // Offered unless the problem's dtypes and layouts cannot build it. One whose vectors the
+      // operands cannot take is still correct (the kernel loads element by element then).
+      gpu::matmul_signature const sig{k.dtype, k.out, k.layout[0] == 'c', k.layout[1] == 'c'};
+      return gpu::invalid(cfg, sig, 1024, 48 * 1024) ? -1 : 0;
+    });
+    set.with(std::move(t));
+  }
+}
+
+}  // namespace cubert::ops::detail

@@ -1,0 +1,65 @@
+// SPDX-License-Identifier: Apache-2.0
+// The matmul family inside the library: the problem as kernels see it, and its candidates.
+#pragma once
+
+#include "../op_support.hpp"
+#include "../op_tuner.hpp"
+
+#include <cubert/client.hpp>
+#include <cubert/ops/matmul.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace cubert::ops::detail {
+
+/// One matrix operand as kernels take it: its buffer (from the tensor's handle, element
+/// offset included in `offset`), layout, leading dimension and batch stride, in elements.
+struct mm_operand {
+  tensor t;  ///< The caller's tensor (keeps the buffer alive).
+  bool col_major = false;
+  std::uint64_t ld = 0;
+  std::uint64_t batch_stride = 0;
+
+  [[nodiscard]] std::uint64_t offset() const noexcept { return t.offset(); }
+};
+
+/// C (m × n, row-major, `c.ld` apart) = A (m × k) · B (k × n), `batch` times. A column-major
+/// output was turned into this by computing Cᵀ = Bᵀ·Aᵀ (`swapped`).
+struct mm_args {
+  mm_operand a, b, c;
+  std::uint64_t m = 0, n = 0, k = 0, batch = 1;
+  bool swapped = false;
+  tensor out;  ///< The caller's output, as given.
+};
+
+/// Checks the operands and resolves layouts. @throws invalid_argument naming the problem.
+[[nodiscard]] mm_args checked_mm(tensor const& a, tensor const& b, tensor const& out);
+
+/// "rr", "rc", "cr" or "cc": A's and B's layouts.
+[[nodiscard]] std::string layout_of(mm_args const& a);
+
+using mm_set = op_set<mm_args>;
+
+/// The family as `bound_family` drives it.
+struct mm_family {
+  static op_tuner& tuner();
+  static std::shared_ptr<mm_set const> set_for(client const& c, op_tuner::tuner_type& t,
+                                               mm_args const& a);
+  static tensor const& output_of(mm_args const& a) noexcept { return a.out; }
+};
+
+/// Adds the CPU engine's candidates (its curated tilings for the best instruction set).
+void add_cpu_candidates(mm_set& set);
+/// Adds the portable tiled kernels' candidates for a GPU.
+void add_gpu_candidates(mm_set& set, bool cuda);
+
+/// The output tolerance of a product of length `k` into `out`: what other orders of f32
+/// accumulation and the final rounding can account for, × max |C|.
+[[nodiscard]] double mm_tolerance(std::uint64_t k, elem out);
+
+/// A binding of `o`'s buffer starting at its element offset.
+[[nodiscard]] binding bound_at_offset(mm_operand const& o);
+
+}  // namespace cubert::ops::detail

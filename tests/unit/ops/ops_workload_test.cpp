@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+// Every operation of the library against its f64 reference on every device present: tuned,
+// and each offered candidate alone, for every dtype, on odd and skinny shapes.
+#include "ops_device.hpp"
+
+#include <cubert/ops/workload.hpp>
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+namespace cubert::test {
+namespace {
+
+class OpsWorkload : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { ops::configure(test_settings()); }
+  void TearDown() override { ops::configure({}); }
+
+  // Runs `p` tuned, then every offered candidate alone, each checked against the reference.
+  void check_all(ops::problem const& p) {
+    auto c = make_client(GetParam());
+    ops::workload w(c, p);
+    w.run();
+    auto why = w.verify();
+    ASSERT_FALSE(why) << p.describe() << " on " << GetParam() << ", tuned: " << *why;
+    auto const names = w.candidates();
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      if (!w.offered(i)) continue;
+      c.fill(w.output().bound(), std::uint8_t{0x7f});  // A candidate that writes nothing fails.
+      w.run_candidate(i);
+      why = w.verify();
+      EXPECT_FALSE(why) << p.describe() << " on " << GetParam() << ", candidate " << names[i]
+                        << ": " << *why;
+    }
+  }
+};
+
+constexpr elem dtypes[] = {elem::f32, elem::f16, elem::bf16};
+
+TEST_P(OpsWorkload, ElementwiseOperationsMatchTheReference) {
+  for (auto const* op : {"add", "mul", "axpy", "relu", "gelu", "exp"}) {
+    for (auto dt : dtypes) {
+      for (auto const& shape : {std::vector<std::uint64_t>{1}, {1027}, {3, 1031}}) {
+        check_all({op, shape, dt, ""});
+      }
+    }
+  }
+}
+
+TEST_P(OpsWorkload, ReductionsMatchTheReference) {
+  for (auto const* op : {"sum", "max", "mean"}) {
+    for (auto dt : dtypes) {
+      for (auto const& shape :
+           {std::vector<std::uint64_t>{1, 1}, {7, 13}, {3, 1030}, {33, 5}, {2, 4099}}) {
+        check_all({op, shape, dt, "last"});
+      }
+      check_all({op, {70001}, dt, "all"});
+      check_all({op, {5}, dt, "all"});
+    }
+  }
+}
+
+TEST_P(OpsWorkload, MatmulMatchesTheReference) {
+  for (auto dt : dtypes) {
+    for (auto const* layout : {"rr", "rc", "cr", "cc"}) {
+      for (auto const& shape : {std::vector<std::uint64_t>{1, 1, 1},
+                                {7, 13, 5},
+                                {16, 1, 64},
+                                {1, 300, 17},
+                                {100, 33, 129},
+                                {2, 33, 17, 40}}) {
+        check_all({"matmul", shape, dt, layout});
+      }
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, OpsWorkload, ::testing::ValuesIn(ops_devices()), device_label);
+
+}  // namespace
+}  // namespace cubert::test
