@@ -129,7 +129,7 @@ fi
 
 # 4. Benchmarks.
 TRACES=""
-for d in "${CUBERT_TRACES:-}" "$ROOT/../shared/data/traces" "$ROOT/shared/data/traces"; do
+for d in "${CUBERT_TRACES:-}" "$ROOT/benchmarks/traces" "$ROOT/../shared/data/traces"; do
   [ -n "$d" ] && [ -d "$d" ] && TRACES=$d && break
 done
 [ -z "$TRACES" ] && note "no allocation traces found (set CUBERT_TRACES); replay rows skipped"
@@ -196,6 +196,41 @@ if [ -n "${OCL_NAME:-}" ] && [ -x "$BUILD/benchmarks/cubert_opencl_bench" ]; the
     note "cubert_opencl_bench FAILED (see $LOGS/opencl-bench.log)"
 fi
 
+# 4d. The kernel library on cuda:0 (its correctness ran with the tests above: cubert_ops_tests
+# on every device): the tuned choices, the library's own kernels alone and with cuBLAS as a
+# candidate, against cuBLAS (torch.matmul), torch's elementwise and reductions and a Triton
+# matmul, all in this run.
+OPS_TABLE=""
+if [ "$HAVE_GPU" = 1 ] && [ -x "$CLI" ]; then
+  PY=/opt/torch/.venv/bin/python
+  [ -x "$PY" ] || PY=python3
+  CUBLAS=$("$PY" -c 'import nvidia.cublas, os; d = os.path.join(list(nvidia.cublas.__path__)[0], "lib"); print(next(os.path.join(d, f) for f in sorted(os.listdir(d)) if f.startswith("libcublas.so")))' 2>/dev/null)
+  [ -n "$CUBLAS" ] && export CUBERT_CUBLAS_LIBRARY=$CUBLAS
+  export CUBERT_CACHE_DIR=$BUILD/ops-cache
+  OPS_OK=1
+  ops_bench() {  # name, then the bench arguments
+    local name=$1; shift
+    "$CLI" bench --device cuda:0 --repeat 20 --json "$@" >"$LOGS/ops-$name.json" 2>>"$LOGS/ops.log" ||
+      { OPS_OK=0; echo "FAILED: cubert bench $*" >>"$LOGS/ops.log"; }
+  }
+  ops_bench mm-f32-own matmul --shape 4096x4096x4096 --shape 8192x8192x8192 --no-vendor
+  ops_bench mm-f32 matmul --shape 4096x4096x4096 --shape 8192x8192x8192
+  for dt in f16 bf16; do
+    ops_bench "mm-$dt-own" matmul --dtype "$dt" --shape 4096x4096x4096 --shape 8192x8192x8192 --no-vendor
+    ops_bench "mm-$dt" matmul --dtype "$dt" --shape 8192x8192x8192
+  done
+  ops_bench add add --shape 67108864
+  ops_bench sum sum --shape 67108864 --layout all
+  ops_bench rowsum sum --shape 8192x8192
+  "$PY" "$ROOT/benchmarks/peers/torch_ops_peers.py" >"$LOGS/ops-peers.json" 2>"$LOGS/ops-peers.err" ||
+    note "kernel-library peers (torch, Triton) FAILED (see $LOGS/ops-peers.err)"
+  [ "$OPS_OK" = 1 ] || note "cubert bench on cuda:0 FAILED (see $LOGS/ops.log)"
+  if [ -s "$LOGS/ops-peers.json" ]; then
+    python3 "$ROOT/scripts/lib/ops_table.py" "$LOGS/ops-peers.json" "$LOGS"/ops-*.json \
+      >"$LOGS/ops-table.txt" 2>&1 && OPS_TABLE=$LOGS/ops-table.txt
+  fi
+fi
+
 # 5. Summary, table last.
 echo
 echo "==================== gpu-check summary ===================="
@@ -208,6 +243,10 @@ fi
 if [ -s "$LOGS/opencl-bench.log" ]; then
   echo "-- OpenCL benchmarks (medians; opencl:0 = $OCL_NAME)"
   grep -E '_median' "$LOGS/opencl-bench.log" | sed -E 's/ +/ /g' | cut -c1-150
+fi
+if [ -n "$OPS_TABLE" ]; then
+  echo "-- kernel library on cuda:0 (ratios: peer time / cubert time)"
+  cat "$OPS_TABLE"
 fi
 if [ -f "$LOGS/bench.log" ]; then
   grep -E '^(device|transfers):|rows failed' "$LOGS/bench.log"

@@ -6,7 +6,10 @@ if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
 PKGS=(cmake ninja-build g++ pkg-config
       libgtest-dev libgmock-dev libbenchmark-dev
       nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libfmt-dev libspdlog-dev libxxhash-dev
-      ocl-icd-opencl-dev opencl-headers pocl-opencl-icd)
+      ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
+      # The peers `cubert bench` measures against (loaded at run time), and the browser that
+      # checks `--report` pages as they render.
+      libopenblas-dev libclblast-dev chromium)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -10,11 +10,20 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace cubert {
 
+/// What kind of processor runs a device's kernels: what a kernel library picks its variants by
+/// (a CPU runs an OpenCL work-group as a loop, a GPU as warps).
+enum class processor_kind { cpu, gpu, accelerator };
+
+/// "cpu", "gpu", "accelerator".
+[[nodiscard]] std::string_view to_string(processor_kind k) noexcept;
+
 /// Launch limits and compute resources of a device (cubecl HardwareProperties).
 struct hardware_properties {
+  processor_kind processor = processor_kind::cpu;
   std::uint32_t plane_size_min = 1;  ///< Smallest warp/subgroup width.
   std::uint32_t plane_size_max = 1;  ///< Largest warp/subgroup width.
   std::uint32_t max_bindings = 0;    ///< Buffers one launch may bind.

@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,6 +23,22 @@ struct kernel_context;
 
 /// A native CPU kernel: called once per cube; it loops over the units of its cube itself.
 using cpu_kernel_fn = std::function<void(cpu::kernel_context const&)>;
+
+/// What a native call receives when the device's server runs it in a launch's place: the
+/// device's own stream, the buffers' device addresses and the launch's bindings (for the
+/// sizes). Valid only during the call.
+struct native_launch {
+  void* stream = nullptr;   ///< CUDA: the `CUstream` the server's work goes to.
+  void* context = nullptr;  ///< CUDA: the `CUcontext`, current on the calling thread.
+  std::span<std::uint64_t const> buffers;  ///< CUDA: a `CUdeviceptr` per buffer, offsets applied.
+  bindings const* args = nullptr;          ///< The launch's bindings (scalars).
+};
+
+/// A call into a vendor library (cuBLAS, say) that a kernel runs instead of compiled code, in
+/// the order of the device's work. It must queue its work on `stream` and return without
+/// waiting for it; what it throws fails the launch, reported by the next sync, as a kernel's
+/// fault would be.
+using native_call_fn = std::function<void(native_launch const&)>;
 
 /// Stable 64-bit identity of a kernel's code (XXH3 over name, info, cube_dim, shared memory and
 /// every source and option), optionally qualified by the execution mode it is compiled for.
@@ -108,6 +125,8 @@ class kernel {
   [[nodiscard]] cubin_payload const* cubin() const noexcept;
   /// The OpenCL source payload, or nullptr.
   [[nodiscard]] opencl_source_payload const* opencl_source() const noexcept;
+  /// The CUDA native call, or nullptr.
+  [[nodiscard]] native_call_fn const* cuda_native() const noexcept;
   /// The portable source the kernel was given, or nullptr (`cuda_source()` and
   /// `opencl_source()` hold what was made of it).
   [[nodiscard]] portable_source_payload const* portable_source() const noexcept;
@@ -153,6 +172,11 @@ class kernel::builder {
   builder& cpu(cpu_kernel_fn fn);
   builder& cuda_source(std::string source, std::string entry_point,
                        std::vector<std::string> options = {});
+  /// On CUDA devices, a call into a library instead of compiled code (see `native_call_fn`);
+  /// it takes the place of any other CUDA payload. Its cube dims and count are not used. A
+  /// callable cannot be hashed: name + info must tell variants apart. Inside a capture, a
+  /// graph holding one replays its steps one by one. @throws invalid_argument when empty.
+  builder& cuda_native(native_call_fn fn);
   builder& ptx(std::string text, std::string entry_point);
   builder& cubin(std::vector<std::byte> bytes, std::string entry_point);
   builder& opencl_source(std::string source, std::string entry_point,

@@ -26,6 +26,7 @@ void run_devices(devices_options const& opts) {
       out.push_back({{"id", d.id},
                      {"backend", d.backend},
                      {"name", d.name},
+                     {"processor", std::string(cubert::to_string(p.hardware.processor))},
                      {"architecture", p.architecture},
                      {"compute_units", p.hardware.num_compute_units},
                      {"total_memory", p.total_memory},

@@ -4,6 +4,7 @@
 // clock as cubert's CPU device times its launches.
 #include "peers.hpp"
 
+#if CUBERT_CLI_OPENMP
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -133,3 +134,4 @@ std::optional<double> omp_loop_ns(ops::problem const& p, unsigned threads, int r
 }
 
 }  // namespace cubert::cli
+#endif

@@ -104,10 +104,14 @@ std::optional<peer_timing> time_peer(client const& c, ops::problem const& p, int
     }
     return std::nullopt;
   }
+#if CUBERT_CLI_OPENMP
   if (auto ns = omp_loop_ns(p, threads, repeat)) {
     return peer_timing{fmt::format("OpenMP parallel for, -O2 ({} threads)", threads), *ns};
   }
   why = "the OpenMP baseline is f32 only";
+#else
+  why = "this build of the tool has no OpenMP";
+#endif
   return std::nullopt;
 }
 

@@ -15,10 +15,11 @@ namespace cubert::cuda::detail {
 namespace {
 
 // Whether a kernel node can carry this launch as the server would make it: a dynamic count is
-// read from the device at each launch, and clusters or a cooperative launch need node attributes.
+// read from the device at each launch, a native call is host code, and clusters or a
+// cooperative launch need node attributes.
 bool expressible(graph_step const& s, driver_api const& api) {
   if (s.what != graph_step::kind::launch) return true;
-  if (s.count.is_dynamic()) return false;
+  if (s.count.is_dynamic() || s.k.cuda_native() != nullptr) return false;
   bool const attributed = s.k.cluster_dim().units() > 1 || s.k.cooperative();
   return !attributed || api.cuGraphKernelNodeSetAttribute != nullptr;
 }

@@ -80,8 +80,25 @@ void cuda_server::execute(kernel const& k, cube_count const& count, bindings arg
   on_device([&] { launch(k, count, args, mode); });
 }
 
+void cuda_server::call_native(kernel const& k, native_call_fn const& fn, bindings const& args) {
+  native_buffers_.resize(args.buffers.size());
+  for (std::size_t i = 0; i < args.buffers.size(); ++i) {
+    native_buffers_[i] = memory_->get_resource(args.buffers[i]).address();
+  }
+  native_launch const l{stream_, context_, native_buffers_, &args};
+  try {
+    fn(l);
+  } catch (std::exception const& e) {
+    // Fire-and-forget like a launch: the failure is the next sync's to report.
+    auto what = fmt::format("native call '{}' failed: {}", k.name(), e.what());
+    profiler_->error(what);
+    errors_.record(std::make_exception_ptr(launch_error(std::move(what))));
+  }
+}
+
 void cuda_server::launch(kernel const& k, cube_count const& count, bindings const& args,
                          execution_mode mode) {
+  if (auto const* native = k.cuda_native()) return call_native(k, *native, args);
   marshal(k, args);  // Bad bindings are refused before anything is compiled.
   loaded_kernel& fn = modules_->get(k, mode);
   auto const grid = resolve_count(k, count);

@@ -26,6 +26,7 @@ device_properties make_device_properties(device_info const& info) {
   p.memory.max_alloc_size = info.total_memory;
   p.total_memory = info.total_memory;
   auto& hw = p.hardware;
+  hw.processor = processor_kind::gpu;
   hw.plane_size_min = static_cast<std::uint32_t>(info.warp_size);
   hw.plane_size_max = static_cast<std::uint32_t>(info.warp_size);
   hw.max_bindings = 1024;  // Bounded by the 32 KiB parameter space (8 B per pointer) in practice.

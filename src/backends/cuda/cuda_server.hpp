@@ -189,6 +189,8 @@ class cuda_server final : public backend::server {
   void launch(kernel const& k, cube_count const& count, bindings const& args, execution_mode mode);
   /// Records a failed launch for the next wait; a fault also loses the device.
   void launch_failed(std::string what, CUresult result);
+  // Runs a kernel's native call (a vendor library) on the stream, in a launch's place.
+  void call_native(kernel const& k, native_call_fn const& fn, bindings const& args);
   /// Marks the device lost by a fault found while `what` failed, and returns the report: `what`
   /// and the launches the fault may have come from.
   [[nodiscard]] std::string lose_device(std::string_view what);
@@ -237,6 +239,7 @@ class cuda_server final : public backend::server {
   device_info info_;
   device_properties props_;
   CUcontext context_ = nullptr;  // The device's primary context, retained until destruction.
+  std::vector<std::uint64_t> native_buffers_;  // A native call's buffer addresses.
   CUstream stream_ = nullptr;
   bool owns_stream_ = false;  // False for the caller's stream (options::stream).
   // Listed for other servers' storage, whose frees must wait for it to be idle; gone before it.

@@ -174,6 +174,9 @@ device_properties make_device_properties(device_record const& d, int ordinal) {
   p.memory.max_alloc_size = d.max_alloc;
   p.total_memory = d.global_memory;
   auto& hw = p.hardware;
+  hw.processor = (d.type & CL_DEVICE_TYPE_GPU) != 0   ? processor_kind::gpu
+                 : (d.type & CL_DEVICE_TYPE_CPU) != 0 ? processor_kind::cpu
+                                                      : processor_kind::accelerator;
   hw.plane_size_min = d.warp_size;
   hw.plane_size_max = d.warp_size;
   hw.max_bindings = static_cast<std::uint32_t>(

@@ -24,6 +24,7 @@ struct kernel::definition {
   std::optional<cubin_payload> cubin;
   std::optional<opencl_source_payload> opencl_source;
   std::optional<portable_source_payload> portable_source;
+  std::optional<native_call_fn> cuda_native;
 };
 
 namespace {
@@ -71,6 +72,7 @@ std::uint64_t compute_id(kernel const& k) {
   if (k.cooperative()) w.field('G', "");
   // The CPU callable has no stable bytes: only its presence is hashed.
   if (k.cpu()) w.field('C', "native");
+  if (k.cuda_native()) w.field('N', "native");
   if (auto const* p = k.cuda_source()) {
     w.field('U', p->source);
     w.field('e', p->entry_point);
@@ -146,6 +148,9 @@ cubin_payload const* kernel::cubin() const noexcept {
 portable_source_payload const* kernel::portable_source() const noexcept {
   return def_ && def_->portable_source ? &*def_->portable_source : nullptr;
 }
+native_call_fn const* kernel::cuda_native() const noexcept {
+  return def_ && def_->cuda_native ? &*def_->cuda_native : nullptr;
+}
 opencl_source_payload const* kernel::opencl_source() const noexcept {
   return def_ && def_->opencl_source ? &*def_->opencl_source : nullptr;
 }
@@ -207,6 +212,12 @@ kernel::builder& kernel::builder::cuda_source(std::string source, std::string en
       cuda_source_payload{std::move(source), std::move(entry_point), std::move(options)};
   return *this;
 }
+kernel::builder& kernel::builder::cuda_native(native_call_fn fn) {
+  CUBERT_BUILDER_LIVE();
+  CUBERT_EXPECTS(static_cast<bool>(fn), "kernel::builder: empty CUDA native call");
+  def_->cuda_native = std::move(fn);
+  return *this;
+}
 kernel::builder& kernel::builder::ptx(std::string text, std::string entry_point) {
   CUBERT_BUILDER_LIVE();
   def_->ptx = ptx_payload{std::move(text), std::move(entry_point)};
@@ -245,7 +256,8 @@ kernel kernel::builder::build() {
           opencl_source_payload{portable::opencl_prelude + p->source, p->entry_point, p->options};
     }
   }
-  if (!def_->cpu && !def_->cuda_source && !def_->ptx && !def_->cubin && !def_->opencl_source) {
+  if (!def_->cpu && !def_->cuda_source && !def_->ptx && !def_->cubin && !def_->opencl_source &&
+      !def_->cuda_native) {
     throw invalid_argument(fmt::format("kernel '{}' has no payload for any backend", def_->name));
   }
   std::shared_ptr<definition> def = std::move(def_);

@@ -155,14 +155,25 @@ tuning_outcome run_tuning(tuning_request const& req, tune_plan plan, benchmark_t
   std::size_t considered = 0;  // Candidates of the plan looked at, for the budget.
   benchmark_controls controls;
   if (req.budget.time.count() > 0) controls.deadline = start + req.budget.time;
-  for (auto batch = plan.next(); !batch.empty(); batch = plan.next()) {
+  // What a budget cut off a batch, tried (one at a time) only while nothing considered works:
+  // a budget never makes a tuning fail.
+  std::vector<std::size_t> deferred;
+  auto next_batch = [&] {
+    if (deferred.empty()) return plan.next();
+    std::vector<std::size_t> b = std::move(deferred);
+    deferred.clear();
+    return b;
+  };
+  for (auto batch = next_batch(); !batch.empty(); batch = next_batch()) {
     std::vector<candidate_result> results;
     std::vector<std::size_t> to_run;
-    // Past the budget only while nothing considered works (a budget never fails a tuning).
-    if (req.budget.candidates > 0 && considered >= req.budget.candidates) {
-      batch.resize(1);
-    } else if (req.budget.candidates > 0) {
-      batch.resize(std::min(batch.size(), req.budget.candidates - considered));
+    if (req.budget.candidates > 0) {
+      auto const room = std::max<std::size_t>(
+          1, req.budget.candidates > considered ? req.budget.candidates - considered : 0);
+      if (batch.size() > room) {
+        deferred.assign(batch.begin() + static_cast<std::ptrdiff_t>(room), batch.end());
+        batch.resize(room);
+      }
     }
     considered += batch.size();
     for (auto i : batch) {

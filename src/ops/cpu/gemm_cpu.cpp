@@ -222,9 +222,16 @@ void pack_strided_lanes(typename Load::type const* base, pack_job const& job, fl
       float* out = panel + p0 * w;
       for (std::uint64_t l = 0; l < lanes; ++l, lane += ls, ++out) {
         if (l < next_lanes) __builtin_prefetch(lane + ahead);
-        typename Load::type const* in = lane;
-        float* to = out;
-        for (std::uint64_t p = 0; p < steps; ++p, in += ks, to += w) *to = Load::load(*in);
+        if (steps == kBlock && ks == 1) {
+          // The common case (row-major A), unrolled with a fixed count: a variable inner loop
+          // here leaves GCC too few registers, and it keeps the counter in memory.
+#pragma GCC unroll 16
+          for (std::uint64_t p = 0; p < kBlock; ++p) out[p * w] = Load::load(lane[p]);
+        } else {
+          typename Load::type const* in = lane;
+          float* to = out;
+          for (std::uint64_t p = 0; p < steps; ++p, in += ks, to += w) *to = Load::load(*in);
+        }
       }
     }
     for (std::uint64_t p = 0; p < kc && lanes < w; ++p) {
@@ -446,26 +453,34 @@ bool valid(tiles const& t) noexcept {
          t.mc % t.mr == 0 && t.nc % t.nr == 0;
 }
 
+// The candidates. Cube sizes (mc × nc) range from a few large cubes, which pack each operand
+// the fewest times, to many small ones, which keep many cores busy and balance better; the
+// packed A block is sized to L2 whatever mc is (a_block_rows). Row counts just above a power of
+// two over a few (516, 258, 132) split power-of-two M into even cubes. No cube covers a whole
+// 1024 × 1024 product: a single cube would leave all but one thread idle. kc = 256 keeps a 6 × 16
+// kernel's B micro-panel at half of a 32 KiB L1; 128 suits two hardware threads sharing one L1, 384
+// fewer passes over C. The narrow shapes are for skinny products: 4 × 16 and 2 × 32 for M of a few
+// rows, 8 × 8 for N of a few columns.
 std::vector<tiles> candidates(isa target) {
   switch (target) {
     case isa::generic:
-      return {{isa::generic, 6, 8, 192, 512, 256},  {isa::generic, 4, 8, 256, 512, 256},
+      return {{isa::generic, 6, 8, 516, 512, 256},  {isa::generic, 4, 8, 256, 512, 256},
               {isa::generic, 6, 8, 96, 256, 256},   {isa::generic, 4, 8, 64, 256, 128},
-              {isa::generic, 6, 8, 516, 1024, 256}, {isa::generic, 2, 16, 64, 1024, 256}};
+              {isa::generic, 6, 8, 258, 1024, 256}, {isa::generic, 2, 16, 64, 1024, 256}};
     case isa::avx2:
-      return {{isa::avx2, 6, 16, 258, 1024, 256},  {isa::avx2, 6, 16, 516, 512, 256},
-              {isa::avx2, 6, 16, 96, 512, 256},    {isa::avx2, 6, 16, 192, 512, 256},
-              {isa::avx2, 6, 16, 192, 1024, 256},  {isa::avx2, 6, 16, 516, 1024, 256},
-              {isa::avx2, 6, 16, 1026, 1024, 256}, {isa::avx2, 6, 16, 258, 1024, 384},
-              {isa::avx2, 6, 16, 516, 1024, 384},  {isa::avx2, 6, 16, 258, 2048, 256},
-              {isa::avx2, 4, 24, 256, 1032, 256},  {isa::avx2, 4, 24, 512, 528, 256},
-              {isa::avx2, 4, 16, 256, 1024, 256},  {isa::avx2, 4, 16, 128, 512, 256},
-              {isa::avx2, 8, 8, 128, 512, 256},    {isa::avx2, 2, 32, 64, 1024, 256}};
+      return {{isa::avx2, 6, 16, 516, 1024, 256}, {isa::avx2, 6, 16, 516, 512, 256},
+              {isa::avx2, 6, 16, 132, 1024, 256}, {isa::avx2, 6, 16, 258, 1024, 256},
+              {isa::avx2, 6, 16, 258, 2048, 384}, {isa::avx2, 6, 16, 192, 512, 256},
+              {isa::avx2, 6, 16, 96, 512, 256},   {isa::avx2, 6, 16, 96, 256, 256},
+              {isa::avx2, 6, 16, 516, 1024, 384}, {isa::avx2, 6, 16, 258, 1024, 128},
+              {isa::avx2, 4, 24, 256, 1032, 256}, {isa::avx2, 4, 24, 512, 528, 256},
+              {isa::avx2, 4, 16, 256, 1024, 256}, {isa::avx2, 4, 16, 64, 512, 256},
+              {isa::avx2, 8, 8, 128, 512, 256},   {isa::avx2, 2, 32, 64, 1024, 256}};
     case isa::avx512:
-      return {{isa::avx512, 14, 32, 224, 1024, 256}, {isa::avx512, 14, 32, 448, 1024, 256},
-              {isa::avx512, 12, 32, 192, 1024, 384}, {isa::avx512, 6, 32, 192, 1024, 256},
-              {isa::avx512, 4, 48, 256, 1056, 256},  {isa::avx512, 8, 16, 128, 512, 256},
-              {isa::avx512, 2, 64, 64, 1024, 256},   {isa::avx512, 14, 32, 112, 512, 256}};
+      return {{isa::avx512, 14, 32, 518, 1024, 256}, {isa::avx512, 14, 32, 266, 1024, 256},
+              {isa::avx512, 14, 32, 140, 512, 256},  {isa::avx512, 12, 32, 516, 1024, 384},
+              {isa::avx512, 6, 32, 516, 1024, 256},  {isa::avx512, 4, 48, 256, 1056, 256},
+              {isa::avx512, 8, 16, 128, 512, 256},   {isa::avx512, 2, 64, 64, 1024, 256}};
   }
   return {};
 }

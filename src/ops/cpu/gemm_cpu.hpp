@@ -10,8 +10,9 @@
 
 // The engine computes one block of C single-threaded (one cube); the runtime's pool runs the
 // blocks of a product in parallel. Inside a block it follows the usual three-level blocking: B
-// is packed kc × nc at a time into nr-column panels, A mc × kc at a time into mr-row panels, and
-// a register-blocked micro-kernel multiplies one A panel by one B panel into an mr × nr tile of C.
+// is packed kc × nc at a time into nr-column panels (reused for every row of the block), A in
+// L2-sized blocks of rows × kc into mr-row panels, and a register-blocked micro-kernel multiplies
+// one A panel by one B panel into an mr × nr tile of C.
 namespace cubert::ops::cpu_gemm {
 
 /// Instruction sets the engine has micro-kernels for, slowest first.
@@ -30,9 +31,11 @@ struct tiles {
   isa target = isa::generic;  ///< The instruction set of the micro-kernel.
   std::uint32_t mr = 0;       ///< Micro-tile rows; only shapes a micro-kernel exists for.
   std::uint32_t nr = 0;       ///< Micro-tile columns.
-  std::uint32_t mc = 0;       ///< Rows of the block one call computes (one cube): a multiple of mr.
-  std::uint32_t nc = 0;       ///< Columns of that block: a multiple of nr.
-  std::uint32_t kc = 0;       ///< Steps of K packed and multiplied at a time (>= 1).
+  /// Rows of the block one call computes (one cube): a multiple of mr. A is packed in blocks of
+  /// at most this many rows, fewer where more would not fit the CPU's L2 next to kc.
+  std::uint32_t mc = 0;
+  std::uint32_t nc = 0;  ///< Columns of that block: a multiple of nr.
+  std::uint32_t kc = 0;  ///< Steps of K packed and multiplied at a time (>= 1).
 
   friend bool operator==(tiles const&, tiles const&) = default;
 };

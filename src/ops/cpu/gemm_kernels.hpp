@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Private declarations of the CPU GEMM micro-kernels and F16C helpers, one file per instruction
-// set.
+// Private declarations of the CPU GEMM engine's micro-kernels and F16C helpers.
 #pragma once
 
 #include <cstdint>

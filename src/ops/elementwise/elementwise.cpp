@@ -99,13 +99,13 @@ void add_variants(ew_set& set, std::vector<ew_config> const& configs, Kernel mak
   }
 }
 
-ew_set make_set(bool gpu) {
+ew_set make_set(bool gpu, bool cpu_processor) {
   ew_set set([](client const& c, ew_args const& a) { return key_of(c, a); },
              [](tune_key const&, client const& c, ew_args const& a) {
                return std::tuple<client, ew_args>{c, bench_inputs(c, a)};
              });
   if (gpu) {
-    add_variants(set, ew_gpu_configs(), &ew_gpu_kernel);
+    add_variants(set, ew_gpu_configs(cpu_processor), &ew_gpu_kernel);
   } else {
     add_variants(set, ew_cpu_configs(), &ew_cpu_kernel);
   }
@@ -114,10 +114,13 @@ ew_set make_set(bool gpu) {
 }
 
 ew_set make_cpu_set() {
-  return make_set(false);
+  return make_set(false, true);
 }
 ew_set make_gpu_set() {
-  return make_set(true);
+  return make_set(true, false);
+}
+ew_set make_opencl_cpu_set() {
+  return make_set(true, true);
 }
 
 }  // namespace
@@ -129,7 +132,10 @@ op_tuner& ew_family::tuner() {
 
 std::shared_ptr<ew_set const> ew_family::set_for(client const& c, op_tuner::tuner_type& t,
                                                  ew_args const&) {
-  return c.properties().backend == "cpu" ? t.init(&make_cpu_set) : t.init(&make_gpu_set);
+  auto const& p = c.properties();
+  if (p.backend == "cpu") return t.init(&make_cpu_set);
+  return p.hardware.processor == processor_kind::cpu ? t.init(&make_opencl_cpu_set)
+                                                     : t.init(&make_gpu_set);
 }
 
 namespace {

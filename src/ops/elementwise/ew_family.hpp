@@ -65,8 +65,10 @@ void check_ew(ew_args const& a);
 
 /// The variants the CPU device times (index 0 first).
 [[nodiscard]] std::vector<ew_config> ew_cpu_configs();
-/// The variants a GPU (CUDA or OpenCL) times (index 0: vec 1, valid for any alignment).
-[[nodiscard]] std::vector<ew_config> ew_gpu_configs();
+/// The variants a GPU (CUDA or OpenCL) times (index 0: vec 1, valid for any alignment); an
+/// OpenCL device on a CPU (`cpu_processor`) gets a few: it runs a cube as a loop it vectorises
+/// itself, and compiles each variant for a second or more.
+[[nodiscard]] std::vector<ew_config> ew_gpu_configs(bool cpu_processor = false);
 
 /// The CPU kernel of one operation, dtype and variant (built once, then shared).
 [[nodiscard]] kernel ew_cpu_kernel(ew_kind k, elem dtype, ew_config const& cfg);

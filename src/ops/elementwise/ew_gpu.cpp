@@ -87,7 +87,8 @@ CUBERT_KERNEL ops_elementwise(CUBERT_GLOBAL const {T}* x, CUBERT_GLOBAL const {T
 
 }  // namespace
 
-std::vector<ew_config> ew_gpu_configs() {
+std::vector<ew_config> ew_gpu_configs(bool cpu_processor) {
+  if (cpu_processor) return {{256, 1, 1}, {256, 16, 4}, {1024, 4, 4}};
   // 16-byte accesses with a few in flight per unit are what memory-bound kernels need on a
   // large GPU; scalar and narrow ones serve unaligned operands (index 0 takes any).
   return {{256, 1, 1}, {256, 4, 1}, {256, 1, 4},  {256, 2, 4}, {256, 4, 4},

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <limits>
+#include <stdexcept>
 
 namespace cubert::ops::gpu::detail {
 namespace {
@@ -49,9 +50,9 @@ operand_tile make_tile(char name, std::uint32_t outer, bool k_contig, std::uint3
   t.bk = cfg.bk;
   t.k_contig = k_contig;
   t.vec = std::max<std::uint32_t>(cfg.vec, 1);
-  t.units = std::max<std::uint32_t>((cfg.bm / std::max<std::uint32_t>(cfg.tm, 1)) *
-                                        (cfg.bn / std::max<std::uint32_t>(cfg.tn, 1)),
-                                    1);
+  t.units = std::max<std::uint32_t>(
+      (cfg.bm / std::max<std::uint32_t>(cfg.tm, 1)) * (cfg.bn / std::max<std::uint32_t>(cfg.tn, 1)),
+      1);
   t.line_len = k_contig ? cfg.bk : outer;
   t.lines = k_contig ? outer : cfg.bk;
   t.vectors = std::max<std::uint32_t>(outer * cfg.bk / t.vec, 1);
@@ -96,13 +97,15 @@ std::string_view elem_name(elem type) {
   }
 }
 
-std::string_view storage_type(elem type) { return type == elem::f32 ? "float" : "ushort"; }
+std::string_view storage_type(elem type) {
+  return type == elem::f32 ? "float" : "ushort";
+}
 
-std::string element_helpers(matmul_signature const& sig, std::uint32_t vec) {
-  bool const f16 = sig.in == elem::f16 || sig.out == elem::f16;
-  std::string_view const out = storage_type(sig.out);
-  std::string const vt = fmt::format("float{}", vec);
-  code c;
+namespace {
+
+/// Per-backend macros and the 16-bit conversions (PTX `cvt` on CUDA instead of <cuda_fp16.h>,
+/// which NVRTC does not provide built in everywhere).
+void emit_conversions(code& c, matmul_signature const& sig, bool loads) {
   c.line("// Element access: loads widen to float, 16-bit stores round to nearest even.");
   c.line("#if CUBERT_BACKEND_CUDA");
   c.line("#define CUBERT_MM_AS_FLOAT(u) __uint_as_float(u)");
@@ -113,13 +116,14 @@ std::string element_helpers(matmul_signature const& sig, std::uint32_t vec) {
   c.line("#define CUBERT_MM_MAC4(acc, s, v) \\");
   c.line("  ((acc).x += (s) * (v).x, (acc).y += (s) * (v).y, (acc).z += (s) * (v).z, \\");
   c.line("   (acc).w += (s) * (v).w)");
-  if (f16) {
-    // PTX cvt instead of <cuda_fp16.h>: NVRTC does not provide that header built in everywhere.
+  if (loads && sig.in == elem::f16) {
     c.line("CUBERT_FN float cubert_h2f(ushort x) {{");
     c.line("  float f;");
     c.line("  asm(\"cvt.f32.f16 %0, %1;\" : \"=f\"(f) : \"h\"(x));");
     c.line("  return f;");
     c.line("}}");
+  }
+  if (sig.out == elem::f16) {
     c.line("CUBERT_FN ushort cubert_f2h(float f) {{");
     c.line("  ushort x;");
     c.line("  asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(x) : \"f\"(f));");
@@ -134,7 +138,7 @@ std::string element_helpers(matmul_signature const& sig, std::uint32_t vec) {
   c.line("#define CUBERT_MM_LOCAL __local");
   c.line("#define CUBERT_MM_MAC4(acc, s, v) ((acc) += (s) * (v))");
   c.line("#endif");
-  if (sig.in == elem::bf16) {
+  if (loads && sig.in == elem::bf16) {
     c.line("CUBERT_FN float cubert_bf2f(ushort x) {{ return CUBERT_MM_AS_FLOAT((uint)x << 16); }}");
   }
   if (sig.out == elem::bf16) {
@@ -147,7 +151,12 @@ std::string element_helpers(matmul_signature const& sig, std::uint32_t vec) {
     c.line("  return (ushort)(u >> 16);");
     c.line("}}");
   }
-  // Lanes of a vector access, converted one by one where the input is 16-bit.
+}
+
+/// `cubert_ld` and, for vec > 1, `cubert_ldv` of the input type.
+void emit_loads(code& c, elem in, std::uint32_t vec) {
+  std::string const vt = fmt::format("float{}", vec);
+  // The lanes of a vector access, converted one by one.
   auto const lanes = [&](std::string_view conv) {
     std::string args;
     for (std::uint32_t i = 0; i < vec; ++i) {
@@ -155,7 +164,7 @@ std::string element_helpers(matmul_signature const& sig, std::uint32_t vec) {
     }
     return fmt::format("CUBERT_MM_FLOAT{}({})", vec, args);
   };
-  switch (sig.in) {
+  switch (in) {
     case elem::f16:
       c.line("#if CUBERT_BACKEND_CUDA");
       c.line("CUBERT_FN float cubert_ld(const ushort* p, uint i) {{ return cubert_h2f(p[i]); }}");
@@ -175,7 +184,7 @@ std::string element_helpers(matmul_signature const& sig, std::uint32_t vec) {
         c.line("}}");
       }
       c.line("#endif");
-      break;
+      return;
     case elem::bf16:
       c.line("CUBERT_FN float cubert_ld(CUBERT_GLOBAL const ushort* p, uint i) {{");
       c.line("  return cubert_bf2f(p[i]);");
@@ -186,7 +195,7 @@ std::string element_helpers(matmul_signature const& sig, std::uint32_t vec) {
         c.line("  return {};", lanes("cubert_bf2f"));
         c.line("}}");
       }
-      break;
+      return;
     default:
       c.line("CUBERT_FN float cubert_ld(CUBERT_GLOBAL const float* p, uint i) {{ return p[i]; }}");
       if (vec > 1) {
@@ -194,9 +203,13 @@ std::string element_helpers(matmul_signature const& sig, std::uint32_t vec) {
         c.line("  return *(CUBERT_GLOBAL const {}*)p;", vt);
         c.line("}}");
       }
-      break;
+      return;
   }
-  switch (sig.out) {
+}
+
+/// `cubert_st` of the output type.
+void emit_store(code& c, elem out) {
+  switch (out) {
     case elem::f16:
       c.line("#if CUBERT_BACKEND_CUDA");
       c.line("CUBERT_FN void cubert_st(ushort* p, uint i, float v) {{ p[i] = cubert_f2h(v); }}");
@@ -205,18 +218,78 @@ std::string element_helpers(matmul_signature const& sig, std::uint32_t vec) {
       c.line("  vstore_half_rte(v, i, (__global half*)p);");
       c.line("}}");
       c.line("#endif");
-      break;
+      return;
     case elem::bf16:
       c.line("CUBERT_FN void cubert_st(CUBERT_GLOBAL ushort* p, uint i, float v) {{");
       c.line("  p[i] = cubert_f2bf(v);");
       c.line("}}");
-      break;
+      return;
     default:
-      c.line("CUBERT_FN void cubert_st(CUBERT_GLOBAL {}* p, uint i, float v) {{ p[i] = v; }}",
-             out);
-      break;
+      c.line("CUBERT_FN void cubert_st(CUBERT_GLOBAL float* p, uint i, float v) {{ p[i] = v; }}");
+      return;
   }
+}
+
+}  // namespace
+
+std::string element_helpers(matmul_signature const& sig, std::uint32_t vec, bool loads) {
+  code c;
+  emit_conversions(c, sig, loads);
+  if (loads) emit_loads(c, sig.in, vec);
+  emit_store(c, sig.out);
   return std::move(c).take();
+}
+
+cubert::cube_count tile_grid(std::uint32_t bm, std::uint32_t bn, std::uint32_t split_k,
+                             std::uint32_t m, std::uint32_t n, std::uint32_t batch,
+                             std::string_view what) {
+  constexpr std::uint32_t max_yz = 65535;  // CUDA's cap along y and z (x allows 2^31 − 1).
+  std::uint32_t const gy = ceil_div(m, bm);
+  std::uint64_t const gz = std::uint64_t{batch} * split_k;
+  if (gy > max_yz || gz > max_yz) {
+    throw std::invalid_argument(fmt::format(
+        "matmul {}: {} block rows and {} batch·split_k cubes; CUDA allows {} along y and z", what,
+        gy, gz, max_yz));
+  }
+  return {ceil_div(n, bn), gy, static_cast<std::uint32_t>(gz)};
+}
+
+void emit_cube_origin(code& c, cube_origin const& o) {
+  c.line("uint bx = CUBERT_CUBE_POS_X;");
+  c.line("uint by = CUBERT_CUBE_POS_Y;");
+  if (o.group_m > 1) {
+    std::uint32_t const g = o.group_m;
+    c.open("{{");
+    c.line("// Launch order (x fastest) walks the block columns of {} block rows at a time.", g);
+    c.line("const uint gx = CUBERT_CUBE_COUNT_X;");
+    c.line("const uint gy = CUBERT_CUBE_COUNT_Y;");
+    c.line("const uint id = by * gx + bx;");
+    c.line("const uint first = id / ({}u * gx) * {}u;", g, g);
+    c.line("const uint rows = gy - first < {0}u ? gy - first : {0}u;", g);
+    c.line("const uint in_group = id % ({}u * gx);", g);
+    c.line("by = first + in_group % rows;");
+    c.line("bx = in_group / rows;");
+    c.close();
+  }
+  c.line("const uint row0 = by * {}u;", o.bm);
+  c.line("const uint col0 = bx * {}u;", o.bn);
+  if (o.split_k > 1) {
+    std::uint32_t const s = o.split_k;
+    c.line("const uint z = CUBERT_CUBE_POS_Z;");
+    c.line("const uint batch = z / {}u;", s);
+    c.line("// Chunk s of {} covers whole K steps [s·chunk, (s+1)·chunk); the last ones may be", s);
+    c.line("// short or empty (they still write their zero partial products).");
+    c.line("const uint chunk = ((k / {0}u + (k % {0}u != 0u)) + {1}u) / {2}u * {0}u;", o.bk, s - 1,
+           s);
+    c.line("const uint k_begin = (z % {}u) * chunk < k ? (z % {}u) * chunk : k;", s, s);
+    c.line("const uint k_end = k - k_begin > chunk ? k_begin + chunk : k;");
+  } else {
+    c.line("const uint batch = CUBERT_CUBE_POS_Z;");
+    c.line("const uint k_begin = 0u;");
+    c.line("const uint k_end = k;");
+  }
+  c.line("uint k_lim = k_end - k_begin;  // K left from the start of the current step");
+  c.line("const uint tiles = k_lim / {0}u + (k_lim % {0}u != 0u);", o.bk);
 }
 
 }  // namespace cubert::ops::gpu::detail

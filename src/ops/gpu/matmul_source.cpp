@@ -9,13 +9,17 @@
 //      converted to float, stored K-major. An interior tile (inside M, N and K, with aligned
 //      leading dimension, stride and base) uses vec-wide loads without checks; any other tile
 //      loads element by element, reading 0 outside the matrix. The choice is uniform per cube.
-//   3. Unit (tx, ty) accumulates rows ty + i·(bm/tm) and columns tx + j·(bn/tn) of the tile
-//      (i < tm, j < tn) in tm·tn float registers: strided, so that neighbouring units read
-//      neighbouring shared words and store neighbouring C elements.
+//   3. Unit (tx, ty) accumulates a tm×tn tile of C in registers. Along each axis its rows come
+//      in groups of w adjacent ones (w = 4 where its extent, tm or tn, is a multiple of 4, else
+//      1), neighbouring units' groups adjacent, its own groups (units along the axis)·w apart:
+//      rows ty·w + g·(bm/tm)·w + l. So a unit reads each operand row from shared memory as
+//      float4s (one 16-byte access; a vector register on a CPU, with a vector FMA per row of
+//      A), neighbouring units read neighbouring words, and their C stores are adjacent.
 //   4. The tile is stored (checked only where it reaches past M or N): to C, or to the f32
 //      workspace at [batch][split][m][n] with split-K.
-#include "matmul_detail.hpp"
 #include "matmul_source.hpp"
+
+#include "matmul_detail.hpp"
 
 #include <fmt/format.h>
 
@@ -40,14 +44,16 @@ struct plan {
 };
 
 /// Name of register `r` of operand `t`'s prefetch.
-std::string reg(operand_tile const& t, std::uint32_t r) { return fmt::format("r{}{}", t.name, r); }
+std::string reg(operand_tile const& t, std::uint32_t r) {
+  return fmt::format("r{}{}", t.name, r);
+}
 
 /// Row (M or N) and K coordinates, as expressions, of element `v` of round `r` of `t`.
 std::pair<std::string, std::string> coords(operand_tile const& t, std::uint32_t r,
                                            std::uint32_t v) {
   std::string const line = fmt::format("{}_line{}", t.name, r);
-  std::string const pos = v ? fmt::format("{}_pos{} + {}u", t.name, r, v)
-                            : fmt::format("{}_pos{}", t.name, r);
+  std::string const pos =
+      v ? fmt::format("{}_pos{} + {}u", t.name, r, v) : fmt::format("{}_pos{}", t.name, r);
   return t.k_contig ? std::pair{line, pos} : std::pair{pos, line};
 }
 
@@ -59,23 +65,23 @@ void emit_operand_setup(code& c, plan const& p, operand_tile const& t) {
   std::string_view const origin = is_a ? "row0" : "col0";
   std::string_view const extent = is_a ? "m" : "n";
   std::string_view const type = detail::storage_type(p.sig.in);
-  c.line("// Operand {}: {} tile, {} access(es) of {} per unit per K step.", n,
-         t.k_contig ? "K-contiguous (transposed into shared memory)" : "row-contiguous",
-         t.rounds, t.vec);
+  c.line("// Operand {}: {} tile; per K step each unit makes {} access(es) of {}.", n,
+         t.k_contig ? "K-contiguous (transposed into shared memory)" : "row-contiguous", t.rounds,
+         t.vec);
   if (t.k_contig) {
-    c.line("CUBERT_GLOBAL const {}* p{} = {} + batch * stride_{} + (ulong){} * {} + k_begin;",
-           type, n, n, n, origin, ld);
+    c.line("CUBERT_GLOBAL const {}* p{} = {} + batch * stride_{} + (ulong){} * {} + k_begin;", type,
+           n, n, n, origin, ld);
     c.line("const ulong {}_step = {}u;", n, t.bk);
   } else {
-    c.line("CUBERT_GLOBAL const {}* p{} = {} + batch * stride_{} + (ulong)k_begin * {} + {};",
-           type, n, n, n, ld, origin);
+    c.line("CUBERT_GLOBAL const {}* p{} = {} + batch * stride_{} + (ulong)k_begin * {} + {};", type,
+           n, n, n, ld, origin);
     c.line("const ulong {}_step = (ulong){} * {}u;", n, ld, t.bk);
   }
   c.line("const uint {}_lim = {} - {};  // rows of the tile inside the matrix", n, extent, origin);
   std::string fast = fmt::format("{}_lim >= {}u", n, t.outer);
   if (t.vec > 1) {
-    fast += fmt::format(" && {} % {}u == 0u && stride_{} % {}u == 0u && (ulong){} % {}u == 0u",
-                        ld, t.vec, n, t.vec, n, t.vec * p.esize);
+    fast += fmt::format(" && {} % {}u == 0u && stride_{} % {}u == 0u && (ulong){} % {}u == 0u", ld,
+                        t.vec, n, t.vec, n, t.vec * p.esize);
   }
   c.line("const bool {}_fast = {};", n, fast);
   std::uint32_t const per_line = t.line_len / t.vec;
@@ -101,7 +107,9 @@ void emit_operand_setup(code& c, plan const& p, operand_tile const& t) {
 }
 
 /// Whether round `r` of `t` must check that its access exists.
-bool guarded(operand_tile const& t, std::uint32_t r) { return t.ragged() && r + 1 == t.rounds; }
+bool guarded(operand_tile const& t, std::uint32_t r) {
+  return t.ragged() && r + 1 == t.rounds;
+}
 
 /// Loads the K step starting `k_lim` elements before k_end into `t`'s registers.
 void emit_fetch(code& c, operand_tile const& t) {
@@ -174,14 +182,19 @@ void emit_compute(code& c, plan const& p, std::string_view abase, std::string_vi
                                          t.lanes == 4 ? fmt::format("{} * 4u", unit) : unit,
                                          g ? fmt::format(" + {}u", g * units * t.lanes) : "");
       if (t.lanes == 4) {
-        c.line("const float4 {}{} = *(CUBERT_MM_LOCAL const float4*)&s{}[{}];", t.name, g,
-               t.name, at);
+        c.line("const float4 {}{} = *(CUBERT_MM_LOCAL const float4*)&s{}[{}];", t.name, g, t.name,
+               at);
       } else {
         c.line("const float {}{} = s{}[{}];", t.name, g, t.name, at);
       }
     }
   };
+  // Unrolled on CUDA, where the accumulators stay in registers either way and the shared
+  // addresses fold into immediates; not on OpenCL, where CPU compilers (PoCL) take long to
+  // compile the unrolled body and gain nothing from it over a loop of vector FMAs.
+  c.line("#if CUBERT_BACKEND_CUDA");
   c.line("#pragma unroll");
+  c.line("#endif");
   c.open("for (uint kk = 0; kk < {}u; ++kk) {{", p.cfg.bk);
   read(p.a, abase, "ty", p.cfg.tm / wa, p.uy);
   read(p.b, bbase, "tx", p.cfg.tn / wb, p.ux);
@@ -266,8 +279,8 @@ void emit_epilogue(code& c, plan const& p) {
     c.line("const uint ldo = ldc;");
   }
   auto const store = [&](std::uint32_t i, std::uint32_t j) {
-    std::string const off = fmt::format("{}u * ldo + {}u", tile_offset(i, wa, p.uy),
-                                        tile_offset(j, wb, p.ux));
+    std::string const off =
+        fmt::format("{}u * ldo + {}u", tile_offset(i, wa, p.uy), tile_offset(j, wb, p.ux));
     if (split) {
       c.line("pc[{}] = {};", off, acc(p, i, j));
     } else {
@@ -302,7 +315,7 @@ void emit_signature(code& c, plan const& p) {
   c.open("                            ulong stride_b, ulong stride_c) {{");
 }
 
-/// Positions, the C tile (grouped), the batch and the K range of this cube.
+/// Shared tiles, positions, and the C tile, batch and K range of this cube.
 void emit_prologue(code& c, plan const& p) {
   std::uint32_t const stages = p.cfg.stages;
   // 16-byte alignment for the float4 reads of the multiply.
@@ -313,41 +326,7 @@ void emit_prologue(code& c, plan const& p) {
   c.line("const uint tx = CUBERT_UNIT_POS_X;");
   c.line("const uint ty = CUBERT_UNIT_POS_Y;");
   c.line("const uint tid = ty * {}u + tx;", p.ux);
-  c.line("uint bx = CUBERT_CUBE_POS_X;");
-  c.line("uint by = CUBERT_CUBE_POS_Y;");
-  if (p.cfg.group_m > 1) {
-    std::uint32_t const g = p.cfg.group_m;
-    c.open("{{");
-    c.line("// Launch order (x fastest) walks the block columns of {} block rows at a time.", g);
-    c.line("const uint gx = CUBERT_CUBE_COUNT_X;");
-    c.line("const uint gy = CUBERT_CUBE_COUNT_Y;");
-    c.line("const uint id = by * gx + bx;");
-    c.line("const uint first = id / ({}u * gx) * {}u;", g, g);
-    c.line("const uint rows = gy - first < {0}u ? gy - first : {0}u;", g);
-    c.line("const uint in_group = id % ({}u * gx);", g);
-    c.line("by = first + in_group % rows;");
-    c.line("bx = in_group / rows;");
-    c.close();
-  }
-  c.line("const uint row0 = by * {}u;", p.cfg.bm);
-  c.line("const uint col0 = bx * {}u;", p.cfg.bn);
-  if (p.cfg.split_k > 1) {
-    std::uint32_t const s = p.cfg.split_k;
-    c.line("const uint z = CUBERT_CUBE_POS_Z;");
-    c.line("const uint batch = z / {}u;", s);
-    c.line("// Chunk s of {} covers whole K steps [s·chunk, (s+1)·chunk); the last ones may be", s);
-    c.line("// short or empty (they still write their zero partial products).");
-    c.line("const uint chunk = ((k / {0}u + (k % {0}u != 0u)) + {1}u) / {2}u * {0}u;", p.cfg.bk,
-           s - 1, s);
-    c.line("const uint k_begin = (z % {}u) * chunk < k ? (z % {}u) * chunk : k;", s, s);
-    c.line("const uint k_end = k - k_begin > chunk ? k_begin + chunk : k;");
-  } else {
-    c.line("const uint batch = CUBERT_CUBE_POS_Z;");
-    c.line("const uint k_begin = 0u;");
-    c.line("const uint k_end = k;");
-  }
-  c.line("uint k_lim = k_end - k_begin;  // K left from the start of the current step");
-  c.line("const uint tiles = k_lim / {0}u + (k_lim % {0}u != 0u);", p.cfg.bk);
+  detail::emit_cube_origin(c, {p.cfg.bm, p.cfg.bn, p.cfg.bk, p.cfg.split_k, p.cfg.group_m});
 }
 
 plan make_plan(matmul_config const& cfg, matmul_signature const& sig) {
@@ -362,7 +341,9 @@ plan make_plan(matmul_config const& cfg, matmul_signature const& sig) {
   return p;
 }
 
-std::string_view layout(bool col_major) { return col_major ? "column-major" : "row-major"; }
+std::string_view layout(bool col_major) {
+  return col_major ? "column-major" : "row-major";
+}
 
 }  // namespace
 
@@ -370,9 +351,9 @@ std::string matmul_source(matmul_config const& cfg, matmul_signature const& sig)
   plan const p = make_plan(cfg, sig);
   code c;
   c.line("// cubert_matmul {}: C = A·B, {} A ({}), {} B ({}) -> {} C.", name(cfg),
-         detail::elem_name(sig.in), layout(sig.a_col_major), detail::elem_name(sig.in), layout(sig.b_col_major),
-         detail::elem_name(sig.out));
-  c.raw(detail::element_helpers(sig, cfg.vec));
+         detail::elem_name(sig.in), layout(sig.a_col_major), detail::elem_name(sig.in),
+         layout(sig.b_col_major), detail::elem_name(sig.out));
+  c.raw(detail::element_helpers(sig, cfg.vec, true));
   emit_signature(c, p);
   emit_prologue(c, p);
   emit_operand_setup(c, p, p.a);
@@ -396,7 +377,7 @@ std::string splitk_reduce_source(matmul_signature const& sig) {
   code c;
   c.line("// cubert_matmul_reduce: C = sum over splits of the f32 partial products -> {} C.",
          detail::elem_name(sig.out));
-  c.raw(detail::element_helpers(sig, 1));
+  c.raw(detail::element_helpers(sig, 1, false));
   c.line("CUBERT_KERNEL cubert_matmul_reduce(CUBERT_GLOBAL const float* CUBERT_RESTRICT ws,");
   c.line("                                   CUBERT_GLOBAL {}* CUBERT_RESTRICT c, uint m, uint n,",
          detail::storage_type(sig.out));

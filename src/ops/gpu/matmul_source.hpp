@@ -19,10 +19,10 @@
 //   ulong stride_a, stride_b, stride_c   batch strides, in elements (batch i at a + i·stride_a…)
 //
 // T is `float` for f32 inputs and `ushort` (the raw 16 bits) for f16/bf16; O likewise for the
-// output. Indexing inside one matrix uses 32-bit offsets from a 64-bit tile origin: a matrix
-// may hold more than 2^32 elements so long as bm·ld + K, bn·ld + K and bk·ld + max(bm, bn) stay
-// below 2^32. With split_k > 1 the kernel ignores ldc and stride_c (the workspace is dense) and
-// "cubert_matmul_reduce" sums the partial products into C.
+// output. Tile origins and batch offsets are 64-bit, offsets inside a tile 32-bit (at most
+// 1024·ld + 1024): a matrix may exceed 2^32 elements, a leading dimension must stay below
+// 4 194 303, and m, n, k below 2^32 − 1024. With split_k > 1 the kernel ignores ldc and
+// stride_c (the workspace is dense) and "cubert_matmul_reduce" sums the partial products.
 //
 // Shared memory is declared statically inside the kernels: build them with no dynamic shared
 // memory (`shared_memory(0)`, the default), or the OpenCL backend would pass one more argument.
@@ -89,9 +89,9 @@ struct matmul_launch {
 /// dimensions, batch strides and base offsets in elements). Where this is false the kernel is
 /// still correct: it takes the element-wise path for the operand, so the tuner may skip configs
 /// with vec > 1 as ones that would time the same as vec = 1.
-[[nodiscard]] bool vec_ok(matmul_config const& cfg, matmul_signature const& sig,
-                          std::uint64_t lda, std::uint64_t ldb, std::uint64_t stride_a,
-                          std::uint64_t stride_b, std::uint64_t offset_a, std::uint64_t offset_b);
+[[nodiscard]] bool vec_ok(matmul_config const& cfg, matmul_signature const& sig, std::uint64_t lda,
+                          std::uint64_t ldb, std::uint64_t stride_a, std::uint64_t stride_b,
+                          std::uint64_t offset_a, std::uint64_t offset_b);
 
 /// Bytes of static shared memory the kernel of `cfg` declares (both operand tiles, every stage,
 /// with the padding that spreads their stores across banks).
@@ -110,8 +110,8 @@ struct matmul_launch {
 /// batch·split_k), the same with any group_m (the kernel remaps cube positions itself). CUDA
 /// caps y and z at 65535: m ≤ 65535·bm and batch·split_k ≤ 65535 (`std::invalid_argument`
 /// otherwise). An empty problem (m or n or batch 0) gives a zero count: launch nothing.
-[[nodiscard]] matmul_launch launch_shape(matmul_config const& cfg, std::uint32_t m,
-                                         std::uint32_t n, std::uint32_t batch);
+[[nodiscard]] matmul_launch launch_shape(matmul_config const& cfg, std::uint32_t m, std::uint32_t n,
+                                         std::uint32_t batch);
 
 /// Geometry of "cubert_matmul_reduce": cube_dim (64, 4, 1); cube_count (⌈n/64⌉,
 /// min(⌈m/4⌉, 65535), batch) (rows past the grid are looped over). batch ≤ 65535.
@@ -127,9 +127,11 @@ struct matmul_launch {
 [[nodiscard]] std::string name(matmul_config const& cfg);
 
 /// Configs worth timing for `sig`, best guess first: GPU-sized tiles (128×128 with 8×8 per unit
-/// down to 32×32), skinny and split-K ones for small M·N with a long K, and CPU-sized ones (few
-/// units with large register tiles, which suit OpenCL on a CPU such as PoCL). Every entry
-/// passes `invalid` for 1024 units and 48 KiB of shared memory.
+/// down to 32×32), skinny ones (down to M or N of 4), split-K ones for small M·N with a long K,
+/// vec 2 and 1 ones for operands that cannot take 4-wide loads, and CPU-sized ones (32 to 64
+/// units with 4×8 register tiles and one shared buffer, which suit OpenCL on a CPU such as
+/// PoCL). The same list for every signature (a name does not depend on the dtype); every entry
+/// passes `invalid` for every signature with 1024 units and 48 KiB of shared memory.
 [[nodiscard]] std::vector<matmul_config> candidates(matmul_signature const& sig);
 
 }  // namespace cubert::ops::gpu

@@ -139,13 +139,15 @@ mm_args bench_inputs(client const& c, mm_args const& a) {
   return b;
 }
 
-mm_set make_set(bool gpu, bool cuda) {
+mm_set make_set(bool gpu, bool cuda, bool tensor_cores = false, bool cpu_processor = false) {
   mm_set set([](client const& c, mm_args const& a) { return key_of(c, a); },
              [](tune_key const&, client const& c, mm_args const& a) {
                return std::tuple<client, mm_args>{c, bench_inputs(c, a)};
              });
   if (gpu) {
-    add_gpu_candidates(set, cuda);
+    add_gpu_candidates(set, cpu_processor);
+    if (tensor_cores) add_mma_candidates(set);
+    if (cuda && current_settings().vendor_candidates) add_cublas_candidate(set);
   } else {
     add_cpu_candidates(set);
   }
@@ -159,8 +161,27 @@ mm_set cpu_set() {
 mm_set opencl_set() {
   return make_set(true, false);
 }
+mm_set opencl_cpu_set() {
+  return make_set(true, false, false, true);
+}
 mm_set cuda_set() {
   return make_set(true, true);
+}
+mm_set cuda_tensor_core_set() {
+  return make_set(true, true, true);
+}
+
+// Compute capability from "sm_90" (0 when unknown).
+int compute_capability(client const& c) {
+  auto const& arch = c.properties().architecture;
+  int cc = 0;
+  if (arch.rfind("sm_", 0) == 0) {
+    for (char ch : arch.substr(3)) {
+      if (ch < '0' || ch > '9') break;
+      cc = cc * 10 + (ch - '0');
+    }
+  }
+  return cc;
 }
 
 }  // namespace
@@ -174,8 +195,12 @@ std::shared_ptr<mm_set const> mm_family::set_for(client const& c, op_tuner::tune
                                                  mm_args const&) {
   auto const& backend = c.properties().backend;
   if (backend == "cpu") return t.init(&cpu_set);
-  if (backend == "cuda") return t.init(&cuda_set);
-  return t.init(&opencl_set);
+  if (backend == "cuda") {
+    // mma.sync m16n8k16, ldmatrix and cp.async need compute capability 8.0.
+    return compute_capability(c) >= 80 ? t.init(&cuda_tensor_core_set) : t.init(&cuda_set);
+  }
+  return c.properties().hardware.processor == processor_kind::cpu ? t.init(&opencl_cpu_set)
+                                                                  : t.init(&opencl_set);
 }
 
 }  // namespace cubert::ops::detail

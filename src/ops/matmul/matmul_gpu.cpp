@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The GPU candidates of matmul (CUDA and OpenCL): the portable tiled kernel of each curated
 // configuration (gpu/matmul_source.hpp), with its split-K reduction where it has one.
+#include "../gpu/matmul_mma_source.hpp"
 #include "../gpu/matmul_source.hpp"
 #include "../gpu/ops_prelude.hpp"
 #include "mm_family.hpp"
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <limits>
+#include <type_traits>
 
 namespace cubert::ops::detail {
 
@@ -24,15 +26,22 @@ std::string sig_name(gpu::matmul_signature const& s) {
                      s.a_col_major ? 'c' : 'r', s.b_col_major ? 'c' : 'r');
 }
 
-kernel matmul_kernel(gpu::matmul_config const& cfg, gpu::matmul_signature const& sig) {
+// The portable kernel's shared memory is static; the tensor-core kernel's is dynamic (the CUDA
+// backend opts the function in above 48 KiB).
+template <typename Config>
+kernel matmul_kernel(Config const& cfg, gpu::matmul_signature const& sig) {
   auto const name = fmt::format("ops_mm_{}_{}", gpu::name(cfg), sig_name(sig));
   return cached_kernel(name, [&] {
     auto const launch = gpu::launch_shape(cfg, 1, 1, 1);
-    return kernel::builder(name)
-        .cube_dim(launch.cube_dim.x, launch.cube_dim.y, launch.cube_dim.z)
-        .info(name)
-        .portable_source(gpu::matmul_source(cfg, sig), "cubert_matmul")
-        .build();
+    auto b = kernel::builder(name);
+    b.cube_dim(launch.cube_dim.x, launch.cube_dim.y, launch.cube_dim.z).info(name);
+    if constexpr (std::is_same_v<Config, gpu::matmul_mma_config>) {
+      b.shared_memory(gpu::shared_bytes(cfg, sig))
+          .portable_source(gpu::matmul_mma_source(cfg, sig), "cubert_matmul");
+    } else {
+      b.portable_source(gpu::matmul_source(cfg, sig), "cubert_matmul");
+    }
+    return b.build();
   });
 }
 
@@ -56,7 +65,8 @@ std::uint32_t u32(std::uint64_t v, char const* what) {
   return static_cast<std::uint32_t>(v);
 }
 
-void launch(client const& c, gpu::matmul_config const& cfg, mm_args const& a) {
+template <typename Config>
+void launch(client const& c, Config const& cfg, mm_args const& a) {
   auto const sig = signature_of(a);
   auto const m = u32(a.m, "M"), n = u32(a.n, "N"), batch = u32(a.batch, "the batch");
   auto const shape = gpu::launch_shape(cfg, m, n, batch);
@@ -84,11 +94,35 @@ void launch(client const& c, gpu::matmul_config const& cfg, mm_args const& a) {
 
 }  // namespace
 
-void add_gpu_candidates(mm_set& set, bool cuda) {
-  (void)cuda;
+void add_mma_candidates(mm_set& set) {
+  // One list for every 16-bit signature; f32 keys (and tilings a signature cannot build) are not
+  // offered them.
+  for (auto const& cfg : gpu::mma_candidates({elem::f16, elem::f16, false, false})) {
+    tune::tunable<tune_key, op_output, client, mm_args> t(
+        gpu::name(cfg),
+        [cfg](client c, mm_args a) {
+          launch(c, cfg, a);
+          return op_output{std::move(c), std::move(a.out), mm_tolerance(a.k, a.c.t.dtype())};
+        },
+        "1");
+    t.group(offered_group(), [cfg](tune_key const& k) {
+      if (k.dtype == elem::f32) return -1;
+      gpu::matmul_signature const sig{k.dtype, k.out, k.layout[0] == 'c', k.layout[1] == 'c'};
+      return gpu::invalid(cfg, sig, 1024, 227 * 1024) ? -1 : 0;
+    });
+    set.with(std::move(t));
+  }
+}
+
+void add_gpu_candidates(mm_set& set, bool cpu_processor) {
   // Every signature's list is the same shape of tiling; the f32 one names the candidates (a
-  // candidate's name must not depend on the problem's dtype, which only the key knows).
+  // candidate's name must not depend on the problem's dtype, which only the key knows). An
+  // OpenCL device on a CPU runs a work-group as a loop: it gets the single-buffered tilings
+  // written for that, a GPU the rest.
   for (auto const& cfg : gpu::candidates({})) {
+    if ((cfg.stages == 1) != cpu_processor) continue;
+    // PoCL takes seconds to compile each: its K step of 32 gained nothing there.
+    if (cpu_processor && cfg.bk != 16) continue;
     tune::tunable<tune_key, op_output, client, mm_args> t(
         gpu::name(cfg),
         [cfg](client c, mm_args a) {

@@ -52,8 +52,14 @@ struct mm_family {
 
 /// Adds the CPU engine's candidates (its curated tilings for the best instruction set).
 void add_cpu_candidates(mm_set& set);
-/// Adds the portable tiled kernels' candidates for a GPU.
-void add_gpu_candidates(mm_set& set, bool cuda);
+/// Adds the portable tiled kernels' candidates: those written for GPUs, or (`cpu_processor`)
+/// those written for OpenCL on a CPU.
+void add_gpu_candidates(mm_set& set, bool cpu_processor);
+/// Adds the tensor-core (mma.sync) kernels' candidates: CUDA devices of compute capability 8.0
+/// or newer, 16-bit inputs.
+void add_mma_candidates(mm_set& set);
+/// Adds cuBLAS (CUDA) when it loads; logs why not otherwise.
+void add_cublas_candidate(mm_set& set);
 
 /// The output tolerance of a product of length `k` into `out`: what other orders of f32
 /// accumulation and the final rounding can account for, × max |C|.

@@ -45,7 +45,9 @@ struct rd_config {
 
 /// The variants of each backend (index 0: valid for any alignment and shape).
 [[nodiscard]] std::vector<rd_config> rd_cpu_configs(bool all);
-[[nodiscard]] std::vector<rd_config> rd_gpu_configs(bool all, bool cuda);
+/// An OpenCL device on a CPU (`cpu_processor`) gets a few (see `ew_gpu_configs`).
+[[nodiscard]] std::vector<rd_config> rd_gpu_configs(bool all, bool cuda,
+                                                    bool cpu_processor = false);
 
 /// The kernel reducing rows of `in` into `out` elements: buffers x, out; scalars scale (f32)
 /// and rows, cols, row stride, limit (elements past it are outside x), x offset, out offset

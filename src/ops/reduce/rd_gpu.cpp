@@ -109,7 +109,9 @@ CUBERT_KERNEL ops_reduce(CUBERT_GLOBAL const {TI}* x, CUBERT_GLOBAL {TO}* out, f
 
 }  // namespace
 
-std::vector<rd_config> rd_gpu_configs(bool all, bool cuda) {
+std::vector<rd_config> rd_gpu_configs(bool all, bool cuda, bool cpu_processor) {
+  if (cpu_processor && all) return {{256, 256, 1, false, 16384}, {256, 256, 4, false, 65536}};
+  if (cpu_processor) return {{256, 256, 1}, {256, 256, 4}, {64, 1, 4}};
   std::vector<rd_config> v;
   if (all) {
     // Pass one: a cube per chunk; what matters is enough bytes in flight per unit.

@@ -133,12 +133,12 @@ rd_args bench_inputs(client const& c, rd_args const& a) {
   return b;
 }
 
-rd_set make_set(bool gpu, bool cuda, bool all) {
+rd_set make_set(bool gpu, bool cuda, bool all, bool cpu_processor = false) {
   rd_set set([](client const& c, rd_args const& a) { return key_of(c, a); },
              [](tune_key const&, client const& c, rd_args const& a) {
                return std::tuple<client, rd_args>{c, bench_inputs(c, a)};
              });
-  auto const configs = gpu ? rd_gpu_configs(all, cuda) : rd_cpu_configs(all);
+  auto const configs = gpu ? rd_gpu_configs(all, cuda, cpu_processor) : rd_cpu_configs(all);
   for (auto const& cfg : configs) {
     tune::tunable<tune_key, op_output, client, rd_args> t(
         cfg.name(gpu ? "gpu" : "cpu"),
@@ -171,6 +171,12 @@ rd_set opencl_rows() {
 rd_set opencl_all() {
   return make_set(true, false, true);
 }
+rd_set opencl_cpu_rows() {
+  return make_set(true, false, false, true);
+}
+rd_set opencl_cpu_all() {
+  return make_set(true, false, true, true);
+}
 rd_set cuda_rows() {
   return make_set(true, true, false);
 }
@@ -192,6 +198,9 @@ std::shared_ptr<rd_set const> rd_family::set_for(client const& c, op_tuner::tune
   auto const& backend = c.properties().backend;
   if (backend == "cpu") return a.all ? t.init(&cpu_all) : t.init(&cpu_rows);
   if (backend == "cuda") return a.all ? t.init(&cuda_all) : t.init(&cuda_rows);
+  if (c.properties().hardware.processor == processor_kind::cpu) {
+    return a.all ? t.init(&opencl_cpu_all) : t.init(&opencl_cpu_rows);
+  }
   return a.all ? t.init(&opencl_all) : t.init(&opencl_rows);
 }
 

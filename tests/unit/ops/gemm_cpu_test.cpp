@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tests of the CPU GEMM engine against a double-precision reference: configurations, dtypes,
-// layouts, edge shapes, strides, sub-blocks and argument checks.
+// Tests of the CPU GEMM engine against a double-precision reference, and of its argument checks.
 #include "gemm_cpu.hpp"
 
 #include <cubert/error.hpp>
@@ -9,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <bit>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>

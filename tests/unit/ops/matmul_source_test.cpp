@@ -2,26 +2,24 @@
 // The generated matmul kernels: results on OpenCL (PoCL) against a double-precision product,
 // and NVRTC compiles of their CUDA form.
 //
-// By default each candidate runs in two signatures (dtypes and layouts rotating with its index)
-// and one small candidate in all twenty, so that every dtype pair and layout is covered and the
-// PoCL compiles stay within about a minute; CUBERT_MATMUL_TEST_FULL=1 runs every candidate in
-// every signature.
+// By default each candidate runs in two signatures (dtypes and layouts rotating with its index,
+// so that every one of the twenty comes up), mostly built unoptimised, which keeps PoCL's
+// compiles within about a minute; CUBERT_MATMUL_TEST_FULL=1 runs every candidate in every
+// signature (unoptimised: some ten minutes of PoCL compiles).
 #include "ops/gpu/matmul_source.hpp"
 
-#include <cubert/portable.hpp>
+#include "matmul_test_support.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "matmul_test_support.hpp"
-
-#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
-#include <memory>
+#include <ostream>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -39,9 +37,9 @@ struct shape {
 // Degenerate, skinny, ragged and batched shapes; the aligned ones reach the vector path of the
 // interior tiles, the others its element-wise fallback.
 std::vector<shape> const shapes = {
-    {1, 1, 1, 1, false},    {7, 13, 5, 1, false},   {16, 1, 64, 1, true},
-    {1, 300, 17, 1, true},  {100, 33, 129, 1, true}, {257, 129, 200, 1, true},
-    {33, 17, 40, 3, true},  {33, 17, 40, 3, false},
+    {1, 1, 1, 1, false},   {7, 13, 5, 1, false},    {16, 1, 64, 1, true},
+    {1, 300, 17, 1, true}, {100, 33, 129, 1, true}, {257, 129, 200, 1, true},
+    {33, 17, 40, 3, true}, {33, 17, 40, 3, false},
 };
 
 /// A candidate in one signature.
@@ -49,15 +47,16 @@ struct test_case {
   std::size_t index;  ///< Into `gpu::candidates`.
   gpu::matmul_config cfg;
   gpu::matmul_signature sig;
+  bool optimize;  ///< Built with PoCL's optimisations (slow) or -cl-opt-disable.
 };
 
 std::vector<gpu::matmul_signature> all_signatures() {
   std::vector<gpu::matmul_signature> out;
   for (auto const& [in, o] : std::vector<std::pair<elem, elem>>{{elem::f32, elem::f32},
-                                                                  {elem::f16, elem::f32},
-                                                                  {elem::f16, elem::f16},
-                                                                  {elem::bf16, elem::f32},
-                                                                  {elem::bf16, elem::bf16}}) {
+                                                                {elem::f16, elem::f32},
+                                                                {elem::f16, elem::f16},
+                                                                {elem::bf16, elem::f32},
+                                                                {elem::bf16, elem::bf16}}) {
     for (int layout = 0; layout < 4; ++layout) {
       out.push_back({in, o, (layout & 2) != 0, (layout & 1) != 0});
     }
@@ -68,29 +67,42 @@ std::vector<gpu::matmul_signature> all_signatures() {
 std::vector<test_case> cases() {
   auto const configs = gpu::candidates({});
   auto const sigs = all_signatures();  // 20: dtype pair major, layout minor.
-  bool const full = std::getenv("CUBERT_MATMUL_TEST_FULL") != nullptr;
-  // The smallest tile gets every signature: it has the most edge tiles per problem.
-  std::size_t smallest = 0;
-  for (std::size_t i = 0; i < configs.size(); ++i) {
-    if (configs[i].bm * configs[i].bn < configs[smallest].bm * configs[smallest].bn) smallest = i;
-  }
   std::vector<test_case> out;
-  for (std::size_t i = 0; i < configs.size(); ++i) {
-    if (full || i == smallest) {
-      for (auto const& s : sigs) out.push_back({i, configs[i], s});
-      continue;
+  if (std::getenv("CUBERT_MATMUL_TEST_FULL") != nullptr) {
+    for (std::size_t i = 0; i < configs.size(); ++i) {
+      for (auto const& s : sigs) out.push_back({i, configs[i], s, false});
     }
-    // f32 in a rotating layout, and a rotating 16-bit pair in another layout.
-    out.push_back({i, configs[i], sigs[i % 4]});
-    out.push_back({i, configs[i], sigs[4 + (i * 5 + 1) % 16]});
+    return out;
+  }
+  // Each candidate in f32 with a rotating layout and in a rotating one of the 16 signatures
+  // with 16-bit inputs (5 is coprime with 16: over 16 candidates every one comes up), built
+  // unoptimised; PoCL's optimiser then sees a GPU-style and a CPU-style candidate.
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    out.push_back({i, configs[i], sigs[i % 4], false});
+    out.push_back({i, configs[i], sigs[4 + (i * 5 + 1) % 16], false});
+  }
+  out.push_back({0, configs[0], sigs[0], true});
+  for (std::size_t i = 0; i < configs.size(); ++i) {
+    if (configs[i].stages == 1) {
+      out.push_back({i, configs[i], sigs[3], true});
+      break;
+    }
   }
   return out;
 }
 
+// For gtest's messages: the case's name instead of its bytes.
+void PrintTo(test_case const& c, std::ostream* os) {
+  *os << gpu::name(c.cfg) << ' ' << mt::dtype_name(c.sig.in) << "->" << mt::dtype_name(c.sig.out)
+      << (c.sig.a_col_major ? " A col" : " A row") << (c.sig.b_col_major ? " B col" : " B row")
+      << (c.optimize ? " optimised" : "");
+}
+
 std::string case_name(testing::TestParamInfo<test_case> const& info) {
   auto const& s = info.param.sig;
-  return fmt::format("{}_{}_{}_{}{}", gpu::name(info.param.cfg), mt::dtype_name(s.in),
-                     mt::dtype_name(s.out), s.a_col_major ? 'c' : 'r', s.b_col_major ? 'c' : 'r');
+  return fmt::format("{}_{}_{}_{}{}{}", gpu::name(info.param.cfg), mt::dtype_name(s.in),
+                     mt::dtype_name(s.out), s.a_col_major ? 'c' : 'r', s.b_col_major ? 'c' : 'r',
+                     info.param.optimize ? "_opt" : "");
 }
 
 class MatmulOpenCL : public testing::TestWithParam<test_case> {};
@@ -98,7 +110,7 @@ class MatmulOpenCL : public testing::TestWithParam<test_case> {};
 TEST_P(MatmulOpenCL, MatchesDoublePrecision) {
   auto* cl = mt::opencl_env::get();
   if (!cl) GTEST_SKIP() << "no OpenCL device";
-  auto const& [index, cfg, sig] = GetParam();
+  auto const& [index, cfg, sig, optimize] = GetParam();
   ASSERT_EQ(gpu::invalid(cfg, sig, static_cast<std::uint32_t>(cl->max_units()), 48 * 1024),
             std::nullopt);
   std::mt19937 rng(static_cast<unsigned>(index * 131 + 7));
@@ -106,7 +118,7 @@ TEST_P(MatmulOpenCL, MatchesDoublePrecision) {
     SCOPED_TRACE(fmt::format("{}×{}×{} batch {} {}", s.m, s.n, s.k, s.batch,
                              s.aligned ? "aligned" : "unaligned"));
     mt::problem p = mt::make_problem(sig, s.m, s.n, s.k, s.batch, s.aligned, rng);
-    cl->run(cfg, sig, p);
+    cl->run(cfg, sig, p, optimize);
     mt::expect_matches(sig, p, cfg.split_k);
     if (HasFailure()) return;  // One shape's report is enough to debug a config.
   }
@@ -182,8 +194,8 @@ TEST(MatmulSource, CudaFormCompilesWithNvrtc) {
   // reduce kernel for every output type.
   for (std::size_t i = 0; i < configs.size(); ++i) {
     auto const& sig = sigs[(i * 7) % sigs.size()];
-    EXPECT_EQ(nvrtc->compile(gpu::matmul_source(configs[i], sig), {"--gpu-architecture=compute_90"}),
-              "")
+    EXPECT_EQ(
+        nvrtc->compile(gpu::matmul_source(configs[i], sig), {"--gpu-architecture=compute_90"}), "")
         << gpu::name(configs[i]);
   }
   for (std::size_t i = 0; i < sigs.size(); i += 4) {

@@ -16,6 +16,7 @@
 #include <map>
 #include <stdexcept>
 #include <type_traits>
+#include <utility>
 
 namespace cubert::ops::gpu::test {
 namespace {
@@ -51,18 +52,20 @@ struct opencl_env::impl {
   cl_device_id device = nullptr;
   cl_context context = nullptr;
   cl_command_queue queue = nullptr;
-  std::map<std::string, cl_kernel> kernels;  // By source.
+  std::map<std::pair<std::string, bool>, cl_kernel> kernels;  // By source and optimisation.
 
-  cl_kernel kernel(std::string const& body, char const* entry) {
-    auto const it = kernels.find(body);
+  cl_kernel kernel(std::string const& body, char const* entry, bool optimize) {
+    auto const key = std::pair{body, optimize};
+    auto const it = kernels.find(key);
     if (it != kernels.end()) return it->second;
+    char const* const options =
+        optimize ? "-DCUBERT_CHECKED=0" : "-DCUBERT_CHECKED=0 -cl-opt-disable";
     std::string const source = std::string(portable::opencl_prelude) + body;
     char const* text = source.c_str();
     cl_int err = CL_SUCCESS;
     cl_program program = clCreateProgramWithSource(context, 1, &text, nullptr, &err);
     check(err, "clCreateProgramWithSource");
-    if (clBuildProgram(program, 1, &device, "-DCUBERT_CHECKED=0", nullptr, nullptr) !=
-        CL_SUCCESS) {
+    if (clBuildProgram(program, 1, &device, options, nullptr, nullptr) != CL_SUCCESS) {
       std::size_t size = 0;
       clGetProgramBuildInfo(program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size);
       std::string log(size, '\0');
@@ -73,7 +76,7 @@ struct opencl_env::impl {
     cl_kernel k = clCreateKernel(program, entry, &err);
     clReleaseProgram(program);
     check(err, "clCreateKernel");
-    return kernels[body] = k;
+    return kernels[key] = k;
   }
 
   void launch(cl_kernel k, matmul_launch const& shape) {
@@ -114,27 +117,29 @@ opencl_env* opencl_env::get() {
   return env;
 }
 
-void opencl_env::run(matmul_config const& cfg, matmul_signature const& sig, problem& p) {
+void opencl_env::run(matmul_config const& cfg, matmul_signature const& sig, problem& p,
+                     bool optimize) {
   auto& d = *impl_;
-  cl_kernel const k = d.kernel(matmul_source(cfg, sig), "cubert_matmul");
+  cl_kernel const k = d.kernel(matmul_source(cfg, sig), "cubert_matmul", optimize);
   cl_buffer const a(d.context, p.a.size(), p.a.data());
   cl_buffer const b(d.context, p.b.size(), p.b.data());
   cl_buffer const c(d.context, p.c.size(), p.c.data());
   std::uint64_t const ws_bytes = splitk_workspace_bytes(cfg, p.m, p.n, p.batch);
   // A NaN-filled workspace: an element the kernel failed to write would poison C.
-  std::vector<float> const nan_ws(ws_bytes / sizeof(float), std::numeric_limits<float>::quiet_NaN());
+  std::vector<float> const nan_ws(ws_bytes / sizeof(float),
+                                  std::numeric_limits<float>::quiet_NaN());
   cl_buffer const ws(d.context, ws_bytes ? ws_bytes : 4, ws_bytes ? nan_ws.data() : nullptr);
   set_args(k, a.mem, b.mem, cfg.split_k > 1 ? ws.mem : c.mem, p.m, p.n, p.k, p.lda, p.ldb, p.ldc,
            cl_ulong{p.stride_a}, cl_ulong{p.stride_b}, cl_ulong{p.stride_c});
   d.launch(k, launch_shape(cfg, p.m, p.n, p.batch));
   if (cfg.split_k > 1) {
-    cl_kernel const r = d.kernel(splitk_reduce_source(sig), "cubert_matmul_reduce");
+    cl_kernel const r = d.kernel(splitk_reduce_source(sig), "cubert_matmul_reduce", optimize);
     set_args(r, ws.mem, c.mem, p.m, p.n, p.ldc, cl_uint{cfg.split_k}, cl_ulong{p.stride_c});
     d.launch(r, reduce_launch_shape(p.m, p.n, p.batch));
   }
-  check(clEnqueueReadBuffer(d.queue, c.mem, CL_TRUE, 0, p.c.size(), p.c.data(), 0, nullptr,
-                            nullptr),
-        "clEnqueueReadBuffer");
+  check(
+      clEnqueueReadBuffer(d.queue, c.mem, CL_TRUE, 0, p.c.size(), p.c.data(), 0, nullptr, nullptr),
+      "clEnqueueReadBuffer");
 }
 
 /// The NVRTC entry points the test calls (nvrtcProgram is an opaque pointer; results are ints).
@@ -151,8 +156,8 @@ struct nvrtc_api::impl {
 nvrtc_api const* nvrtc_api::get() {
   static nvrtc_api const* const api = []() -> nvrtc_api* {
     void* lib = nullptr;
-    for (char const* name : {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12",
-                             "/usr/local/cuda/lib64/libnvrtc.so"}) {
+    for (char const* name :
+         {"libnvrtc.so", "libnvrtc.so.13", "libnvrtc.so.12", "/usr/local/cuda/lib64/libnvrtc.so"}) {
       if ((lib = dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
     }
     if (!lib) return nullptr;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Problems, reference, OpenCL runner and NVRTC loader of the matmul generator tests.
+// Problems and the double-precision reference of the matmul generator tests.
 #include "matmul_test_support.hpp"
 
 #include <cubert/portable.hpp>
@@ -51,7 +51,9 @@ std::uint16_t f32_to_bf16(float f) {
   return static_cast<std::uint16_t>(u >> 16);
 }
 
-float bf16_to_f32(std::uint16_t h) { return std::bit_cast<float>(std::uint32_t{h} << 16); }
+float bf16_to_f32(std::uint16_t h) {
+  return std::bit_cast<float>(std::uint32_t{h} << 16);
+}
 
 /// A value of `type` rounded from `v`, as float.
 float quantize(elem type, float v) {
@@ -60,7 +62,9 @@ float quantize(elem type, float v) {
   return v;
 }
 
-std::size_t size_of(elem type) { return type == elem::f32 ? 4 : 2; }
+std::size_t size_of(elem type) {
+  return type == elem::f32 ? 4 : 2;
+}
 
 void put(std::vector<std::byte>& buf, elem type, std::size_t i, float v) {
   if (type == elem::f32) {
@@ -108,8 +112,8 @@ std::string_view dtype_name(elem type) {
   return type == elem::f16 ? "f16" : type == elem::bf16 ? "bf16" : "f32";
 }
 
-problem make_problem(matmul_signature const& sig, std::uint32_t m, std::uint32_t n,
-                     std::uint32_t k, std::uint32_t batch, bool aligned, std::mt19937& rng) {
+problem make_problem(matmul_signature const& sig, std::uint32_t m, std::uint32_t n, std::uint32_t k,
+                     std::uint32_t batch, bool aligned, std::mt19937& rng) {
   problem p;
   p.m = m;
   p.n = n;
@@ -151,8 +155,8 @@ problem make_problem(matmul_signature const& sig, std::uint32_t m, std::uint32_t
       for (std::uint32_t kk = 0; kk < k; ++kk) {
         float const v = value();
         av[(std::size_t{bi} * m + r) * k + kk] = v;
-        std::uint64_t const at = sig.a_col_major ? std::uint64_t{kk} * p.lda + r
-                                                 : std::uint64_t{r} * p.lda + kk;
+        std::uint64_t const at =
+            sig.a_col_major ? std::uint64_t{kk} * p.lda + r : std::uint64_t{r} * p.lda + kk;
         put(p.a, sig.in, static_cast<std::size_t>(bi * p.stride_a + at), v);
       }
     }
@@ -160,8 +164,8 @@ problem make_problem(matmul_signature const& sig, std::uint32_t m, std::uint32_t
       for (std::uint32_t col = 0; col < n; ++col) {
         float const v = value();
         bv[(std::size_t{bi} * k + kk) * n + col] = v;
-        std::uint64_t const at = sig.b_col_major ? std::uint64_t{col} * p.ldb + kk
-                                                 : std::uint64_t{kk} * p.ldb + col;
+        std::uint64_t const at =
+            sig.b_col_major ? std::uint64_t{col} * p.ldb + kk : std::uint64_t{kk} * p.ldb + col;
         put(p.b, sig.in, static_cast<std::size_t>(bi * p.stride_b + at), v);
       }
     }
@@ -202,8 +206,8 @@ void expect_matches(matmul_signature const& sig, problem const& p, std::uint32_t
         double const tol =
             2.0 * (p.k + splits) * u * p.abs_sum[i] + out_eps * std::fabs(p.ref[i]) + 1e-30;
         if (!(std::fabs(got - p.ref[i]) <= tol) && ++bad <= 5) {
-          ADD_FAILURE() << fmt::format("C[{}][{}][{}] = {} , expected {} (tolerance {:.3g})", bi,
-                                       r, col, got, p.ref[i], tol);
+          ADD_FAILURE() << fmt::format("C[{}][{}][{}] = {} , expected {} (tolerance {:.3g})", bi, r,
+                                       col, got, p.ref[i], tol);
         }
       }
     }

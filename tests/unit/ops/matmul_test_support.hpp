@@ -23,7 +23,7 @@ struct problem {
   std::uint32_t m = 0, n = 0, k = 0, batch = 1;
   std::uint32_t lda = 0, ldb = 0, ldc = 0;
   std::uint64_t stride_a = 0, stride_b = 0, stride_c = 0;
-  std::vector<std::byte> a, b, c;  ///< Buffers as the kernel sees them.
+  std::vector<std::byte> a, b, c;   ///< Buffers as the kernel sees them.
   std::vector<std::byte> c_before;  ///< C as uploaded, to check untouched elements.
   std::vector<double> ref;          ///< Exact product of the stored inputs, [batch][m][n].
   std::vector<double> abs_sum;      ///< Σ|a·b| per element, for the rounding bound.
@@ -48,7 +48,8 @@ class opencl_env {
   /// Work-group size limit of the device.
   [[nodiscard]] std::size_t max_units() const noexcept { return max_units_; }
   /// Runs `cfg` on `p` (with the reduce kernel where split_k > 1); C comes back into `p.c`.
-  void run(matmul_config const& cfg, matmul_signature const& sig, problem& p);
+  /// Unoptimised builds (-cl-opt-disable) compile several times faster on PoCL.
+  void run(matmul_config const& cfg, matmul_signature const& sig, problem& p, bool optimize);
 
   opencl_env(opencl_env const&) = delete;
   opencl_env& operator=(opencl_env const&) = delete;

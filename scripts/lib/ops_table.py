@@ -1,0 +1,59 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Joins `cubert bench --json` documents with the peers' figures (torch_ops_peers.py) into the
+kernel library's GPU table: figure, target, cubert, peer, ratio, met.
+
+Usage: python3 ops_table.py PEERS.json BENCH.json... (a bench document's argv says whether it ran
+with the vendor candidate: --no-vendor means the library's own kernels alone)."""
+import json
+import sys
+
+TORCH_DTYPE = {"f32": "float32", "f16": "float16", "bf16": "bfloat16"}
+
+
+def peer(peers, figure, shape, dtype):
+    for p in peers:
+        if p.get("figure") == figure and p.get("shape") == shape and p.get("dtype") == dtype:
+            return p
+    return None
+
+
+def rows(doc, peers):
+    own = "--no-vendor" in doc.get("argv", "")
+    for key in doc.get("keys", []):
+        chosen = key.get("chosen", {})
+        ms = chosen.get("median_ns", 0) / 1e6
+        if not ms:
+            continue
+        op, shape, dt = key["op"], key["shape"], TORCH_DTYPE.get(key["dtype"], key["dtype"])
+        if op == "matmul":
+            p = peer(peers, "cublas", shape, dt)
+            target = (0.90 if dt == "float32" else 0.80) if own else 1.0
+            label = f"matmul {key['dtype']} {shape} ({'own kernels' if own else 'with cuBLAS'})"
+            yield label, "cuBLAS", target, ms, p
+            t = peer(peers, "triton", shape, dt)
+            if own and t is not None:
+                yield f"matmul {key['dtype']} {shape} (own kernels)", "Triton", 1.0, ms, t
+        elif op == "add":
+            yield f"add {shape} {key['dtype']}", "torch.add", 0.95, ms, peer(peers, "torch.add", shape, dt)
+        elif op == "sum" and key.get("layout") == "all":
+            yield f"sum {shape} {key['dtype']}", "torch.sum", 0.95, ms, peer(peers, "torch.sum", shape, dt)
+        elif op == "sum":
+            yield (f"row sum {shape} {key['dtype']}", "torch.sum(dim=1)", 1.0, ms,
+                   peer(peers, "torch.sum(dim=1)", shape, dt))
+
+
+def main():
+    peers = json.load(open(sys.argv[1])).get("peers", [])
+    print(f"{'figure':<46} {'peer':<18} {'target':>6} {'cubert ms':>10} {'peer ms':>9} {'ratio':>6}  met")
+    for path in sys.argv[2:]:
+        for label, who, target, ms, p in rows(json.load(open(path)), peers):
+            if p is None or "median_ms" not in p:
+                print(f"{label:<46} {who:<18} {target:>6.2f} {ms:>10.3f} {'-':>9} {'-':>6}  (no peer)")
+                continue
+            ratio = p["median_ms"] / ms
+            print(f"{label:<46} {who:<18} {target:>6.2f} {ms:>10.3f} {p['median_ms']:>9.3f} "
+                  f"{ratio:>6.3f}  {'yes' if ratio >= target else 'NO'}")
+
+
+if __name__ == "__main__":
+    main()
