@@ -139,13 +139,15 @@ mm_args bench_inputs(client const& c, mm_args const& a) {
   return b;
 }
 
-mm_set make_set(bool gpu, bool cuda, bool tensor_cores = false, bool cpu_processor = false) {
+mm_set make_set(bool gpu, bool cuda, bool tensor_cores = false, bool cpu_processor = false,
+                bool hopper = false) {
   mm_set set([](client const& c, mm_args const& a) { return key_of(c, a); },
              [](tune_key const&, client const& c, mm_args const& a) {
                return std::tuple<client, mm_args>{c, bench_inputs(c, a)};
              });
   if (gpu) {
     add_gpu_candidates(set, cpu_processor);
+    if (hopper) add_wgmma_candidates(set);
     if (tensor_cores) add_mma_candidates(set);
     if (cuda && current_settings().vendor_candidates) add_cublas_candidate(set);
   } else {
@@ -169,6 +171,9 @@ mm_set cuda_set() {
 }
 mm_set cuda_tensor_core_set() {
   return make_set(true, true, true);
+}
+mm_set cuda_hopper_set() {
+  return make_set(true, true, true, false, true);
 }
 
 // Compute capability from "sm_90" (0 when unknown).
@@ -197,7 +202,10 @@ std::shared_ptr<mm_set const> mm_family::set_for(client const& c, op_tuner::tune
   if (backend == "cpu") return t.init(&cpu_set);
   if (backend == "cuda") {
     // mma.sync m16n8k16, ldmatrix and cp.async need compute capability 8.0.
-    return compute_capability(c) >= 80 ? t.init(&cuda_tensor_core_set) : t.init(&cuda_set);
+    // wgmma exists on sm_90 alone (sm_90a's cubin runs there only).
+    auto const cc = compute_capability(c);
+    if (cc == 90) return t.init(&cuda_hopper_set);
+    return cc >= 80 ? t.init(&cuda_tensor_core_set) : t.init(&cuda_set);
   }
   return c.properties().hardware.processor == processor_kind::cpu ? t.init(&opencl_cpu_set)
                                                                   : t.init(&opencl_set);

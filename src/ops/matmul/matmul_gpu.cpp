@@ -3,6 +3,7 @@
 // configuration (gpu/matmul_source.hpp), with its split-K reduction where it has one.
 #include "../gpu/matmul_mma_source.hpp"
 #include "../gpu/matmul_source.hpp"
+#include "../gpu/matmul_wgmma_source.hpp"
 #include "../gpu/ops_prelude.hpp"
 #include "mm_family.hpp"
 
@@ -35,7 +36,10 @@ kernel matmul_kernel(Config const& cfg, gpu::matmul_signature const& sig) {
     auto const launch = gpu::launch_shape(cfg, 1, 1, 1);
     auto b = kernel::builder(name);
     b.cube_dim(launch.cube_dim.x, launch.cube_dim.y, launch.cube_dim.z).info(name);
-    if constexpr (std::is_same_v<Config, gpu::matmul_mma_config>) {
+    if constexpr (std::is_same_v<Config, gpu::matmul_wgmma_config>) {
+      b.shared_memory(gpu::shared_bytes(cfg, sig))
+          .portable_source(gpu::matmul_wgmma_source(cfg, sig), "cubert_matmul");
+    } else if constexpr (std::is_same_v<Config, gpu::matmul_mma_config>) {
       b.shared_memory(gpu::shared_bytes(cfg, sig))
           .portable_source(gpu::matmul_mma_source(cfg, sig), "cubert_matmul");
     } else {
@@ -70,7 +74,14 @@ void launch(client const& c, Config const& cfg, mm_args const& a) {
   auto const sig = signature_of(a);
   auto const m = u32(a.m, "M"), n = u32(a.n, "N"), batch = u32(a.batch, "the batch");
   auto const shape = gpu::launch_shape(cfg, m, n, batch);
-  auto args = bindings{}.with_buffers({bound_at_offset(a.a), bound_at_offset(a.b)});
+  auto args = bindings{};
+  if constexpr (std::is_same_v<Config, gpu::matmul_wgmma_config>) {
+    // TMA reads A and B through tensor maps bound to the same views as the buffers.
+    auto const maps = gpu::wgmma_tensor_maps(cfg, sig, m, n, u32(a.k, "K"), batch, a.a.ld, a.b.ld,
+                                             a.a.batch_stride, a.b.batch_stride);
+    args.with_tensor_maps({{bound_at_offset(a.a), maps[0]}, {bound_at_offset(a.b), maps[1]}});
+  }
+  args.with_buffers({bound_at_offset(a.a), bound_at_offset(a.b)});
   auto const scalars = [&](bindings& b) -> bindings& {
     return b.with_scalar(elem::u32, {a.m, a.n, a.k, a.a.ld, a.b.ld, a.c.ld})
         .with_scalar(elem::u64, {a.a.batch_stride, a.b.batch_stride, a.c.batch_stride});
@@ -107,6 +118,26 @@ void add_mma_candidates(mm_set& set) {
         "1");
     t.group(offered_group(), [cfg](tune_key const& k) {
       if (k.dtype == elem::f32) return -1;
+      gpu::matmul_signature const sig{k.dtype, k.out, k.layout[0] == 'c', k.layout[1] == 'c'};
+      return gpu::invalid(cfg, sig, 1024, 227 * 1024) ? -1 : 0;
+    });
+    set.with(std::move(t));
+  }
+}
+
+void add_wgmma_candidates(mm_set& set) {
+  // TMA takes operands whose leading dimensions, offsets and batch strides are multiples of 16
+  // bytes (the key's alignment, in elements, says so); the kernels have no other path.
+  for (auto const& cfg : gpu::wgmma_candidates({elem::f16, elem::f16, false, false})) {
+    tune::tunable<tune_key, op_output, client, mm_args> t(
+        gpu::name(cfg),
+        [cfg](client c, mm_args a) {
+          launch(c, cfg, a);
+          return op_output{std::move(c), std::move(a.out), mm_tolerance(a.k, a.c.t.dtype())};
+        },
+        "1");
+    t.group(offered_group(), [cfg](tune_key const& k) {
+      if (k.dtype == elem::f32 || k.align < 8 || k.dims[2] == 0) return -1;
       gpu::matmul_signature const sig{k.dtype, k.out, k.layout[0] == 'c', k.layout[1] == 'c'};
       return gpu::invalid(cfg, sig, 1024, 227 * 1024) ? -1 : 0;
     });

@@ -58,6 +58,9 @@ void add_gpu_candidates(mm_set& set, bool cpu_processor);
 /// Adds the tensor-core (mma.sync) kernels' candidates: CUDA devices of compute capability 8.0
 /// or newer, 16-bit inputs.
 void add_mma_candidates(mm_set& set);
+/// Adds the Hopper kernels' candidates (TMA, wgmma, warp-specialised; sm_90 only), offered for
+/// 16-bit inputs whose operands TMA can read.
+void add_wgmma_candidates(mm_set& set);
 /// Adds cuBLAS (CUDA) when it loads; logs why not otherwise.
 void add_cublas_candidate(mm_set& set);
 
