@@ -13,7 +13,7 @@ cli=./build/main/tools/cubert/cubert
 # A cache of the demo's own, emptied first, so that the first tuning really times candidates.
 export CUBERT_CACHE_DIR="${CUBERT_MAIN_CACHE:-$PWD/build/main/cache}"
 rm -rf "$CUBERT_CACHE_DIR"
-matmul=(matmul --shape 1024x1024x1024 --shape 2048x2048x2048)
+matmul=(matmul --shape 1024x1024x1024 --shape 2048x2048x2048 --budget 8)
 
 elementwise=(add --shape 4194304)
 echo "== cubert devices"

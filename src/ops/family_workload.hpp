@@ -21,6 +21,9 @@ struct family_workload {
   double bytes = 0;
   /// Compares the output with the family's double-precision host reference.
   std::function<std::optional<std::string>()> verify;
+  /// The vendor library's run of the problem, and its name; empty when there is none.
+  std::function<void()> vendor_run;
+  std::string vendor_name;
 };
 
 /// Each family's maker: validates `p` (already known to be the family's) and allocates.

@@ -184,6 +184,18 @@ std::shared_ptr<tune::tuner<tune_key>> workload::tuner() const {
   return op_->tuner();
 }
 
+std::string workload::vendor() const {
+  return operands_->made.vendor_name;
+}
+
+void workload::run_vendor() {
+  if (!operands_->made.vendor_run) {
+    throw unsupported(fmt::format("{}: no vendor library computes it on {}", problem_.describe(),
+                                  client_.properties().name));
+  }
+  operands_->made.vendor_run();
+}
+
 double workload::flops() const noexcept {
   return operands_->made.flops;
 }

@@ -27,11 +27,13 @@ struct bench_options : op_options {
   unsigned repeat = 20;
 };
 
-// The median of `repeat` device-timed runs of the tuned choice.
-double median_ns(client const& c, ops::workload& w, unsigned repeat) {
+// The median of `repeat` device-timed runs of `run` (after one untimed run).
+template <typename Run>
+double median_ns(client const& c, Run const& run, unsigned repeat) {
+  run();
   std::vector<double> t;
   for (unsigned r = 0; r < repeat; ++r) {
-    auto const d = c.profile([&] { w.run(); }, "bench");
+    auto const d = c.profile(run, "bench");
     t.push_back(static_cast<double>(d.resolve().count()));
   }
   std::sort(t.begin(), t.end());
@@ -68,7 +70,8 @@ void run_bench(bench_options const& o) {
     bool const cached = tuner->benchmarked() == before;
     if (!ceil) ceil = ops::ceilings(c);
     auto key = key_json(w, *ceil, cached, ms);
-    double const ours = median_ns(c, w, o.repeat);
+    double const ours = median_ns(
+        c, [&] { w.run(); }, o.repeat);
     auto const winner = tuner->fastest(w.key());
     std::string const chosen = winner ? w.candidates().at(*winner) : std::string("?");
     bool const by_flops = p.op == "matmul";
@@ -77,7 +80,15 @@ void run_bench(bench_options const& o) {
                      {"gflops", w.flops() / ours},
                      {"gbs", w.bytes() / ours}};
     std::string why;
-    auto const peer = time_peer(c, p, static_cast<int>(o.repeat), why);
+    // The vendor library of the device is the peer where the library has one (cuBLAS on CUDA),
+    // run through the same client on the same operands; otherwise another library's own run.
+    std::optional<peer_timing> peer;
+    if (!w.vendor().empty()) {
+      peer = peer_timing{w.vendor(), median_ns(
+                                         c, [&] { w.run_vendor(); }, o.repeat)};
+    } else {
+      peer = time_peer(c, p, static_cast<int>(o.repeat), why);
+    }
     if (!o.json) {
       fmt::print("{}  on {}\n", p.describe(), c.properties().name);
       fmt::print("  cubert   {:>10.3f} ms  {:>16}  ({}{})\n", ours / 1e6,

@@ -37,6 +37,8 @@ void add_op_options(CLI::App* cmd, op_options& o) {
   cmd->add_flag("--json", o.json, "Print the results as JSON instead of tables");
   cmd->add_option("--report", o.report, "Also write a self-contained HTML report to this file")
       ->check(non_empty());
+  cmd->add_option("--budget", o.budget,
+                  "Limit each problem's search: N candidates (in the set's order) or Ns seconds");
   cmd->add_flag("--no-vendor", o.no_vendor,
                 "Leave vendor libraries (cuBLAS) out of the candidates");
   cmd->add_flag("--verify", o.verify,

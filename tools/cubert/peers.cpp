@@ -89,6 +89,18 @@ std::optional<double> openblas_sgemm_ns(ops::problem const& p, unsigned threads,
 std::optional<peer_timing> time_peer(client const& c, ops::problem const& p, int repeat,
                                      std::string& why) {
   auto const& props = c.properties();
+  if (props.backend == "opencl") {
+    if (p.op != "matmul") {
+      why = fmt::format("CLBlast, the OpenCL peer, has no {} to compare with", p.op);
+      return std::nullopt;
+    }
+    if (auto ns = clblast_gemm_ns(p, props.index, repeat, why)) {
+      return peer_timing{
+          fmt::format("CLBlast {} on {}", p.dtype == elem::f16 ? "Hgemm" : "Sgemm", props.name),
+          *ns};
+    }
+    return std::nullopt;
+  }
   if (props.backend != "cpu") {
     why = fmt::format("no peer is wired for {} devices in the CLI yet", props.backend);
     return std::nullopt;

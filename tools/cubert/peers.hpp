@@ -34,4 +34,17 @@ struct peer_timing {
 [[nodiscard]] std::optional<double> openblas_sgemm_ns(ops::problem const& p, unsigned threads,
                                                       int repeat, std::string& why);
 
+/// CLBlast's GEMM (Sgemm for f32, Hgemm for f16; nothing for bf16, which CLBlast lacks) on
+/// OpenCL device `ordinal` (as cubert numbers them: every platform's devices in
+/// clGetPlatformIDs order, CL_DEVICE_TYPE_ALL in clGetDeviceIDs order, skipping devices that are
+/// not CL_DEVICE_AVAILABLE or have no CL_DEVICE_COMPILER_AVAILABLE), in its own context and
+/// queue, on operands of `p`'s shape, dtype and layout ("rr","rc","cr","cc": A's and B's
+/// row/column-major; C row-major; batched shapes BxMxNxK run as B calls or CLBlast's batched
+/// strided GEMM), timed with the host clock around clFinish (peer_clblast.cpp says why not the
+/// queue's events): the median ns of `repeat` runs after one warm-up. libOpenCL.so.1 and
+/// libclblast are loaded at run time: nullopt with `why` when anything is missing or fails
+/// (never throws, never aborts).
+[[nodiscard]] std::optional<double> clblast_gemm_ns(ops::problem const& p, unsigned ordinal,
+                                                    int repeat, std::string& why);
+
 }  // namespace cubert::cli

@@ -17,8 +17,8 @@ struct device_ceilings {
   /// Bytes read plus bytes written per second by a streaming copy far larger than the caches.
   double bandwidth = 0;
   /// Floating-point operations per second of independent fused multiply-adds in registers, per
-  /// dtype where measured (f32 everywhere; the 16-bit dtypes compute in f32 on devices without
-  /// dedicated units, and share its figure there).
+  /// dtype where measured: f32 everywhere; f16 and bf16 on CPUs, where the library computes them
+  /// in f32 (a GPU's 16-bit roof is its matrix units', not measured yet).
   std::map<elem, double> flops;
   std::string fingerprint;  ///< The device's, from its properties.
   std::string measured;     ///< When, ISO 8601 UTC.

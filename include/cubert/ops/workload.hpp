@@ -84,6 +84,13 @@ class workload {
   /// The tuner serving this problem's device.
   [[nodiscard]] std::shared_ptr<tune::tuner<tune_key>> tuner() const;
 
+  /// The vendor library that computes this problem on this device ("cuBLAS 13.0.2" for matmul
+  /// on CUDA when it loads), whatever the settings say of it as a candidate; "" when none.
+  [[nodiscard]] std::string vendor() const;
+  /// Runs the problem through `vendor()` (a peer to measure against, in the same run).
+  /// Asynchronous. @throws unsupported when there is none.
+  void run_vendor();
+
   /// Floating-point operations and bytes of memory traffic one run needs (the roofline's
   /// coordinates; flops is 0 for pure data movement).
   [[nodiscard]] double flops() const noexcept;

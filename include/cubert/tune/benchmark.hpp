@@ -98,6 +98,8 @@ struct tune_progress {
   std::size_t total = 0;       ///< Candidates this tuning runs (not answered by the cache).
   int round = 0;               ///< Sampling rounds done (`sampling`).
   int rounds = 0;              ///< Most rounds it may take.
+  /// Since the tuning began (`finished`: what the choice took, the cache's answer included).
+  std::chrono::nanoseconds elapsed{0};
 };
 
 /// Called on the tuning thread; must not throw (what it throws is logged and dropped).

@@ -99,10 +99,11 @@ class progress_reporter {
     };
   }
 
-  void finished(std::size_t winner) {
+  void finished(std::size_t winner, std::chrono::nanoseconds elapsed) {
     if (!active()) return;
     tune_progress p;
     p.what = tune_progress::stage::finished;
+    p.elapsed = elapsed;
     p.candidate = req_.names[winner];
     p.position = started_;
     p.total = total_;
@@ -238,7 +239,7 @@ tuning_outcome run_tuning(tuning_request const& req, tune_plan plan, benchmark_t
           std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
               .count();
       log_decision(req, out, ms);
-      progress.finished(out.winner);
+      progress.finished(out.winner, std::chrono::steady_clock::now() - start);
       return out;
     }
   }

@@ -41,6 +41,24 @@ kernel cublas_kernel() {
 
 }  // namespace
 
+void launch_cublas(client const& c, mm_args const& a) {
+  c.execute(cublas_kernel(), cube_count{1, 1, 1},
+            bindings{}
+                .with_buffers({bound_at_offset(a.a), bound_at_offset(a.b), bound_at_offset(a.c)})
+                .with_scalar(elem::u64, {a.m, a.n, a.k, a.a.ld, a.b.ld, a.c.ld, a.a.batch_stride,
+                                         a.b.batch_stride, a.c.batch_stride, a.batch,
+                                         std::uint64_t{a.a.col_major}, std::uint64_t{a.b.col_major},
+                                         static_cast<std::uint64_t>(a.a.t.dtype()),
+                                         static_cast<std::uint64_t>(a.c.t.dtype())}));
+}
+
+std::string cublas_name() {
+  std::string why;
+  if (!cublas_available(why)) return {};
+  auto v = cublas_version();
+  return v.empty() ? std::string("cuBLAS") : v;
+}
+
 void add_cublas_candidate(mm_set& set) {
   std::string why;
   if (!cublas_available(why)) {
@@ -51,15 +69,7 @@ void add_cublas_candidate(mm_set& set) {
   set.with(
       "cublas",
       [](client c, mm_args a) {
-        c.execute(
-            cublas_kernel(), cube_count{1, 1, 1},
-            bindings{}
-                .with_buffers({bound_at_offset(a.a), bound_at_offset(a.b), bound_at_offset(a.c)})
-                .with_scalar(elem::u64, {a.m, a.n, a.k, a.a.ld, a.b.ld, a.c.ld, a.a.batch_stride,
-                                         a.b.batch_stride, a.c.batch_stride, a.batch,
-                                         std::uint64_t{a.a.col_major}, std::uint64_t{a.b.col_major},
-                                         static_cast<std::uint64_t>(a.a.t.dtype()),
-                                         static_cast<std::uint64_t>(a.c.t.dtype())}));
+        launch_cublas(c, a);
         return op_output{std::move(c), std::move(a.out), mm_tolerance(a.k, a.c.t.dtype())};
       },
       "1");

@@ -63,6 +63,10 @@ void add_mma_candidates(mm_set& set);
 void add_wgmma_candidates(mm_set& set);
 /// Adds cuBLAS (CUDA) when it loads; logs why not otherwise.
 void add_cublas_candidate(mm_set& set);
+/// Runs `a` through cuBLAS on `c` (a CUDA device); what cuBLAS refuses fails the next sync.
+void launch_cublas(client const& c, mm_args const& a);
+/// "cuBLAS x.y.z" when cuBLAS loads (after its first call; "cuBLAS" before), "" otherwise.
+[[nodiscard]] std::string cublas_name();
 
 /// The output tolerance of a product of length `k` into `out`: what other orders of f32
 /// accumulation and the final rounding can account for, × max |C|.

@@ -72,6 +72,10 @@ family_workload make_matmul_workload(client const& c, problem const& p, std::uin
   w.flops = 2.0 * fb * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
   w.bytes = fb * esize * static_cast<double>(m * k + k * n + m * n);
   w.op = std::make_unique<bound_family<mm_family, mm_args>>(c, args);
+  if (c.properties().backend == "cuda") {
+    w.vendor_name = cublas_name();
+    if (!w.vendor_name.empty()) w.vendor_run = [c, args] { launch_cublas(c, args); };
+  }
   w.verify = [c, a = std::move(a), b = std::move(b), out, batch, m, n, k] {
     auto const got = read_as_f64(c, out);
     std::vector<double> want(got.size());

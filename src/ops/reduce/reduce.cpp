@@ -99,8 +99,9 @@ rd_args checked_rd(reduce_op op, bool all, tensor const& x, tensor const& out) {
   if (a.rows > 1 && a.row_stride < a.cols) {
     throw invalid_argument(fmt::format("{}: rows of {} overlap", what, x.describe()));
   }
-  std::vector<std::uint64_t> want(x.shape().begin(), x.shape().end() - 1);
-  if (want.empty()) want = {1};
+  // Built in one go: assigning {1} to an emptied vector trips GCC 12's -Wfree-nonheap-object.
+  auto const want = r >= 2 ? std::vector<std::uint64_t>(x.shape().begin(), x.shape().end() - 1)
+                           : std::vector<std::uint64_t>{1};
   if (out.shape() != want) {
     throw invalid_argument(fmt::format("{}: the output {} must have shape [{}]", what,
                                        out.describe(), fmt::join(want, ", ")));
