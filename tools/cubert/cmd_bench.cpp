@@ -2,9 +2,8 @@
 // `cubert bench <op>`: runs the tuned choice of the kernel library for each problem and, in the
 // same run, the peer library where one is present, and prints the ratio of their speeds.
 #include "command.hpp"
-#include "op_options.hpp"
+#include "op_session.hpp"
 #include "peers.hpp"
-#include "progress_bar.hpp"
 
 #include <cubert/build_config.hpp>
 #include <cubert/client.hpp>
@@ -46,30 +45,15 @@ std::string rate(double flops, double bytes, double ns, bool by_flops) {
 }
 
 void run_bench(bench_options const& o) {
-  auto const problems = problems_of(o);
-  for (auto const& p : problems) ops::workload::validate(p);
-  progress_bar bar(false);
-  configure_tuning(o, [&bar](tune::tune_progress const& p) { bar(p); });
-  auto c = make_client(o.device);
-  nlohmann::json doc{{"command", "bench"},
-                     {"argv", o.argv},
-                     {"cubert_version", CUBERT_VERSION_STRING},
-                     {"date", utc_now()},
-                     {"keys", nlohmann::json::array()}};
-  std::optional<ops::device_ceilings> ceil;
-  for (auto const& p : problems) {
-    ops::workload w(c, p);
+  op_session session(o, "bench");
+  auto& c = session.device();
+  session.for_each([&](tuned_problem& t) {
+    auto& w = t.work;
+    auto& key = t.key;
+    auto const& p = w.spec();
     auto const tuner = w.tuner();
-    auto const before = tuner->benchmarked();
-    auto const start = std::chrono::steady_clock::now();
-    w.run();  // Tunes first when the cache does not know the problem.
-    c.sync();
-    double const ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    bar.clear();
-    bool const cached = tuner->benchmarked() == before;
-    if (!ceil) ceil = ops::ceilings(c);
-    auto key = key_json(w, *ceil, cached, ms);
+    bool const cached = t.cached;
+    double const ms = t.first_ms;
     double const ours = median_ns(
         c, [&] { w.run(); }, o.repeat);
     auto const winner = tuner->fastest(w.key());
@@ -110,11 +94,8 @@ void run_bench(bench_options const& o) {
       key["peer_missing"] = why;
       if (!o.json) fmt::print("  peer     none: {}\n\n", why);
     }
-    doc["keys"].push_back(std::move(key));
-  }
-  if (!ceil) ceil = ops::ceilings(c);
-  doc["device"] = device_json(c, *ceil);
-  emit(o, doc);
+  });
+  session.finish();
 }
 
 void setup(CLI::App& app) {

@@ -103,12 +103,17 @@ void launch(client const& c, Config const& cfg, mm_args const& a) {
                 .with_scalar(elem::u64, {a.c.batch_stride}));
 }
 
-}  // namespace
+// The signature a key's problem has (its dtypes and layouts).
+gpu::matmul_signature signature_of(tune_key const& k) {
+  return {k.dtype, k.out, k.layout[0] == 'c', k.layout[1] == 'c'};
+}
 
-void add_mma_candidates(mm_set& set) {
-  // One list for every 16-bit signature; f32 keys (and tilings a signature cannot build) are not
-  // offered them.
-  for (auto const& cfg : gpu::mma_candidates({elem::f16, elem::f16, false, false})) {
+// One candidate per config, offered for a key when `offered(key)` says so (and the key's
+// signature can build it within `max_shared` bytes).
+template <typename Config, typename Offered>
+void add_configs(mm_set& set, std::vector<Config> const& configs, std::uint64_t max_shared,
+                 Offered offered) {
+  for (auto const& cfg : configs) {
     tune::tunable<tune_key, op_output, client, mm_args> t(
         gpu::name(cfg),
         [cfg](client c, mm_args a) {
@@ -116,59 +121,44 @@ void add_mma_candidates(mm_set& set) {
           return op_output{std::move(c), std::move(a.out), mm_tolerance(a.k, a.c.t.dtype())};
         },
         "1");
-    t.group(offered_group(), [cfg](tune_key const& k) {
-      if (k.dtype == elem::f32) return -1;
-      gpu::matmul_signature const sig{k.dtype, k.out, k.layout[0] == 'c', k.layout[1] == 'c'};
-      return gpu::invalid(cfg, sig, 1024, 227 * 1024) ? -1 : 0;
+    t.group(offered_group(), [cfg, max_shared, offered](tune_key const& k) {
+      if (!offered(k)) return -1;
+      return gpu::invalid(cfg, signature_of(k), 1024, max_shared) ? -1 : 0;
     });
     set.with(std::move(t));
   }
 }
 
+}  // namespace
+
+void add_mma_candidates(mm_set& set) {
+  // One list for every 16-bit signature; f32 keys are not offered them.
+  add_configs(set, gpu::mma_candidates({elem::f16, elem::f16, false, false}), 227 * 1024,
+              [](tune_key const& k) { return k.dtype != elem::f32; });
+}
+
 void add_wgmma_candidates(mm_set& set) {
   // TMA takes operands whose leading dimensions, offsets and batch strides are multiples of 16
   // bytes (the key's alignment, in elements, says so); the kernels have no other path.
-  for (auto const& cfg : gpu::wgmma_candidates({elem::f16, elem::f16, false, false})) {
-    tune::tunable<tune_key, op_output, client, mm_args> t(
-        gpu::name(cfg),
-        [cfg](client c, mm_args a) {
-          launch(c, cfg, a);
-          return op_output{std::move(c), std::move(a.out), mm_tolerance(a.k, a.c.t.dtype())};
-        },
-        "1");
-    t.group(offered_group(), [cfg](tune_key const& k) {
-      if (k.dtype == elem::f32 || k.align < 8 || k.dims[2] == 0) return -1;
-      gpu::matmul_signature const sig{k.dtype, k.out, k.layout[0] == 'c', k.layout[1] == 'c'};
-      return gpu::invalid(cfg, sig, 1024, 227 * 1024) ? -1 : 0;
-    });
-    set.with(std::move(t));
-  }
+  add_configs(
+      set, gpu::wgmma_candidates({elem::f16, elem::f16, false, false}), 227 * 1024,
+      [](tune_key const& k) { return k.dtype != elem::f32 && k.align >= 8 && k.dims[2] != 0; });
 }
 
 void add_gpu_candidates(mm_set& set, bool cpu_processor) {
   // Every signature's list is the same shape of tiling; the f32 one names the candidates (a
   // candidate's name must not depend on the problem's dtype, which only the key knows). An
   // OpenCL device on a CPU runs a work-group as a loop: it gets the single-buffered tilings
-  // written for that, a GPU the rest.
+  // written for that (those with a K step of 16: PoCL takes seconds to compile each, and 32
+  // gained nothing there), a GPU the rest. One whose vectors the operands cannot take is still
+  // correct: the kernel loads element by element then.
+  std::vector<gpu::matmul_config> configs;
   for (auto const& cfg : gpu::candidates({})) {
-    if ((cfg.stages == 1) != cpu_processor) continue;
-    // PoCL takes seconds to compile each: its K step of 32 gained nothing there.
-    if (cpu_processor && cfg.bk != 16) continue;
-    tune::tunable<tune_key, op_output, client, mm_args> t(
-        gpu::name(cfg),
-        [cfg](client c, mm_args a) {
-          launch(c, cfg, a);
-          return op_output{std::move(c), std::move(a.out), mm_tolerance(a.k, a.c.t.dtype())};
-        },
-        "1");
-    t.group(offered_group(), [cfg](tune_key const& k) {
-      // Offered unless the problem's dtypes and layouts cannot build it. One whose vectors the
-      // operands cannot take is still correct (the kernel loads element by element then).
-      gpu::matmul_signature const sig{k.dtype, k.out, k.layout[0] == 'c', k.layout[1] == 'c'};
-      return gpu::invalid(cfg, sig, 1024, 48 * 1024) ? -1 : 0;
-    });
-    set.with(std::move(t));
+    if ((cfg.stages == 1) == cpu_processor && (!cpu_processor || cfg.bk == 16)) {
+      configs.push_back(cfg);
+    }
   }
+  add_configs(set, configs, 48 * 1024, [](tune_key const&) { return true; });
 }
 
 }  // namespace cubert::ops::detail

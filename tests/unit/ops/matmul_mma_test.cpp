@@ -20,19 +20,7 @@ namespace gpu = cubert::ops::gpu;
 namespace mt = cubert::ops::gpu::test;
 using cubert::elem;
 
-constexpr std::uint64_t sm90_shared = 227 * 1024;
-
-std::vector<gpu::matmul_signature> mma_signatures() {
-  std::vector<gpu::matmul_signature> out;
-  for (elem const in : {elem::f16, elem::bf16}) {
-    for (elem const o : {elem::f32, in}) {
-      for (int layout = 0; layout < 4; ++layout) {
-        out.push_back({in, o, (layout & 2) != 0, (layout & 1) != 0});
-      }
-    }
-  }
-  return out;
-}
+using mt::sm90_shared;
 
 TEST(MatmulMma, CandidatesAreValidAndDistinct) {
   auto const configs = gpu::mma_candidates({elem::f16, elem::f32, false, false});
@@ -41,7 +29,7 @@ TEST(MatmulMma, CandidatesAreValidAndDistinct) {
   std::map<std::string, int> names;
   for (auto const& cfg : configs) {
     EXPECT_EQ(++names[gpu::name(cfg)], 1) << gpu::name(cfg);
-    for (auto const& sig : mma_signatures()) {
+    for (auto const& sig : mt::signatures_16bit()) {
       EXPECT_EQ(gpu::invalid(cfg, sig, 1024, sm90_shared), std::nullopt) << gpu::name(cfg);
     }
   }
@@ -61,7 +49,7 @@ TEST(MatmulMma, CandidatesAreValidAndDistinct) {
 TEST(MatmulMma, CompilesForSm90) {
   auto const* nvrtc = mt::nvrtc_api::get();
   if (!nvrtc) GTEST_SKIP() << "no NVRTC";
-  auto const sigs = mma_signatures();
+  auto const sigs = mt::signatures_16bit();
   auto const configs = gpu::mma_candidates(sigs[0]);
   for (std::size_t i = 0; i < configs.size(); ++i) {
     // Every signature through the front end in one program; then one signature, rotating, down

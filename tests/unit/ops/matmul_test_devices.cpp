@@ -178,13 +178,13 @@ nvrtc_api const* nvrtc_api::get() {
   return api;
 }
 
-std::string nvrtc_api::compile(std::string const& source,
-                               std::vector<std::string> const& options) const {
+nvrtc_outcome nvrtc_api::compile_logged(std::string const& source,
+                                        std::vector<std::string> const& options) const {
   auto const& f = *impl_;
   std::string const text = std::string(portable::cuda_prelude) + source;
   impl::program prog = nullptr;
   if (int const r = f.create(&prog, text.c_str(), "matmul.cu", 0, nullptr, nullptr); r != 0) {
-    return fmt::format("nvrtcCreateProgram: {}", r);
+    return {false, fmt::format("nvrtcCreateProgram: {}", r)};
   }
   std::vector<char const*> argv;
   for (auto const& o : options) argv.push_back(o.c_str());
@@ -192,9 +192,16 @@ std::string nvrtc_api::compile(std::string const& source,
   std::size_t size = 0;
   f.log_size(prog, &size);
   std::string log(size, '\0');
-  f.log(prog, log.data());
+  if (size != 0) f.log(prog, log.data());
   f.destroy(&prog);
-  return result == 0 ? std::string() : fmt::format("nvrtcCompileProgram: {}\n{}", result, log);
+  if (result != 0) log = fmt::format("nvrtcCompileProgram: {}\n{}", result, log);
+  return {result == 0, log};
+}
+
+std::string nvrtc_api::compile(std::string const& source,
+                               std::vector<std::string> const& options) const {
+  auto outcome = compile_logged(source, options);
+  return outcome.ok ? std::string() : std::move(outcome.log);
 }
 
 std::string renamed(std::string const& source, std::string const& suffix) {

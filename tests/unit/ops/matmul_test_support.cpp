@@ -233,4 +233,16 @@ void expect_matches(matmul_signature const& sig, problem const& p, std::uint32_t
   if (bad > 5) ADD_FAILURE() << fmt::format("{} wrong elements in all", bad);
 }
 
+std::vector<matmul_signature> signatures_16bit() {
+  std::vector<matmul_signature> out;
+  for (elem const in : {elem::f16, elem::bf16}) {
+    for (elem const o : {elem::f32, in}) {
+      for (int layout = 0; layout < 4; ++layout) {
+        out.push_back({in, o, (layout & 2) != 0, (layout & 1) != 0});
+      }
+    }
+  }
+  return out;
+}
+
 }  // namespace cubert::ops::gpu::test

@@ -61,6 +61,12 @@ class opencl_env {
   std::size_t max_units_ = 0;
 };
 
+/// What one NVRTC compilation said.
+struct nvrtc_outcome {
+  bool ok = false;
+  std::string log;  ///< The program log, kept on success too (`--ptxas-options=-v` writes to it).
+};
+
 /// NVRTC, loaded at run time so that the test needs no CUDA toolkit to build.
 class nvrtc_api {
  public:
@@ -69,12 +75,21 @@ class nvrtc_api {
   /// Compiles `portable::cuda_prelude` + `source`: "" on success, else the result and the log.
   [[nodiscard]] std::string compile(std::string const& source,
                                     std::vector<std::string> const& options) const;
+  /// As `compile`, with the log kept whatever the outcome.
+  [[nodiscard]] nvrtc_outcome compile_logged(std::string const& source,
+                                             std::vector<std::string> const& options) const;
 
  private:
   nvrtc_api() = default;
   struct impl;
   impl* impl_ = nullptr;
 };
+
+/// Every signature with 16-bit inputs: f16 and bf16, output f32 or the input's, four layouts.
+[[nodiscard]] std::vector<matmul_signature> signatures_16bit();
+
+/// The shared memory a block may opt into on sm_90 (227 KiB).
+inline constexpr std::uint64_t sm90_shared = 227 * 1024;
 
 /// `source` wrapped so that several can share one NVRTC program: in a namespace of its own,
 /// with its entry points renamed by the suffix.

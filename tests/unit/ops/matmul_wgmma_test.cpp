@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The wgmma matmul generator: NVRTC compiles every candidate for sm_90a without spills, and a CPU
 // emulation of TMA boxes and wgmma descriptors, taken from the generated text, multiplies right.
+#include "matmul_test_support.hpp"
 #include "matmul_wgmma_support.hpp"
 #include "ops/gpu/matmul_wgmma_source.hpp"
 
@@ -27,19 +28,7 @@ namespace gpu = cubert::ops::gpu;
 namespace mt = cubert::ops::gpu::test;
 using cubert::elem;
 
-constexpr std::uint64_t sm90_shared = 227 * 1024;
-
-std::vector<gpu::matmul_signature> signatures() {
-  std::vector<gpu::matmul_signature> out;
-  for (elem const in : {elem::f16, elem::bf16}) {
-    for (elem const o : {elem::f32, in}) {
-      for (int layout = 0; layout < 4; ++layout) {
-        out.push_back({in, o, (layout & 2) != 0, (layout & 1) != 0});
-      }
-    }
-  }
-  return out;
-}
+using mt::sm90_shared;
 
 TEST(MatmulWgmma, CandidatesAreValidAndDistinct) {
   auto const configs = gpu::wgmma_candidates({elem::f16, elem::f32, false, false});
@@ -48,7 +37,7 @@ TEST(MatmulWgmma, CandidatesAreValidAndDistinct) {
   std::map<std::string, int> names;
   for (auto const& cfg : configs) {
     EXPECT_EQ(++names[gpu::name(cfg)], 1) << gpu::name(cfg);
-    for (auto const& sig : signatures()) {
+    for (auto const& sig : mt::signatures_16bit()) {
       EXPECT_EQ(gpu::invalid(cfg, sig, 1024, sm90_shared), std::nullopt) << gpu::name(cfg);
     }
   }
@@ -102,9 +91,9 @@ TEST(MatmulWgmma, CandidatesAreValidAndDistinct) {
 }
 
 TEST(MatmulWgmma, CompilesForSm90aWithoutSpills) {
-  auto const* nvrtc = mt::nvrtc_logged::get();
+  auto const* nvrtc = mt::nvrtc_api::get();
   if (!nvrtc) GTEST_SKIP() << "no NVRTC";
-  auto const sigs = signatures();
+  auto const sigs = mt::signatures_16bit();
   auto const configs = gpu::wgmma_candidates(sigs[0]);
   struct job {
     std::size_t config, sig;
@@ -125,9 +114,9 @@ TEST(MatmulWgmma, CompilesForSm90aWithoutSpills) {
   auto const work = [&] {
     for (std::size_t j; (j = next++) < jobs.size();) {
       auto const& cfg = configs[jobs[j].config];
-      jobs[j].outcome =
-          nvrtc->compile(gpu::matmul_wgmma_source(cfg, sigs[jobs[j].sig]),
-                         {"--gpu-architecture=sm_90a", "--ptxas-options=-v", "-DCUBERT_CHECKED=0"});
+      jobs[j].outcome = nvrtc->compile_logged(
+          gpu::matmul_wgmma_source(cfg, sigs[jobs[j].sig]),
+          {"--gpu-architecture=sm_90a", "--ptxas-options=-v", "-DCUBERT_CHECKED=0"});
     }
   };
   std::vector<std::thread> pool;
