@@ -7,6 +7,8 @@
 # and says "no CUDA device". Extra configure arguments: CUBERT_GPU_CMAKE_ARGS. Exits 1 when a
 # build, a test, a benchmark or the CLI failed (after the whole summary); unmet benchmark targets
 # and a missing PyTorch baseline do not.
+# The whole takes more than the lent GPU machine's 10 minutes per command: there, run it as two
+# calls on the warm machine (the build stays), CUBERT_GPU_ONLY=tests then CUBERT_GPU_ONLY=bench.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -19,6 +21,12 @@ export LD_LIBRARY_PATH="$DEPS/lib/x86_64-linux-gnu:$DEPS/lib:${LD_LIBRARY_PATH:-
 export PATH="/usr/local/cuda/bin:$PATH"
 declare -a SUMMARY=()
 note() { echo "gpu-check: $*"; SUMMARY+=("$*"); }
+ONLY=${CUBERT_GPU_ONLY:-all}
+case "$ONLY" in all | tests | bench) ;; *) echo "CUBERT_GPU_ONLY: all, tests or bench" >&2; exit 2 ;; esac
+want() { [ "$ONLY" = all ] || [ "$ONLY" = "$1" ]; }
+# How long each stage took (seconds since the start), so that the whole stays within one call.
+declare -a TIMES=()
+stage() { TIMES+=("$1 ${SECONDS}s"); }
 
 # 0. toml++ as a shared library: .deps may hold only the headers and a dangling .so link; build
 # the library from its headers (toml++ is header-only at heart) when that is the case.
@@ -82,23 +90,28 @@ if ! cmake --build "$BUILD" -j "$JOBS" >"$LOGS/build.log" 2>&1; then
     note "CUDA targets FAILED to build"
 fi
 
+stage "build"
 # 3. Tests: unit + gpu + opencl labels, then the conformance suite.
-(cd "$BUILD" && ctest -L 'gpu|unit|opencl' -j "$JOBS" --output-on-failure --timeout 600) \
-  >"$LOGS/tests.log" 2>&1
-TEST_LINE=$(grep -E 'tests passed|tests failed' "$LOGS/tests.log" | tail -1)
-SKIPPED=$(grep -c '(Skipped)' "$LOGS/tests.log")
-note "tests (unit|gpu|opencl): ${TEST_LINE:-none ran}; skipped: $SKIPPED"
-grep -E '^\s+[0-9]+ - .*\((Failed|SEGFAULT|Timeout|Subprocess aborted|Exception)' "$LOGS/tests.log" | head -20
-# What a failing test printed, here too: the logs that come back from a lent machine are few.
-awk '/Test +#[0-9]+: .*\*\*\*(Failed|Exception|Timeout)|Test +#[0-9]+: .*(SEGFAULT|Subprocess aborted)/ {n = 60}
-     /^ *[0-9]+\/[0-9]+ Test +#/ && !/\*\*\*(Failed|Exception|Timeout)|SEGFAULT|Subprocess aborted/ {n = 0}
-     n > 0 {print "  | " $0; n--}' "$LOGS/tests.log" | head -200
-(cd "$BUILD" && ctest -L conformance --output-on-failure --timeout 600) \
-  >"$LOGS/conformance.log" 2>&1
-CONF_LINE=$(grep -E 'tests passed|tests failed|No tests were found' "$LOGS/conformance.log" | tail -1)
-CONF_SKIPPED=$(grep -c '(Skipped)' "$LOGS/conformance.log")
-note "conformance: ${CONF_LINE:-none ran}; skipped: $CONF_SKIPPED (each with its written reason in $LOGS/conformance.log)"
-
+if want tests; then
+  (cd "$BUILD" && ctest -L 'gpu|unit|opencl' -j "$JOBS" --output-on-failure --timeout 600) \
+    >"$LOGS/tests.log" 2>&1
+  TEST_LINE=$(grep -E 'tests passed|tests failed' "$LOGS/tests.log" | tail -1)
+  SKIPPED=$(grep -c '(Skipped)' "$LOGS/tests.log")
+  note "tests (unit|gpu|opencl): ${TEST_LINE:-none ran}; skipped: $SKIPPED"
+  grep -E '^\s+[0-9]+ - .*\((Failed|SEGFAULT|Timeout|Subprocess aborted|Exception)' "$LOGS/tests.log" | head -20
+  # What a failing test printed, here too: the logs that come back from a lent machine are few.
+  awk '/Test +#[0-9]+: .*\*\*\*(Failed|Exception|Timeout)|Test +#[0-9]+: .*(SEGFAULT|Subprocess aborted)/ {n = 60}
+       /^ *[0-9]+\/[0-9]+ Test +#/ && !/\*\*\*(Failed|Exception|Timeout)|SEGFAULT|Subprocess aborted/ {n = 0}
+       n > 0 {print "  | " $0; n--}' "$LOGS/tests.log" | head -200
+  (cd "$BUILD" && ctest -L conformance --output-on-failure --timeout 600) \
+    >"$LOGS/conformance.log" 2>&1
+  CONF_LINE=$(grep -E 'tests passed|tests failed|No tests were found' "$LOGS/conformance.log" | tail -1)
+  CONF_SKIPPED=$(grep -c '(Skipped)' "$LOGS/conformance.log")
+  note "conformance: ${CONF_LINE:-none ran}; skipped: $CONF_SKIPPED (each with its written reason in $LOGS/conformance.log)"
+else
+  note "tests: not run (CUBERT_GPU_ONLY=$ONLY)"
+fi
+stage "tests"
 # 3b. The command-line tool on the device: lists it, and runs and checks kernels on cuda:0
 # through both channels that CUDA serves.
 CLI=$BUILD/tools/cubert/cubert
@@ -127,6 +140,9 @@ else
   note "cubert CLI not built"
 fi
 
+stage "cli"
+# Sections 4 to 4d: the benchmarks.
+if want bench; then
 # 4. Benchmarks.
 TRACES=""
 for d in "${CUBERT_TRACES:-}" "$ROOT/benchmarks/traces" "$ROOT/../shared/data/traces"; do
@@ -170,6 +186,7 @@ if [ "$HAVE_GPU" = 1 ]; then
   fi
 fi
 
+stage "cuda_bench"
 # 4b. CPU-side benchmarks on this (otherwise idle, many-core) host: launch overhead per channel
 # against an OpenMP region, memory pool hits, autotune costs and winner stability.
 CPU_BENCH=$LOGS/cpu-bench.log
@@ -196,6 +213,7 @@ if [ -n "${OCL_NAME:-}" ] && [ -x "$BUILD/benchmarks/cubert_opencl_bench" ]; the
     note "cubert_opencl_bench FAILED (see $LOGS/opencl-bench.log)"
 fi
 
+stage "cpu+opencl benches"
 # 4d. The kernel library on cuda:0 (its correctness ran with the tests above: cubert_ops_tests
 # on every device): the tuned choices, the library's own kernels alone and with cuBLAS as a
 # candidate, against cuBLAS (torch.matmul), torch's elementwise and reductions and a Triton
@@ -219,9 +237,26 @@ if [ "$HAVE_GPU" = 1 ] && [ -x "$CLI" ]; then
     ops_bench "mm-$dt-own" matmul --dtype "$dt" --shape 4096x4096x4096 --shape 8192x8192x8192 --no-vendor
     ops_bench "mm-$dt" matmul --dtype "$dt" --shape 8192x8192x8192
   done
+  # The f32 sweep: skinny (M or N ≤ 16), K = 16, shapes that divide no tile, model shapes; its
+  # ratios are against cuBLAS run by `cubert bench` itself on the same inputs.
+  SWEEP=(1x4096x4096 8x4096x4096 16x4096x4096 12x12288x4096 4096x16x4096 16x16x4096
+    4096x4096x16 8192x8192x16 1024x1024x16 1000x1000x1000 1023x1025x1027 333x777x999
+    2000x3000x1000 3000x2000x4000 4095x4097x4099 4096x4096x4096 6144x6144x6144 2048x2048x2048
+    1024x1024x1024 512x512x512 256x256x256 128x8192x1024 8192x128x1024 4096x4096x256
+    1536x6144x1536 4096x11008x4096 4096x4096x11008 8192x1000x8192 2048x8192x2048 3072x768x3072)
+  SWEEP_ARGS=()
+  for s in "${SWEEP[@]}"; do SWEEP_ARGS+=(--shape "$s"); done
+  ops_bench sweep-own matmul "${SWEEP_ARGS[@]}" --no-vendor --budget 4s
+  ops_bench sweep matmul "${SWEEP_ARGS[@]}" --budget 2s
   ops_bench add add --shape 67108864
   ops_bench sum sum --shape 67108864 --layout all
   ops_bench rowsum sum --shape 8192x8192
+  # The portable kernels on NVIDIA's OpenCL (opencl:0 is the GPU here, see 1b), against cuBLAS.
+  if [ -n "${OCL_NAME:-}" ]; then
+    "$CLI" bench --device opencl:0 --repeat 20 --json matmul --shape 4096x4096x4096 \
+      >"$LOGS/ops-opencl-mm-f32.json" 2>>"$LOGS/ops.log" ||
+      { OPS_OK=0; echo "FAILED: cubert bench --device opencl:0 matmul" >>"$LOGS/ops.log"; }
+  fi
   "$PY" "$ROOT/benchmarks/peers/torch_ops_peers.py" >"$LOGS/ops-peers.json" 2>"$LOGS/ops-peers.err" ||
     note "kernel-library peers (torch, Triton) FAILED (see $LOGS/ops-peers.err)"
   [ "$OPS_OK" = 1 ] || note "cubert bench on cuda:0 FAILED (see $LOGS/ops.log)"
@@ -230,12 +265,14 @@ if [ "$HAVE_GPU" = 1 ] && [ -x "$CLI" ]; then
       >"$LOGS/ops-table.txt" 2>&1 && OPS_TABLE=$LOGS/ops-table.txt
   fi
 fi
-
+fi  # want bench
+stage "ops"
 # 5. Summary, table last.
 echo
 echo "==================== gpu-check summary ===================="
 printf '%s\n' "${SUMMARY[@]}"
 echo "logs: $LOGS"
+echo "time at the end of each stage: ${TIMES[*]}"
 if [ -s "$CPU_BENCH" ]; then
   echo "-- CPU benchmarks (medians)"
   grep -E '^###|_median|winner|chose|stable' "$CPU_BENCH" | sed -E 's/ +/ /g' | cut -c1-150

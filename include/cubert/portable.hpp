@@ -5,7 +5,8 @@
 // (NVRTC) on cuda:N and as OpenCL C on opencl:N: `build()` turns it into a CUDA source payload
 // (`cuda_prelude` + source) unless the kernel has a CUDA payload of its own (source, PTX or
 // cubin), and into an OpenCL source payload (`opencl_prelude` + source) unless it has one of its
-// own. A `#line 1` after each prelude keeps the compilers' line numbers those of `source`. The
+// own. A `#line 1` after each prelude keeps the compilers' line numbers those of `source` (the
+// OpenCL backend renumbers the logs of compilers that ignore the directive). The
 // CPU backend runs the kernel's native callable, as always.
 //
 // Write the common subset of CUDA C++ and OpenCL C: C expressions and statements, the types
@@ -106,7 +107,7 @@ inline constexpr char const opencl_prelude[] = R"(#define CUBERT_BACKEND_OPENCL 
 #define CUBERT_ABSOLUTE_POS_Z ((uint)get_global_id(2))
 #define CUBERT_SYNC_CUBE() barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE)
 #define CUBERT_ATOMIC_ADD(p, v) atomic_add((p), (v))
-#line 1
+#line 1 "source"
 )";
 
 }  // namespace cubert::portable

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "opencl_program_cache.hpp"
 
+#include "opencl_build_log.hpp"
 #include "opencl_library.hpp"
 
 #include <cubert/error.hpp>
@@ -157,7 +158,7 @@ cl_program opencl_program_cache::from_source(kernel const& k, opencl_source_payl
   cl_int const built =
       api.clBuildProgram(program, 1, &device_.device, options.c_str(), nullptr, nullptr);
   if (built != CL_SUCCESS) {
-    auto log = build_log(program, device_.device);
+    auto log = source_lines_in_log(build_log(program, device_.device), payload.source);
     api.clReleaseProgram(program);
     if (built == CL_OUT_OF_HOST_MEMORY) check(built, "clBuildProgram");
     throw compilation_error(

@@ -146,10 +146,13 @@ mm_set make_set(bool gpu, bool cuda, bool tensor_cores = false, bool cpu_process
                return std::tuple<client, mm_args>{c, bench_inputs(c, a)};
              });
   if (gpu) {
-    add_gpu_candidates(set, cpu_processor);
+    // The safe default first (it takes every key), then the likeliest winners, so that a search
+    // budget (`--budget`) spends itself on them: the vendor, then the tensor-core kernels.
+    add_gpu_candidates(set, cpu_processor, gpu_part::default_only);
+    if (cuda && current_settings().vendor_candidates) add_cublas_candidate(set);
     if (hopper) add_wgmma_candidates(set);
     if (tensor_cores) add_mma_candidates(set);
-    if (cuda && current_settings().vendor_candidates) add_cublas_candidate(set);
+    add_gpu_candidates(set, cpu_processor, gpu_part::rest);
   } else {
     add_cpu_candidates(set);
   }

@@ -145,7 +145,7 @@ void add_wgmma_candidates(mm_set& set) {
       [](tune_key const& k) { return k.dtype != elem::f32 && k.align >= 8 && k.dims[2] != 0; });
 }
 
-void add_gpu_candidates(mm_set& set, bool cpu_processor) {
+void add_gpu_candidates(mm_set& set, bool cpu_processor, gpu_part part) {
   // Every signature's list is the same shape of tiling; the f32 one names the candidates (a
   // candidate's name must not depend on the problem's dtype, which only the key knows). An
   // OpenCL device on a CPU runs a work-group as a loop: it gets the single-buffered tilings
@@ -158,6 +158,8 @@ void add_gpu_candidates(mm_set& set, bool cpu_processor) {
       configs.push_back(cfg);
     }
   }
+  if (part == gpu_part::default_only) configs.resize(std::min<std::size_t>(configs.size(), 1));
+  if (part == gpu_part::rest && !configs.empty()) configs.erase(configs.begin());
   add_configs(set, configs, 48 * 1024, [](tune_key const&) { return true; });
 }
 

@@ -52,9 +52,11 @@ struct mm_family {
 
 /// Adds the CPU engine's candidates (its curated tilings for the best instruction set).
 void add_cpu_candidates(mm_set& set);
+/// Which of the portable kernels' candidates to add: the set's safe default alone, or the rest.
+enum class gpu_part { default_only, rest };
 /// Adds the portable tiled kernels' candidates: those written for GPUs, or (`cpu_processor`)
 /// those written for OpenCL on a CPU.
-void add_gpu_candidates(mm_set& set, bool cpu_processor);
+void add_gpu_candidates(mm_set& set, bool cpu_processor, gpu_part part);
 /// Adds the tensor-core (mma.sync) kernels' candidates: CUDA devices of compute capability 8.0
 /// or newer, 16-bit inputs.
 void add_mma_candidates(mm_set& set);

@@ -199,12 +199,22 @@ client waiting_on_the_caller(server_sleep_counter const& sleeps, std::chrono::mi
 // A caller waiting on the device after a sync (CUDA waits in the reply's get(), on the caller's
 // thread) posts again once it is done: the server thread stays up for it instead of sleeping
 // after one budget (the caller's next launch then paid for waking it)...
+// A loaded machine (the GPU host runs 16 suites at once) can block a thread once on a lock or a
+// page fault: a switch counted there is retried; a thread that sleeps by design does every time.
+constexpr int attempts = 3;
+
 TEST(ActorChannel, WhileACallerWaitsOnTheDeviceTheServerThreadStaysUp) {
-  server_sleep_counter const sleeps;
-  auto const c = waiting_on_the_caller(sleeps, 200ms, 50ms);  // Within the 1 s cap.
-  auto const before = sleeps.read(c);
-  c.sync();
-  EXPECT_EQ(sleeps.read(c), before) << "the server thread slept while its caller waited";
+  long slept = 0;
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    server_sleep_counter const sleeps;
+    auto const c = waiting_on_the_caller(sleeps, 200ms, 50ms);  // Within the 1 s cap.
+    auto const before = sleeps.read(c);
+    c.sync();
+    slept = sleeps.read(c) - before;
+    if (slept == 0) break;
+  }
+  EXPECT_EQ(slept, 0) << "the server thread slept while its caller waited, " << attempts
+                      << " times out of " << attempts;
 }
 
 // ...but not past its cap, and the cap counts from the wait's start: another thread posting
@@ -242,15 +252,21 @@ TEST(ActorChannel, ACallerBehindAMovingBacklogDoesNotSleep) {
                               }
                             })
                             .build();
-  for (int i = 0; i < 300; ++i) c.execute(busy_2ms, cube_count{1}, bindings{});  // ~600 ms
   auto const sleeps = [] {
     rusage u{};
     getrusage(RUSAGE_THREAD, &u);
     return u.ru_nvcsw;  // Voluntary switches: this thread blocked.
   };
-  auto const before = sleeps();
-  c.sync();
-  EXPECT_EQ(sleeps() - before, 0) << "the caller slept though the backlog kept moving";
+  long slept = 0;
+  for (int attempt = 0; attempt < attempts; ++attempt) {
+    for (int i = 0; i < 300; ++i) c.execute(busy_2ms, cube_count{1}, bindings{});  // ~600 ms
+    auto const before = sleeps();
+    c.sync();
+    slept = sleeps() - before;
+    if (slept == 0) break;
+  }
+  EXPECT_EQ(slept, 0) << "the caller slept though the backlog kept moving, " << attempts
+                      << " times out of " << attempts;
 }
 
 // Destroyed with a message still queued, the server thread served it and then spun its whole

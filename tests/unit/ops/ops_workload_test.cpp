@@ -3,16 +3,20 @@
 // and each offered candidate alone, for every dtype, on odd and skinny shapes.
 #include "ops_device.hpp"
 
+#include <cubert/error.hpp>
 #include <cubert/ops/workload.hpp>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <iostream>
+#include <string_view>
+
 namespace cubert::test {
 namespace {
 
 class OpsWorkload : public ::testing::TestWithParam<std::string> {
- protected:
+ public:
   void SetUp() override { ops::configure(test_settings()); }
   void TearDown() override { ops::configure({}); }
 
@@ -23,6 +27,21 @@ class OpsWorkload : public ::testing::TestWithParam<std::string> {
     auto const c = make_client(GetParam());
     return c.properties().backend == "opencl" &&
            c.properties().hardware.processor == processor_kind::cpu;
+  }
+
+  // Runs candidate `i`; false when the device refuses its cube size for this kernel, which only
+  // the compiled kernel knows (OpenCL's CL_KERNEL_WORK_GROUP_SIZE: NVIDIA's allows some of the
+  // 512-unit variants only 256). The tuner records such a candidate as failed and never picks
+  // it; the test says which it left out. Every other error fails the test.
+  static bool runs_here(ops::workload& w, std::size_t i, std::string const& name) {
+    try {
+      w.run_candidate(i);
+      return true;
+    } catch (cubert::launch_error const& e) {
+      if (std::string_view(e.what()).find("per work-group") == std::string_view::npos) throw;
+      std::cout << "[ note ] candidate " << name << " does not run here: " << e.what() << "\n";
+      return false;
+    }
   }
 
   // Runs `p` tuned, then every offered candidate alone, each checked against the reference.
@@ -36,7 +55,7 @@ class OpsWorkload : public ::testing::TestWithParam<std::string> {
     for (std::size_t i = 0; i < names.size(); ++i) {
       if (!w.offered(i)) continue;
       c.fill(w.output().bound(), std::uint8_t{0x7f});  // A candidate that writes nothing fails.
-      w.run_candidate(i);
+      if (!runs_here(w, i, names[i])) continue;
       why = w.verify();
       EXPECT_FALSE(why) << p.describe() << " on " << GetParam() << ", candidate " << names[i]
                         << ": " << *why;
@@ -76,23 +95,36 @@ TEST_P(OpsWorkload, ReductionsMatchTheReference) {
   }
 }
 
-TEST_P(OpsWorkload, MatmulMatchesTheReference) {
-  bool const slow = compiles_slowly();
-  for (auto dt : dtypes) {
-    for (auto const* layout : {"rr", "rc", "cr", "cc"}) {
-      // PoCL: f32 with both operands transposed, bf16 with neither.
-      std::string_view const l = layout;
-      if (slow && !((dt == elem::f32 && l == "cc") || (dt == elem::bf16 && l == "rr"))) continue;
-      for (auto const& shape : {std::vector<std::uint64_t>{1, 1, 1},
-                                {7, 13, 5},
-                                {16, 1, 64},
-                                {1, 300, 17},
-                                {100, 33, 129},
-                                {2, 33, 17, 40}}) {
-        check_all({"matmul", shape, dt, layout});
-      }
+// One test per dtype, so that a device's matmul checks (every candidate of every layout) run in
+// parallel under ctest.
+void check_matmul(OpsWorkload& t, elem dt) {
+  bool const slow = t.compiles_slowly();
+  for (auto const* layout : {"rr", "rc", "cr", "cc"}) {
+    // PoCL: f32 with both operands transposed, bf16 with neither.
+    std::string_view const l = layout;
+    if (slow && !((dt == elem::f32 && l == "cc") || (dt == elem::bf16 && l == "rr"))) continue;
+    for (auto const& shape : {std::vector<std::uint64_t>{1, 1, 1},
+                              {7, 13, 5},
+                              {16, 1, 64},
+                              {1, 300, 17},
+                              {100, 33, 129},
+                              {2, 33, 17, 40}}) {
+      t.check_all({"matmul", shape, dt, layout});
     }
   }
+}
+
+TEST_P(OpsWorkload, MatmulF32MatchesTheReference) {
+  check_matmul(*this, elem::f32);
+}
+TEST_P(OpsWorkload, MatmulF16MatchesTheReference) {
+  if (compiles_slowly()) {
+    GTEST_SKIP() << "OpenCL on a CPU: cubert_ops_matmul_source_tests checks every f16 variant";
+  }
+  check_matmul(*this, elem::f16);
+}
+TEST_P(OpsWorkload, MatmulBf16MatchesTheReference) {
+  check_matmul(*this, elem::bf16);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, OpsWorkload, ::testing::ValuesIn(ops_devices()), device_label);
