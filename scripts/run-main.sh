@@ -7,9 +7,13 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh >/dev/null
-cmake -S . -B build/main -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBERT_BUILD_TESTS=OFF >/dev/null
-cmake --build build/main --target cubert_cli
-cli=./build/main/tools/cubert/cubert
+# CUBERT_MAIN_BUILD: a Release build directory configured the same way to reuse (CI passes the
+# static install check's, which has built this CLI already).
+build=${CUBERT_MAIN_BUILD:-build/main}
+cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCUBERT_BUILD_TESTS=OFF >/dev/null
+cmake --build "$build" --target cubert_cli
+cli=./$build/tools/cubert/cubert
+mkdir -p build/main
 # A cache of the demo's own, emptied first, so that the first tuning really times candidates.
 export CUBERT_CACHE_DIR="${CUBERT_MAIN_CACHE:-$PWD/build/main/cache}"
 rm -rf "$CUBERT_CACHE_DIR"
