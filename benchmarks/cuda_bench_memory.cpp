@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Memory rows of cuda_bench: reserve+release on a pool hit, and allocation-trace replay on
 // CUDA storage, against cuMemAllocAsync and (when given) PyTorch's caching allocator.
+#include "channel/channel.hpp"
 #include "cuda_bench.hpp"
 #include "cuda_bench_context.hpp"
 #include "cuda_driver.hpp"
 #include "cuda_storage.hpp"
 
-#include <cubert/backend/channel.hpp>
+#include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
 #include <cubert/memory/memory_manager.hpp>
@@ -104,7 +105,7 @@ class counted_storage final : public backend::storage {
     inner_->dealloc(id);
     free_s += now_s() - t0;
   }
-  [[nodiscard]] backend::resource get(backend::storage_handle const& h) const override {
+  [[nodiscard]] cubert::resource get(backend::storage_handle const& h) const override {
     return inner_->get(h);
   }
   void flush() override { inner_->flush(); }
@@ -207,7 +208,7 @@ void memory_rows(std::vector<row>& rows, std::string const& trace_dir,
   // The same pair as a user makes it: `client.empty` and a dropped handle, through a channel
   // and the server, with the default (`caching`) configuration. Through the actor channel it is
   // a round trip to the server thread.
-  for (auto kind : {backend::channel_kind::mutex, backend::channel_kind::actor}) {
+  for (auto kind : {cubert::channel_kind::mutex, cubert::channel_kind::actor}) {
     cuda::options opts;
     opts.kernel_cache_dir = std::filesystem::path{};
     client const cl(backend::make_channel(cuda::make_server(0, opts), kind));
@@ -217,10 +218,10 @@ void memory_rows(std::vector<row>& rows, std::string const& trace_dir,
       // The mutex channel's pair is what a user's thread-safe call costs, as PyTorch's raw_alloc
       // is thread-safe: the target holds there too, not only on the manager's bare pair.
       rows.push_back(time_row(fmt::format("client.empty + drop, {} channel, pool hit {}",
-                                          backend::to_string(kind), label),
+                                          cubert::to_string(kind), label),
                               ours, get(torch, "pair_ns_" + label), "ns",
                               "PyTorch raw_alloc+raw_delete",
-                              kind == backend::channel_kind::mutex ? 4.0 : 0));
+                              kind == cubert::channel_kind::mutex ? 4.0 : 0));
     }
   }
   if (trace_dir.empty() || !std::filesystem::is_directory(trace_dir)) return;

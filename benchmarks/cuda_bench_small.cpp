@@ -5,11 +5,12 @@
 // a stream sync, and the synchronous pageable cuMemcpyDtoH / cuMemcpyHtoD. Blocks of each take
 // turns, so drifts hit them alike; figures are medians of the blocks. Also a 16 MiB host buffer
 // allocated and dropped, against the driver's pin and unpin.
+#include "channel/channel.hpp"
 #include "cuda_bench.hpp"
 #include "cuda_bench_context.hpp"
 #include "cuda_driver.hpp"
 
-#include <cubert/backend/channel.hpp>
+#include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
 
@@ -39,7 +40,7 @@ struct timed {
   std::vector<double> us{};
 };
 
-client make_client(backend::channel_kind kind) {
+client make_client(cubert::channel_kind kind) {
   cuda::options opts;
   opts.kernel_cache_dir = std::filesystem::path{};
   return client(backend::make_channel(cuda::make_server(0, opts), kind));
@@ -73,8 +74,8 @@ void host_buffer_rows(std::vector<row>& rows, client const& c) {
 void small_transfer_rows(std::vector<row>& rows) {
   context const c;
   auto const& api = driver();
-  auto const mutex_client = make_client(backend::channel_kind::mutex);
-  auto const actor_client = make_client(backend::channel_kind::actor);
+  auto const mutex_client = make_client(cubert::channel_kind::mutex);
+  auto const actor_client = make_client(cubert::channel_kind::actor);
   std::vector<std::byte> const payload(create_bytes, std::byte{3});
   auto const mutex_src = mutex_client.create(std::span(payload).first(read_bytes));
   auto const actor_src = actor_client.create(std::span(payload).first(read_bytes));

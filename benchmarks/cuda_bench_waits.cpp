@@ -6,10 +6,11 @@
 // second thread should not notice them; when the server waited inside (`sync` before 2026-11-25,
 // small pageable reads until later that day) each of its calls through the mutex channel, and each
 // round trip through the actor channel, waited for the rest of the kernel.
+#include "channel/channel.hpp"
 #include "cuda_bench.hpp"
 #include "spin_kernel.hpp"
 
-#include <cubert/backend/channel.hpp>
+#include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
 
@@ -61,7 +62,7 @@ void wait_rows(std::vector<row>& rows) {
       kernel::builder("empty_kernel").cuda_source(empty_source, "empty_kernel").build();
   auto const spin = test::spin_ns_kernel();
   std::vector<std::byte> const payload(4096, std::byte{7});
-  for (auto const kind : {backend::channel_kind::mutex, backend::channel_kind::actor}) {
+  for (auto const kind : {cubert::channel_kind::mutex, cubert::channel_kind::actor}) {
     cuda::options opts;
     opts.kernel_cache_dir = std::filesystem::path{};
     client const c(backend::make_channel(cuda::make_server(0, opts), kind));
@@ -76,7 +77,7 @@ void wait_rows(std::vector<row>& rows) {
     auto const alone_execute = time_each(execute);
     auto const alone_write = time_each(write);
     c.sync();
-    auto const name = std::string(backend::to_string(kind));
+    auto const name = std::string(cubert::to_string(kind));
     // 64 KiB: waited for outside the server. 1 MiB: still inside (the copy threads wait for
     // each chunk), for contrast.
     std::vector<std::byte> small_dst(64 << 10);

@@ -2,6 +2,9 @@
 // Launch overhead of an empty kernel: direct call, OpenMP parallel region of the same width,
 // and client.execute through each channel (mutex, actor, inline). Width = threads = cubes.
 // Also the round trip of a small blocking read through each channel.
+#include "channel/channel.hpp"
+
+#include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cpu.hpp>
 
@@ -60,7 +63,7 @@ void BM_openmp_region(benchmark::State& state) {
   state.counters["width"] = w;
 }
 
-void launch(benchmark::State& state, backend::channel_kind kind, bool with_buffers) {
+void launch(benchmark::State& state, cubert::channel_kind kind, bool with_buffers) {
   unsigned const w = width();
   cpu::options opts;
   opts.threads = w;
@@ -84,22 +87,22 @@ void launch(benchmark::State& state, backend::channel_kind kind, bool with_buffe
 }
 
 void BM_execute_mutex(benchmark::State& s) {
-  launch(s, backend::channel_kind::mutex, false);
+  launch(s, cubert::channel_kind::mutex, false);
 }
 void BM_execute_actor(benchmark::State& s) {
-  launch(s, backend::channel_kind::actor, false);
+  launch(s, cubert::channel_kind::actor, false);
 }
 void BM_execute_inline(benchmark::State& s) {
-  launch(s, backend::channel_kind::inline_, false);
+  launch(s, cubert::channel_kind::single_thread, false);
 }
 void BM_execute_mutex_3buf(benchmark::State& s) {
-  launch(s, backend::channel_kind::mutex, true);
+  launch(s, cubert::channel_kind::mutex, true);
 }
 void BM_execute_actor_3buf(benchmark::State& s) {
-  launch(s, backend::channel_kind::actor, true);
+  launch(s, cubert::channel_kind::actor, true);
 }
 void BM_execute_inline_3buf(benchmark::State& s) {
-  launch(s, backend::channel_kind::inline_, true);
+  launch(s, cubert::channel_kind::single_thread, true);
 }
 
 // A launch after the host worked alone for `gap` µs (state.range(0)): what the pool's workers
@@ -117,7 +120,7 @@ void BM_execute_after_gap(benchmark::State& state) {
   auto const gap = std::chrono::microseconds(state.range(0));
   cpu::options opts;
   opts.threads = w;
-  client c(backend::make_channel(cpu::make_server(opts), backend::channel_kind::inline_));
+  client c(backend::make_channel(cpu::make_server(opts), cubert::channel_kind::single_thread));
   auto k = empty_kernel();
   c.execute(k, cube_count{w}, bindings{});
   c.sync();
@@ -140,7 +143,7 @@ void BM_execute_after_gap(benchmark::State& state) {
 }
 
 // read_one of 64 bytes: a blocking call whose reply is a future the client waits on.
-void read_small(benchmark::State& state, backend::channel_kind kind) {
+void read_small(benchmark::State& state, cubert::channel_kind kind) {
   client c(backend::make_channel(cpu::make_server({}), kind));
   auto const h = c.create(std::vector<std::byte>(64, std::byte{1}));
   for (auto _ : state) {
@@ -149,14 +152,14 @@ void read_small(benchmark::State& state, backend::channel_kind kind) {
   }
 }
 void BM_read_one_mutex(benchmark::State& s) {
-  read_small(s, backend::channel_kind::mutex);
+  read_small(s, cubert::channel_kind::mutex);
 }
 void BM_read_one_actor(benchmark::State& s) {
-  read_small(s, backend::channel_kind::actor);
+  read_small(s, cubert::channel_kind::actor);
 }
 
 // empty(256) + drop: a pool hit through the channel (the actor channel's is not a round trip).
-void empty_drop(benchmark::State& state, backend::channel_kind kind) {
+void empty_drop(benchmark::State& state, cubert::channel_kind kind) {
   client c(backend::make_channel(cpu::make_server({}), kind));
   for (auto _ : state) {
     auto h = c.empty(256);
@@ -164,10 +167,10 @@ void empty_drop(benchmark::State& state, backend::channel_kind kind) {
   }
 }
 void BM_empty_drop_mutex(benchmark::State& s) {
-  empty_drop(s, backend::channel_kind::mutex);
+  empty_drop(s, cubert::channel_kind::mutex);
 }
 void BM_empty_drop_actor(benchmark::State& s) {
-  empty_drop(s, backend::channel_kind::actor);
+  empty_drop(s, cubert::channel_kind::actor);
 }
 
 BENCHMARK(BM_direct_call);

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Memory manager: the cost of a pool hit, cubecl's own scenario, and trace replays (recorded
 // and generated) with their storage calls.
+#include "channel/channel.hpp"
+
+#include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cpu.hpp>
 #include <cubert/memory/host_storage.hpp>
@@ -72,21 +75,21 @@ BENCHMARK(pool_hit_pair_busy_page)->Arg(256)->Arg(64 << 10);
 // channel of the CPU backend. Against `pool_hit_pair` it shows what the client stack adds.
 void client_empty_drop(benchmark::State& state) {
   auto const size = static_cast<std::uint64_t>(state.range(0));
-  auto const kind = static_cast<cubert::backend::channel_kind>(state.range(1));
+  auto const kind = static_cast<cubert::channel_kind>(state.range(1));
   cubert::client c(cubert::backend::make_channel(cubert::cpu::make_server({}), kind));
   { auto warm = c.empty(size); }
   for (auto _ : state) {
     auto h = c.empty(size);
     benchmark::DoNotOptimize(h);
   }
-  state.SetLabel(std::string(cubert::backend::to_string(kind)));
+  state.SetLabel(std::string(cubert::to_string(kind)));
 }
 BENCHMARK(client_empty_drop)
     ->ArgNames({"bytes", "channel"})
     ->ArgsProduct({{256, 1 << 20},
-                   {static_cast<int>(cubert::backend::channel_kind::mutex),
-                    static_cast<int>(cubert::backend::channel_kind::inline_),
-                    static_cast<int>(cubert::backend::channel_kind::actor)}});
+                   {static_cast<int>(cubert::channel_kind::mutex),
+                    static_cast<int>(cubert::channel_kind::single_thread),
+                    static_cast<int>(cubert::channel_kind::actor)}});
 
 // cubecl benches/dynamic.rs: 204,800 reservations of 1 MiB, a FIFO of 4,000 live handles.
 void cubecl_dynamic_fifo(benchmark::State& state) {

@@ -2,9 +2,9 @@
 // The client: what users hold for one device. Cheap to copy; every copy shares one channel.
 #pragma once
 
-#include <cubert/backend/channel.hpp>
 #include <cubert/bindings.hpp>
 #include <cubert/bytes.hpp>
+#include <cubert/channel_kind.hpp>
 #include <cubert/device.hpp>
 #include <cubert/graph.hpp>
 #include <cubert/handle.hpp>
@@ -12,6 +12,8 @@
 #include <cubert/kernel.hpp>
 #include <cubert/memory/memory_usage.hpp>
 #include <cubert/profiling.hpp>
+#include <cubert/resource.hpp>
+#include <cubert/tensor_allocation.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -26,9 +28,13 @@
 
 namespace cubert {
 
+namespace backend {
+class channel;  // The thread-safety policy over a backend's server (private to the runtime).
+}  // namespace backend
+
 /// How make_client builds a device's client (only the first call for a device decides).
 struct client_options {
-  backend::channel_kind channel = backend::channel_kind::mutex;
+  cubert::channel_kind channel = cubert::channel_kind::mutex;
   unsigned threads = 0;  ///< CPU worker threads including the caller; 0 = the usable CPUs.
 };
 
@@ -45,21 +51,21 @@ class client {
   /// Reserves `data.size()` bytes and uploads `data`.
   [[nodiscard]] handle create(std::span<std::byte const> data) const;
   /// Uploads a tensor; strides (in elements) are the backend's choice.
-  [[nodiscard]] backend::tensor_allocation create_tensor(std::span<std::byte const> data,
-                                                         std::vector<std::uint64_t> shape,
-                                                         std::uint64_t elem_size) const;
+  [[nodiscard]] cubert::tensor_allocation create_tensor(std::span<std::byte const> data,
+                                                        std::vector<std::uint64_t> shape,
+                                                        std::uint64_t elem_size) const;
   /// Uploads several tensors.
-  [[nodiscard]] std::vector<backend::tensor_allocation> create_tensors(
+  [[nodiscard]] std::vector<cubert::tensor_allocation> create_tensors(
       std::vector<std::span<std::byte const>> const& data,
-      std::vector<backend::tensor_descriptor> const& descriptors) const;
+      std::vector<cubert::tensor_descriptor> const& descriptors) const;
   /// Reserves `size` bytes without initialising them.
   [[nodiscard]] handle empty(std::uint64_t size) const;
   /// Reserves one tensor.
-  [[nodiscard]] backend::tensor_allocation empty_tensor(std::vector<std::uint64_t> shape,
-                                                        std::uint64_t elem_size) const;
+  [[nodiscard]] cubert::tensor_allocation empty_tensor(std::vector<std::uint64_t> shape,
+                                                       std::uint64_t elem_size) const;
   /// Reserves several tensors.
-  [[nodiscard]] std::vector<backend::tensor_allocation> empty_tensors(
-      std::vector<backend::tensor_descriptor> const& descriptors) const;
+  [[nodiscard]] std::vector<cubert::tensor_allocation> empty_tensors(
+      std::vector<cubert::tensor_descriptor> const& descriptors) const;
 
   /// Starts reading the bytes of each binding (offsets honoured); the future waits. The copy is
   /// queued now. The future may be deferred (on CUDA, and through the actor channel): its get()
@@ -142,7 +148,7 @@ class client {
   void sync() const;
 
   /// The raw resource behind a binding, for interop.
-  [[nodiscard]] backend::binding_resource get_resource(binding const& b) const;
+  [[nodiscard]] cubert::binding_resource get_resource(binding const& b) const;
   /// Totals of the device's memory pools.
   [[nodiscard]] memory::memory_usage memory_usage() const;
   /// The per-pool usage report as text.
@@ -151,7 +157,7 @@ class client {
   void memory_cleanup() const;
 
   [[nodiscard]] device_properties const& properties() const noexcept;
-  [[nodiscard]] backend::channel_kind channel_kind() const noexcept;
+  [[nodiscard]] cubert::channel_kind channel_kind() const noexcept;
 
   /// Measures the device work `fn` submits. Other threads' calls on this client's channel (every
   /// client of the device, for clients from `make_client`) wait until it returns; calls they

@@ -2,9 +2,8 @@
 // The CPU backend: native C++ kernels run one task per cube on a thread pool.
 #pragma once
 
-#include <cubert/backend/channel.hpp>
-#include <cubert/backend/server.hpp>
 #include <cubert/bindings.hpp>
+#include <cubert/device.hpp>
 #include <cubert/error.hpp>
 #include <cubert/memory/configuration.hpp>
 
@@ -17,6 +16,10 @@
 #include <optional>
 #include <span>
 #include <string>
+
+namespace cubert::backend {
+class server;  // The backend contract (cubert/backend/server.hpp).
+}  // namespace cubert::backend
 
 namespace cubert::cpu {
 
@@ -112,15 +115,15 @@ struct options {
   /// `docker --cpus`).
   unsigned threads = 0;
   /// `caching` by default: reserved bytes stay within a few percent of the peak live bytes with
-  /// few storage calls (trace replays in docs/performance.md); cubecl's `sub_slices` ladder is
-  /// one option away.
+  /// few storage calls (trace replays in docs/performance/README.md); cubecl's `sub_slices` ladder
+  /// is one option away.
   memory::memory_configuration memory = memory::memory_configuration::caching();
   /// Make the host look like a device this big. Unset: the memory this process may use
   /// (`total_memory`: MemTotal, or the cgroup limit when lower).
   std::optional<std::uint64_t> capacity_limit;
   /// How long the pool's workers spin for the next launch before they sleep (0 to 1 s). A launch
   /// within it starts at once; after it, waking the workers costs ~10 µs (measured in
-  /// docs/performance.md). Each worker burns up to this much CPU after every launch, which a
+  /// docs/performance/README.md). Each worker burns up to this much CPU after every launch, which a
   /// host whose other threads need the cores pays for: lower it there.
   std::chrono::microseconds worker_spin{250};
 };

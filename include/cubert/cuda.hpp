@@ -18,8 +18,6 @@
 // bound as tensor maps and read with 16-byte loads; use the strides they come back with.
 #pragma once
 
-#include <cubert/backend/channel.hpp>
-#include <cubert/backend/server.hpp>
 #include <cubert/device.hpp>
 #include <cubert/memory/configuration.hpp>
 
@@ -29,13 +27,17 @@
 #include <optional>
 #include <string>
 
+namespace cubert::backend {
+class server;  // The backend contract (cubert/backend/server.hpp).
+}  // namespace cubert::backend
+
 namespace cubert::cuda {
 
 /// Options of a CUDA device's server.
 struct options {
   /// `caching` by default: reserved bytes stay within a few percent of the peak live bytes with
-  /// few storage calls (trace replays in docs/performance.md); cubecl's `sub_slices` ladder is
-  /// one option away.
+  /// few storage calls (trace replays in docs/performance/README.md); cubecl's `sub_slices` ladder
+  /// is one option away.
   memory::memory_configuration memory = memory::memory_configuration::caching();
   /// Where compiled kernels are cached on disk; nullopt = `config::get().compilation` (itself
   /// defaulting to `config::cache_root()`/kernels: $CUBERT_CACHE_DIR/kernels, else
@@ -45,7 +47,7 @@ struct options {
   /// Bytes per pinned staging block, and the chunk size of large pageable transfers: small
   /// enough that the first DMA starts early (1 MiB × 32 blocks uploaded 256 MiB ~10 % faster
   /// than 4 MiB × 16 on an H100 host). An upload's copy threads take two blocks each, a
-  /// download's all of their share (docs/cuda.md, *Block size and streaming stores*).
+  /// download's all of their share (docs/maintainer/cuda.md, *Block size and streaming stores*).
   std::size_t staging_block_size = std::size_t{1} << 20;
   std::size_t staging_blocks = 32;  ///< Most pinned blocks held at once.
   /// Threads sharing the host-side copies of large pageable transfers, the caller included;

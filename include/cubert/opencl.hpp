@@ -21,7 +21,6 @@
 // `memory.alignment`), but a binding narrowed by hand with `offset_start` must keep to it.
 #pragma once
 
-#include <cubert/backend/server.hpp>
 #include <cubert/device.hpp>
 #include <cubert/memory/configuration.hpp>
 
@@ -29,6 +28,10 @@
 #include <memory>
 #include <optional>
 #include <string>
+
+namespace cubert::backend {
+class server;  // The backend contract (cubert/backend/server.hpp).
+}  // namespace cubert::backend
 
 namespace cubert::opencl {
 

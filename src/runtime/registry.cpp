@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The device registry: which devices exist and the one client per device of this process.
-#include <cubert/backend/exit_threads.hpp>
+#include "channel/channel.hpp"
+
+#include <cubert/backend/server.hpp>
 #include <cubert/build_config.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cpu.hpp>
+#include <cubert/detail/exit_threads.hpp>
 #include <cubert/error.hpp>
 #if CUBERT_HAS_CUDA
 #include <cubert/cuda.hpp>
@@ -138,7 +141,7 @@ class client_cache {
 
   // Called with the mutex held.
   std::map<std::string, client>& current() {
-    if (auto const now = backend::detail::process_generation(); now != generation_) {
+    if (auto const now = cubert::detail::process_generation(); now != generation_) {
       clients_ = new std::map<std::string, client>();  // The parent's: never destroyed here.
       generation_ = now;
     }
@@ -163,7 +166,7 @@ class client_cache {
   std::mutex mutex_;
   std::atomic<std::thread::id> owner_{};
   std::map<std::string, client>* clients_ = new std::map<std::string, client>();
-  std::uint64_t generation_ = backend::detail::process_generation();
+  std::uint64_t generation_ = cubert::detail::process_generation();
 };
 
 // Made while the program loads, before any thread of its own: a fork() while another thread was

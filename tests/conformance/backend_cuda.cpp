@@ -1,21 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 // The CUDA backend (device 0) in the conformance suite, behind the mutex and actor channels.
 // Without a device its cases are skipped with the driver's reason.
+#include "channel/channel.hpp"
 #include "conformance_backend.hpp"
 
+#include <cubert/backend/server.hpp>
 #include <cubert/cuda.hpp>
 
 #include <fmt/format.h>
 
 namespace {
 
-using cubert::backend::channel_kind;
+using cubert::channel_kind;
 using cubert::conformance::conformance_backend;
 using cubert::conformance::conformance_registrar;
 
 conformance_backend cuda_with(channel_kind kind) {
   conformance_backend b;
-  b.name = "cuda0_" + std::string(cubert::backend::to_string(kind));
+  b.name = "cuda0_" + std::string(cubert::to_string(kind));
   b.unavailable = []() -> std::optional<std::string> {
     if (cubert::cuda::device_count() > 0) return std::nullopt;
     return fmt::format("no CUDA device: {}", cubert::cuda::unavailable_reason());

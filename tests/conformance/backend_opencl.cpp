@@ -1,21 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 // The OpenCL backend (device 0: PoCL's CPU device in CI) in the conformance suite, behind the
 // mutex and actor channels. Without a device its cases are skipped with the loader's reason.
+#include "channel/channel.hpp"
 #include "conformance_backend.hpp"
 
+#include <cubert/backend/server.hpp>
 #include <cubert/opencl.hpp>
 
 #include <fmt/format.h>
 
 namespace {
 
-using cubert::backend::channel_kind;
+using cubert::channel_kind;
 using cubert::conformance::conformance_backend;
 using cubert::conformance::conformance_registrar;
 
 conformance_backend opencl_with(channel_kind kind) {
   conformance_backend b;
-  b.name = "opencl0_" + std::string(cubert::backend::to_string(kind));
+  b.name = "opencl0_" + std::string(cubert::to_string(kind));
   b.unavailable = []() -> std::optional<std::string> {
     if (cubert::opencl::device_count() > 0) return std::nullopt;
     return fmt::format("no OpenCL device: {}", cubert::opencl::unavailable_reason());

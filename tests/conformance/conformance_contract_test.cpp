@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Conformance of the client contract every backend shares (ARCHITECTURE.md §3, cubecl §1.2,
-// §1.6, §2.5, §2.7): handle and binding lifetimes, views, usage figures, cleanup, reads of
+// Conformance of the client contract every backend shares (docs/maintainer/architecture.md, cubecl
+// §1.2, §1.6, §2.5, §2.7): handle and binding lifetimes, views, usage figures, cleanup, reads of
 // several bindings and strided tensors, deferred errors, profiling rules, shared clients.
 // Kernel-free cases avoid the words the fake-driver run filters out (Launch, Kernel, Dynamic,
 // Profile, ManyThreads, Concurrently, ...), so they also run on the fake CUDA driver.

@@ -360,7 +360,7 @@ void RandomOps::expect_refused(F&& call) {
     c().sync();
     ADD_FAILURE() << "not refused, by the call or by the sync after it";
   } catch (invalid_argument const&) {
-    EXPECT_EQ(c().channel_kind(), backend::channel_kind::actor)
+    EXPECT_EQ(c().channel_kind(), cubert::channel_kind::actor)
         << "only the actor channel may leave the refusal to the next wait";
   } catch (std::exception const& e) {
     ADD_FAILURE() << "refused at the sync, but not with invalid_argument: " << e.what();

@@ -147,7 +147,7 @@ inline layout random_layout(generator& g, std::uint64_t room, bool writable) {
     std::uint64_t const longest = attempt < 4 && g.one_in(4) ? 600 / rank : 6;
     for (auto& d : t.shape) d = g.one_in(12) ? 0 : g.between(1, longest);
     if (rank == 2 && writable && g.one_in(6)) {
-      // Strides that interleave without colliding (docs/execution.md: [2, 3] by [3, 2]).
+      // Strides that interleave without colliding (docs/user/execution.md: [2, 3] by [3, 2]).
       t.shape = {2, 3};
       t.strides = {3, 2};
     } else {

@@ -281,7 +281,7 @@ TEST_P(WriteCopy, FillHonoursOffsetsAndRefusesBadPatterns) {
   EXPECT_NO_THROW(c().sync());
 }
 
-binding_with_meta meta_of(backend::tensor_allocation const& t, std::vector<std::uint64_t> shape,
+binding_with_meta meta_of(cubert::tensor_allocation const& t, std::vector<std::uint64_t> shape,
                           std::uint64_t elem_size) {
   return {t.handle.binding(), std::move(shape), t.strides, elem_size};
 }

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// GoogleTest names parameterised cases by channel ("mutex", "actor", "inline") with this.
+// GoogleTest names parameterised cases by channel ("mutex", "actor", "single_thread") with this.
 #pragma once
 
-#include <cubert/backend/channel.hpp>
+#include <cubert/channel_kind.hpp>
 
 #include <ostream>
 
-namespace cubert::backend {
+namespace cubert {
 
 inline void PrintTo(channel_kind kind, std::ostream* os) {
   *os << to_string(kind);
 }
 
-}  // namespace cubert::backend
+}  // namespace cubert

@@ -3,7 +3,8 @@
 // the dummy byte kernels, and a client factory. Used by the client, channel and autotune tests.
 #pragma once
 
-#include <cubert/backend/channel.hpp>
+#include "channel/channel.hpp"
+
 #include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cpu.hpp>
@@ -112,7 +113,7 @@ class dummy_server final : public backend::server {
     }
     return p.get_future();
   }
-  backend::binding_resource get_resource(binding const& b) override {
+  cubert::binding_resource get_resource(binding const& b) override {
     return {b, memory_.get_resource(b)};
   }
   memory::memory_usage memory_usage() override {
@@ -158,7 +159,7 @@ class dummy_server final : public backend::server {
 };
 
 /// A new client over a fresh dummy server.
-inline client make_dummy_client(backend::channel_kind kind = backend::channel_kind::mutex) {
+inline client make_dummy_client(cubert::channel_kind kind = cubert::channel_kind::mutex) {
   return client(backend::make_channel(std::make_unique<dummy_server>(), kind));
 }
 

@@ -180,7 +180,7 @@ void run_command(run_options const& opts) {
   CUBERT_EXPECTS(opts.size > 0, "--size must be positive");
   CUBERT_EXPECTS(opts.repeat > 0, "--repeat must be positive");
   client_options copts;
-  copts.channel = backend::parse_channel_kind(opts.channel);
+  copts.channel = cubert::parse_channel_kind(opts.channel);
   copts.threads = opts.threads;
   auto c = make_client(opts.device, copts);
   auto const& props = c.properties();
@@ -188,7 +188,7 @@ void run_command(run_options const& opts) {
   // every GPU.
   cli::check_fits(props, opts.size, cpu::make_properties(0).total_memory);
   fmt::print("device   {} ({}), {} compute units, channel {}\n", props.name, opts.device,
-             props.hardware.num_compute_units, backend::to_string(c.channel_kind()));
+             props.hardware.num_compute_units, cubert::to_string(c.channel_kind()));
   fmt::print("workload {} elements, {} repetitions per kernel\n\n", opts.size, opts.repeat);
 
   profiling::profiling_summary summary;
@@ -220,7 +220,7 @@ void setup(CLI::App& app) {
       ->check(cubert::cli::decimal())
       ->capture_default_str();
   cmd->add_option("--channel", opts->channel, "Channel: mutex, actor or inline")
-      ->check(CLI::IsMember({"mutex", "actor", "inline"}))
+      ->check(CLI::IsMember({"mutex", "actor", "single_thread"}))
       ->capture_default_str();
   cmd->add_option("--repeat", opts->repeat, "Profiled launches of each kernel, after one warm-up")
       ->check(cubert::cli::decimal())

@@ -12,6 +12,8 @@
 #include <cubert/kernel.hpp>
 #include <cubert/memory/memory_usage.hpp>
 #include <cubert/profiling.hpp>
+#include <cubert/resource.hpp>
+#include <cubert/tensor_allocation.hpp>
 
 #include <array>
 #include <cstddef>
@@ -25,25 +27,6 @@
 #include <vector>
 
 namespace cubert::backend {
-
-/// Shape and element size of one tensor to allocate.
-struct tensor_descriptor {
-  std::vector<std::uint64_t> shape;
-  std::uint64_t elem_size = 0;
-};
-
-/// A tensor's handle and the strides (in elements) the backend chose for it.
-struct tensor_allocation {
-  cubert::handle handle;
-  std::vector<std::uint64_t> strides;
-};
-
-/// A raw resource plus the binding that keeps its slice reserved while the resource is used.
-/// The resource may be larger than the binding; only the bound range is stable.
-struct binding_resource {
-  cubert::binding binding;
-  backend::resource resource;
-};
 
 namespace detail {
 inline thread_local unsigned kernel_body_depth = 0;

@@ -2,6 +2,8 @@
 // The storage contract: raw pages from a device (host bytes, CUDA memory, cl_mem).
 #pragma once
 
+#include <cubert/resource.hpp>
+
 #include <cstdint>
 
 namespace cubert::backend {
@@ -24,22 +26,6 @@ struct storage_handle {
   /// Narrows the range by `n` bytes at its end (the caller checks n <= size).
   [[nodiscard]] storage_handle offset_end(std::uint64_t n) const noexcept {
     return {id, offset, size - n};
-  }
-};
-
-/// A raw resource a kernel or a copy can use: the page's native object and the bound range.
-/// On the host and on CUDA `base` is the page's address (host pointer or CUdeviceptr); on OpenCL
-/// `native` is the page's cl_mem and `base` is 0.
-struct resource {
-  void* native = nullptr;
-  std::uint64_t base = 0;
-  std::uint64_t offset = 0;
-  std::uint64_t size = 0;
-
-  [[nodiscard]] std::uint64_t address() const noexcept { return base + offset; }
-  template <typename T>
-  [[nodiscard]] T* host_ptr() const noexcept {
-    return reinterpret_cast<T*>(static_cast<std::uintptr_t>(address()));
   }
 };
 

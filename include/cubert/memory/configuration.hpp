@@ -90,7 +90,7 @@ struct cache_policy {
   /// a new one). Lower values reuse such pages more and call the storage less in a training
   /// loop's steady state; higher ones keep reserved memory closer to live. On the gpt_train
   /// trace 1/3 makes 16 storage calls in a warm pass of its three steps where 1/2 makes 32, for
-  /// peak reserved ÷ live 1.029 instead of 1.028 (docs/performance-cuda.md, *Warm replay*).
+  /// peak reserved ÷ live 1.029 instead of 1.028 (docs/performance/cuda.md, *Warm replay*).
   /// In (0, 1].
   double large_split_fraction = 1.0 / 3.0;
 };
@@ -108,7 +108,7 @@ class memory_configuration {
   /// Ours: few pools, pages sized to large requests and freed when idle; lowest reserved ÷ live.
   [[nodiscard]] static memory_configuration compact();
   /// Ours: a small-slice pool and one arena pool under a `cache_policy`: reserved stays within
-  /// a few percent of peak live bytes with few storage calls (docs/memory.md).
+  /// a few percent of peak live bytes with few storage calls (docs/user/memory.md).
   [[nodiscard]] static memory_configuration caching();
   /// The `caching` layout under another cache policy.
   /// @throws invalid_argument if the policy is inconsistent.

@@ -31,7 +31,7 @@ class host_storage final : public backend::storage {
   void dealloc(backend::storage_id id) noexcept override;
   /// `native` and `base` are the page's address. @throws invalid_argument for an unknown id
   /// or a range past the page's end.
-  [[nodiscard]] backend::resource get(backend::storage_handle const& handle) const override;
+  [[nodiscard]] cubert::resource get(backend::storage_handle const& handle) const override;
 
   /// Bytes of all live pages.
   [[nodiscard]] std::uint64_t bytes_allocated() const noexcept { return allocated_; }
@@ -53,8 +53,8 @@ class host_storage final : public backend::storage {
 /// `server::write`, `fill` and `copy` for bindings resolved to host memory (the CPU server and
 /// the test harness's dummy server), with the contract's checks: work is done when they return.
 /// @throws invalid_argument as `backend::check_write`, `check_fill` and `check_copy` say.
-void host_write(backend::resource const& dst, std::span<std::byte const> data);
-void host_fill(backend::resource const& dst, std::span<std::byte const> pattern);
-void host_copy(backend::resource const& src, backend::resource const& dst);
+void host_write(cubert::resource const& dst, std::span<std::byte const> data);
+void host_fill(cubert::resource const& dst, std::span<std::byte const> pattern);
+void host_copy(cubert::resource const& src, cubert::resource const& dst);
 
 }  // namespace cubert::memory

@@ -50,7 +50,7 @@ class memory_manager {
   [[nodiscard]] std::optional<backend::storage_handle> get(slice_handle const& handle) const;
   /// The raw resource of a binding with its offsets applied.
   /// @throws invalid_argument if the binding is empty, unknown here, or its offsets overrun.
-  [[nodiscard]] backend::resource get_resource(cubert::binding const& binding) const;
+  [[nodiscard]] cubert::resource get_resource(cubert::binding const& binding) const;
 
   /// Frees idle pages: all of them when `explicit_cleanup`, else what the pools' periods allow.
   void cleanup(bool explicit_cleanup);
@@ -62,7 +62,7 @@ class memory_manager {
   /// Highest bytes reserved from storage since construction or `reset_peaks()`.
   [[nodiscard]] std::uint64_t peak_bytes_reserved() const noexcept;
   /// Highest requested bytes live at once since construction or `reset_peaks()`, counting a
-  /// dropped slice until its pool next runs (drops are queued lock-free; docs/memory.md).
+  /// dropped slice until its pool next runs (drops are queued lock-free; docs/user/memory.md).
   [[nodiscard]] std::uint64_t peak_bytes_in_use() const noexcept;
   /// Restarts peak tracking from the current values: the manager's peaks and every pool's
   /// peak rows in `report()` (peak reserved, peak in use, peak pages).

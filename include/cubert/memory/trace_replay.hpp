@@ -82,7 +82,7 @@ struct storage_counts {
 
 /// A linear model of what storage calls cost the host: a fixed part per call plus a part per
 /// MiB of the page, for allocations and frees separately. On CUDA a cuMemFree takes time in
-/// proportion to the page while a cuMemAlloc barely does (docs/performance-cuda.md), so a flat
+/// proportion to the page while a cuMemAlloc barely does (docs/performance/cuda.md), so a flat
 /// cost per call misranks layouts that free large pages.
 struct storage_cost_model {
   double alloc_ns = 0.0;          ///< Per page allocated.

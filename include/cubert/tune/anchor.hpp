@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Bucketing of sizes for autotune keys (cubecl-behaviour.md §3.2).
+// Bucketing of sizes for autotune keys (docs/maintainer/cubecl-semantics.md §3.2).
 #pragma once
 
 #include <cubert/config.hpp>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The order in which a key's candidates are tried: groups and priorities (cubecl-behaviour.md
-// §3.3, with v0.9's negative priorities).
+// The order in which a key's candidates are tried: groups and priorities
+// (docs/maintainer/cubecl-semantics.md §3.3, with v0.9's negative priorities).
 #pragma once
 
 #include <cstddef>

@@ -2,8 +2,8 @@
 // One tuner per (name, device): chooses and remembers the fastest candidate per key.
 #pragma once
 
-#include <cubert/backend/exit_threads.hpp>
 #include <cubert/config.hpp>
+#include <cubert/detail/exit_threads.hpp>
 #include <cubert/error.hpp>
 #include <cubert/logging.hpp>
 #include <cubert/tune/set_target.hpp>
@@ -78,7 +78,7 @@ class tuner {
       // it finishes its tuning into it, finds the queue empty, and the last holder frees it.
       // Joined at exit rather than detached, so that it never runs on into the destruction of
       // the statics it uses (logging, the client's backend).
-      backend::detail::join_at_exit(std::move(st.worker));
+      cubert::detail::join_at_exit(std::move(st.worker));
       return;
     }
     st.join_worker(lock);
@@ -420,7 +420,7 @@ class tuner {
             // The keeper of threads orphaned by their tuner, made after what the worker uses
             // (logging, the client), so destroyed before it at exit.
             (void)log::enabled(log::category::autotune, log_level::minimal);
-            backend::detail::keep_threads_until_exit();
+            cubert::detail::keep_threads_until_exit();
             try {
               st.worker = std::thread([keep] { keep->drain(); });
             } catch (...) {

@@ -281,7 +281,7 @@ std::future<void> cpu_server::sync() {
   return p.get_future();
 }
 
-backend::binding_resource cpu_server::get_resource(cubert::binding const& b) {
+cubert::binding_resource cpu_server::get_resource(cubert::binding const& b) {
   return {b, memory_.get_resource(b)};
 }
 

@@ -43,7 +43,7 @@ class cpu_server final : public backend::server {
   [[nodiscard]] std::uint64_t instantiate_graph(std::vector<graph_step> const& steps) override;
   void flush() override;
   [[nodiscard]] std::future<void> sync() override;
-  [[nodiscard]] backend::binding_resource get_resource(cubert::binding const& b) override;
+  [[nodiscard]] cubert::binding_resource get_resource(cubert::binding const& b) override;
   [[nodiscard]] memory::memory_usage memory_usage() override;
   [[nodiscard]] std::string memory_report() override;
   void memory_cleanup() override;

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cpu_thread_pool.hpp"
 
-#include <cubert/backend/exit_threads.hpp>
-#include <cubert/backend/spin_wait.hpp>
+#include "base/spin_wait.hpp"
+
+#include <cubert/detail/exit_threads.hpp>
 #include <cubert/error.hpp>
 
 #include <fmt/format.h>
@@ -13,9 +14,7 @@
 namespace cubert::cpu {
 
 cpu_thread_pool::cpu_thread_pool(unsigned threads, std::chrono::microseconds spin)
-    : threads_(std::max(1u, threads)),
-      spin_(spin),
-      process_(backend::detail::process_generation()) {
+    : threads_(std::max(1u, threads)), spin_(spin), process_(cubert::detail::process_generation()) {
   try {
     workers_.reserve(threads_ - 1);
     for (unsigned i = 1; i < threads_; ++i) workers_.emplace_back([this] { worker_loop(); });
@@ -34,7 +33,7 @@ cpu_thread_pool::~cpu_thread_pool() {
 }
 
 void cpu_thread_pool::stop() noexcept {
-  if (process_ != backend::detail::process_generation()) [[unlikely]] {
+  if (process_ != cubert::detail::process_generation()) [[unlikely]] {
     // A fork() child: the workers are the parent's (see process_generation). Their waits on
     // wake_ are counted in it, and destroying it would wait for them for ever.
     for (auto& t : workers_) t.detach();
@@ -114,7 +113,7 @@ bool cpu_thread_pool::spin_for_launch(std::uint64_t seen) const noexcept {
   // Spun for a time, not a count of pauses: 20000 of those took 0.53 ms on an AMD EPYC and about
   // twice that where a pause costs ~140 cycles (Intel since Skylake). No yield between checks,
   // unlike backend::spin_until: a worker waits for no thread of its own core, and the syscall
-  // delayed its start on back-to-back launches by ~0.5 µs (measured in docs/performance.md).
+  // delayed its start on back-to-back launches by ~0.5 µs (measured in docs/performance/README.md).
   auto const launched = [&] { return generation_.load(std::memory_order_acquire) != seen; };
   if (spin_ <= std::chrono::microseconds::zero()) return launched();
   auto const deadline = std::chrono::steady_clock::now() + spin_;

@@ -97,7 +97,7 @@ class cpu_thread_pool {
   // Owned through a pointer so that a fork() child can leave it (see stop()).
   std::unique_ptr<std::condition_variable> wake_ = std::make_unique<std::condition_variable>();
   std::atomic<bool> stopping_{false};
-  std::uint64_t process_;  // backend::detail::process_generation() where the workers started
+  std::uint64_t process_;  // cubert::detail::process_generation() where the workers started
   std::vector<std::thread> workers_;
 };
 

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cuda_copy_pool.hpp"
 
+#include "base/spin_wait.hpp"
 #include "host/host_limits.hpp"
 
-#include <cubert/backend/exit_threads.hpp>
-#include <cubert/backend/spin_wait.hpp>
+#include <cubert/detail/exit_threads.hpp>
 
 #include <algorithm>
 #include <utility>
@@ -14,7 +14,7 @@ namespace cubert::cuda::detail {
 cuda_copy_pool::cuda_copy_pool(unsigned threads, std::chrono::microseconds spin)
     : threads_(threads == 0 ? default_threads() : std::min(threads, max_threads)),
       spin_(spin),
-      process_(backend::detail::process_generation()) {}
+      process_(cubert::detail::process_generation()) {}
 
 unsigned cuda_copy_pool::default_threads() noexcept {
   // Half the CPUs this process may use (not the host's: under taskset or a CPU quota the
@@ -23,7 +23,7 @@ unsigned cuda_copy_pool::default_threads() noexcept {
 }
 
 cuda_copy_pool::~cuda_copy_pool() {
-  if (process_ != backend::detail::process_generation()) [[unlikely]] {
+  if (process_ != cubert::detail::process_generation()) [[unlikely]] {
     // A fork() child: the threads are the parent's (see process_generation). Their waits on
     // wake_ are counted in it, and destroying it would wait for them for ever.
     for (auto& t : pool_) t.detach();
@@ -41,7 +41,7 @@ cuda_copy_pool::~cuda_copy_pool() {
 
 void cuda_copy_pool::start() noexcept {
   started_ = true;
-  process_ = backend::detail::process_generation();
+  process_ = cubert::detail::process_generation();
   // No reserve: the vector's growth failing is a refusal like a thread's, caught below.
   for (unsigned i = 1; i < threads_; ++i) {
     try {

@@ -79,7 +79,7 @@ class cuda_copy_pool {
   unsigned sleeping_ = 0;             ///< Pool threads waiting on `wake_`.
   std::exception_ptr error_;
   bool stopping_ = false;
-  std::uint64_t process_;  // backend::detail::process_generation() where pool_ started
+  std::uint64_t process_;  // cubert::detail::process_generation() where pool_ started
   std::vector<std::thread> pool_;
 };
 

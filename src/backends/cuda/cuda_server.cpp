@@ -370,17 +370,17 @@ void cuda_server::copy(cubert::binding const& src, cubert::binding const& dst) {
   });
 }
 
-std::vector<backend::tensor_allocation> cuda_server::create_tensors(
+std::vector<cubert::tensor_allocation> cuda_server::create_tensors(
     std::vector<std::span<std::byte const>> const& data,
-    std::vector<backend::tensor_descriptor> const& descriptors) {
+    std::vector<cubert::tensor_descriptor> const& descriptors) {
   backend::check_tensor_data(data, descriptors);
   return on_device([&] { return create_tensors_now(data, descriptors); });
 }
 
-std::vector<backend::tensor_allocation> cuda_server::create_tensors_now(
+std::vector<cubert::tensor_allocation> cuda_server::create_tensors_now(
     std::vector<std::span<std::byte const>> const& data,
-    std::vector<backend::tensor_descriptor> const& descriptors) {
-  std::vector<backend::tensor_allocation> out;
+    std::vector<cubert::tensor_descriptor> const& descriptors) {
+  std::vector<cubert::tensor_allocation> out;
   out.reserve(data.size());
   for (std::size_t i = 0; i < data.size(); ++i) {
     auto const l = pitched_layout(descriptors[i].shape, descriptors[i].elem_size);
@@ -429,10 +429,10 @@ void cuda_server::upload_padded(CUdeviceptr dst, std::span<std::byte const> src,
   CUBERT_CU_CALL(cuMemcpy2DAsync, &copy, stream_);
 }
 
-std::vector<backend::tensor_allocation> cuda_server::empty_tensors(
-    std::vector<backend::tensor_descriptor> const& descriptors) {
+std::vector<cubert::tensor_allocation> cuda_server::empty_tensors(
+    std::vector<cubert::tensor_descriptor> const& descriptors) {
   return on_device([&] {
-    std::vector<backend::tensor_allocation> out;
+    std::vector<cubert::tensor_allocation> out;
     out.reserve(descriptors.size());
     for (auto const& d : descriptors) {
       (void)backend::tensor_bytes(d.shape, d.elem_size, "empty_tensors");  // Refuses overflow.
@@ -652,8 +652,8 @@ void cuda_server::sync_here() {
   errors_.rethrow_if_any();
 }
 
-backend::binding_resource cuda_server::get_resource(cubert::binding const& b) {
-  return backend::binding_resource{b, memory_->get_resource(b)};
+cubert::binding_resource cuda_server::get_resource(cubert::binding const& b) {
+  return cubert::binding_resource{b, memory_->get_resource(b)};
 }
 
 memory::memory_usage cuda_server::memory_usage() {

@@ -69,11 +69,11 @@ class cuda_server final : public backend::server {
   [[nodiscard]] cubert::handle create(std::span<std::byte const> data) override;
   [[nodiscard]] cubert::handle empty(std::uint64_t size) override;
   /// Rows padded as `pitched_layout` says; padded ones are uploaded by one 2D copy.
-  [[nodiscard]] std::vector<backend::tensor_allocation> create_tensors(
+  [[nodiscard]] std::vector<cubert::tensor_allocation> create_tensors(
       std::vector<std::span<std::byte const>> const& data,
-      std::vector<backend::tensor_descriptor> const& descriptors) override;
-  [[nodiscard]] std::vector<backend::tensor_allocation> empty_tensors(
-      std::vector<backend::tensor_descriptor> const& descriptors) override;
+      std::vector<cubert::tensor_descriptor> const& descriptors) override;
+  [[nodiscard]] std::vector<cubert::tensor_allocation> empty_tensors(
+      std::vector<cubert::tensor_descriptor> const& descriptors) override;
   /// Each result is a block of the pinned read pool, written by one DMA and waited for in the
   /// deferred future's get(), on the caller's thread (heap memory, through the staging ring and
   /// waited for here, when the pool is off or the size is beyond its cap).
@@ -117,7 +117,7 @@ class cuda_server final : public backend::server {
   /// freeing are freed now if the device is idle, else by the first call after a wait that
   /// finds it idle.
   [[nodiscard]] std::future<void> sync() override;
-  [[nodiscard]] backend::binding_resource get_resource(cubert::binding const& b) override;
+  [[nodiscard]] cubert::binding_resource get_resource(cubert::binding const& b) override;
   [[nodiscard]] memory::memory_usage memory_usage() override;
   [[nodiscard]] std::string memory_report() override;
   void memory_cleanup() override;
@@ -183,9 +183,9 @@ class cuda_server final : public backend::server {
     });
   }
   [[nodiscard]] cubert::handle create_dense(std::span<std::byte const> data);
-  [[nodiscard]] std::vector<backend::tensor_allocation> create_tensors_now(
+  [[nodiscard]] std::vector<cubert::tensor_allocation> create_tensors_now(
       std::vector<std::span<std::byte const>> const& data,
-      std::vector<backend::tensor_descriptor> const& descriptors);
+      std::vector<cubert::tensor_descriptor> const& descriptors);
   void launch(kernel const& k, cube_count const& count, bindings const& args, execution_mode mode);
   /// Records a failed launch for the next wait; a fault also loses the device.
   void launch_failed(std::string what, CUresult result);

@@ -84,7 +84,7 @@ void cuda_storage::dealloc(backend::storage_id id) noexcept {
   }
 }
 
-backend::resource cuda_storage::get(backend::storage_handle const& handle) const {
+cubert::resource cuda_storage::get(backend::storage_handle const& handle) const {
   auto it = pages_.find(handle.id);
   if (it == pages_.end()) [[unlikely]] {
     throw invalid_argument(fmt::format("cuda storage: unknown page {}", handle.id));
@@ -94,7 +94,7 @@ backend::resource cuda_storage::get(backend::storage_handle const& handle) const
                                        handle.offset, handle.offset + handle.size, handle.id,
                                        it->second.size));
   }
-  return backend::resource{nullptr, it->second.ptr, handle.offset, handle.size};
+  return cubert::resource{nullptr, it->second.ptr, handle.offset, handle.size};
 }
 
 void cuda_storage::flush() {

@@ -39,7 +39,7 @@ class cuda_storage final : public backend::storage {
   /// Frees the page, and any queued, now if the stream is idle, else queues it; unknown ids are
   /// ignored.
   void dealloc(backend::storage_id id) noexcept override;
-  [[nodiscard]] backend::resource get(backend::storage_handle const& handle) const override;
+  [[nodiscard]] cubert::resource get(backend::storage_handle const& handle) const override;
   /// Waits for the stream if frees are queued, then frees them.
   void flush() override;
   /// Frees the queued pages if the stream is idle (one query, no wait); true when none remain

@@ -111,7 +111,7 @@ void opencl_server::reap_uploads(std::size_t incoming) {
   }
 }
 
-void opencl_server::upload_to(backend::resource const& dst, std::span<std::byte const> data) {
+void opencl_server::upload_to(cubert::resource const& dst, std::span<std::byte const> data) {
   if (data.size() >= direct_upload) {
     // A copy into fresh staging memory cost 5x the transfer itself for 64 MiB on NVIDIA's
     // OpenCL (page faults, then the platform's own staging of pageable memory): a large upload
@@ -135,7 +135,7 @@ void opencl_server::upload_to(backend::resource const& dst, std::span<std::byte 
 
 std::future<std::vector<bytes>> opencl_server::read(std::vector<cubert::binding> bindings) {
   errors_.rethrow_if_any();
-  std::vector<backend::resource> sources;
+  std::vector<cubert::resource> sources;
   sources.reserve(bindings.size());
   for (auto const& b : bindings) sources.push_back(memory_->get_resource(b));
   struct pending {
@@ -162,7 +162,7 @@ std::future<std::vector<bytes>> opencl_server::read(std::vector<cubert::binding>
 
 std::future<std::vector<bytes>> opencl_server::read_tensor(std::vector<binding_with_meta> tensors) {
   errors_.rethrow_if_any();
-  std::vector<backend::resource> sources;
+  std::vector<cubert::resource> sources;
   sources.reserve(tensors.size());
   for (auto const& t : tensors) {  // Every tensor is checked before anything is queued.
     sources.push_back(memory_->get_resource(t.binding));
@@ -443,7 +443,7 @@ void opencl_server::set_arguments(kernel const& k, loaded_kernel& fn, bindings c
   if (k.shared_memory() > 0) set(k.shared_memory(), nullptr, "dynamic shared memory");
 }
 
-backend::resource opencl_server::count_resource(cube_count const& count) const {
+cubert::resource opencl_server::count_resource(cube_count const& count) const {
   auto res = memory_->get_resource(count.dynamic_binding());
   backend::check_dynamic_count(res);
   return res;
@@ -533,7 +533,7 @@ std::future<void> opencl_server::sync() {
                     [marker = std::move(marker)] { wait_for(marker.get(), "sync"); });
 }
 
-backend::binding_resource opencl_server::get_resource(cubert::binding const& b) {
+cubert::binding_resource opencl_server::get_resource(cubert::binding const& b) {
   return {b, memory_->get_resource(b)};
 }
 

@@ -67,7 +67,7 @@ class opencl_server final : public backend::server {
   void flush() override;
   /// A deferred future that waits for a marker behind the work queued so far.
   [[nodiscard]] std::future<void> sync() override;
-  [[nodiscard]] backend::binding_resource get_resource(cubert::binding const& b) override;
+  [[nodiscard]] cubert::binding_resource get_resource(cubert::binding const& b) override;
   [[nodiscard]] memory::memory_usage memory_usage() override;
   [[nodiscard]] std::string memory_report() override;
   void memory_cleanup() override;
@@ -99,7 +99,7 @@ class opencl_server final : public backend::server {
   void release() noexcept;
   /// Copies `data` into a staging block and enqueues its write at `dst`'s offset; from 1 MiB,
   /// writes it from the caller's memory, waiting.
-  void upload_to(backend::resource const& dst, std::span<std::byte const> data);
+  void upload_to(cubert::resource const& dst, std::span<std::byte const> data);
   /// Frees the staging blocks whose writes have completed; past `max_staged` bytes waits for
   /// the oldest.
   void reap_uploads(std::size_t incoming);
@@ -108,7 +108,7 @@ class opencl_server final : public backend::server {
   /// (`staged`) for a binding OpenCL cannot start a sub-buffer at, a scratch buffer copied in
   /// before the kernel and back after.
   struct bound_buffer {
-    backend::resource res;
+    cubert::resource res;
     bool staged = false;
     cl_mem mem = nullptr;
     bool owns_mem = false;   // Made for this launch (not a page, not shared with another binding).
@@ -127,7 +127,7 @@ class opencl_server final : public backend::server {
   /// The grid; a dynamic count's 12 bytes are read (waiting for the work before them).
   [[nodiscard]] std::array<std::uint32_t, 3> resolve_count(kernel const& k,
                                                            cube_count const& count);
-  [[nodiscard]] backend::resource count_resource(cube_count const& count) const;
+  [[nodiscard]] cubert::resource count_resource(cube_count const& count) const;
 
   device_record const* device_;
   device_properties props_;

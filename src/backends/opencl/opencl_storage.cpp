@@ -56,7 +56,7 @@ void opencl_storage::dealloc(backend::storage_id id) noexcept {
   pages_.erase(it);
 }
 
-backend::resource opencl_storage::get(backend::storage_handle const& handle) const {
+cubert::resource opencl_storage::get(backend::storage_handle const& handle) const {
   auto it = pages_.find(handle.id);
   if (it == pages_.end()) {
     throw invalid_argument(fmt::format("OpenCL storage: unknown page {}", handle.id));

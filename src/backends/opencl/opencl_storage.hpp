@@ -33,7 +33,7 @@ class opencl_storage final : public backend::storage {
   [[nodiscard]] backend::storage_handle alloc(std::uint64_t size) override;
   void dealloc(backend::storage_id id) noexcept override;
   /// `native` is the page's cl_mem, `base` 0. @throws invalid_argument for an unknown page.
-  [[nodiscard]] backend::resource get(backend::storage_handle const& handle) const override;
+  [[nodiscard]] cubert::resource get(backend::storage_handle const& handle) const override;
 
   /// Bytes held in pages.
   [[nodiscard]] std::uint64_t bytes_held() const noexcept { return held_; }

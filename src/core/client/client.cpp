@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "base/spin_wait.hpp"
+#include "channel/channel.hpp"
 #include "client/graph_state.hpp"
 #include "profiling/profiling_summary.hpp"
 
-#include <cubert/backend/spin_wait.hpp>
 #include <cubert/client.hpp>
 #include <cubert/config.hpp>
 #include <cubert/error.hpp>
@@ -166,16 +167,16 @@ handle client::create(std::span<std::byte const> data) const {
   return state_->channel->create(data);
 }
 
-backend::tensor_allocation client::create_tensor(std::span<std::byte const> data,
-                                                 std::vector<std::uint64_t> shape,
-                                                 std::uint64_t elem_size) const {
-  auto out = create_tensors({data}, {backend::tensor_descriptor{std::move(shape), elem_size}});
+cubert::tensor_allocation client::create_tensor(std::span<std::byte const> data,
+                                                std::vector<std::uint64_t> shape,
+                                                std::uint64_t elem_size) const {
+  auto out = create_tensors({data}, {cubert::tensor_descriptor{std::move(shape), elem_size}});
   return std::move(out.front());
 }
 
-std::vector<backend::tensor_allocation> client::create_tensors(
+std::vector<cubert::tensor_allocation> client::create_tensors(
     std::vector<std::span<std::byte const>> const& data,
-    std::vector<backend::tensor_descriptor> const& descriptors) const {
+    std::vector<cubert::tensor_descriptor> const& descriptors) const {
   refuse_inside_kernel();
   refuse_while_capturing(state_->channel.get(), "create_tensors");
   return state_->channel->create_tensors(data, descriptors);
@@ -186,14 +187,14 @@ handle client::empty(std::uint64_t size) const {
   return state_->channel->empty(size);
 }
 
-backend::tensor_allocation client::empty_tensor(std::vector<std::uint64_t> shape,
-                                                std::uint64_t elem_size) const {
-  auto out = empty_tensors({backend::tensor_descriptor{std::move(shape), elem_size}});
+cubert::tensor_allocation client::empty_tensor(std::vector<std::uint64_t> shape,
+                                               std::uint64_t elem_size) const {
+  auto out = empty_tensors({cubert::tensor_descriptor{std::move(shape), elem_size}});
   return std::move(out.front());
 }
 
-std::vector<backend::tensor_allocation> client::empty_tensors(
-    std::vector<backend::tensor_descriptor> const& descriptors) const {
+std::vector<cubert::tensor_allocation> client::empty_tensors(
+    std::vector<cubert::tensor_descriptor> const& descriptors) const {
   refuse_inside_kernel();
   return state_->channel->empty_tensors(descriptors);
 }
@@ -350,7 +351,7 @@ void client::sync() const {
   }
 }
 
-backend::binding_resource client::get_resource(binding const& b) const {
+cubert::binding_resource client::get_resource(binding const& b) const {
   refuse_inside_kernel();
   return state_->channel->get_resource(b);
 }
@@ -374,7 +375,7 @@ device_properties const& client::properties() const noexcept {
   return state_->channel->properties();
 }
 
-backend::channel_kind client::channel_kind() const noexcept {
+cubert::channel_kind client::channel_kind() const noexcept {
   return state_->channel->kind();
 }
 

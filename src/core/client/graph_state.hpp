@@ -2,7 +2,8 @@
 // What a graph shares between its copies, and the recording a capture fills on its thread.
 #pragma once
 
-#include <cubert/backend/channel.hpp>
+#include "channel/channel.hpp"
+
 #include <cubert/graph.hpp>
 
 #include <cstdint>

@@ -47,7 +47,7 @@ class counting_storage final : public backend::storage {
     pages_.erase(it);
     if (inner_) inner_->dealloc(id);
   }
-  [[nodiscard]] backend::resource get(backend::storage_handle const& handle) const override {
+  [[nodiscard]] cubert::resource get(backend::storage_handle const& handle) const override {
     if (inner_) return inner_->get(handle);
     throw unsupported(fmt::format("counting_storage: page {} has no memory behind it", handle.id));
   }

@@ -58,7 +58,7 @@ void host_storage::dealloc(backend::storage_id id) noexcept {
   pages_.erase(it);
 }
 
-backend::resource host_storage::get(backend::storage_handle const& handle) const {
+cubert::resource host_storage::get(backend::storage_handle const& handle) const {
   auto it = pages_.find(handle.id);
   if (it == pages_.end()) {
     throw invalid_argument(fmt::format("host_storage: unknown storage id {}", handle.id));
@@ -73,12 +73,12 @@ backend::resource host_storage::get(backend::storage_handle const& handle) const
           handle.size};
 }
 
-void host_write(backend::resource const& dst, std::span<std::byte const> data) {
+void host_write(cubert::resource const& dst, std::span<std::byte const> data) {
   backend::check_write(dst, data.size());
   if (!data.empty()) std::memcpy(dst.host_ptr<std::byte>(), data.data(), data.size());
 }
 
-void host_fill(backend::resource const& dst, std::span<std::byte const> pattern) {
+void host_fill(cubert::resource const& dst, std::span<std::byte const> pattern) {
   if (!backend::check_fill(dst, pattern)) return;
   auto* out = dst.host_ptr<std::byte>();
   if (pattern.size() == 1) {
@@ -90,7 +90,7 @@ void host_fill(backend::resource const& dst, std::span<std::byte const> pattern)
   }
 }
 
-void host_copy(backend::resource const& src, backend::resource const& dst) {
+void host_copy(cubert::resource const& src, cubert::resource const& dst) {
   if (backend::check_copy(src, dst)) {
     std::memcpy(dst.host_ptr<std::byte>(), src.host_ptr<std::byte const>(), dst.size);
   }

@@ -245,7 +245,7 @@ std::optional<backend::storage_handle> memory_manager::get(slice_handle const& h
   return pool->get(*control);
 }
 
-backend::resource memory_manager::get_resource(cubert::binding const& binding) const {
+cubert::resource memory_manager::get_resource(cubert::binding const& binding) const {
   // Worded for the caller of read, write, copy, fill or execute, which all land here: the
   // messages said "get_resource:", a function no user calls.
   CUBERT_EXPECTS(binding.valid(),

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The two-counter semantics of cubecl-behaviour.md §1.2, on a bare control block.
+// The two-counter semantics of docs/maintainer/cubecl-semantics.md §1.2, on a bare control block.
 #include <cubert/error.hpp>
 #include <cubert/handle.hpp>
 

@@ -99,7 +99,7 @@ TEST(StridedLayout, ScatterRefusesMismatchedRanksAndSizes) {
 
 TEST(StridedLayout, CopyFillAndWriteChecks) {
   auto const at = [](std::uint64_t address, std::uint64_t size) {
-    return backend::resource{nullptr, address, 0, size};
+    return cubert::resource{nullptr, address, 0, size};
   };
   EXPECT_TRUE(backend::check_copy(at(0, 16), at(16, 16)));   // Adjacent.
   EXPECT_TRUE(backend::check_copy(at(100, 16), at(0, 16)));  // Disjoint, backwards.

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The actor channel when the caller's host allocations fail: a profile whose end cannot be
 // posted still ends, so other threads' calls that wait for the profile window to close go on.
+#include "channel/channel.hpp"
 #include "dummy_server.hpp"
 #include "failing_new.hpp"
-
-#include <cubert/backend/channel.hpp>
 
 #include <gtest/gtest.h>
 
@@ -40,7 +39,7 @@ bool others_go_on(std::shared_ptr<backend::channel> const& ch) {
 void sweep_failed_ends() {
   for (long n = 0;; ++n) {
     auto const ch =
-        backend::make_channel(std::make_unique<test::dummy_server>(), backend::channel_kind::actor);
+        backend::make_channel(std::make_unique<test::dummy_server>(), cubert::channel_kind::actor);
     auto const token = ch->start_profile();
     bool threw = false;
     {
@@ -71,7 +70,7 @@ void sweep_failed_starts() {
     auto server = std::make_unique<test::dummy_server>();
     server->on_start_profile = [n] { armed.emplace(n); };
     server->on_memory_usage = [] { armed.reset(); };
-    auto const ch = backend::make_channel(std::move(server), backend::channel_kind::actor);
+    auto const ch = backend::make_channel(std::move(server), cubert::channel_kind::actor);
     std::optional<profiling_token> token;
     try {
       token = ch->start_profile();

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // The actor channel's waits: replies that come while the caller spins and after it sleeps,
 // errors on both paths, and a server thread that sleeps once its queue stays empty.
+#include "channel/actor_channel.hpp"
+
+#include "channel/channel.hpp"
 #include "dummy_server.hpp"
 #include "fork_child.hpp"
 #include "sanitizers.hpp"
 
-#include <cubert/backend/actor_channel.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cpu.hpp>
 #include <cubert/error.hpp>
@@ -38,7 +40,7 @@ using namespace std::chrono_literals;
 client actor_client() {
   cpu::options opts;
   opts.threads = 1;
-  return client(backend::make_channel(cpu::make_server(opts), backend::channel_kind::actor));
+  return client(backend::make_channel(cpu::make_server(opts), cubert::channel_kind::actor));
 }
 
 // `[channel] spin_us = 0`: every wait sleeps at once.
@@ -317,7 +319,7 @@ TEST(ActorChannel, AMessageReleasesWhatItHoldsOnceItHasRun) {
 TEST(ActorChannel, AGraphDroppedOnTheServerThreadGoesAfterItsQueuedReplays) {
   auto server = std::make_unique<test::dummy_server>();
   server->own_graphs = true;
-  client c(backend::make_channel(std::move(server), backend::channel_kind::actor));
+  client c(backend::make_channel(std::move(server), cubert::channel_kind::actor));
   auto const replays = std::make_shared<std::atomic<int>>(0);
   auto const counted = kernel::builder("test::counted")
                            .cpu([replays](cpu::kernel_context const&) { replays->fetch_add(1); })
@@ -364,7 +366,7 @@ TEST(MutexChannel, InAForkChildACpuClientWithWorkersGoesWithoutHanging) {
   cpu::options opts;
   opts.threads = 4;
   std::optional<client> c =
-      client(backend::make_channel(cpu::make_server(opts), backend::channel_kind::mutex));
+      client(backend::make_channel(cpu::make_server(opts), cubert::channel_kind::mutex));
   c->execute(kernel::builder("test::nothing").cpu([](cpu::kernel_context const&) {}).build(),
              cube_count{8}, bindings{});
   c->sync();

@@ -2,9 +2,10 @@
 // The mutex channel's lock starves nobody: while one thread loops on long holds, another
 // thread still gets the lock after about one hold, alone and through the mutex channel. Also
 // plain mutual exclusion, and several starving threads at once. TSan runs these.
+#include "channel/bounded_wait_mutex.hpp"
+
 #include "dummy_server.hpp"
 
-#include <cubert/backend/bounded_wait_mutex.hpp>
 #include <cubert/client.hpp>
 #include <cubert/kernel.hpp>
 
@@ -142,7 +143,7 @@ TEST(BoundedWaitMutex, TryLockFailsWhileHeld) {
 // kernel run by the dummy server under the channel's lock) does not keep another thread's
 // calls out.
 TEST(MutexChannel, AThreadLoopingOnLongCallsDoesNotStarveAnother) {
-  auto const c = cubert::test::make_dummy_client(cubert::backend::channel_kind::mutex);
+  auto const c = cubert::test::make_dummy_client(cubert::channel_kind::mutex);
   auto const slow = cubert::kernel::builder("test::hold_the_server_2ms")
                         .cpu([](cubert::cpu::kernel_context const&) { busy_for(hold); })
                         .build();

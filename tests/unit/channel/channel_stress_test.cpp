@@ -2,6 +2,7 @@
 // 16 threads doing mixed create / write / execute / copy / read / drop, some of it inside profiles,
 // through each channel (TSan runs these).
 #include "byte_helpers.hpp"
+#include "channel/channel.hpp"
 #include "cpu_kernels.hpp"
 #include "dummy_server.hpp"
 
@@ -17,7 +18,7 @@
 namespace {
 
 using namespace cubert;
-using backend::channel_kind;
+using cubert::channel_kind;
 
 constexpr int thread_count = 16;
 constexpr int iterations = 40;
@@ -118,7 +119,7 @@ TEST_P(ChannelStressTest, MixedOperationsFromSixteenThreads) {
   std::vector<std::thread> threads;
   // The inline channel is single-threaded by contract: each thread gets its own client.
   std::optional<client> shared;
-  if (p.kind != channel_kind::inline_) shared = make(p);
+  if (p.kind != channel_kind::single_thread) shared = make(p);
   for (int t = 0; t < thread_count; ++t) {
     threads.emplace_back([&, t] {
       client c = shared ? *shared : make(p);
@@ -137,12 +138,12 @@ TEST_P(ChannelStressTest, MixedOperationsFromSixteenThreads) {
 INSTANTIATE_TEST_SUITE_P(Channels, ChannelStressTest,
                          ::testing::Values(stress_param{"cpu", channel_kind::mutex},
                                            stress_param{"cpu", channel_kind::actor},
-                                           stress_param{"cpu", channel_kind::inline_},
+                                           stress_param{"cpu", channel_kind::single_thread},
                                            stress_param{"dummy", channel_kind::mutex},
                                            stress_param{"dummy", channel_kind::actor}),
                          [](auto const& param_info) {
                            return param_info.param.backend + "_" +
-                                  std::string(backend::to_string(param_info.param.kind));
+                                  std::string(cubert::to_string(param_info.param.kind));
                          });
 
 }  // namespace

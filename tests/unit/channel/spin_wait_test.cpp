@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The spinning waits' budgets: renewed while another thread makes progress, kept up while a
 // caller waits (within a cap), and nothing more.
-#include <cubert/backend/spin_wait.hpp>
+#include "base/spin_wait.hpp"
 
 #include <gtest/gtest.h>
 

@@ -4,6 +4,7 @@
 #include "report_html.hpp"
 
 #include "report_svg.hpp"
+#include "text_match.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -12,7 +13,6 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <regex>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -54,20 +54,18 @@ struct drawn_candidate {
 
 // Every candidate bar as the check script sees it: its data attributes, in page order.
 std::vector<drawn_candidate> drawn_candidates(std::string const& html) {
-  static std::regex const re(
-      R"re(<g class="candidate" data-key="([^"]*)" data-candidate="([^"]*)" data-index="\d+" )re"
-      R"re(data-status="([a-z]+)" data-winner="(true|false)">)re");
   std::vector<drawn_candidate> out;
-  for (std::sregex_iterator it(html.begin(), html.end(), re), end; it != end; ++it) {
-    out.push_back({(*it)[1], (*it)[2], (*it)[3], (*it)[4]});
+  for (auto const& g : cubert::test::regex_find_all(
+           html, R"re(<g class="candidate" data-key="([^"]*)" data-candidate="([^"]*)" )re"
+                 R"re(data-index="\d+" data-status="([a-z]+)" data-winner="(true|false)">)re")) {
+    out.push_back({g[1], g[2], g[3], g[4]});
   }
   return out;
 }
 
 // A "nan" or "inf" standing alone (as fmt prints them), not inside a word like "information".
 bool has_non_finite(std::string const& html) {
-  static std::regex const re(R"((^|[^a-z])-?(nan|inf)([^a-z]|$))", std::regex::icase);
-  return std::regex_search(html, re);
+  return cubert::test::regex_search(html, R"((^|[^a-z])-?(nan|inf)([^a-z]|$))", true).has_value();
 }
 
 json minimal_doc() {

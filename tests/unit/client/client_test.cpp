@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Client behaviour on every channel: deferred errors, bad input, profiling ownership.
 #include "byte_helpers.hpp"
+#include "channel/channel.hpp"
 #include "channel_kind_print.hpp"
 #include "cpu_kernels.hpp"
 #include "dummy_server.hpp"
@@ -26,7 +27,7 @@ namespace {
 
 using namespace cubert;
 using namespace std::chrono_literals;
-using backend::channel_kind;
+using cubert::channel_kind;
 using test::bytes_of;
 
 client cpu_client(channel_kind kind, unsigned threads = 2) {
@@ -155,9 +156,9 @@ TEST_P(ClientProfilingBasic, AGraphReplayIsTimedAsOneRow) {
 
 INSTANTIATE_TEST_SUITE_P(Channels, ClientProfilingBasic,
                          ::testing::Values(channel_kind::mutex, channel_kind::actor,
-                                           channel_kind::inline_),
+                                           channel_kind::single_thread),
                          [](auto const& param_info) {
-                           return std::string(backend::to_string(param_info.param));
+                           return std::string(cubert::to_string(param_info.param));
                          });
 
 TEST_P(ClientTest, KernelFailureAlsoSurfacesAtReadAndFlush) {
@@ -329,9 +330,9 @@ TEST_P(ClientTest, CopiesShareState) {
 
 INSTANTIATE_TEST_SUITE_P(Channels, ClientTest,
                          ::testing::Values(channel_kind::mutex, channel_kind::actor,
-                                           channel_kind::inline_),
+                                           channel_kind::single_thread),
                          [](auto const& param_info) {
-                           return std::string(backend::to_string(param_info.param));
+                           return std::string(cubert::to_string(param_info.param));
                          });
 
 }  // namespace

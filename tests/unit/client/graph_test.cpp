@@ -19,7 +19,7 @@
 namespace {
 
 using namespace cubert;
-using backend::channel_kind;
+using cubert::channel_kind;
 using test::bytes_of;
 using test::values_of;
 
@@ -116,7 +116,7 @@ TEST_P(GraphTest, AThrowingBodyKeepsNothingAndOtherThreadsAreNotRecorded) {
                std::runtime_error);
   c.fill(h.binding(), std::uint8_t{2});  // Not recorded any more: runs now.
   EXPECT_EQ(read_u8(c, h), std::vector<std::uint8_t>(4, 2));
-  if (GetParam() == channel_kind::inline_) return;  // Single-threaded by contract.
+  if (GetParam() == channel_kind::single_thread) return;  // Single-threaded by contract.
   auto other = c.create(bytes_of(std::vector<std::uint8_t>(4, 0)));
   graph const g = c.capture([&] {
     std::thread([&] { c.fill(other.binding(), std::uint8_t{8}); }).join();
@@ -183,9 +183,9 @@ TEST_P(GraphTest, TheBodyMayReplaceTheClientItCapturesOn) {
 
 INSTANTIATE_TEST_SUITE_P(Channels, GraphTest,
                          ::testing::Values(channel_kind::mutex, channel_kind::actor,
-                                           channel_kind::inline_),
+                                           channel_kind::single_thread),
                          [](auto const& param_info) {
-                           return std::string(backend::to_string(param_info.param));
+                           return std::string(cubert::to_string(param_info.param));
                          });
 
 }  // namespace

@@ -3,9 +3,9 @@
 // so a call that passed the check just before another thread starts profiling is measured with
 // it; here ownership is checked under the channel's own lock (backend/profile_gate.hpp).
 #include "byte_helpers.hpp"
+#include "channel/channel.hpp"
 #include "dummy_server.hpp"
 
-#include <cubert/backend/channel.hpp>
 #include <cubert/client.hpp>
 #include <cubert/config.hpp>
 #include <cubert/logging.hpp>
@@ -54,8 +54,8 @@ void stalling_body(cpu::kernel_context const&) {
   log_to->record("launch done");
 }
 
-constexpr backend::channel_kind threaded_channels[] = {backend::channel_kind::mutex,
-                                                       backend::channel_kind::actor};
+constexpr cubert::channel_kind threaded_channels[] = {cubert::channel_kind::mutex,
+                                                      cubert::channel_kind::actor};
 
 TEST(ProfileWindow, ALaunchAlreadyInTheChannelFinishesBeforeAnotherThreadsProfileStarts) {
   for (auto const kind : threaded_channels) {
@@ -178,13 +178,13 @@ class failing_profile_server final : public backend::server {
 
   handle create(std::span<std::byte const> data) override { return inner_.create(data); }
   handle empty(std::uint64_t size) override { return inner_.empty(size); }
-  std::vector<backend::tensor_allocation> create_tensors(
+  std::vector<cubert::tensor_allocation> create_tensors(
       std::vector<std::span<std::byte const>> const& data,
-      std::vector<backend::tensor_descriptor> const& descriptors) override {
+      std::vector<cubert::tensor_descriptor> const& descriptors) override {
     return inner_.create_tensors(data, descriptors);
   }
-  std::vector<backend::tensor_allocation> empty_tensors(
-      std::vector<backend::tensor_descriptor> const& descriptors) override {
+  std::vector<cubert::tensor_allocation> empty_tensors(
+      std::vector<cubert::tensor_descriptor> const& descriptors) override {
     return inner_.empty_tensors(descriptors);
   }
   std::future<std::vector<bytes>> read(std::vector<binding> bs) override {
@@ -212,7 +212,7 @@ class failing_profile_server final : public backend::server {
   }
   void flush() override { inner_.flush(); }
   std::future<void> sync() override { return inner_.sync(); }
-  backend::binding_resource get_resource(binding const& b) override {
+  cubert::binding_resource get_resource(binding const& b) override {
     return inner_.get_resource(b);
   }
   memory::memory_usage memory_usage() override { return inner_.memory_usage(); }
@@ -292,7 +292,7 @@ TEST(ProfileWindow, ALaunchRefusedInTheWindowVoidsTheMeasurementOnEveryChannel) 
     } catch (error const& e) {
       voided = e.what();
     }
-    if (kind == backend::channel_kind::actor) {
+    if (kind == cubert::channel_kind::actor) {
       try {
         c.sync();  // The refusal itself, once.
         ADD_FAILURE() << "the refusal was not reported at the next sync";
@@ -310,8 +310,8 @@ TEST(ProfileWindow, ALaunchRefusedInTheWindowVoidsTheMeasurementOnEveryChannel) 
 // two in the window, the one the next sync reports; with an older one still waiting for that
 // sync, not the older one (the sync reports only the oldest).
 TEST(ProfileWindow, AVoidProfileQuotesTheFirstRefusalOfItsOwnWindow) {
-  auto const c = test::make_dummy_client(backend::channel_kind::actor);
-  auto const other = test::make_dummy_client(backend::channel_kind::actor);
+  auto const c = test::make_dummy_client(cubert::channel_kind::actor);
+  auto const other = test::make_dummy_client(cubert::channel_kind::actor);
   auto const mine = c.empty(3);
   auto const foreign = [&] { return other.empty(3); };
   auto const refused = [&](handle const& h) {

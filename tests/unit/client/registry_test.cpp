@@ -37,7 +37,7 @@ TEST(RegistryTest, CpuIsAlwaysListed) {
 TEST(RegistryTest, SameClientForTheSameDevice) {
   auto a = cubert::make_client("cpu");
   auto b = cubert::make_client("cpu:0");
-  auto c = cubert::make_client("cpu", {.channel = cubert::backend::channel_kind::actor});
+  auto c = cubert::make_client("cpu", {.channel = cubert::channel_kind::actor});
   EXPECT_TRUE(a == b);
   EXPECT_TRUE(a == c);  // The first call decided the channel.
   EXPECT_EQ(c.channel_kind(), a.channel_kind());
@@ -137,9 +137,9 @@ TEST(RegistryTest, AForkChildGetsClientsOfItsOwn) {
   }
   auto const parents = cubert::make_client("cpu");
   parents.sync();
-  auto const other = parents.channel_kind() == cubert::backend::channel_kind::actor
-                         ? cubert::backend::channel_kind::mutex
-                         : cubert::backend::channel_kind::actor;
+  auto const other = parents.channel_kind() == cubert::channel_kind::actor
+                         ? cubert::channel_kind::mutex
+                         : cubert::channel_kind::actor;
   EXPECT_EQ(in_a_fork_child([&] {
               try {
                 auto const c = cubert::make_client("cpu", {.channel = other});

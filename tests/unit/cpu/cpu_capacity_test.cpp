@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The CPU device's pages together stay within the memory the process may use.
+#include "channel/channel.hpp"
 #include "sanitizers.hpp"
 
+#include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cpu.hpp>
 #include <cubert/error.hpp>
@@ -21,7 +23,7 @@ using test::sanitized;
 
 TEST(CpuCapacity, PagesBeyondTheHostsMemoryAreOutOfMemoryWithAReport) {
   if (sanitized) GTEST_SKIP() << "reserves most of the host's memory (virtual only)";
-  client const c(backend::make_channel(cpu::make_server({}), backend::channel_kind::mutex));
+  client const c(backend::make_channel(cpu::make_server({}), cubert::channel_kind::mutex));
   auto const total = c.properties().total_memory;
   if (total == 0) GTEST_SKIP() << "the host's memory is unknown here";
   auto const part = total / 3 * 2;
@@ -41,7 +43,7 @@ TEST(CpuCapacity, PagesBeyondTheHostsMemoryAreOutOfMemoryWithAReport) {
 TEST(CpuCapacity, AnExplicitLimitWins) {
   cpu::options opts;
   opts.capacity_limit = std::uint64_t{8} << 20;
-  client const c(backend::make_channel(cpu::make_server(opts), backend::channel_kind::mutex));
+  client const c(backend::make_channel(cpu::make_server(opts), cubert::channel_kind::mutex));
   auto const a = c.empty(std::uint64_t{6} << 20);
   EXPECT_THROW((void)c.empty(std::uint64_t{6} << 20), out_of_memory);
   // The device says so: it reported the host's memory, and a program sizing its work from the

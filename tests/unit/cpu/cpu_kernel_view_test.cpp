@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // How a CPU kernel sees its buffers: typed views refuse bytes that are not aligned for the type.
 #include "byte_helpers.hpp"
+#include "channel/channel.hpp"
 
+#include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cpu.hpp>
 #include <cubert/error.hpp>
@@ -68,7 +70,7 @@ TEST(CpuBufferView, AnOverAlignedTypeIsExplainedNotBlamedOnTheOffset) {
 TEST(CpuBufferView, AKernelViewingAMisalignedBindingFailsItsLaunch) {
   cpu::options opts;
   opts.threads = 2;
-  client c(backend::make_channel(cpu::make_server(opts), backend::channel_kind::mutex));
+  client c(backend::make_channel(cpu::make_server(opts), cubert::channel_kind::mutex));
   std::vector<std::uint32_t> const start{1, 2, 3, 4};
   auto h = c.create(test::bytes_of(start));
   auto const add_one = kernel::builder("test::add_one_u32")

@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // read_tensor on the CPU gathers from the buffers in place: no copy of the whole binding first.
+#include "channel/channel.hpp"
+
+#include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cpu.hpp>
 #include <cubert/error.hpp>
@@ -20,7 +23,7 @@ using namespace cubert;
 client cpu_client() {
   cpu::options opts;
   opts.threads = 1;
-  return client(backend::make_channel(cpu::make_server(opts), backend::channel_kind::mutex));
+  return client(backend::make_channel(cpu::make_server(opts), cubert::channel_kind::mutex));
 }
 
 TEST(CpuReadTensor, GathersAColumnOfAMatrix) {

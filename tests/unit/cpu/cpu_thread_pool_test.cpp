@@ -2,6 +2,9 @@
 // The CPU backend's thread pool and how the server drives it.
 #include "cpu_thread_pool.hpp"
 
+#include "channel/channel.hpp"
+
+#include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cpu.hpp>
 #include <cubert/error.hpp>
@@ -43,7 +46,7 @@ TEST(CpuThreadPool, TheWorkerSpinIsCheckedWhereTheServerIsMade) {
   opts.worker_spin = 1001ms;
   EXPECT_THROW((void)cpu::make_server(opts), invalid_argument);
   opts.worker_spin = 0us;
-  client c(backend::make_channel(cpu::make_server(opts), backend::channel_kind::mutex));
+  client c(backend::make_channel(cpu::make_server(opts), cubert::channel_kind::mutex));
   EXPECT_EQ(c.read_one(c.create(std::vector<std::byte>(4, std::byte{7})).binding()).size(), 4u);
 }
 
@@ -71,7 +74,7 @@ TEST(CpuThreadPool, AFailureSkipsTheRemainingTasksAtOnce) {
 TEST(CpuThreadPool, AFailingKernelOverAHugeGridFailsAtOnceAndTheClientGoesOn) {
   cpu::options opts;
   opts.threads = 2;
-  client const c(backend::make_channel(cpu::make_server(opts), backend::channel_kind::mutex));
+  client const c(backend::make_channel(cpu::make_server(opts), cubert::channel_kind::mutex));
   auto const fails = kernel::builder("cpu_pool_test::fails")
                          .cpu([](cpu::kernel_context const&) { throw std::runtime_error("no"); })
                          .build();
@@ -93,7 +96,7 @@ TEST(CpuThreadPool, AFailingKernelOverAHugeGridFailsAtOnceAndTheClientGoesOn) {
 TEST(CpuThreadPool, CubeCountsAbove2To63AreALaunchError) {
   cpu::options opts;
   opts.threads = 2;
-  client const c(backend::make_channel(cpu::make_server(opts), backend::channel_kind::mutex));
+  client const c(backend::make_channel(cpu::make_server(opts), cubert::channel_kind::mutex));
   std::atomic<int> cubes{0};
   auto const counts = kernel::builder("cpu_pool_test::counts")
                           .cpu([&](cpu::kernel_context const&) { cubes.fetch_add(1); })

@@ -2,10 +2,11 @@
 // Autotune on cuda:0 with device timing (CUDA events): the kernel that is fastest on the device
 // wins, the samples are device times, the decision is reused from the persistent cache without
 // running a candidate, and a kernel whose output is wrong is quarantined. Skips without a GPU.
+#include "channel/channel.hpp"
 #include "spin_kernel.hpp"
 #include "tune_fixture.hpp"
 
-#include <cubert/backend/channel.hpp>
+#include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
 #include <cubert/tune/local_tuner.hpp>
@@ -44,7 +45,7 @@ class CudaAutotuneTest : public cubert::test::tune_fixture {
     cubert::cuda::options opts;
     opts.kernel_cache_dir = std::filesystem::path{};
     client_ = std::make_unique<cubert::client>(cubert::backend::make_channel(
-        cubert::cuda::make_server(0, opts), cubert::backend::channel_kind::mutex));
+        cubert::cuda::make_server(0, opts), cubert::channel_kind::mutex));
   }
 
   std::unique_ptr<cubert::client> client_;

@@ -11,10 +11,11 @@
 // Runs on the fake driver (fake_libcuda.cpp), which injects the failures; skips elsewhere.
 // CUBERT_TEST_VERBOSE=1 prints each error the client reported.
 #include "byte_helpers.hpp"
+#include "channel/channel.hpp"
 #include "fake_hook.hpp"
 #include "sanitizers.hpp"
 
-#include <cubert/backend/channel.hpp>
+#include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
 #include <cubert/error.hpp>
@@ -106,7 +107,7 @@ cubert::kernel const& touch_kernel() {
   return k;
 }
 
-cubert::client make_client(cubert::backend::channel_kind kind) {
+cubert::client make_client(cubert::channel_kind kind) {
   cubert::cuda::options opts;
   opts.kernel_cache_dir = std::filesystem::path{};
   opts.copy_threads = 3;  // Large pageable transfers take the threaded path on any host.
@@ -223,7 +224,7 @@ void workload(cubert::client const& c) {
   }
 }
 
-class CudaDriverFailureTest : public ::testing::TestWithParam<cubert::backend::channel_kind> {
+class CudaDriverFailureTest : public ::testing::TestWithParam<cubert::channel_kind> {
  protected:
   void SetUp() override {
     if (cubert::cuda::device_count() == 0) {
@@ -360,10 +361,8 @@ TEST_P(CudaDriverFailureTest, EveryDriverCallThatFailsIsReportedAndTheClientGoes
 }
 
 INSTANTIATE_TEST_SUITE_P(Channels, CudaDriverFailureTest,
-                         ::testing::Values(cubert::backend::channel_kind::mutex,
-                                           cubert::backend::channel_kind::actor),
-                         [](auto const& p) {
-                           return std::string(cubert::backend::to_string(p.param));
-                         });
+                         ::testing::Values(cubert::channel_kind::mutex,
+                                           cubert::channel_kind::actor),
+                         [](auto const& p) { return std::string(cubert::to_string(p.param)); });
 
 }  // namespace

@@ -7,12 +7,14 @@
 #include "cuda_fault.hpp"
 
 #include "byte_helpers.hpp"
+#include "channel/channel.hpp"
 #include "channel_kind_print.hpp"
 #include "cuda_driver.hpp"
 #include "fake_hook.hpp"
 #include "owned_stream.hpp"
 #include "stream_gate.hpp"
 
+#include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
 #include <cubert/error.hpp>
@@ -37,7 +39,7 @@
 namespace {
 
 using namespace cubert;
-using backend::channel_kind;
+using cubert::channel_kind;
 using test::bytes_of;
 
 // `poke` writes through a pointer far outside any allocation: the launch succeeds and the
@@ -797,7 +799,7 @@ TEST_F(CudaFaultUnderAnotherContext, ThisDevicesFaultIsFoundFromAnotherContext) 
 INSTANTIATE_TEST_SUITE_P(Channels, CudaKernelFault,
                          ::testing::Values(channel_kind::mutex, channel_kind::actor),
                          [](auto const& param_info) {
-                           return std::string(backend::to_string(param_info.param));
+                           return std::string(cubert::to_string(param_info.param));
                          });
 
 }  // namespace

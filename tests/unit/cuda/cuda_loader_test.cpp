@@ -3,6 +3,7 @@
 #include "command_output.hpp"
 #include "cuda_driver.hpp"
 
+#include <cubert/backend/server.hpp>
 #include <cubert/cuda.hpp>
 #include <cubert/error.hpp>
 

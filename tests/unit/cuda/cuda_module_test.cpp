@@ -3,10 +3,11 @@
 // kernel's own source and leave the server working. Runs on a device; without one it skips, and
 // CTest also runs it on the fake driver, where NVRTC compiles for real and so the host side of
 // the path runs under the CI sanitizers.
+#include "channel/channel.hpp"
 #include "cuda_server_fixture.hpp"
 #include "fake_hook.hpp"
 
-#include <cubert/backend/channel.hpp>
+#include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
 #include <cubert/error.hpp>
 #include <cubert/kernel.hpp>
@@ -640,7 +641,7 @@ TEST(CudaModuleAtExit, KernelsStillQueuedWhenAStaticClientIsDestroyedAreNotCompi
     cubert::cuda::options opts;
     opts.kernel_cache_dir = std::filesystem::path{};
     static cubert::client held(cubert::backend::make_channel(cubert::cuda::make_server(0, opts),
-                                                             cubert::backend::channel_kind::actor));
+                                                             cubert::channel_kind::actor));
     held.execute(make("cubert_exit_first"), cube_count{1}, bindings{});
     held.sync();  // The first compile is done: its state now dies before `held`.
     held.execute(make("cubert_exit_second"), cube_count{1}, bindings{});

@@ -3,9 +3,11 @@
 // the fake driver (ctest `cuda_profile_fake_driver`), whose events die with the primary context
 // as the real driver's do; skipped where neither is present.
 #include "byte_helpers.hpp"
+#include "channel/channel.hpp"
 #include "channel_kind_print.hpp"
 #include "fake_hook.hpp"
 
+#include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
 #include <cubert/error.hpp>
@@ -25,7 +27,7 @@ namespace {
 
 using cubert::test::fake_hook;
 
-using cubert::backend::channel_kind;
+using cubert::channel_kind;
 
 class CudaProfile : public ::testing::TestWithParam<channel_kind> {
  protected:
@@ -160,7 +162,7 @@ TEST_P(CudaProfile, AServerThatCannotRetainItsContextForProfilesLeavesNothingBeh
 INSTANTIATE_TEST_SUITE_P(Channels, CudaProfile,
                          ::testing::Values(channel_kind::mutex, channel_kind::actor),
                          [](auto const& param_info) {
-                           return std::string(cubert::backend::to_string(param_info.param));
+                           return std::string(cubert::to_string(param_info.param));
                          });
 
 }  // namespace

@@ -2,6 +2,7 @@
 // A server on the caller's stream (cuda::options::stream): its copies and waits are ordered with
 // what the stream's owner queues there, and the stream outlives the server. Runs on a device and
 // on the fake driver (ctest `cuda_stream_fake_driver`); skipped where neither is present.
+#include "channel/channel.hpp"
 #include "cuda_driver.hpp"
 #include "cuda_server.hpp"
 #include "cuda_storage.hpp"
@@ -84,9 +85,8 @@ TEST_F(CudaCallersStream, ReadsComeAfterTheOwnersWrites) {
 
 TEST_F(CudaCallersStream, KernelsOfAClientOnTheActorChannelJoinTheStream) {
   server_.reset();
-  cubert::client c(
-      cubert::backend::make_channel(cubert::cuda::make_server(0, on_stream(owned_.stream)),
-                                    cubert::backend::channel_kind::actor));
+  cubert::client c(cubert::backend::make_channel(
+      cubert::cuda::make_server(0, on_stream(owned_.stream)), cubert::channel_kind::actor));
   auto const k =
       cubert::kernel::builder("stream_test::mark")
           .cuda_source("extern \"C\" __global__ void mark(unsigned* p) { p[0] = 9; }", "mark")

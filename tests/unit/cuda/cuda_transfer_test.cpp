@@ -3,6 +3,7 @@
 // checked. Runs on a device; without one it skips, and CTest also runs it on the fake driver
 // (fake_libcuda.cpp), whose late, in-order streams make ordering mistakes show as wrong bytes.
 #include "byte_helpers.hpp"
+#include "channel/channel.hpp"
 #include "cuda_driver.hpp"
 #include "cuda_host_buffer.hpp"
 #include "cuda_server.hpp"
@@ -282,7 +283,7 @@ TEST_P(CudaTransferTest, SmallUploadsAroundSyncsAndReadsKeepTheirBytes) {
 }
 
 TEST_P(CudaTransferTest, ClientsOnBothChannelsReadIntoFromManyThreads) {
-  for (auto kind : {cubert::backend::channel_kind::mutex, cubert::backend::channel_kind::actor}) {
+  for (auto kind : {cubert::channel_kind::mutex, cubert::channel_kind::actor}) {
     cubert::client const c(
         cubert::backend::make_channel(cubert::cuda::make_server(0, options_for(GetParam())), kind));
     std::vector<std::thread> threads;
@@ -300,7 +301,7 @@ TEST_P(CudaTransferTest, ClientsOnBothChannelsReadIntoFromManyThreads) {
       });
     }
     for (auto& t : threads) t.join();
-    EXPECT_EQ(failures.load(), 0) << cubert::backend::to_string(kind);
+    EXPECT_EQ(failures.load(), 0) << cubert::to_string(kind);
   }
 }
 

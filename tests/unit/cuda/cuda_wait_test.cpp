@@ -4,11 +4,13 @@
 // channel: the server thread is). The stream is held by a host function the test opens, so
 // "while it waits" is certain. Runs on a device and on the fake driver (ctest
 // `cuda_wait_fake_driver`); skipped where neither is present.
+#include "channel/channel.hpp"
 #include "cuda_driver.hpp"
 #include "fake_hook.hpp"
 #include "owned_stream.hpp"
 #include "stream_gate.hpp"
 
+#include <cubert/backend/server.hpp>
 #include <cubert/bindings.hpp>
 #include <cubert/bytes.hpp>
 #include <cubert/client.hpp>
@@ -35,7 +37,7 @@
 
 namespace {
 
-using cubert::backend::channel_kind;
+using cubert::channel_kind;
 using cubert::cuda::detail::driver;
 using namespace std::chrono_literals;
 
@@ -306,7 +308,7 @@ std::optional<std::size_t> device_bytes() {
 // A client of device 0 on a stream of its own (not the fixture's), its pools laid out as
 // `memory` says.
 cubert::client other_client(cubert::memory::memory_configuration memory,
-                            cubert::backend::channel_kind kind) {
+                            cubert::channel_kind kind) {
   cubert::cuda::options opts;
   opts.kernel_cache_dir = std::filesystem::path{};
   opts.memory = std::move(memory);

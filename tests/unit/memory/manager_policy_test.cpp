@@ -3,6 +3,7 @@
 // lookups that reject bad bindings, persistent routing, periodic cleanup that really runs.
 #include "memory_test_support.hpp"
 
+#include <cubert/backend/server.hpp>
 #include <cubert/cpu.hpp>
 #include <cubert/error.hpp>
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The memory-manager tests of cubecl v0.6 (cubecl-behaviour.md §5.3), with the fragmentation
-// test made real: the dropped handles are the user's, not clones.
+// The memory-manager tests of cubecl v0.6 (docs/maintainer/cubecl-semantics.md §5.3), with the
+// fragmentation test made real: the dropped handles are the user's, not clones.
 #include "memory_test_support.hpp"
 
 #include <gtest/gtest.h>

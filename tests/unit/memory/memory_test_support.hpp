@@ -46,7 +46,7 @@ class ledger_storage : public backend::storage {
     held -= it->second;
     pages.erase(it);
   }
-  [[nodiscard]] backend::resource get(backend::storage_handle const&) const override {
+  [[nodiscard]] cubert::resource get(backend::storage_handle const&) const override {
     throw unsupported("ledger_storage has no memory");
   }
 

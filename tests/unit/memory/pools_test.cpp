@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The exclusive and persistent pools on their own (cubecl-behaviour.md §2.4, §2.8, §5.4).
+// The exclusive and persistent pools on their own (docs/maintainer/cubecl-semantics.md §2.4, §2.8,
+// §5.4).
 #include "memory/exclusive_pool.hpp"
 #include "memory/persistent_pool.hpp"
 

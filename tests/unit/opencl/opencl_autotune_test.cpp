@@ -2,9 +2,10 @@
 // Autotune on opencl:0 with device timing (profiling markers): the kernel that does least work
 // on the device wins, the decision is reused from the persistent cache without running a
 // candidate, and a kernel whose output is wrong is quarantined. Skips without an OpenCL device.
+#include "channel/channel.hpp"
 #include "tune_fixture.hpp"
 
-#include <cubert/backend/channel.hpp>
+#include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
 #include <cubert/opencl.hpp>
 #include <cubert/tune/local_tuner.hpp>
@@ -57,8 +58,8 @@ class OpenclAutotuneTest : public cubert::test::tune_fixture {
       GTEST_SKIP() << "no OpenCL device: " << cubert::opencl::unavailable_reason();
     }
     tune_fixture::SetUp();
-    client_ = std::make_unique<cubert::client>(cubert::backend::make_channel(
-        cubert::opencl::make_server(0), cubert::backend::channel_kind::mutex));
+    client_ = std::make_unique<cubert::client>(
+        cubert::backend::make_channel(cubert::opencl::make_server(0), cubert::channel_kind::mutex));
     scratch_ = client_->empty(64 * 4);
   }
 

@@ -5,6 +5,7 @@
 //                                      prints "built" or "disk hit"
 //   opencl_probe devices            -> prints "<count>\n<unavailable reason>\n", then what
 //                                      make_client("opencl:0") says
+#include "channel/channel.hpp"
 #include "opencl_server.hpp"
 
 #include <cubert/client.hpp>
@@ -34,8 +35,7 @@ int build(char const* dir) {
   opts.kernel_cache_dir = dir;
   auto server = cubert::opencl::make_server(0, opts);
   auto const* cl = dynamic_cast<cubert::opencl::detail::opencl_server*>(server.get());
-  cubert::client c(
-      cubert::backend::make_channel(std::move(server), cubert::backend::channel_kind::mutex));
+  cubert::client c(cubert::backend::make_channel(std::move(server), cubert::channel_kind::mutex));
   std::vector<float> xs(100, 2.f);
   auto h = c.create(std::as_bytes(std::span{xs}));
   c.execute(probe_kernel(), cubert::cube_count{2},

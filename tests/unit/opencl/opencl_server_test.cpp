@@ -4,6 +4,7 @@
 // the disk cache across processes, a missing loader. Skipped where there is no OpenCL device.
 #include "opencl_server.hpp"
 
+#include "channel/channel.hpp"
 #include "command_output.hpp"
 #include "opencl_library.hpp"
 #include "portable_sources.hpp"
@@ -80,7 +81,7 @@ class OpenclServer : public ::testing::Test {
     auto s = cubert::opencl::make_server(0, opts);
     server_ = dynamic_cast<opencl_server*>(s.get());
     client_ = std::make_unique<client>(
-        cubert::backend::make_channel(std::move(s), cubert::backend::channel_kind::mutex));
+        cubert::backend::make_channel(std::move(s), cubert::channel_kind::mutex));
   }
   client& c() { return *client_; }
   opencl_server& server() { return *server_; }
@@ -93,8 +94,7 @@ class OpenclServer : public ::testing::Test {
     opts.kernel_cache_dir = cache_dir();
     auto second = cubert::opencl::make_server(0, opts);
     auto const& stats = dynamic_cast<opencl_server&>(*second).kernel_stats();
-    client c2(
-        cubert::backend::make_channel(std::move(second), cubert::backend::channel_kind::mutex));
+    client c2(cubert::backend::make_channel(std::move(second), cubert::channel_kind::mutex));
     auto h = c2.create(bytes_of(std::vector<std::uint32_t>(4, 0)));
     c2.execute(add_u32(), cube_count{1},
                bindings{}.with_buffer(h.binding()).with_scalar(a).with_scalar(4u));

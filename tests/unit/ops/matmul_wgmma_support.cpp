@@ -2,24 +2,24 @@
 // The parse of ptxas's resource report, for the wgmma tests.
 #include "matmul_wgmma_support.hpp"
 
+#include "text_match.hpp"
+
 #include <fmt/format.h>
 
-#include <regex>
 #include <sstream>
 
 namespace cubert::ops::gpu::test {
 
+using cubert::test::regex_search;
+
 ptxas_report parse_ptxas(std::string const& log) {
   ptxas_report r;
-  std::smatch m;
-  static std::regex const regs(R"(Used (\d+) registers)");
-  static std::regex const frame(
-      R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)");
-  if (std::regex_search(log, m, regs)) r.registers = std::stoi(m[1]);
-  if (std::regex_search(log, m, frame)) {
-    r.stack_bytes = std::stoi(m[1]);
-    r.spill_stores = std::stoi(m[2]);
-    r.spill_loads = std::stoi(m[3]);
+  if (auto g = regex_search(log, R"(Used (\d+) registers)")) r.registers = std::stoi((*g)[1]);
+  if (auto g = regex_search(
+          log, R"((\d+) bytes stack frame, (\d+) bytes spill stores, (\d+) bytes spill loads)")) {
+    r.stack_bytes = std::stoi((*g)[1]);
+    r.spill_stores = std::stoi((*g)[2]);
+    r.spill_loads = std::stoi((*g)[3]);
   }
   std::istringstream lines(log);
   for (std::string line; std::getline(lines, line);) {

@@ -4,6 +4,7 @@
 #include "matmul_test_support.hpp"
 #include "matmul_wgmma_support.hpp"
 #include "ops/gpu/matmul_wgmma_source.hpp"
+#include "text_match.hpp"
 
 #include <fmt/format.h>
 #include <gtest/gtest-spi.h>
@@ -17,7 +18,6 @@
 #include <iostream>
 #include <map>
 #include <random>
-#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,6 +28,10 @@ namespace gpu = cubert::ops::gpu;
 namespace mt = cubert::ops::gpu::test;
 using cubert::elem;
 
+using cubert::test::match_groups;
+using cubert::test::regex_find_all;
+using cubert::test::regex_match;
+using cubert::test::regex_search;
 using mt::sm90_shared;
 
 TEST(MatmulWgmma, CandidatesAreValidAndDistinct) {
@@ -170,11 +174,12 @@ struct kernel_text {
 
 kernel_text parse(std::string const& src) {
   kernel_text t;
-  std::smatch m;
+  match_groups m;
   auto const one = [&](char const* re) {
-    bool const found = std::regex_search(src, m, std::regex(re));
+    auto found = regex_search(src, re);
     EXPECT_TRUE(found) << re;
-    return found;
+    if (found) m = std::move(*found);
+    return found.has_value();
   };
   auto const u32 = [&](int i) { return static_cast<std::uint32_t>(std::stoul(m[i])); };
   if (one(R"(cubert_bar_expect\(full, (\d+)u\))")) t.expect_tx = u32(1);
@@ -195,27 +200,26 @@ kernel_text parse(std::string const& src) {
     t.trans_a = std::stoi(m[1]);
     t.trans_b = std::stoi(m[2]);
   }
-  std::regex const box(
-      R"(cubert_tma\(dst \+ (\d+)u, &tmap_([ab]), \(int\)\(([^)]*)\), \(int\)\(([^)]*)\), )");
-  for (std::sregex_iterator i(src.begin(), src.end(), box), end; i != end; ++i) {
-    t.boxes.push_back({static_cast<std::uint32_t>(std::stoul((*i)[1])), (*i)[2].str()[0],
-                       (*i)[3].str(), (*i)[4].str()});
+  for (
+      auto const& g : regex_find_all(
+          src,
+          R"(cubert_tma\(dst \+ (\d+)u, &tmap_([ab]), \(int\)\(([^)]*)\), \(int\)\(([^)]*)\), )")) {
+    t.boxes.push_back({static_cast<std::uint32_t>(std::stoul(g[1])), g[2][0], g[3], g[4]});
   }
-  std::regex const call(
-      R"(cubert_wgmma\(acc\[(\d+)\], da0 \+ so \+ (\d+)u, db0 \+ so \+ (\d+)u\))");
-  for (std::sregex_iterator i(src.begin(), src.end(), call), end; i != end; ++i) {
-    t.calls.push_back({static_cast<std::uint32_t>(std::stoul((*i)[1])),
-                       static_cast<std::uint32_t>(std::stoul((*i)[2])),
-                       static_cast<std::uint32_t>(std::stoul((*i)[3]))});
+  for (auto const& g : regex_find_all(
+           src, R"(cubert_wgmma\(acc\[(\d+)\], da0 \+ so \+ (\d+)u, db0 \+ so \+ (\d+)u\))")) {
+    t.calls.push_back({static_cast<std::uint32_t>(std::stoul(g[1])),
+                       static_cast<std::uint32_t>(std::stoul(g[2])),
+                       static_cast<std::uint32_t>(std::stoul(g[3]))});
   }
   return t;
 }
 
 /// An origin expression of the generated text ("kc", "row0 + 64u") evaluated.
 std::uint32_t eval(std::string const& e, std::map<std::string, std::uint32_t> const& vars) {
-  std::smatch m;
-  if (std::regex_match(e, m, std::regex(R"((\w+)(?: \+ (\d+)u)?)"))) {
-    return vars.at(m[1]) + (m[2].matched ? static_cast<std::uint32_t>(std::stoul(m[2])) : 0u);
+  if (auto m = regex_match(e, R"((\w+)(?: \+ (\d+)u)?)")) {
+    return vars.at((*m)[1]) +
+           ((*m)[2].empty() ? 0u : static_cast<std::uint32_t>(std::stoul((*m)[2])));
   }
   ADD_FAILURE() << "coordinate " << e;
   return 0;

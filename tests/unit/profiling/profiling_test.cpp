@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// cubecl-common benchmark.rs statistics and the timestamp profiler (cubecl-behaviour.md §4.4,
-// §5.3).
+// cubecl-common benchmark.rs statistics and the timestamp profiler
+// (docs/maintainer/cubecl-semantics.md §4.4, §5.3).
 #include "profiling/profiling_summary.hpp"
 
 #include <cubert/error.hpp>

@@ -7,10 +7,11 @@
 // that terminates); the same client then lives its whole life again with every byte right; and,
 // under AddressSanitizer, nothing leaks.
 #include "byte_helpers.hpp"
+#include "channel/channel.hpp"
 #include "cpu_kernels.hpp"
 #include "failing_new.hpp"
 
-#include <cubert/backend/channel.hpp>
+#include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cpu.hpp>
 #include <cubert/error.hpp>
@@ -27,7 +28,7 @@
 
 namespace {
 
-using cubert::backend::channel_kind;
+using cubert::channel_kind;
 
 using cubert::test::byte_pattern;
 
@@ -188,9 +189,9 @@ TEST_P(AllocationFailure, EveryHostAllocationThatFailsLeavesTheClientWhole) {
 }
 
 INSTANTIATE_TEST_SUITE_P(CallingThreadChannels, AllocationFailure,
-                         ::testing::Values(channel_kind::inline_, channel_kind::mutex),
+                         ::testing::Values(channel_kind::single_thread, channel_kind::mutex),
                          [](auto const& p) {
-                           return p.param == channel_kind::mutex ? "mutex" : "inline";
+                           return p.param == channel_kind::mutex ? "mutex" : "single_thread";
                          });
 
 }  // namespace

@@ -4,11 +4,13 @@
 // Sizes that wrap around 64 bits are the main theme: a wrapped size must never pass for a
 // small valid one.
 #include "byte_helpers.hpp"
+#include "channel/channel.hpp"
 #include "channel_kind_print.hpp"
 #include "config_fixture.hpp"
 #include "cpu_kernels.hpp"
 #include "sanitizers.hpp"
 
+#include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
 #include <cubert/config.hpp>
 #include <cubert/cpu.hpp>
@@ -31,7 +33,7 @@
 namespace {
 
 using namespace cubert;
-using backend::channel_kind;
+using cubert::channel_kind;
 using test::bytes_of;
 using test::values_of;
 
@@ -544,9 +546,9 @@ TEST(ActorChannelThread, ThatCannotStartIsADeviceError) {
 
 INSTANTIATE_TEST_SUITE_P(Channels, BadInput,
                          ::testing::Values(channel_kind::mutex, channel_kind::actor,
-                                           channel_kind::inline_),
+                                           channel_kind::single_thread),
                          [](auto const& param_info) {
-                           return std::string(backend::to_string(param_info.param));
+                           return std::string(cubert::to_string(param_info.param));
                          });
 
 }  // namespace

@@ -3,10 +3,12 @@
 // `cubert_cuda_robustness_fake_driver`), which serves memory and copies but runs no kernel.
 // Skipped where neither is present.
 #include "byte_helpers.hpp"
+#include "channel/channel.hpp"
 #include "channel_kind_print.hpp"
 #include "kernel/kernel_disk_cache.hpp"
 #include "temp_dir.hpp"
 
+#include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
 #include <cubert/error.hpp>
@@ -26,7 +28,7 @@
 namespace {
 
 using namespace cubert;
-using backend::channel_kind;
+using cubert::channel_kind;
 using test::bytes_of;
 using test::values_of;
 
@@ -168,7 +170,7 @@ TEST_P(CudaBadInput, KernelThatFailsToCompileIsACompilationError) {
 INSTANTIATE_TEST_SUITE_P(Channels, CudaBadInput,
                          ::testing::Values(channel_kind::mutex, channel_kind::actor),
                          [](auto const& param_info) {
-                           return std::string(backend::to_string(param_info.param));
+                           return std::string(cubert::to_string(param_info.param));
                          });
 
 long max_rss_kib() {

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// anchor() reference values (cubecl-behaviour.md §3.2).
+// anchor() reference values (docs/maintainer/cubecl-semantics.md §3.2).
 #include <cubert/config.hpp>
 #include <cubert/tune/anchor.hpp>
 

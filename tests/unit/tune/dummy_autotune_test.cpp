@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// cubecl's autotune integration tests (cubecl-behaviour.md §5.2) on the dummy server: the slow,
-// wrong candidate must lose, whether the correct one is at index 0 or 1. Unlike cubecl, the
-// benchmark inputs are fresh buffers, so tuning never writes into the caller's output.
+// cubecl's autotune integration tests (docs/maintainer/cubecl-semantics.md §5.2) on the dummy
+// server: the slow, wrong candidate must lose, whether the correct one is at index 0 or 1. Unlike
+// cubecl, the benchmark inputs are fresh buffers, so tuning never writes into the caller's output.
 #include "byte_helpers.hpp"
+#include "channel/channel.hpp"
 #include "dummy_server.hpp"
 #include "tune_fixture.hpp"
 
@@ -141,8 +142,8 @@ class CpuAutotuneFailure : public cubert::test::tune_fixture,
 
 TEST_P(CpuAutotuneFailure, IsChargedOnlyToTheFailingCandidate) {
   bool const failing_first = GetParam();
-  cubert::client client(cubert::backend::make_channel(cubert::cpu::make_server({}),
-                                                      cubert::backend::channel_kind::mutex));
+  cubert::client client(
+      cubert::backend::make_channel(cubert::cpu::make_server({}), cubert::channel_kind::mutex));
   cubert::tune::local_tuner<std::string> tuner("cpu_failing", options(false));
   auto set = tuner.init([&] {
     return failing_first ? make_set(client, "add", kernels::failing(), kernels::addition())

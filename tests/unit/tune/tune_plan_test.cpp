@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tune plan order (cubecl-behaviour.md §3.3, §5.3, §5.4), through tunable_set and tune_group.
+// Tune plan order (docs/maintainer/cubecl-semantics.md §3.3, §5.3, §5.4), through tunable_set and
+// tune_group.
 #include <cubert/tune/tunable_set.hpp>
 #include <cubert/tune/tune_plan.hpp>
 

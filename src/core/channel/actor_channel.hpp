@@ -2,10 +2,11 @@
 // The actor channel: a dedicated thread owns the server and serves an unbounded MPSC queue.
 #pragma once
 
-#include <cubert/backend/channel.hpp>
-#include <cubert/backend/exit_threads.hpp>
-#include <cubert/backend/profile_gate.hpp>
-#include <cubert/backend/spin_wait.hpp>
+#include "base/spin_wait.hpp"
+#include "channel/channel.hpp"
+#include "channel/profile_gate.hpp"
+
+#include <cubert/detail/exit_threads.hpp>
 #include <cubert/error.hpp>
 
 #include <algorithm>
@@ -53,7 +54,7 @@ namespace cubert::backend {
 /// stays up for it, for at most `stay_up_budgets` budgets from the wait's start, since it posts
 /// again as soon as it is done: a burst of launches after a sync then starts at once instead of
 /// after two wake-ups (they cost 0.75 µs per launch of a 256-launch burst on an H200 host;
-/// docs/performance-cuda.md).
+/// docs/performance/cuda.md).
 template <typename Server>
 class actor_channel final : public channel {
  public:
@@ -62,14 +63,14 @@ class actor_channel final : public channel {
       : properties_(server->properties()),
         core_(std::make_shared<core>(spin)),
         server_(server.get()),
-        generation_(detail::process_generation()),
+        generation_(cubert::detail::process_generation()),
         thread_(start(core_, std::move(server))) {
     // Before any message can arrive, hence before the thread could be orphaned.
-    detail::keep_threads_until_exit();
+    cubert::detail::keep_threads_until_exit();
   }
 
   ~actor_channel() override {
-    if (generation_ != detail::process_generation()) [[unlikely]] {
+    if (generation_ != cubert::detail::process_generation()) [[unlikely]] {
       // A fork() child: the server thread is the parent's, and what it had locked stays
       // locked. The server, the queue and the thread's record are left to the process.
       thread_.detach();
@@ -85,7 +86,7 @@ class actor_channel final : public channel {
       // A message held the last copy of the client (a CPU kernel that captured it): nobody can
       // post any more, and joining here would join this very thread. The thread owns the core
       // too, so it serves what is queued, destroys the server and ends on its own.
-      detail::join_at_exit(std::move(thread_));
+      cubert::detail::join_at_exit(std::move(thread_));
     } else {
       thread_.join();
     }
@@ -365,7 +366,7 @@ class actor_channel final : public channel {
 
   // A fork() child has no server thread: a call would wait for ever for its reply.
   void refuse_in_a_fork_child() const {
-    if (generation_ != detail::process_generation()) [[unlikely]] {
+    if (generation_ != cubert::detail::process_generation()) [[unlikely]] {
       throw device_error(
           "this client was made before fork(): its actor channel's server thread stayed in the "
           "parent process; make a new client in this one");
@@ -537,7 +538,7 @@ class actor_channel final : public channel {
 
   // A call refused at submission is kept here for the next sync or read; through the mutex
   // channel it threw at the call, and a sync that throws has waited for the device. So the work
-  // before it finishes first, and a fault there is what the caller hears (docs/execution.md).
+  // before it finishes first, and a fault there is what the caller hears (docs/user/execution.md).
   static void rethrow_after_work(async_error& kept, Server& s) {
     if (!kept.pending()) return;
     s.sync().get();
@@ -610,8 +611,9 @@ class actor_channel final : public channel {
   device_properties properties_;
   std::shared_ptr<core> core_;
   Server* server_;  // Owned by the thread; lives until the thread ends, after the channel.
-  std::uint64_t generation_;  // detail::process_generation() of the process that started thread_
-  std::thread thread_;        // Last: starts after every other member is ready.
+  std::uint64_t
+      generation_;      // cubert::detail::process_generation() of the process that started thread_
+  std::thread thread_;  // Last: starts after every other member is ready.
 };
 
 }  // namespace cubert::backend

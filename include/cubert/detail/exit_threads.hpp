@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <thread>
 
-namespace cubert::backend::detail {
+namespace cubert::detail {
 
 /// 0 in the process that loaded cubert, one more in each fork() child since (counted from the
 /// first call, which every object that starts threads makes as it is built). A thread lives only
@@ -25,4 +25,4 @@ void join_at_exit(std::thread thread) noexcept;
 /// made first and are destroyed after the keeper has joined.
 void keep_threads_until_exit() noexcept;
 
-}  // namespace cubert::backend::detail
+}  // namespace cubert::detail

@@ -2,7 +2,7 @@
 // The inline channel: no synchronisation, for single-threaded programs.
 #pragma once
 
-#include <cubert/backend/channel.hpp>
+#include "channel/channel.hpp"
 
 #include <memory>
 
@@ -10,12 +10,12 @@ namespace cubert::backend {
 
 /// Calls the server directly. Only one thread may use it (and every client copy sharing it).
 template <typename Server>
-class inline_channel final : public channel {
+class single_thread_channel final : public channel {
  public:
-  explicit inline_channel(std::unique_ptr<Server> server)
+  explicit single_thread_channel(std::unique_ptr<Server> server)
       : server_(std::move(server)), properties_(server_->properties()) {}
 
-  [[nodiscard]] channel_kind kind() const noexcept override { return channel_kind::inline_; }
+  [[nodiscard]] channel_kind kind() const noexcept override { return channel_kind::single_thread; }
   cubert::handle create(std::span<std::byte const> data) override { return server_->create(data); }
   std::vector<tensor_allocation> create_tensors(
       std::vector<std::span<std::byte const>> const& data,

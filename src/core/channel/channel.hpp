@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cubert/backend/server.hpp>
+#include <cubert/channel_kind.hpp>
 
 #include <future>
 #include <memory>
@@ -10,18 +11,6 @@
 #include <vector>
 
 namespace cubert::backend {
-
-/// Which channel a client talks through.
-enum class channel_kind {
-  mutex,    ///< Every call locks the server (the default; cubecl's only choice in practice).
-  actor,    ///< A dedicated thread owns the server and serves a queue; execute does not wait.
-  inline_,  ///< No synchronisation at all: one thread only.
-};
-
-/// "mutex", "actor", "inline".
-[[nodiscard]] std::string_view to_string(channel_kind kind) noexcept;
-/// Parses "mutex", "actor" or "inline". @throws invalid_argument otherwise.
-[[nodiscard]] channel_kind parse_channel_kind(std::string_view name);
 
 /// The server API made safe to call from the threads a channel kind allows. Returned futures
 /// may be waited on any thread; they may be deferred (the wait for the device runs in their

@@ -2,9 +2,9 @@
 // The mutex channel: every call locks the server; futures are waited on outside the lock.
 #pragma once
 
-#include <cubert/backend/bounded_wait_mutex.hpp>
-#include <cubert/backend/channel.hpp>
-#include <cubert/backend/profile_gate.hpp>
+#include "channel/bounded_wait_mutex.hpp"
+#include "channel/channel.hpp"
+#include "channel/profile_gate.hpp"
 
 #include <memory>
 #include <mutex>
