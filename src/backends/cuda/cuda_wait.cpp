@@ -30,7 +30,7 @@ CUresult poll_after(CUresult failed, Query query) noexcept {
 
 }  // namespace
 
-void keep_for_ever(std::shared_ptr<void> what) noexcept {
+void quarantine_for_life(std::shared_ptr<void> what) noexcept {
   static auto* kept = new std::vector<std::shared_ptr<void>>;  // Never freed, on purpose.
   static std::mutex m;
   try {

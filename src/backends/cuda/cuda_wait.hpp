@@ -32,7 +32,7 @@ namespace cubert::cuda::detail {
 
 /// Keeps `what` alive for the rest of the process: memory a DMA may still write after a wait the
 /// driver refused both ways, which must never be handed out again. Never throws (kept or not).
-void keep_for_ever(std::shared_ptr<void> what) noexcept;
+void quarantine_for_life(std::shared_ptr<void> what) noexcept;
 
 /// What a server shares with the waits it hands out: up to which launch the waits have seen
 /// the stream complete (or reported a fault for), how many have seen their point pass, and
@@ -152,7 +152,7 @@ class after_point {
     bool const passed = point_.wait_quietly();
     if (point_.unsettled()) {
       try {
-        keep_for_ever(std::make_shared<Payload>(std::move(payload_)));
+        quarantine_for_life(std::make_shared<Payload>(std::move(payload_)));
       } catch (...) {  // No memory to keep it: it goes, as before.
       }
       return;

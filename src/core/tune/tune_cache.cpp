@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "tune/cache_line.hpp"
+#include "tune/cache_record.hpp"
 #include "tune/file_lock.hpp"
 
 #include <cubert/build_config.hpp>

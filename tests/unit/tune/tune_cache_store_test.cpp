@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Whole-cache operations: list, export → import into an empty root, prune, clear.
 #include "lock_waiters.hpp"
-#include "tune/cache_line.hpp"
+#include "tune/cache_record.hpp"
 #include "tune/file_lock.hpp"
 #include "tune_fixture.hpp"
 

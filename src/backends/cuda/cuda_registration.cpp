@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The public entry points of the CUDA backend (include/cubert/cuda.hpp).
+// The CUDA backend's registration: its public entry points (include/cubert/cuda.hpp).
 #include "cuda_compiler.hpp"
 #include "cuda_device.hpp"
 #include "cuda_driver.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The public entry points of the OpenCL backend (include/cubert/opencl.hpp).
+// The OpenCL backend's registration: its public entry points (include/cubert/opencl.hpp).
 #include "opencl_device.hpp"
 #include "opencl_server.hpp"
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The CPU device: what it reports and how its server is made.
+// The CPU backend's registration: what its device reports and how its server is made.
 #include "cpu_model.hpp"
 #include "cpu_server.hpp"
 #include "host/host_limits.hpp"
