@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs a release build into a prefix and builds examples/ against it with find_package, as a
 # user's project would; then moves the prefix and runs the installed CLI from its new place.
-# Usage: check-install.sh [static|shared]   (shared: -DBUILD_SHARED_LIBS=ON)
+# Usage: check-install.sh [static|shared] [BUILD_DIR]   (shared: -DBUILD_SHARED_LIBS=ON)
+# BUILD_DIR: install that existing build of the same kind instead of making a release build (CI
+# installs its dev build for the static check: the package's shape does not depend on -O).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 kind=${1:-static}
@@ -13,10 +15,14 @@ esac
 prefix=$(pwd)/build/install-$kind
 # A fresh prefix: a header left by an earlier install would hide one this install lacks.
 rm -rf "$prefix" "$prefix-moved"
-cmake -S . -B "build/install-build-$kind" -G Ninja -DCMAKE_BUILD_TYPE=Release \
-  -DBUILD_SHARED_LIBS=$shared -DCUBERT_BUILD_TESTS=OFF -DCMAKE_INSTALL_PREFIX="$prefix" >/dev/null
-cmake --build "build/install-build-$kind"
-cmake --install "build/install-build-$kind" >/dev/null
+build=${2:-}
+if [ -z "$build" ]; then
+  build=build/install-build-$kind
+  cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release \
+    -DBUILD_SHARED_LIBS=$shared -DCUBERT_BUILD_TESTS=OFF -DCMAKE_INSTALL_PREFIX="$prefix" >/dev/null
+fi
+cmake --build "$build"
+cmake --install "$build" --prefix "$prefix" >/dev/null
 cmake -S examples -B "build/examples-$kind" -G Ninja -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "build/examples-$kind"
 ran=0
