@@ -19,7 +19,7 @@ struct client::state {
       : channel(std::move(c)), spin(config::get().channel.spin_us) {}
 
   // Profiling ownership lives in the channel, beside the lock that orders its calls
-  // (backend/profile_gate.hpp): checking it there costs a call nothing it does not already pay.
+  // (channel/profile_gate.hpp): checking it there costs a call nothing it does not already pay.
   std::shared_ptr<backend::channel> channel;
   std::chrono::microseconds spin;  // Before a wait for a future sleeps.
   profiling::profiling_summary summary;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // What lands inside a profile's window. cubecl checks ownership before a call reaches the server,
 // so a call that passed the check just before another thread starts profiling is measured with
-// it; here ownership is checked under the channel's own lock (backend/profile_gate.hpp).
+// it; here ownership is checked under the channel's own lock (channel/profile_gate.hpp).
 #include "byte_helpers.hpp"
 #include "channel/channel.hpp"
 #include "dummy_server.hpp"
