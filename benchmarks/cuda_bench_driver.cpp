@@ -2,7 +2,6 @@
 // Driver-cost rows of cuda_bench: what one device allocation, free or virtual-memory operation
 // costs the host, by size. These bound what any allocator on CUDA can do in a cold trace
 // replay (docs/performance/cuda.md, "What the replay target asks of the driver").
-#include "channel/channel.hpp"
 #include "cuda_bench.hpp"
 #include "cuda_bench_context.hpp"
 #include "cuda_driver.hpp"
@@ -180,8 +179,7 @@ void busy_device_rows(std::vector<row>& rows) {
   auto const& api = driver();
   cuda::options opts;
   opts.kernel_cache_dir = std::filesystem::path{};
-  client const other(
-      backend::make_channel(cuda::make_server(0, opts), cubert::channel_kind::mutex));
+  client const other(cuda::make_client(0, opts, cubert::channel_kind::mutex));
   auto const spin = test::spin_ns_kernel();
   other.execute(spin, cube_count{1}, bindings{}.with_scalar(std::uint64_t{1000}));
   other.sync();  // Compiled and warm.

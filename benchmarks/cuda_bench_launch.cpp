@@ -7,7 +7,6 @@
 // driver's launch queue and then time the GPU draining empty kernels, whose rate moved the raw
 // loop between 3.06 and 3.77 µs per launch from one run to the next on one H100 host; the
 // variants also take turns block by block, so drifts hit them alike. Figures are medians.
-#include "channel/channel.hpp"
 #include "cuda_bench.hpp"
 #include "cuda_compiler.hpp"
 #include "cuda_driver.hpp"
@@ -100,10 +99,8 @@ void launch_rows(std::vector<row>& rows) {
   auto server = std::make_unique<cuda::detail::cuda_server>(0, bench_options());
   // Built first: the clients' servers make the context current on this thread, the raw loop
   // needs it too (same primary context).
-  client const mutex_client(
-      backend::make_channel(cuda::make_server(0, bench_options()), cubert::channel_kind::mutex));
-  client const actor_client(
-      backend::make_channel(cuda::make_server(0, bench_options()), cubert::channel_kind::actor));
+  client const mutex_client(cuda::make_client(0, bench_options(), cubert::channel_kind::mutex));
+  client const actor_client(cuda::make_client(0, bench_options(), cubert::channel_kind::actor));
   raw_launcher const raw(std::stoi(server->properties().architecture.substr(3)));
 
   auto const run_server = [&](int n, launch_samples& out) {

@@ -1,17 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // Memory rows of cuda_bench: reserve+release on a pool hit, and allocation-trace replay on
 // CUDA storage, against cuMemAllocAsync and (when given) PyTorch's caching allocator.
-#include "channel/channel.hpp"
 #include "cuda_bench.hpp"
 #include "cuda_bench_context.hpp"
 #include "cuda_driver.hpp"
 #include "cuda_storage.hpp"
+#include "trace_replay.hpp"
 
 #include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
 #include <cubert/memory/memory_manager.hpp>
-#include <cubert/memory/trace_replay.hpp>
 
 #include <fmt/format.h>
 
@@ -211,7 +210,7 @@ void memory_rows(std::vector<row>& rows, std::string const& trace_dir,
   for (auto kind : {cubert::channel_kind::mutex, cubert::channel_kind::actor}) {
     cuda::options opts;
     opts.kernel_cache_dir = std::filesystem::path{};
-    client const cl(backend::make_channel(cuda::make_server(0, opts), kind));
+    client const cl(cuda::make_client(0, opts, kind));
     for (std::uint64_t size : {std::uint64_t{256}, std::uint64_t{1} << 20}) {
       auto const label = size == 256 ? std::string("256B") : std::string("1MiB");
       double const ours = pair_ns([&] { return cl.empty(size); }, 200000);

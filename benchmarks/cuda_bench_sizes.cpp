@@ -4,7 +4,6 @@
 // against the driver's own pageable copies and a pinned DMA of the same bytes. Where the copy
 // threads start to share the work (2 MiB) their hand-off costs the most relative to the copy.
 // Blocks of each figure take turns; figures are medians of the blocks.
-#include "channel/channel.hpp"
 #include "cuda_bench.hpp"
 #include "cuda_bench_context.hpp"
 #include "cuda_driver.hpp"
@@ -46,7 +45,7 @@ void transfer_size_rows(std::vector<row>& rows) {
   auto* const copy_down = driver_symbol<decltype(::cuMemcpyDtoH)>("cuMemcpyDtoH_v2");
   cuda::options opts;
   opts.kernel_cache_dir = std::filesystem::path{};
-  client const cl(backend::make_channel(cuda::make_server(0, opts), cubert::channel_kind::mutex));
+  client const cl(cuda::make_client(0, opts, cubert::channel_kind::mutex));
   constexpr std::size_t largest = std::size_t{32} << 20;
   std::vector<std::byte> src(largest, std::byte{5});
   std::vector<std::byte> dst(largest);

@@ -5,7 +5,6 @@
 // a stream sync, and the synchronous pageable cuMemcpyDtoH / cuMemcpyHtoD. Blocks of each take
 // turns, so drifts hit them alike; figures are medians of the blocks. Also a 16 MiB host buffer
 // allocated and dropped, against the driver's pin and unpin.
-#include "channel/channel.hpp"
 #include "cuda_bench.hpp"
 #include "cuda_bench_context.hpp"
 #include "cuda_driver.hpp"
@@ -43,7 +42,7 @@ struct timed {
 client make_client(cubert::channel_kind kind) {
   cuda::options opts;
   opts.kernel_cache_dir = std::filesystem::path{};
-  return client(backend::make_channel(cuda::make_server(0, opts), kind));
+  return client(cuda::make_client(0, opts, kind));
 }
 
 // alloc_host + drop of 16 MiB through the client (a block of the read pool, cached when dropped)

@@ -4,7 +4,6 @@
 // in the same run. Rounds are interleaved and the best of each figure is kept, except for
 // `read` into pooled pinned bytes, whose steady state is reported as a median and whose first
 // read of a size (which pins the pool's block) is reported on its own row.
-#include "channel/channel.hpp"
 #include "cuda_bench.hpp"
 #include "cuda_bench_context.hpp"
 #include "cuda_bench_raw_staged.hpp"
@@ -87,7 +86,7 @@ std::list<staging_variant> staging_variants(cuda::options const& defaults) {
   });
   std::list<staging_variant> out;  // Stable addresses: the figures capture their variant.
   for (auto& [name, o] : wanted) {
-    client c(backend::make_channel(cuda::make_server(0, o), cubert::channel_kind::mutex));
+    client c(cuda::make_client(0, o, cubert::channel_kind::mutex));
     auto dev = c.empty(bytes);
     out.push_back(staging_variant{name, std::move(c), std::move(dev)});
   }
@@ -103,7 +102,7 @@ void transfer_rows(std::vector<row>& rows) {
       opts.copy_threads ? opts.copy_threads : cuda::detail::cuda_copy_pool::default_threads();
   std::printf("transfers: %u copy threads, staging %zu x %zu MiB\n", threads, opts.staging_blocks,
               opts.staging_block_size >> 20);
-  client const c(backend::make_channel(cuda::make_server(0, opts), cubert::channel_kind::mutex));
+  client const c(cuda::make_client(0, opts, cubert::channel_kind::mutex));
   auto const& api = driver();
 
   auto const dev = c.empty(bytes);  // Also makes the context current on this thread.

@@ -4,7 +4,6 @@
 // every run is known; the wall time of a tuning is compared with the device time it measured
 // and with the device time of every run it made (warm-ups and the winner's run included). A
 // ratio near 1 means samples ran back to back, with no device-wide sync between them.
-#include "channel/channel.hpp"
 #include "cuda_bench.hpp"
 #include "spin_kernel.hpp"
 
@@ -32,7 +31,7 @@ constexpr int tunings = 20;
 void tune_rows(std::vector<row>& rows) {
   cuda::options opts;
   opts.kernel_cache_dir = std::filesystem::path{};
-  client c(backend::make_channel(cuda::make_server(0, opts), cubert::channel_kind::mutex));
+  client c(cuda::make_client(0, opts, cubert::channel_kind::mutex));
   auto const k = test::spin_ns_kernel();
 
   // Candidate i runs 200 µs × (1 + 0.15 i) on the device, as the CPU tune bench's do on a core.

@@ -6,7 +6,6 @@
 // second thread should not notice them; when the server waited inside (`sync` before 2026-11-25,
 // small pageable reads until later that day) each of its calls through the mutex channel, and each
 // round trip through the actor channel, waited for the rest of the kernel.
-#include "channel/channel.hpp"
 #include "cuda_bench.hpp"
 #include "spin_kernel.hpp"
 
@@ -65,7 +64,7 @@ void wait_rows(std::vector<row>& rows) {
   for (auto const kind : {cubert::channel_kind::mutex, cubert::channel_kind::actor}) {
     cuda::options opts;
     opts.kernel_cache_dir = std::filesystem::path{};
-    client const c(backend::make_channel(cuda::make_server(0, opts), kind));
+    client const c(cuda::make_client(0, opts, kind));
     auto const buf = c.empty(payload.size());
     auto const execute = [&] { c.execute(empty, cube_count{1}, bindings{}); };
     auto const write = [&] { c.write(buf.binding(), payload); };

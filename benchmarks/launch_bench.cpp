@@ -2,7 +2,6 @@
 // Launch overhead of an empty kernel: direct call, OpenMP parallel region of the same width,
 // and client.execute through each channel (mutex, actor, inline). Width = threads = cubes.
 // Also the round trip of a small blocking read through each channel.
-#include "channel/channel.hpp"
 
 #include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
@@ -67,7 +66,7 @@ void launch(benchmark::State& state, cubert::channel_kind kind, bool with_buffer
   unsigned const w = width();
   cpu::options opts;
   opts.threads = w;
-  client c(backend::make_channel(cpu::make_server(opts), kind));
+  client c(cpu::make_client(opts, kind));
   auto k = empty_kernel();
   auto a = c.empty(1024);
   auto b = c.empty(1024);
@@ -120,7 +119,7 @@ void BM_execute_after_gap(benchmark::State& state) {
   auto const gap = std::chrono::microseconds(state.range(0));
   cpu::options opts;
   opts.threads = w;
-  client c(backend::make_channel(cpu::make_server(opts), cubert::channel_kind::single_thread));
+  client c(cpu::make_client(opts, cubert::channel_kind::single_thread));
   auto k = empty_kernel();
   c.execute(k, cube_count{w}, bindings{});
   c.sync();
@@ -144,7 +143,7 @@ void BM_execute_after_gap(benchmark::State& state) {
 
 // read_one of 64 bytes: a blocking call whose reply is a future the client waits on.
 void read_small(benchmark::State& state, cubert::channel_kind kind) {
-  client c(backend::make_channel(cpu::make_server({}), kind));
+  client c(cpu::make_client({}, kind));
   auto const h = c.create(std::vector<std::byte>(64, std::byte{1}));
   for (auto _ : state) {
     auto got = c.read_one(h.binding());
@@ -160,7 +159,7 @@ void BM_read_one_actor(benchmark::State& s) {
 
 // empty(256) + drop: a pool hit through the channel (the actor channel's is not a round trip).
 void empty_drop(benchmark::State& state, cubert::channel_kind kind) {
-  client c(backend::make_channel(cpu::make_server({}), kind));
+  client c(cpu::make_client({}, kind));
   for (auto _ : state) {
     auto h = c.empty(256);
     benchmark::DoNotOptimize(h);

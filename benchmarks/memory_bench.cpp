@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Memory manager: the cost of a pool hit, cubecl's own scenario, and trace replays (recorded
 // and generated) with their storage calls.
-#include "channel/channel.hpp"
+
+#include "trace_replay.hpp"
 
 #include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cpu.hpp>
 #include <cubert/memory/host_storage.hpp>
 #include <cubert/memory/memory_manager.hpp>
-#include <cubert/memory/trace_replay.hpp>
 
 #include <benchmark/benchmark.h>
 
@@ -76,7 +76,7 @@ BENCHMARK(pool_hit_pair_busy_page)->Arg(256)->Arg(64 << 10);
 void client_empty_drop(benchmark::State& state) {
   auto const size = static_cast<std::uint64_t>(state.range(0));
   auto const kind = static_cast<cubert::channel_kind>(state.range(1));
-  cubert::client c(cubert::backend::make_channel(cubert::cpu::make_server({}), kind));
+  cubert::client c(cubert::cpu::make_client({}, kind));
   { auto warm = c.empty(size); }
   for (auto _ : state) {
     auto h = c.empty(size);

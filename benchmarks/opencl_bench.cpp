@@ -7,7 +7,6 @@
 // - the first launch of a kernel in a new server: built from source against taken from the
 //   disk cache.
 // Without an OpenCL device every benchmark reports itself skipped.
-#include "channel/channel.hpp"
 #include "opencl_device.hpp"
 #include "opencl_library.hpp"
 #include "opencl_server.hpp"
@@ -107,7 +106,7 @@ void BM_raw_launch(benchmark::State& state) {
 
 void BM_cubert_launch(benchmark::State& state) {
   if (skip_without_device(state)) return;
-  client c(backend::make_channel(opencl::make_server(0), cubert::channel_kind::mutex));
+  client c(opencl::make_client(0, {}, cubert::channel_kind::mutex));
   auto const k = empty_kernel();
   auto a = c.empty(1024);
   auto b = c.empty(1024);
@@ -145,7 +144,7 @@ void BM_raw_upload(benchmark::State& state) {
 
 void BM_cubert_create(benchmark::State& state) {
   if (skip_without_device(state)) return;
-  client c(backend::make_channel(opencl::make_server(0), cubert::channel_kind::mutex));
+  client c(opencl::make_client(0, {}, cubert::channel_kind::mutex));
   std::vector<std::byte> host(transfer_bytes, std::byte{1});
   for (auto _ : state) {
     auto h = c.create(host);
@@ -170,7 +169,7 @@ void BM_raw_download(benchmark::State& state) {
 
 void BM_cubert_read_into(benchmark::State& state) {
   if (skip_without_device(state)) return;
-  client c(backend::make_channel(opencl::make_server(0), cubert::channel_kind::mutex));
+  client c(opencl::make_client(0, {}, cubert::channel_kind::mutex));
   std::vector<std::byte> host(transfer_bytes);
   auto h = c.create(host);
   for (auto _ : state) c.read_into(h.binding(), host);
@@ -191,14 +190,14 @@ void first_launch(benchmark::State& state, bool warm_disk) {
     c.sync();
   };
   if (warm_disk) {
-    client c(backend::make_channel(opencl::make_server(0, opts), cubert::channel_kind::mutex));
+    client c(opencl::make_client(0, opts, cubert::channel_kind::mutex));
     launch(c, c.empty(1024));
   }
   for (auto _ : state) {
     state.PauseTiming();
     if (!warm_disk) std::filesystem::remove_all(dir.path());
     {
-      client c(backend::make_channel(opencl::make_server(0, opts), cubert::channel_kind::mutex));
+      client c(opencl::make_client(0, opts, cubert::channel_kind::mutex));
       auto const a = c.empty(1024);
       c.sync();
       state.ResumeTiming();

@@ -7,3 +7,5 @@ option(CUBERT_BUILD_OPENCL "cubert: build the OpenCL backend when the OpenCL hea
 option(CUBERT_WARNINGS_AS_ERRORS "cubert: treat warnings as errors on cubert targets" OFF)
 set(CUBERT_SANITIZE "" CACHE STRING "cubert: sanitizers to build with: address;undefined or thread")
 set_property(CACHE CUBERT_SANITIZE PROPERTY STRINGS "" "address;undefined" "thread")
+option(CUBERT_FAST_LINKER "cubert: link cubert's own programs with lld where the compiler can" ON)
+option(CUBERT_TEST_PCH "cubert: compile the tests with one precompiled header of what they share" ON)

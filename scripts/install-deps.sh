@@ -3,7 +3,7 @@
 set -euo pipefail
 SUDO=""
 if [ "$(id -u)" != 0 ]; then SUDO=sudo; fi
-PKGS=(cmake ninja-build g++ pkg-config
+PKGS=(cmake ninja-build g++ pkg-config lld python3
       libgtest-dev libgmock-dev libbenchmark-dev
       nlohmann-json3-dev libtomlplusplus-dev libcli11-dev libfmt-dev libspdlog-dev libxxhash-dev
       ocl-icd-opencl-dev opencl-headers pocl-opencl-icd

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cubert/bindings.hpp>
+#include <cubert/channel_kind.hpp>
 #include <cubert/device.hpp>
 #include <cubert/error.hpp>
 #include <cubert/memory/configuration.hpp>
@@ -17,6 +18,9 @@
 #include <span>
 #include <string>
 
+namespace cubert {
+class client;  // cubert/client.hpp
+}  // namespace cubert
 namespace cubert::backend {
 class server;  // The backend contract (cubert/backend/server.hpp).
 }  // namespace cubert::backend
@@ -131,6 +135,12 @@ struct options {
 /// A CPU server (for channels and tests). @throws invalid_argument on bad options (an
 /// inconsistent memory layout); device_error when a worker thread cannot be started.
 [[nodiscard]] std::unique_ptr<backend::server> make_server(options const& opts = {});
+
+/// A client of its own over a new CPU server with `opts`, behind a channel of `channel` (include
+/// <cubert/client.hpp> to use it); `make_client("cpu")` hands out the one shared, registered
+/// client instead. @throws as `make_server`.
+[[nodiscard]] client make_client(options const& opts = {},
+                                 channel_kind channel = channel_kind::mutex);
 
 /// The properties a CPU device with `threads` workers reports.
 [[nodiscard]] device_properties make_properties(unsigned threads);

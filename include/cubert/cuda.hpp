@@ -18,6 +18,7 @@
 // bound as tensor maps and read with 16-byte loads; use the strides they come back with.
 #pragma once
 
+#include <cubert/channel_kind.hpp>
 #include <cubert/device.hpp>
 #include <cubert/memory/configuration.hpp>
 
@@ -27,6 +28,9 @@
 #include <optional>
 #include <string>
 
+namespace cubert {
+class client;  // cubert/client.hpp
+}  // namespace cubert
 namespace cubert::backend {
 class server;  // The backend contract (cubert/backend/server.hpp).
 }  // namespace cubert::backend
@@ -106,5 +110,12 @@ struct options {
 /// that every call on any server of any device, and every new server, throws `device_error`
 /// with that report (naming the faulting device) at once.
 [[nodiscard]] std::unique_ptr<backend::server> make_server(int ordinal, options const& opts = {});
+
+/// A client of its own over a new server of device `ordinal` with `opts`, behind a channel of
+/// `channel` (include <cubert/client.hpp> to use it). Unlike `make_client("cuda:N")`, which
+/// hands out the one shared, registered client of the device, each call makes another server.
+/// @throws as `make_server`.
+[[nodiscard]] client make_client(int ordinal, options const& opts = {},
+                                 channel_kind channel = channel_kind::mutex);
 
 }  // namespace cubert::cuda

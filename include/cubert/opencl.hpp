@@ -21,6 +21,7 @@
 // `memory.alignment`), but a binding narrowed by hand with `offset_start` must keep to it.
 #pragma once
 
+#include <cubert/channel_kind.hpp>
 #include <cubert/device.hpp>
 #include <cubert/memory/configuration.hpp>
 
@@ -29,6 +30,9 @@
 #include <optional>
 #include <string>
 
+namespace cubert {
+class client;  // cubert/client.hpp
+}  // namespace cubert
 namespace cubert::backend {
 class server;  // The backend contract (cubert/backend/server.hpp).
 }  // namespace cubert::backend
@@ -62,5 +66,11 @@ struct options {
 /// invalid_argument for an ordinal out of range, device_error if the platform refuses the
 /// context or the queue.
 [[nodiscard]] std::unique_ptr<backend::server> make_server(int ordinal, options const& opts = {});
+
+/// A client of its own over a new server of device `ordinal` with `opts`, behind a channel of
+/// `channel` (include <cubert/client.hpp> to use it); `make_client("opencl:N")` hands out the
+/// one shared, registered client of the device instead. @throws as `make_server`.
+[[nodiscard]] client make_client(int ordinal, options const& opts = {},
+                                 channel_kind channel = channel_kind::mutex);
 
 }  // namespace cubert::opencl

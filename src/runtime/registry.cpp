@@ -1,19 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The device registry: which devices exist and the one client per device of this process.
+// Backends are read from the table the build generates (device/backend_entry.hpp): none is
+// named here.
 #include "channel/channel.hpp"
+#include "device/backend_entry.hpp"
 
 #include <cubert/backend/server.hpp>
-#include <cubert/build_config.hpp>
 #include <cubert/client.hpp>
-#include <cubert/cpu.hpp>
 #include <cubert/detail/exit_threads.hpp>
 #include <cubert/error.hpp>
-#if CUBERT_HAS_CUDA
-#include <cubert/cuda.hpp>
-#endif
-#if CUBERT_HAS_OPENCL
-#include <cubert/opencl.hpp>
-#endif
 
 #include <fmt/format.h>
 
@@ -59,53 +54,22 @@ std::string available_ids() {
 }
 
 client create_client(device_ref const& ref, std::string_view id, client_options const& opts) {
-  if (ref.backend == "cpu") {
-    if (ref.ordinal != 0) {
-      throw unsupported(fmt::format("device '{}' does not exist: the CPU is device cpu:0", id));
+  for (auto const& known : backend::known_backends()) {
+    if (known.name != ref.backend) continue;
+    if (known.entry == nullptr) {
+      throw unsupported(fmt::format("device '{}' is not available: {}", id, known.note));
     }
-    cpu::options cpu_opts;
-    cpu_opts.threads = opts.threads;
-    return client(backend::make_channel(cpu::make_server(cpu_opts), opts.channel));
-  }
-  if (ref.backend == "cuda") {
-#if CUBERT_HAS_CUDA
-    int const count = cuda::device_count();
+    auto const& b = *known.entry;
+    int const count = b.device_count();
     if (count == 0) {
       throw unsupported(
-          fmt::format("device '{}' is not available: {}", id, cuda::unavailable_reason()));
+          fmt::format("device '{}' is not available: {}", id, b.unavailable_reason()));
     }
     if (ref.ordinal >= count) {
       throw unsupported(
-          fmt::format("device '{}' does not exist: {} CUDA device(s) present", id, count));
+          fmt::format("device '{}' does not exist: {} {} device(s) present", id, count, b.title));
     }
-    cuda::options cuda_opts;
-    return client(backend::make_channel(cuda::make_server(ref.ordinal, cuda_opts), opts.channel));
-#else
-    throw unsupported(
-        fmt::format("device '{}' is not available: this build of cubert has no CUDA backend "
-                    "(configure with -DCUBERT_BUILD_CUDA=ON)",
-                    id));
-#endif
-  }
-  if (ref.backend == "opencl") {
-#if CUBERT_HAS_OPENCL
-    int const count = opencl::device_count();
-    if (count == 0) {
-      throw unsupported(
-          fmt::format("device '{}' is not available: {}", id, opencl::unavailable_reason()));
-    }
-    if (ref.ordinal >= count) {
-      throw unsupported(
-          fmt::format("device '{}' does not exist: {} OpenCL device(s) present", id, count));
-    }
-    return client(
-        backend::make_channel(opencl::make_server(ref.ordinal, opencl::options{}), opts.channel));
-#endif
-  }
-  for (auto const& b : backends()) {
-    if (b.name == ref.backend && !b.built) {
-      throw unsupported(fmt::format("device '{}' is not available: {}", id, b.note));
-    }
+    return client(backend::make_channel(b.make_server(ref.ordinal, opts), opts.channel));
   }
   throw unsupported(fmt::format("unknown device '{}'; devices present: {}", id, available_ids()));
 }
@@ -178,45 +142,30 @@ class client_cache {
 
 std::vector<device_info> devices() {
   std::vector<device_info> out;
-  auto cpu_properties = cpu::make_properties(0);
-  out.push_back({"cpu", cpu_properties.name, "cpu", std::move(cpu_properties)});
-#if CUBERT_HAS_CUDA
-  int const count = cuda::device_count();
-  for (int i = 0; i < count; ++i) {
-    auto p = cuda::make_properties(i);
-    out.push_back({fmt::format("cuda:{}", i), p.name, "cuda", std::move(p)});
+  for (auto const& known : backend::known_backends()) {
+    if (known.entry == nullptr) continue;
+    auto const& b = *known.entry;
+    int const count = b.device_count();
+    for (int i = 0; i < count; ++i) {
+      auto p = b.properties(i);
+      auto id = b.one_device ? std::string(b.name) : fmt::format("{}:{}", b.name, i);
+      out.push_back({std::move(id), p.name, std::string(b.name), std::move(p)});
+    }
   }
-#endif
-#if CUBERT_HAS_OPENCL
-  int const cl_count = opencl::device_count();
-  for (int i = 0; i < cl_count; ++i) {
-    auto p = opencl::make_properties(i);
-    out.push_back({fmt::format("opencl:{}", i), p.name, "opencl", std::move(p)});
-  }
-#endif
   return out;
 }
 
 std::vector<backend_info> backends() {
   std::vector<backend_info> out;
-  out.push_back({"cpu", true, 1, {}});
-#if CUBERT_HAS_CUDA
-  int const count = cuda::device_count();
-  out.push_back({"cuda", true, count, count == 0 ? cuda::unavailable_reason() : std::string{}});
-#else
-  out.push_back({"cuda", false, 0,
-                 "this build of cubert has no CUDA backend (configure with -DCUBERT_BUILD_CUDA=ON "
-                 "where the CUDA toolkit is installed)"});
-#endif
-#if CUBERT_HAS_OPENCL
-  int const cl_count = opencl::device_count();
-  out.push_back(
-      {"opencl", true, cl_count, cl_count == 0 ? opencl::unavailable_reason() : std::string{}});
-#else
-  out.push_back({"opencl", false, 0,
-                 "this build of cubert has no OpenCL backend (configure with "
-                 "-DCUBERT_BUILD_OPENCL=ON where the OpenCL headers are installed)"});
-#endif
+  for (auto const& known : backend::known_backends()) {
+    if (known.entry == nullptr) {
+      out.push_back({std::string(known.name), false, 0, std::string(known.note)});
+      continue;
+    }
+    int const count = known.entry->device_count();
+    out.push_back({std::string(known.name), true, count,
+                   count == 0 ? known.entry->unavailable_reason() : std::string{}});
+  }
   return out;
 }
 

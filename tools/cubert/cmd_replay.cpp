@@ -3,10 +3,10 @@
 // peak reserved ÷ peak live, host time per event and storage calls for each pool configuration.
 #include "command.hpp"
 #include "replay_sweep.hpp"
+#include "trace_replay.hpp"
 
 #include <cubert/error.hpp>
 #include <cubert/memory/memory_usage.hpp>
-#include <cubert/memory/trace_replay.hpp>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

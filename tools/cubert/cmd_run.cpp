@@ -2,7 +2,6 @@
 // `cubert run`: a real workload on a device (elementwise and reduction kernels over generated
 // data), each result checked against a host reference, then the memory and profiling reports.
 #include "command.hpp"
-#include "profiling/profiling_summary.hpp"
 #include "run_check.hpp"
 #include "run_footprint.hpp"
 #include "run_kernels.hpp"
@@ -10,6 +9,7 @@
 #include <cubert/client.hpp>
 #include <cubert/cpu.hpp>
 #include <cubert/error.hpp>
+#include <cubert/profiling_summary.hpp>
 
 #include <fmt/format.h>
 

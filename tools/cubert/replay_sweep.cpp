@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "replay_sweep.hpp"
 
-#include "memory/memory_pool.hpp"
-
 #include <cubert/memory/configuration.hpp>
 #include <cubert/memory/memory_usage.hpp>
 
@@ -29,8 +27,9 @@ struct candidate {
 
 // The arena page a candidate really gets: aligned, and no larger than the device allows.
 std::uint64_t arena_page(memory::device_memory_properties const& props, std::uint64_t page) {
-  auto const top = memory::floor_to(props.max_page_size, props.alignment);
-  return std::min(memory::ceil_to(page, props.alignment), top);
+  auto const align = props.alignment;
+  auto const top = props.max_page_size / align * align;
+  return std::min((page + align - 1) / align * align, top);
 }
 
 // The `caching` preset's pools with another arena page size and policy.

@@ -2,7 +2,7 @@
 // `cubert replay --sweep`: searches the `caching` layout's policy space for a set of traces.
 #pragma once
 
-#include <cubert/memory/trace_replay.hpp>
+#include "trace_replay.hpp"
 
 #include <vector>
 

@@ -24,6 +24,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace cubert::backend {
@@ -47,6 +48,26 @@ class kernel_body_scope {
 /// Whether the calling thread is inside a kernel's body.
 [[nodiscard]] inline bool inside_kernel_body() noexcept {
   return detail::kernel_body_depth != 0;
+}
+
+/// A future that already holds `value`: a server's answer known without waiting for the device.
+template <typename T>
+[[nodiscard]] std::future<T> ready_future(T value) {
+  std::promise<T> p;
+  p.set_value(std::move(value));
+  return p.get_future();
+}
+[[nodiscard]] inline std::future<void> ready_future() {
+  std::promise<void> p;
+  p.set_value();
+  return p.get_future();
+}
+/// A future that already holds `e`: a failure the caller hears at its wait, as the device's.
+template <typename T>
+[[nodiscard]] std::future<T> failed_future(std::exception_ptr e) {
+  std::promise<T> p;
+  p.set_exception(std::move(e));
+  return p.get_future();
 }
 
 /// The first error of asynchronous work, kept until the next sync/read/flush rethrows it.

@@ -64,4 +64,8 @@ struct usage_report {
   [[nodiscard]] std::string to_string() const;
 };
 
+/// Sizes in the units they were configured in, as memory reports print them: "8 MiB",
+/// "640 KiB", "1000 B".
+[[nodiscard]] std::string binary_bytes(std::uint64_t bytes);
+
 }  // namespace cubert::memory

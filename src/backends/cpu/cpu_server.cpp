@@ -12,13 +12,6 @@ namespace cubert::cpu {
 
 namespace {
 
-template <typename T>
-std::future<T> ready(T value) {
-  std::promise<T> p;
-  p.set_value(std::move(value));
-  return p.get_future();
-}
-
 // Without a limit of its own the device may hold at most the host's memory (its cgroup limit
 // in a container): pages beyond it are refused with out_of_memory and a usage report, after the
 // manager's cleanup and retry, rather than overcommitted towards the OOM killer.
@@ -76,7 +69,7 @@ std::future<std::vector<bytes>> cpu_server::read(std::vector<cubert::binding> bi
     // Uninitialised heap memory: the copy writes every byte, so no zero-fill first.
     out.push_back(bytes::copy_of({res.host_ptr<std::byte const>(), res.size}));
   }
-  return ready(std::move(out));
+  return backend::ready_future(std::move(out));
 }
 
 std::future<void> cpu_server::read_into(cubert::binding const& b, std::span<std::byte> dst) {
@@ -107,7 +100,7 @@ std::future<std::vector<bytes>> cpu_server::read_tensor(std::vector<binding_with
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     out.push_back(backend::gather_dense(src[i], tensors[i]));
   }
-  return ready(std::move(out));
+  return backend::ready_future(std::move(out));
 }
 
 void cpu_server::write(cubert::binding const& dst, std::span<std::byte const> data) {

@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The CUDA backend's registration: its public entry points (include/cubert/cuda.hpp).
+#include "channel/channel.hpp"
 #include "cuda_compiler.hpp"
 #include "cuda_device.hpp"
 #include "cuda_driver.hpp"
 #include "cuda_server.hpp"
+#include "device/backend_entry.hpp"
 #include "nvrtc_library.hpp"
 
+#include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
 
 #include <fmt/format.h>
@@ -78,4 +81,25 @@ std::unique_ptr<backend::server> make_server(int ordinal, options const& opts) {
   return std::make_unique<detail::cuda_server>(ordinal, opts);
 }
 
+client make_client(int ordinal, options const& opts, channel_kind channel) {
+  return client(backend::make_channel(make_server(ordinal, opts), channel));
+}
+
 }  // namespace cubert::cuda
+
+namespace cubert::backend {
+
+backend_entry const& cuda_entry() {
+  static backend_entry const entry{
+      "cuda",
+      "CUDA",
+      false,
+      &cuda::device_count,
+      &cuda::unavailable_reason,
+      &cuda::make_properties,
+      [](int ordinal, client_options const&) { return cuda::make_server(ordinal, {}); },
+  };
+  return entry;
+}
+
+}  // namespace cubert::backend

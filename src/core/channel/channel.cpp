@@ -20,12 +20,12 @@ std::shared_ptr<channel> make_channel(std::unique_ptr<server> s, channel_kind ki
   CUBERT_EXPECTS(s != nullptr, "make_channel: null server");
   switch (kind) {
     case channel_kind::mutex:
-      return std::make_shared<mutex_channel<server>>(std::move(s));
+      return std::make_shared<mutex_channel>(std::move(s));
     case channel_kind::actor:
-      return std::make_shared<actor_channel<server>>(
+      return std::make_shared<actor_channel>(
           std::move(s), std::chrono::microseconds(config::get().channel.spin_us));
     case channel_kind::single_thread:
-      return std::make_shared<single_thread_channel<server>>(std::move(s));
+      return std::make_shared<single_thread_channel>(std::move(s));
   }
   throw invalid_argument("make_channel: unknown channel kind");
 }

@@ -73,8 +73,8 @@ class channel {
   [[nodiscard]] virtual device_properties const& properties() const noexcept = 0;
 };
 
-/// Wraps `server` in a channel of `kind` (type-erased; see mutex_channel.hpp and friends for
-/// the templates a backend may instantiate with its concrete server type).
+/// Wraps `server` in a channel of `kind` (mutex_channel.hpp, actor_channel.hpp,
+/// single_thread_channel.hpp: compiled once, over the server interface).
 [[nodiscard]] std::shared_ptr<channel> make_channel(std::unique_ptr<server> server,
                                                     channel_kind kind);
 

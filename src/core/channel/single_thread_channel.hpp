@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The inline channel: no synchronisation, for single-threaded programs.
+// The single-thread channel: no synchronisation, for single-threaded programs.
 #pragma once
 
 #include "channel/channel.hpp"
@@ -9,11 +9,11 @@
 namespace cubert::backend {
 
 /// Calls the server directly. Only one thread may use it (and every client copy sharing it).
-template <typename Server>
+
 class single_thread_channel final : public channel {
  public:
-  explicit single_thread_channel(std::unique_ptr<Server> server)
-      : server_(std::move(server)), properties_(server_->properties()) {}
+  explicit single_thread_channel(std::unique_ptr<server> s)
+      : server_(std::move(s)), properties_(server_->properties()) {}
 
   [[nodiscard]] channel_kind kind() const noexcept override { return channel_kind::single_thread; }
   cubert::handle create(std::span<std::byte const> data) override { return server_->create(data); }
@@ -77,7 +77,7 @@ class single_thread_channel final : public channel {
   }
 
  private:
-  std::unique_ptr<Server> server_;
+  std::unique_ptr<server> server_;
   device_properties properties_;
 };
 

@@ -2,12 +2,12 @@
 #include "base/spin_wait.hpp"
 #include "channel/channel.hpp"
 #include "client/graph_state.hpp"
-#include "profiling/profiling_summary.hpp"
 
 #include <cubert/client.hpp>
 #include <cubert/config.hpp>
 #include <cubert/error.hpp>
 #include <cubert/logging.hpp>
+#include <cubert/profiling_summary.hpp>
 
 #include <fmt/format.h>
 

@@ -37,9 +37,6 @@ namespace cubert::memory {
   return (value + align - 1) / align * align;
 }
 
-/// Pool sizes for reports in the units they were configured in: "8 MiB", "640 KiB", "1000 B".
-[[nodiscard]] std::string binary_bytes(std::uint64_t bytes);
-
 /// A process-wide unique slice id (never 0).
 [[nodiscard]] slice_id next_slice_id() noexcept;
 

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <utility>
 
 namespace cubert::memory {
 
@@ -93,6 +94,25 @@ std::string usage_report::to_string() const {
                      format_bytes(peak_bytes_in_use));
   if (unused) out += fmt::format("({} pools unused since construction or reset_peaks)\n", unused);
   return out;
+}
+
+std::string binary_bytes(std::uint64_t bytes) {
+  constexpr std::uint64_t kib = 1024;
+  constexpr std::uint64_t mib = kib * kib;
+  constexpr std::uint64_t gib = mib * kib;
+  constexpr std::pair<std::uint64_t, char const*> units[] = {
+      {gib, "GiB"}, {mib, "MiB"}, {kib, "KiB"}};
+  // Exact where a short number says it (page and bucket sizes are); otherwise rounded in the
+  // largest unit: a CPU device's max allocation, a fraction of its RAM, read "24684092 KiB".
+  for (auto const& [size, name] : units) {
+    if (bytes >= size && bytes % size == 0 && bytes / size < 10000) {
+      return fmt::format("{} {}", bytes / size, name);
+    }
+  }
+  for (auto const& [size, name] : units) {
+    if (bytes >= size) return fmt::format("{:.2f} {}", static_cast<double>(bytes) / size, name);
+  }
+  return fmt::format("{} B", bytes);
 }
 
 }  // namespace cubert::memory

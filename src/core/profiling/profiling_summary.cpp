@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "profiling/profiling_summary.hpp"
+#include <cubert/profiling_summary.hpp>
 
 #include <fmt/format.h>
 

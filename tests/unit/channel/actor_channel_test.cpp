@@ -47,8 +47,7 @@ client actor_client() {
 client sleeping_actor_client() {
   cpu::options opts;
   opts.threads = 1;
-  return client(
-      std::make_shared<backend::actor_channel<backend::server>>(cpu::make_server(opts), 0us));
+  return client(std::make_shared<backend::actor_channel>(cpu::make_server(opts), 0us));
 }
 
 void sleep_20ms(cpu::kernel_context const&) {
@@ -194,8 +193,7 @@ client waiting_on_the_caller(server_sleep_counter const& sleeps, std::chrono::mi
   server->on_sync = [wait] {
     return std::async(std::launch::deferred, [wait] { std::this_thread::sleep_for(wait); });
   };
-  return client(
-      std::make_shared<backend::actor_channel<backend::server>>(std::move(server), budget));
+  return client(std::make_shared<backend::actor_channel>(std::move(server), budget));
 }
 
 // A caller waiting on the device after a sync (CUDA waits in the reply's get(), on the caller's
@@ -245,8 +243,7 @@ TEST(ActorChannel, TheServerThreadsStayUpEndsAtItsCapWhateverElseIsPosted) {
 // while the backlog moves, instead of sleeping after one budget and paying a wake-up at the end.
 TEST(ActorChannel, ACallerBehindAMovingBacklogDoesNotSleep) {
   if (test::sanitized) GTEST_SKIP() << "sanitizer runtimes take locks of their own";
-  client c(std::make_shared<backend::actor_channel<backend::server>>(
-      std::make_unique<test::dummy_server>(), 200ms));
+  client c(std::make_shared<backend::actor_channel>(std::make_unique<test::dummy_server>(), 200ms));
   auto const busy_2ms = kernel::builder("test::busy_2ms")
                             .cpu([](cpu::kernel_context const&) {
                               auto const end = std::chrono::steady_clock::now() + 2ms;
@@ -276,8 +273,8 @@ TEST(ActorChannel, ACallerBehindAMovingBacklogDoesNotSleep) {
 TEST(ActorChannel, DestroyedWithWorkQueuedItDoesNotSpinOutItsBudget) {
   cpu::options opts;
   opts.threads = 1;
-  std::optional<client> c(std::in_place, std::make_shared<backend::actor_channel<backend::server>>(
-                                             cpu::make_server(opts), 1s));
+  std::optional<client> c(std::in_place,
+                          std::make_shared<backend::actor_channel>(cpu::make_server(opts), 1s));
   auto const go = std::make_shared<std::atomic<bool>>(false);
   c->execute(sleep_20ms_after(go), cube_count{1}, bindings{});
   c->execute(kernel::builder("test::sleep_20ms").cpu(sleep_20ms).build(), cube_count{1},

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "profiling/profiling_summary.hpp"
-
 #include <cubert/error.hpp>
 #include <cubert/profiling.hpp>
+#include <cubert/profiling_summary.hpp>
 
 #include <gtest/gtest.h>
 

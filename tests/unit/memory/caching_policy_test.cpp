@@ -2,7 +2,7 @@
 // The caching policy: cached pages are reused without storage calls, warm-up grows in large
 // pages and fragmentation by what a request needs, idle pages go back under the budget, at
 // cleanup, after an idle period and on the out-of-memory retry; caps still spill.
-#include "memory/counting_storage.hpp"
+#include "counting_storage.hpp"
 #include "memory_test_support.hpp"
 
 #include <cubert/error.hpp>

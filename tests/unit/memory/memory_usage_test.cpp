@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The usage report text (cubecl §2.5) and the preset layouts (cubecl §2.2).
-#include "memory/counting_storage.hpp"
+#include "counting_storage.hpp"
 #include "memory/memory_pool.hpp"
 
 #include <cubert/error.hpp>

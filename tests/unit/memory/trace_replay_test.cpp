@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // Trace parsing and replay through a manager.
+#include "trace_replay.hpp"
+
 #include "temp_dir.hpp"
 
 #include <cubert/error.hpp>
-#include <cubert/memory/trace_replay.hpp>
 
 #include <gtest/gtest.h>
 

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // cubecl-common benchmark.rs statistics and the timestamp profiler
 // (docs/maintainer/cubecl-semantics.md §4.4, §5.3).
-#include "profiling/profiling_summary.hpp"
-
 #include <cubert/error.hpp>
 #include <cubert/profiling.hpp>
+#include <cubert/profiling_summary.hpp>
 
 #include <gtest/gtest.h>
 

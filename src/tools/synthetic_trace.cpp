@@ -2,8 +2,9 @@
 // Generated allocation traces. The generator is written out (a 64-bit Mersenne twister and our
 // own scaling) because the standard distributions differ between standard libraries, and a
 // figure in the docs must replay to the same trace everywhere.
+#include "trace_replay.hpp"
+
 #include <cubert/error.hpp>
-#include <cubert/memory/trace_replay.hpp>
 
 #include <fmt/format.h>
 

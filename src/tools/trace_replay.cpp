@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "memory/counting_storage.hpp"
+#include "trace_replay.hpp"
+
+#include "counting_storage.hpp"
 
 #include <cubert/error.hpp>
 #include <cubert/memory/host_storage.hpp>
 #include <cubert/memory/memory_manager.hpp>
-#include <cubert/memory/trace_replay.hpp>
 
 #include <fmt/format.h>
 

@@ -3,9 +3,10 @@
 // ids without memory, for replaying traces larger than the host).
 #pragma once
 
+#include "trace_replay.hpp"
+
 #include <cubert/backend/storage.hpp>
 #include <cubert/error.hpp>
-#include <cubert/memory/trace_replay.hpp>
 
 #include <fmt/format.h>
 
