@@ -7,8 +7,9 @@
 # and says "no CUDA device". Extra configure arguments: CUBERT_GPU_CMAKE_ARGS. Exits 1 when a
 # build, a test, a benchmark or the CLI failed (after the whole summary); unmet benchmark targets
 # and a missing PyTorch baseline do not.
-# The whole takes more than the lent GPU machine's 10 minutes per command: there, run it as two
-# calls on the warm machine (the build stays), CUBERT_GPU_ONLY=tests then CUBERT_GPU_ONLY=bench.
+# The whole takes more than the lent GPU machine's 10 minutes per command: there, run it as three
+# calls on the warm machine (the build stays): CUBERT_GPU_ONLY=tests, then bench (the CUDA, CPU
+# and OpenCL benchmarks), then ops (the kernel library against its peers).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -22,7 +23,7 @@ export PATH="/usr/local/cuda/bin:$PATH"
 declare -a SUMMARY=()
 note() { echo "gpu-check: $*"; SUMMARY+=("$*"); }
 ONLY=${CUBERT_GPU_ONLY:-all}
-case "$ONLY" in all | tests | bench) ;; *) echo "CUBERT_GPU_ONLY: all, tests or bench" >&2; exit 2 ;; esac
+case "$ONLY" in all | tests | bench | ops) ;; *) echo "CUBERT_GPU_ONLY: all, tests, bench or ops" >&2; exit 2 ;; esac
 want() { [ "$ONLY" = all ] || [ "$ONLY" = "$1" ]; }
 # How long each stage took (seconds since the start), so that the whole stays within one call.
 declare -a TIMES=()
@@ -214,6 +215,8 @@ if [ -n "${OCL_NAME:-}" ] && [ -x "$BUILD/benchmarks/cubert_opencl_bench" ]; the
 fi
 
 stage "cpu+opencl benches"
+fi  # want bench
+if want ops; then
 # 4d. The kernel library on cuda:0 (its correctness ran with the tests above: cubert_ops_tests
 # on every device): the tuned choices, the library's own kernels alone and with cuBLAS as a
 # candidate, against cuBLAS (torch.matmul), torch's elementwise and reductions and a Triton
@@ -265,7 +268,7 @@ if [ "$HAVE_GPU" = 1 ] && [ -x "$CLI" ]; then
       >"$LOGS/ops-table.txt" 2>&1 && OPS_TABLE=$LOGS/ops-table.txt
   fi
 fi
-fi  # want bench
+fi  # want ops
 stage "ops"
 # 5. Summary, table last.
 echo
@@ -273,7 +276,7 @@ echo "==================== gpu-check summary ===================="
 printf '%s\n' "${SUMMARY[@]}"
 echo "logs: $LOGS"
 echo "time at the end of each stage: ${TIMES[*]}"
-if [ -s "$CPU_BENCH" ]; then
+if [ -s "${CPU_BENCH:-}" ]; then
   echo "-- CPU benchmarks (medians)"
   grep -E '^###|_median|winner|chose|stable' "$CPU_BENCH" | sed -E 's/ +/ /g' | cut -c1-150
 fi
@@ -281,7 +284,7 @@ if [ -s "$LOGS/opencl-bench.log" ]; then
   echo "-- OpenCL benchmarks (medians; opencl:0 = $OCL_NAME)"
   grep -E '_median' "$LOGS/opencl-bench.log" | sed -E 's/ +/ /g' | cut -c1-150
 fi
-if [ -n "$OPS_TABLE" ]; then
+if [ -n "${OPS_TABLE:-}" ]; then
   echo "-- kernel library on cuda:0 (ratios: peer time / cubert time)"
   cat "$OPS_TABLE"
 fi

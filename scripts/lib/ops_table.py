@@ -41,7 +41,8 @@ def sweep_line(doc):
 
 def rows(doc, peers):
     own = "--no-vendor" in doc.get("argv", "")
-    opencl = doc.get("device", {}).get("backend") == "opencl"
+    device = doc.get("device", {})
+    opencl = isinstance(device, dict) and device.get("backend") == "opencl"
     for key in doc.get("keys", []):
         chosen = key.get("chosen", {})
         ms = chosen.get("median_ns", 0) / 1e6
@@ -73,6 +74,8 @@ def main():
     print(f"{'figure':<46} {'peer':<18} {'target':>6} {'cubert ms':>10} {'peer ms':>9} {'ratio':>6}  met")
     sweeps = []
     for path in sys.argv[2:]:
+        if path == sys.argv[1]:  # The peers' file matches the ops-*.json glob of gpu-check.sh.
+            continue
         doc = json.load(open(path))
         if is_sweep(doc):
             sweeps.append(sweep_line(doc))
