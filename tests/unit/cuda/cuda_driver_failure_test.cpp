@@ -12,7 +12,7 @@
 // CUBERT_TEST_VERBOSE=1 prints each error the client reported.
 #include "byte_helpers.hpp"
 #include "channel/channel.hpp"
-#include "fake_hook.hpp"
+#include "fake_driver_hooks.hpp"
 #include "sanitizers.hpp"
 
 #include <cubert/backend/server.hpp>
@@ -38,8 +38,6 @@
 
 namespace {
 
-using cubert::test::fake_hook;
-
 constexpr std::size_t kib = 1024;
 constexpr std::size_t mib = kib * kib;
 
@@ -51,21 +49,18 @@ bool same(std::span<std::byte const> a, std::span<std::byte const> b) {
 
 // The fake driver's hooks (fake_libcuda.cpp).
 struct hooks {
-  void (*count_calls)(bool) = fake_hook<void (*)(bool)>("cubert_fake_count_calls");
-  int (*calls)(char const*) = fake_hook<int (*)(char const*)>("cubert_fake_calls");
-  std::size_t (*called_entries)(char const**, std::size_t) =
-      fake_hook<std::size_t (*)(char const**, std::size_t)>("cubert_fake_called_entries");
-  void (*fail_call)(char const*, int, int, CUresult) =
-      fake_hook<void (*)(char const*, int, int, CUresult)>("cubert_fake_fail_call");
-  int (*injected_failures)() = fake_hook<int (*)()>("cubert_fake_injected_failures");
-  std::size_t (*device_bytes)() = fake_hook<std::size_t (*)()>("cubert_fake_device_bytes");
-  std::size_t (*pinned_allocations)() =
-      fake_hook<std::size_t (*)()>("cubert_fake_pinned_allocations");
-  int (*live_modules)() = fake_hook<int (*)()>("cubert_fake_live_modules");
-  std::size_t (*live_streams)() = fake_hook<std::size_t (*)()>("cubert_fake_live_streams");
-  int (*live_events)() = fake_hook<int (*)()>("cubert_fake_live_events");
-  int (*live_graphs)() = fake_hook<int (*)()>("cubert_fake_live_graphs");
-  int (*context_refs)() = fake_hook<int (*)()>("cubert_fake_context_refs");
+  void (*count_calls)(bool) = cubert::test::fake::count_calls();
+  int (*calls)(char const*) = cubert::test::fake::calls();
+  std::size_t (*called_entries)(char const**, std::size_t) = cubert::test::fake::called_entries();
+  void (*fail_call)(char const*, int, int, CUresult) = cubert::test::fake::fail_call();
+  int (*injected_failures)() = cubert::test::fake::injected_failures();
+  std::size_t (*device_bytes)() = cubert::test::fake::device_bytes();
+  std::size_t (*pinned_allocations)() = cubert::test::fake::pinned_allocations();
+  int (*live_modules)() = cubert::test::fake::live_modules();
+  std::size_t (*live_streams)() = cubert::test::fake::live_streams();
+  int (*live_events)() = cubert::test::fake::live_events();
+  int (*live_graphs)() = cubert::test::fake::live_graphs();
+  int (*context_refs)() = cubert::test::fake::context_refs();
 
   [[nodiscard]] bool present() const {
     return count_calls && calls && called_entries && fail_call && injected_failures &&

@@ -6,7 +6,7 @@
 // reused. Runs on the fake driver (fake_libcuda.cpp), which refuses calls on demand.
 #include "byte_helpers.hpp"
 #include "cuda_server.hpp"
-#include "fake_hook.hpp"
+#include "fake_driver_hooks.hpp"
 
 #include <cubert/cuda.hpp>
 #include <cubert/error.hpp>
@@ -22,7 +22,6 @@
 namespace {
 
 using cubert::test::byte_pattern;
-using cubert::test::fake_hook;
 using cubert::test::same;
 
 constexpr std::size_t kib = 1024;
@@ -32,10 +31,10 @@ class CudaFailedWait : public ::testing::Test {
  protected:
   void SetUp() override {
     if (cubert::cuda::device_count() == 0) GTEST_SKIP() << cubert::cuda::unavailable_reason();
-    count_calls_ = fake_hook<void (*)(bool)>("cubert_fake_count_calls");
-    fail_call_ = fake_hook<void (*)(char const*, int, int, CUresult)>("cubert_fake_fail_call");
-    fail_copies_ = fake_hook<void (*)(int, int)>("cubert_fake_fail_copies");
-    fail_host_allocs_ = fake_hook<void (*)(int)>("cubert_fake_fail_host_allocs");
+    count_calls_ = cubert::test::fake::count_calls();
+    fail_call_ = cubert::test::fake::fail_call();
+    fail_copies_ = cubert::test::fake::fail_copies();
+    fail_host_allocs_ = cubert::test::fake::fail_host_allocs();
     if (!count_calls_ || !fail_call_ || !fail_copies_ || !fail_host_allocs_) {
       GTEST_SKIP() << "needs the fake driver's failure hooks";
     }
@@ -119,7 +118,7 @@ TEST_F(CudaFailedWait, AReadWhoseWaitIsRefusedBothWaysKeepsItsBlockOutOfUse) {
 // block by the failed download's late DMA; once the stream is seen idle they are unpinned, so
 // failures over and over pin no more and more.
 TEST_F(CudaFailedWait, AStagingRingThatCannotBeDrainedIsSetAside) {
-  auto const pinned = fake_hook<std::size_t (*)()>("cubert_fake_pinned_allocations");
+  auto const pinned = cubert::test::fake::pinned_allocations();
   ASSERT_NE(pinned, nullptr);
   cubert::cuda::detail::cuda_server server(0, one_copy_thread());
   auto const src = server.create(byte_pattern(3 * mib, 1));

@@ -10,7 +10,7 @@
 #include "channel/channel.hpp"
 #include "channel_kind_print.hpp"
 #include "cuda_driver.hpp"
-#include "fake_hook.hpp"
+#include "fake_driver_hooks.hpp"
 #include "owned_stream.hpp"
 #include "stream_gate.hpp"
 
@@ -28,7 +28,6 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <dlfcn.h>
 #include <filesystem>
 #include <future>
 #include <limits>
@@ -420,9 +419,8 @@ void fault_found_by_a_read(channel_kind kind, bool into_pageable) {
 
 // The fake driver's failure injection (fake_libcuda.cpp), or nulls on a real driver.
 struct refusals {
-  void (*count_calls)(bool) = test::fake_hook<void (*)(bool)>("cubert_fake_count_calls");
-  void (*fail_call)(char const*, int, int, CUresult) =
-      test::fake_hook<void (*)(char const*, int, int, CUresult)>("cubert_fake_fail_call");
+  void (*count_calls)(bool) = cubert::test::fake::count_calls();
+  void (*fail_call)(char const*, int, int, CUresult) = cubert::test::fake::fail_call();
   [[nodiscard]] bool present() const { return count_calls && fail_call; }
 };
 
@@ -558,13 +556,9 @@ void fault_in_a_graph(channel_kind kind, bool blocking) {
 // The fake driver's second context, reporting `fault` unless that is CUDA_SUCCESS, made current
 // on the calling thread; false on a real driver, which has no such hook.
 bool enter_other_context(CUresult fault) {
-  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  if (!lib) return false;
-  using other_context_fn = CUcontext (*)(CUresult);
-  using set_current_fn = CUresult (*)(CUcontext);
-  auto* const other = reinterpret_cast<other_context_fn>(::dlsym(lib, "cubert_fake_other_context"));
-  auto* const set_current = reinterpret_cast<set_current_fn>(::dlsym(lib, "cuCtxSetCurrent"));
-  ::dlclose(lib);  // The backend holds its own reference.
+  auto* const other = cubert::test::fake::other_context();
+  auto* const set_current =
+      cubert::test::fake::detail::find<CUresult (*)(CUcontext)>("cuCtxSetCurrent");
   return other && set_current && set_current(other(fault)) == CUDA_SUCCESS;
 }
 
@@ -661,15 +655,8 @@ void lose_cuda1() {
 void lost_during_a_call(channel_kind kind) {
   child_checks checks;
   {
-    void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    using fail_copies_fn = void (*)(int, int);
-    using on_failed_copy_fn = void (*)(void (*)());
-    auto* const fail_copies =
-        lib ? reinterpret_cast<fail_copies_fn>(::dlsym(lib, "cubert_fake_fail_copies")) : nullptr;
-    auto* const on_failed_copy =
-        lib ? reinterpret_cast<on_failed_copy_fn>(::dlsym(lib, "cubert_fake_on_failed_copy"))
-            : nullptr;
-    if (lib) ::dlclose(lib);  // The backend holds its own reference.
+    auto* const fail_copies = cubert::test::fake::fail_copies();
+    auto* const on_failed_copy = cubert::test::fake::on_failed_copy();
     checks.expect(fail_copies && on_failed_copy, "no copy-failure hooks");
     if (fail_copies && on_failed_copy) {
       scenario s(kind);
@@ -766,9 +753,7 @@ TEST_P(CudaKernelFault, FoundByAPageableReadsWaitLeavesTheDestinationAlone) {
 }
 
 TEST_P(CudaKernelFault, FoundElsewhereDuringACallIsReportedAsTheLoss) {
-  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-  bool const fake = lib && ::dlsym(lib, "cubert_fake_on_failed_copy");
-  if (lib) ::dlclose(lib);
+  bool const fake = cubert::test::fake::on_failed_copy() != nullptr;
   if (!fake) GTEST_SKIP() << "needs the fake driver's copy-failure hooks";
   EXPECT_EXIT(lost_during_a_call(GetParam()), ::testing::ExitedWithCode(0), "");
 }
@@ -780,9 +765,7 @@ class CudaFaultUnderAnotherContext : public ::testing::Test {
     if (cuda::device_count() == 0) {
       GTEST_SKIP() << "no CUDA device: " << cuda::unavailable_reason();
     }
-    void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
-    bool const fake = lib && ::dlsym(lib, "cubert_fake_other_context");
-    if (lib) ::dlclose(lib);
+    bool const fake = cubert::test::fake::other_context() != nullptr;
     if (!fake) GTEST_SKIP() << "needs the fake driver's second context";
     GTEST_FLAG_SET(death_test_style, "threadsafe");
   }

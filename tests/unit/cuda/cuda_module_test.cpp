@@ -5,7 +5,7 @@
 // the path runs under the CI sanitizers.
 #include "channel/channel.hpp"
 #include "cuda_server_fixture.hpp"
-#include "fake_hook.hpp"
+#include "fake_driver_hooks.hpp"
 
 #include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
@@ -114,7 +114,7 @@ extern "C" __global__ void cubert_fake_static_shared_k(unsigned* out) {
 // shared memory sized per input, cube dims) compiled and loaded one module each, kept until the
 // server went.
 TEST_F(CudaModuleTest, KernelsDifferingOnlyInTheirLaunchShareOneModule) {
-  auto* const live = cubert::test::fake_hook<int (*)()>("cubert_fake_live_modules");
+  auto* const live = cubert::test::fake::live_modules();
   int const before = live ? live() : 0;
   auto const stats_before = server_->kernel_stats();
   auto const variant = [](std::uint64_t shared, std::uint32_t dim) {
@@ -140,7 +140,7 @@ TEST_F(CudaModuleTest, KernelsDifferingOnlyInTheirLaunchShareOneModule) {
 // A module the driver has no room for: the pools' idle pages go back and the load is tried again;
 // without room even then, out_of_memory (it was launch_error, and nothing went back).
 TEST_F(CudaModuleTest, AModuleLoadOutOfMemoryGivesCachedMemoryBackAndRetries) {
-  auto* const fail_loads = cubert::test::fake_hook<void (*)(int)>("cubert_fake_fail_module_loads");
+  auto* const fail_loads = cubert::test::fake::fail_module_loads();
   if (!fail_loads) GTEST_SKIP() << "needs the fake driver's hooks";
   { auto const big = server_->empty(64ull << 20); }  // a cached idle page
   ASSERT_GT(server_->memory_usage().bytes_reserved, 0u);
@@ -248,8 +248,7 @@ class CudaLaunchTest : public cubert::test::cuda_server_fixture {};
 // it used to be. Other refusals stay invalid_argument. Both name the kernel and the call, and the
 // server keeps working. Needs the fake driver, which can be told what the encoder answers.
 TEST_F(CudaLaunchTest, ATensorMapTheDriverCannotEncodeIsUnsupported) {
-  auto* const encoder_answers =
-      cubert::test::fake_hook<void (*)(CUresult)>("cubert_fake_tensor_map_result");
+  auto* const encoder_answers = cubert::test::fake::tensor_map_result();
   if (!encoder_answers) GTEST_SKIP() << "needs the fake driver's tensor-map hook";
   auto const in = server_->empty(64 * 64 * sizeof(float));
   cubert::tensor_map_meta meta;
@@ -334,8 +333,7 @@ TEST_F(CudaLaunchTest, AClusterReachesTheDriverAndBadClustersAreNamed) {
   if (server_->properties().hardware.max_cluster_size < 8) {
     GTEST_SKIP() << "needs thread-block clusters of 8 (sm_90 and newer)";
   }
-  auto* const last_cluster =
-      cubert::test::fake_hook<void (*)(unsigned*)>("cubert_fake_last_cluster");
+  auto* const last_cluster = cubert::test::fake::last_cluster();
   auto const clustered = [](std::uint32_t x, std::uint32_t y) {
     return kernel::builder(fmt::format("launch_test::cluster_{}x{}", x, y))
         .cube_dim(32)
@@ -386,8 +384,7 @@ TEST_F(CudaLaunchTest, ACooperativeLaunchReachesTheDriverAndATooLargeGridIsNamed
   if (!server_->properties().hardware.cooperative_launch) {
     GTEST_SKIP() << "needs cooperative launches";
   }
-  auto* const last_cooperative =
-      cubert::test::fake_hook<bool (*)()>("cubert_fake_last_cooperative");
+  auto* const last_cooperative = cubert::test::fake::last_cooperative();
   auto const cooperative = [](std::string const& name, std::uint32_t cluster) {
     return kernel::builder(name)
         .cube_dim(256)
@@ -475,27 +472,23 @@ TEST_F(CudaLaunchTest, ACooperativeLaunchReachesTheDriverAndATooLargeGridIsNamed
 
 // The hooks the tests look up: a test finding none skips itself or checks nothing, which on the
 // fake driver would hide a renamed export.
+#define CUBERT_EXPECT_HOOK(name, type) \
+  EXPECT_NE(cubert::test::fake::name(), nullptr) << "cubert_fake_" #name;
 TEST_F(CudaLaunchTest, TheFakeDriverHasEveryHookTheTestsUse) {
   if (!fake_driver()) GTEST_SKIP() << "a real driver has no test hooks";
-  for (char const* name :
-       {"cubert_fake_busy_frees", "cubert_fake_bytes_to_host", "cubert_fake_context_refs",
-        "cubert_fake_fail_context_retains", "cubert_fake_fail_copies",
-        "cubert_fake_fail_host_allocs", "cubert_fake_fail_module_loads",
-        "cubert_fake_graph_launches", "cubert_fake_last_cluster", "cubert_fake_live_modules",
-        "cubert_fake_last_cooperative", "cubert_fake_live_graphs", "cubert_fake_live_streams",
-        "cubert_fake_next_elapsed_ms", "cubert_fake_pinned_allocations",
-        "cubert_fake_tensor_map_result"}) {
-    EXPECT_NE(cubert::test::fake_hook<void (*)()>(name), nullptr) << name;
-  }
+  // Every hook fake_driver_hooks.hpp declares (the driver's definitions are checked against
+  // their types when it compiles): a hook missing from the loaded library would skip its tests.
+  CUBERT_FAKE_DRIVER_HOOKS(CUBERT_EXPECT_HOOK)
 }
+#undef CUBERT_EXPECT_HOOK
 
 // Captured kernels, fills and copies become one device graph, compiled and checked when it is
 // made: a replay is one cuGraphLaunch, and dropping the graph destroys its driver objects. A
 // step a kernel node does not carry (a dynamic count) keeps the graph as steps; a bad step is
 // refused at once and leaves nothing behind.
 TEST_F(CudaLaunchTest, CapturedWorkIsOneDeviceGraphCheckedWhenMadeAndDroppedWhole) {
-  auto* const graph_launches = cubert::test::fake_hook<int (*)()>("cubert_fake_graph_launches");
-  auto* const live_graphs = cubert::test::fake_hook<int (*)()>("cubert_fake_live_graphs");
+  auto* const graph_launches = cubert::test::fake::graph_launches();
+  auto* const live_graphs = cubert::test::fake::live_graphs();
   auto const k =
       kernel::builder("launch_test::graph_kernel")
           .cube_dim(64)
@@ -571,11 +564,9 @@ TEST_F(CudaLaunchTest, CapturedWorkIsOneDeviceGraphCheckedWhenMadeAndDroppedWhol
 // cluster that does not divide the grid, more cooperative cubes than fit) is refused when the
 // graph is made.
 TEST_F(CudaLaunchTest, ClustersAndCooperativeLaunchesStayInTheDeviceGraph) {
-  auto* const graph_launches = cubert::test::fake_hook<int (*)()>("cubert_fake_graph_launches");
-  auto* const last_cluster =
-      cubert::test::fake_hook<void (*)(unsigned*)>("cubert_fake_last_cluster");
-  auto* const last_cooperative =
-      cubert::test::fake_hook<bool (*)()>("cubert_fake_last_cooperative");
+  auto* const graph_launches = cubert::test::fake::graph_launches();
+  auto* const last_cluster = cubert::test::fake::last_cluster();
+  auto* const last_cooperative = cubert::test::fake::last_cooperative();
   auto const source = "extern \"C\" __global__ void k() {}";
   std::vector<graph_step> steps(2);
   steps[0].k = kernel::builder("launch_test::graph_cooperative")

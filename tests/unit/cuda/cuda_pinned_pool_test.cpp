@@ -8,7 +8,7 @@
 #include "cuda_driver.hpp"
 #include "cuda_host_buffer.hpp"
 #include "cuda_server.hpp"
-#include "fake_hook.hpp"
+#include "fake_driver_hooks.hpp"
 
 #include <cubert/bytes.hpp>
 #include <cubert/cuda.hpp>
@@ -283,7 +283,7 @@ TEST_F(CudaReadPoolTest, HostBuffersComeFromThePoolAndGoBackToIt) {
 // A host that will not pin more gets the pool's idle blocks back first, whatever the size asked
 // for: a buffer beyond the pool's cap was refused with idle blocks still pinned.
 TEST_F(CudaReadPoolTest, AFailedPinUnpinsIdleBlocksAndRetriesBeyondTheCapToo) {
-  auto const fail = cubert::test::fake_hook<void (*)(int)>("cubert_fake_fail_host_allocs");
+  auto const fail = cubert::test::fake::fail_host_allocs();
   if (!fail) GTEST_SKIP() << "needs the fake driver's failure hook";
   auto s = server(4 * mib);
   for (std::size_t n : {std::size_t{4096}, 8 * mib}) {

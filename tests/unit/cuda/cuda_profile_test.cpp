@@ -5,7 +5,7 @@
 #include "byte_helpers.hpp"
 #include "channel/channel.hpp"
 #include "channel_kind_print.hpp"
-#include "fake_hook.hpp"
+#include "fake_driver_hooks.hpp"
 
 #include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
@@ -24,8 +24,6 @@
 #include <vector>
 
 namespace {
-
-using cubert::test::fake_hook;
 
 using cubert::channel_kind;
 
@@ -101,7 +99,7 @@ TEST_P(CudaProfile, AroundAFailingLaunchFailsWithItsTextAndLaterOnesMeasure) {
 // refused when resolved, naming the call and the value; it used to be converted to an integer,
 // which is undefined. Later profiles measure.
 TEST_P(CudaProfile, AnElapsedTimeThatIsNoDurationIsRefused) {
-  auto const next_elapsed = fake_hook<void (*)(float)>("cubert_fake_next_elapsed_ms");
+  auto const next_elapsed = cubert::test::fake::next_elapsed_ms();
   if (!next_elapsed) GTEST_SKIP() << "needs the fake driver's elapsed-time hook";
   cubert::cuda::options opts;
   opts.kernel_cache_dir = std::filesystem::path{};
@@ -131,9 +129,9 @@ TEST_P(CudaProfile, AnElapsedTimeThatIsNoDurationIsRefused) {
 // A constructor failing late (the profiler cannot retain the context) gives back the context
 // and the stream, and the next server works.
 TEST_P(CudaProfile, AServerThatCannotRetainItsContextForProfilesLeavesNothingBehind) {
-  auto const fail_retains = fake_hook<void (*)(int, int)>("cubert_fake_fail_context_retains");
-  auto const refs = fake_hook<int (*)()>("cubert_fake_context_refs");
-  auto const streams = fake_hook<std::size_t (*)()>("cubert_fake_live_streams");
+  auto const fail_retains = cubert::test::fake::fail_context_retains();
+  auto const refs = cubert::test::fake::context_refs();
+  auto const streams = cubert::test::fake::live_streams();
   if (!fail_retains || !refs || !streams) GTEST_SKIP() << "needs the fake driver's hooks";
   cubert::cuda::options opts;
   opts.kernel_cache_dir = std::filesystem::path{};

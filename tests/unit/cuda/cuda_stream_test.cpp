@@ -7,7 +7,7 @@
 #include "cuda_server.hpp"
 #include "cuda_storage.hpp"
 #include "failing_new.hpp"
-#include "fake_hook.hpp"
+#include "fake_driver_hooks.hpp"
 #include "owned_stream.hpp"
 #include "stream_gate.hpp"
 
@@ -165,7 +165,7 @@ using cubert::test::stream_gate;
 
 // The fake driver's count of frees made while a stream had work left; none on a GPU.
 int busy_frees() {
-  auto* const count = cubert::test::fake_hook<int (*)()>("cubert_fake_busy_frees");
+  auto* const count = cubert::test::fake::busy_frees();
   return count ? count() : 0;
 }
 

@@ -7,7 +7,7 @@
 #include "cuda_driver.hpp"
 #include "cuda_host_buffer.hpp"
 #include "cuda_server.hpp"
-#include "fake_hook.hpp"
+#include "fake_driver_hooks.hpp"
 
 #include <cubert/client.hpp>
 #include <cubert/cuda.hpp>
@@ -23,8 +23,6 @@
 #include <vector>
 
 namespace {
-
-using cubert::test::fake_hook;
 
 using cubert::binding;
 using cubert::host_buffer;
@@ -203,7 +201,7 @@ TEST_P(CudaTransferTest, SizeMismatchAndUnknownBindingAreInvalidArgument) {
 // A dense tensor at the start of a large binding moves its own bytes: the default way read the
 // whole binding, scattered it on the host and wrote it all back (2 × 64 MiB for 64 bytes).
 TEST_P(CudaTransferTest, ADenseTensorWriteMovesOnlyItsBytes) {
-  auto const to_host = fake_hook<std::size_t (*)()>("cubert_fake_bytes_to_host");
+  auto const to_host = cubert::test::fake::bytes_to_host();
   if (to_host == nullptr) GTEST_SKIP() << "counts the fake driver's copies";
   auto const h = server_->create(byte_pattern(64 * mib, 3));
   auto const before = to_host();
@@ -307,7 +305,7 @@ TEST_P(CudaTransferTest, ClientsOnBothChannelsReadIntoFromManyThreads) {
 
 // Makes the next n pinned allocations fail.
 auto fake_host_alloc_failures() {
-  return fake_hook<void (*)(int)>("cubert_fake_fail_host_allocs");
+  return cubert::test::fake::fail_host_allocs();
 }
 
 // A ring of 4 KiB blocks, up to eight, one copy thread, reads off the pool (so they do not take
@@ -399,7 +397,7 @@ TEST(CudaStagingFailure, AHostThatPinsNoMoreStillUsesTheRingItHas) {
 TEST(CudaStagingFailure, AHostThatPinsNothingStillTransfersThroughTheDriver) {
   if (cubert::cuda::device_count() == 0) GTEST_SKIP() << cubert::cuda::unavailable_reason();
   auto const fail = fake_host_alloc_failures();
-  auto const pinned = fake_hook<std::size_t (*)()>("cubert_fake_pinned_allocations");
+  auto const pinned = cubert::test::fake::pinned_allocations();
   if (!fail || !pinned) GTEST_SKIP() << "needs the fake driver's failure hook";
   auto opts = small_ring();
   opts.copy_threads = 2;
@@ -424,7 +422,7 @@ TEST(CudaStagingFailure, AHostThatPinsNothingStillTransfersThroughTheDriver) {
 
 // Counts the live pinned host allocations.
 auto fake_pinned_count() {
-  return fake_hook<std::size_t (*)()>("cubert_fake_pinned_allocations");
+  return cubert::test::fake::pinned_allocations();
 }
 
 // An upload's copy threads fill two staging blocks each in turn (more let the copies run ahead
@@ -471,7 +469,7 @@ TEST(CudaStagingRing, AHugeBlockCapStillTransfers) {
 
 // Lets `after` 1D copies through and fails the next `n`.
 auto fake_copy_failures() {
-  return fake_hook<void (*)(int, int)>("cubert_fake_fail_copies");
+  return cubert::test::fake::fail_copies();
 }
 
 // A copy failing part-way through a pipelined transfer (upload, read, read_into; the first

@@ -6,7 +6,7 @@
 // `cuda_wait_fake_driver`); skipped where neither is present.
 #include "channel/channel.hpp"
 #include "cuda_driver.hpp"
-#include "fake_hook.hpp"
+#include "fake_driver_hooks.hpp"
 #include "owned_stream.hpp"
 #include "stream_gate.hpp"
 
@@ -272,7 +272,7 @@ TEST_P(CudaWaitOutside, AWaitedSmallPageableReadCopiesOnlyOnce) {
 // block; it waits for that copy before the block goes back to its pool (where it could be
 // unpinned, or handed out, under the DMA). Needs the fake driver's copy-failure hook.
 TEST_P(CudaWaitOutside, AFailedReadWaitsForTheCopiesItQueued) {
-  auto* const fail_copies = cubert::test::fake_hook<void (*)(int, int)>("cubert_fake_fail_copies");
+  auto* const fail_copies = cubert::test::fake::fail_copies();
   if (!fail_copies) GTEST_SKIP() << "needs the fake driver's copy-failure hook";
   auto const a = client_->create(pattern_bytes(4096, 1));
   auto const b = client_->create(pattern_bytes(4096, 2));
@@ -294,15 +294,14 @@ TEST_P(CudaWaitOutside, AFailedReadWaitsForTheCopiesItQueued) {
 
 // One of the fake driver's counters (none on a GPU).
 template <typename T>
-std::optional<T> fake_count(char const* name) {
-  auto* const count = cubert::test::fake_hook<T (*)()>(name);
+std::optional<T> fake_count(T (*count)()) {
   if (!count) return std::nullopt;
   return count();
 }
 
 // The fake driver's bytes of device memory allocated (none on a GPU).
 std::optional<std::size_t> device_bytes() {
-  return fake_count<std::size_t>("cubert_fake_device_bytes");
+  return fake_count(cubert::test::fake::device_bytes());
 }
 
 // A client of device 0 on a stream of its own (not the fixture's), its pools laid out as
@@ -338,7 +337,7 @@ TEST_P(CudaWaitOutside, ASyncWithAPageFreeQueuedLetsOtherThreadsCall) {
   auto const mib = std::uint64_t{1} << 20;
   // Whole free pages go back before the pool grows: a page goes without a cleanup call.
   open_client(releasing_free_pages());
-  auto const busy_before = fake_count<int>("cubert_fake_busy_frees");
+  auto const busy_before = fake_count(cubert::test::fake::busy_frees());
   auto const h = client_->empty(4096);  // A page that stays.
   queue_a_page_free();
   auto const joiner = threads_joined();
@@ -351,7 +350,7 @@ TEST_P(CudaWaitOutside, ASyncWithAPageFreeQueuedLetsOtherThreadsCall) {
     EXPECT_EQ(*device_bytes(), *held - mib)
         << "the page given back while the stream was busy was never freed";
   }
-  EXPECT_EQ(fake_count<int>("cubert_fake_busy_frees"), busy_before)
+  EXPECT_EQ(fake_count(cubert::test::fake::busy_frees()), busy_before)
       << "cuMemFree was called with work left on the stream";
 }
 
@@ -360,7 +359,7 @@ TEST_P(CudaWaitOutside, ASyncWithAPageFreeQueuedLetsOtherThreadsCall) {
 TEST_P(CudaWaitOutside, AnotherClientsBusyStreamKeepsAPageFreeQueued) {
   if (!device_bytes()) GTEST_SKIP() << "needs the fake driver's count of device bytes";
   auto const mib = std::uint64_t{1} << 20;
-  auto const busy_before = fake_count<int>("cubert_fake_busy_frees");
+  auto const busy_before = fake_count(cubert::test::fake::busy_frees());
   auto const other = other_client(releasing_free_pages(), GetParam());
   let_a_page_go_idle(other);
   hold_stream();  // This fixture's client's stream.
@@ -374,7 +373,7 @@ TEST_P(CudaWaitOutside, AnotherClientsBusyStreamKeepsAPageFreeQueued) {
   other.sync();  // Finds every stream idle.
   EXPECT_EQ(*device_bytes(), before + mib)
       << "the queued page was not freed once every stream was idle";
-  EXPECT_EQ(fake_count<int>("cubert_fake_busy_frees"), busy_before)
+  EXPECT_EQ(fake_count(cubert::test::fake::busy_frees()), busy_before)
       << "cuMemFree was called with work left on a stream of the device";
 }
 
@@ -400,7 +399,7 @@ TEST_P(CudaWaitOutside, AGoneClientsStreamIsNotWaitedFor) {
 TEST_P(CudaWaitOutside, ASyncReportingALaunchErrorLeavesPagesQueuedWhileAnotherStreamRuns) {
   if (!device_bytes()) GTEST_SKIP() << "needs the fake driver's count of device bytes";
   auto const mib = std::uint64_t{1} << 20;
-  auto const busy_before = fake_count<int>("cubert_fake_busy_frees");
+  auto const busy_before = fake_count(cubert::test::fake::busy_frees());
   auto const other = other_client(releasing_free_pages(), GetParam());
   // More threads per cube than any device has: refused by cuLaunchKernel, reported at the sync.
   auto const refused = cubert::kernel::builder("wait_test::refused")
@@ -416,7 +415,7 @@ TEST_P(CudaWaitOutside, ASyncReportingALaunchErrorLeavesPagesQueuedWhileAnotherS
   EXPECT_THROW(other.sync(), cubert::device_error);
   EXPECT_EQ(*device_bytes(), before + 2 * mib)
       << "the sync freed a page while another client's stream was busy";
-  EXPECT_EQ(fake_count<int>("cubert_fake_busy_frees"), busy_before)
+  EXPECT_EQ(fake_count(cubert::test::fake::busy_frees()), busy_before)
       << "cuMemFree was called with work left on a stream of the device";
   gate_.open.store(true);
   ASSERT_EQ(driver().cuStreamSynchronize(owned_.stream), CUDA_SUCCESS);
@@ -428,11 +427,11 @@ TEST_P(CudaWaitOutside, ASyncReportingALaunchErrorLeavesPagesQueuedWhileAnotherS
 // evicting an idle pinned block from the read pool, only retires it; the server unpins it at the
 // first call after a wait that finds the device idle.
 TEST_P(CudaWaitOutside, ADroppedReadResultDoesNotUnpinWhileTheDeviceIsBusy) {
-  auto const pinned = [] { return fake_count<std::size_t>("cubert_fake_pinned_allocations"); };
+  auto const pinned = [] { return fake_count(cubert::test::fake::pinned_allocations()); };
   if (!pinned()) GTEST_SKIP() << "needs the fake driver's count of pinned allocations";
   auto const kib = std::size_t{1} << 10;
   open_client(cubert::memory::memory_configuration::caching(), 16 * kib);
-  auto const busy_before = fake_count<int>("cubert_fake_busy_frees");
+  auto const busy_before = fake_count(cubert::test::fake::busy_frees());
   auto const a = client_->create(pattern_bytes(16 * kib, 1));
   auto const b = client_->create(pattern_bytes(8 * kib, 2));
   std::optional<cubert::bytes> first{client_->read_one(a.binding())};   // A 16 KiB block.
@@ -447,7 +446,7 @@ TEST_P(CudaWaitOutside, ADroppedReadResultDoesNotUnpinWhileTheDeviceIsBusy) {
   client_->sync();  // Waits outside; the device is idle after it.
   client_->flush();
   EXPECT_EQ(*pinned(), before - 1) << "the evicted block was never unpinned";
-  EXPECT_EQ(fake_count<int>("cubert_fake_busy_frees"), busy_before)
+  EXPECT_EQ(fake_count(cubert::test::fake::busy_frees()), busy_before)
       << "a free ran with work left on a stream of the device";
 }
 

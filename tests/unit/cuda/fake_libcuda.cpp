@@ -15,44 +15,10 @@
 // reaches it. From then on, as with the real driver after a kernel fault, every call that needs
 // the context returns CUDA_ERROR_ILLEGAL_ADDRESS, for the rest of the process (frees still free,
 // so the sanitizers see no leak). Tests that fault therefore run in a child process.
-// `cubert_fake_fail_host_allocs(n)` (found with dlsym) makes the next n pinned allocations fail
-// with CUDA_ERROR_OUT_OF_MEMORY, as a host that will not pin more does.
-// `cubert_fake_fail_module_loads(n)` makes the next n cuModuleLoadData calls fail with
-// CUDA_ERROR_OUT_OF_MEMORY, as a device with no room left for code does;
-// `cubert_fake_live_modules()` counts the modules loaded and not unloaded.
-// `cubert_fake_pinned_allocations()` counts the pinned host allocations alive;
-// `cubert_fake_device_bytes()` sums the device allocations alive; `cubert_fake_busy_frees()`
-// counts the cuMemFree and cuMemFreeHost calls made while a stream of the calling context had
-// work left (the real driver waits for the device there).
-// `cubert_fake_bytes_to_host()` sums the bytes device-to-host copies have moved.
-// `cubert_fake_fail_context_retains(after, n)` lets `after` cuDevicePrimaryCtxRetain calls through
-// and fails the next n with CUDA_ERROR_OUT_OF_MEMORY; `cubert_fake_context_refs()` and
-// `cubert_fake_live_streams()` say what a failed construction left behind.
-// `cubert_fake_on_failed_copy(fn)` calls `fn` (null: nothing) whenever an injected copy failure
-// happens, before the copy returns, as another thread could do anything meanwhile.
-// `cubert_fake_next_elapsed_ms(ms)` makes the next cuEventElapsedTime report `ms`, whatever it
-// is (NaN, infinite, negative), as a driver could.
-// `cubert_fake_tensor_map_result(r)` sets what cuTensorMapEncode* return (default
-// CUDA_ERROR_NOT_SUPPORTED: this driver cannot encode).
-// `cubert_fake_last_cluster(out)` writes the cluster of the last cuLaunchKernelEx,
-// `cubert_fake_last_cooperative()` whether it was cooperative (a graph's kernel node with
-// attributes replays through cuLaunchKernelEx, so these see it too).
-// `cubert_fake_count_calls(on)` starts (or stops) counting the calls of each entry point and
-// disarms them all, `cubert_fake_calls(entry)` and `cubert_fake_called_entries` read the counts,
-// and `cubert_fake_fail_call(entry, after, times, result)` fails calls of `entry` after `after`
-// went through, `times` calls in a row (0: every call until disarmed with a null entry), several
-// entry points at once if asked; `cubert_fake_injected_failures()` counts the failures made
-// since counting started. See FAKE_INJECT.
-// `cubert_fake_live_events()` counts the events created and not destroyed.
-// `cubert_fake_other_context(fault)` returns a second context, which owns nothing and runs
-// nothing: calls made under it fail with `fault` unless that is CUDA_SUCCESS, and stream queries
-// and syncs made under it with a stream of the primary context fail with
-// CUDA_ERROR_INVALID_CONTEXT. It shows whether the server asks its own context or the one other
-// code left the thread in. The real driver differs (580 on an H100 and on two H200s, probed
-// 2026-11-22): it answers for another context's stream, with the current context's sticky
-// error, and one kernel fault poisons every context of the process, on every device; a fault
-// kept per context is only this driver's way of telling the two contexts apart.
+// Its test hooks (`cubert_fake_*`, exported for tests to find with dlsym) are declared, typed and
+// documented in fake_driver_hooks.hpp; the definitions below are checked against those types.
 #include "fake_cuda_stream.hpp"
+#include "fake_driver_hooks.hpp"
 
 #include <cuda.h>
 
@@ -70,6 +36,7 @@
 #include <string>
 #include <string_view>
 #include <sys/wait.h>
+#include <type_traits>
 #include <unistd.h>
 #include <utility>
 #include <vector>
@@ -1299,3 +1266,10 @@ __attribute__((visibility("default"))) int cubert_fake_injected_failures() {
 }
 
 }  // extern "C"
+
+// Every hook the tests call through fake_driver_hooks.hpp is defined here, with its type.
+#define CUBERT_CHECK_HOOK(name, type)                                                           \
+  static_assert(std::is_same_v<decltype(&::cubert_fake_##name), cubert::test::fake::name##_fn>, \
+                "cubert_fake_" #name " differs from its type in fake_driver_hooks.hpp");
+CUBERT_FAKE_DRIVER_HOOKS(CUBERT_CHECK_HOOK)
+#undef CUBERT_CHECK_HOOK
