@@ -138,7 +138,11 @@ TEST_F(CudaFailedWait, AStagingRingThatCannotBeDrainedIsSetAside) {
     fail_copies_(0, 0);
     auto const want = byte_pattern(3 * mib, 3 + static_cast<std::uint32_t>(round));
     server.write(dst.binding(), want);
-    EXPECT_TRUE(same(read(server, dst), want));  // A staged download: the stream is idle after.
+    EXPECT_TRUE(same(read(server, dst), want));
+    // The stream seen idle: the sync waits for it, and the next upload's reclaim unpins what was
+    // set aside (under load the read above may come back through the read pool, not staged).
+    server.sync().get();
+    server.write(scratch.binding(), byte_pattern(64, 9));
     if (round == 0) after_first = pinned();
     EXPECT_LE(pinned(), after_first) << "the blocks set aside stay pinned";
   }
