@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// cubecl's dummy harness (§5.1): a server over host memory that runs kernels synchronously,
-// the dummy byte kernels, and a client factory. Used by the client, channel and autotune tests.
+// cubecl's dummy harness (docs/maintainer/cubecl-semantics.md §5.1): a server that runs kernels
+// synchronously (the null backend with cubecl's argument convention), the dummy byte kernels,
+// and a client factory. Used by the client, channel and autotune tests.
 #pragma once
 
 #include "channel/channel.hpp"
+#include "null_server.hpp"
 
 #include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>
 #include <cubert/cpu.hpp>
 #include <cubert/error.hpp>
-#include <cubert/memory/host_storage.hpp>
-#include <cubert/memory/memory_manager.hpp>
 
 #include <chrono>
 #include <cstring>
@@ -22,108 +22,42 @@
 
 namespace cubert::test {
 
-/// cubecl's DummyServer: `read` returns each binding's bytes (offsets honoured, unlike cubecl's),
-/// `execute` calls the kernel's CPU body once for cube (0,0,0) on the calling thread, with the
-/// buffers, then one buffer of metadata words, then one buffer per scalar group (elem order).
-class dummy_server final : public backend::server {
+/// cubecl's DummyServer over the null backend (src/backends/null): `execute` calls the kernel's
+/// CPU body once, for cube (0,0,0), on the calling thread, with the buffers, then one buffer of
+/// metadata words, then one buffer per scalar group (elem order), as cubecl's harness passes
+/// them; the rest is the null server's, plus hooks the channel and client tests use.
+class dummy_server final : public null::null_server {
  public:
-  dummy_server()
-      : memory_(std::make_unique<memory::host_storage>(32),
-                memory::device_memory_properties{512ull << 20, 32}) {
-    props_.name = "dummy";
-    props_.backend = "dummy";
-    props_.memory = {512ull << 20, 32};
-    props_.hardware.plane_size_min = 32;
-    props_.hardware.plane_size_max = 32;
-    props_.hardware.max_bindings = 32;
-    props_.hardware.max_shared_memory_size = 48000;
-    props_.hardware.max_cube_count = {65535, 65535, 65535};
-    props_.hardware.max_units_per_cube = 1024;
-    props_.hardware.max_cube_dim = {1024, 1024, 64};
-    props_.hardware.num_compute_units = 1;
-    props_.timing = timing_method::system;
-  }
-
-  handle create(std::span<std::byte const> data) override {
-    auto h = empty(data.size());
-    if (!data.empty()) {
-      std::memcpy(memory_.get_resource(h.binding()).host_ptr<std::byte>(), data.data(),
-                  data.size());
-    }
-    return h;
-  }
-  handle empty(std::uint64_t size) override { return handle(memory_.reserve(size), size); }
-  std::future<std::vector<bytes>> read(std::vector<binding> bs) override {
-    errors_.rethrow_if_any();
-    std::vector<bytes> out;
-    for (auto const& b : bs) {
-      auto r = memory_.get_resource(b);
-      out.push_back(bytes::copy_of({r.host_ptr<std::byte const>(), r.size}));
-    }
-    std::promise<std::vector<bytes>> p;
-    p.set_value(std::move(out));
-    return p.get_future();
-  }
-  void write(binding const& dst, std::span<std::byte const> data) override {
-    memory::host_write(memory_.get_resource(dst), data);
-  }
-  void fill(binding const& dst, std::span<std::byte const> pattern) override {
-    memory::host_fill(memory_.get_resource(dst), pattern);
-  }
-  void copy(binding const& src, binding const& dst) override {
-    memory::host_copy(memory_.get_resource(src), memory_.get_resource(dst));
-  }
   void execute(kernel const& k, cube_count const&, bindings args, execution_mode mode) override {
-    auto const* fn = k.cpu();
-    if (fn == nullptr) throw launch_error("dummy server: kernel '" + k.name() + "' has no body");
+    if (k.cpu() == nullptr)
+      throw launch_error("dummy server: kernel '" + k.name() + "' has no body");
     std::vector<handle> extra;  // Keeps the metadata and scalar buffers alive for the call.
     extra.push_back(create(std::as_bytes(std::span{args.metadata.data})));
     for (auto const& [type, group] : args.scalars) extra.push_back(create(group.bytes()));
-    std::vector<cpu::buffer_view> views;
-    for (auto const& b : args.buffers) {
-      auto r = memory_.get_resource(b);
-      views.push_back({r.host_ptr<std::byte>(), r.size});
-    }
+    auto views = check_launch(k, args);
     for (auto const& h : extra) {
-      auto r = memory_.get_resource(h.binding());
+      auto r = memory().get_resource(h.binding());
       views.push_back({r.host_ptr<std::byte>(), r.size});
     }
     cpu::kernel_context ctx;
-    ctx.cube_count = {1, 1, 1};
     ctx.dim = k.cube_dim();
     ctx.buffers = views;
     ctx.bind_scalars(args.scalars);
     ctx.metadata = args.metadata.data;
     ctx.mode = mode;
-    try {
-      (*fn)(ctx);
-    } catch (...) {
-      errors_.record(std::current_exception());
-    }
+    run(k, ctx, {1, 1, 1});
   }
-  void flush() override { errors_.rethrow_if_any(); }
   std::future<void> sync() override {
     if (on_sync) return on_sync();
-    std::promise<void> p;
-    try {
-      errors_.rethrow_if_any();
-      p.set_value();
-    } catch (...) {
-      p.set_exception(std::current_exception());
-    }
-    return p.get_future();
-  }
-  cubert::binding_resource get_resource(binding const& b) override {
-    return {b, memory_.get_resource(b)};
+    return null_server::sync();
   }
   memory::memory_usage memory_usage() override {
     if (on_memory_usage) on_memory_usage();
-    return memory_.usage();
+    return null_server::memory_usage();
   }
-  void memory_cleanup() override { memory_.cleanup(true); }
   profiling_token start_profile() override {
     if (on_start_profile) on_start_profile();
-    return profiler_.start();
+    return null_server::start_profile();
   }
   std::uint64_t instantiate_graph(std::vector<graph_step> const& steps) override {
     if (!own_graphs) return server::instantiate_graph(steps);
@@ -137,8 +71,6 @@ class dummy_server final : public backend::server {
     server::launch_graph(0, steps);
   }
   void drop_graph(std::uint64_t id) noexcept override { graphs_.erase(id); }
-  profile_duration end_profile(profiling_token t) override { return profiler_.stop(t); }
-  device_properties const& properties() const noexcept override { return props_; }
 
   /// Off: graphs replay step by step (id 0, as the default server's). On: graphs get ids, as a
   /// backend with its own graphs gives, and a replay of a dropped one is refused.
@@ -152,10 +84,6 @@ class dummy_server final : public backend::server {
  private:
   std::set<std::uint64_t> graphs_;
   std::uint64_t last_graph_ = 0;
-  device_properties props_;
-  memory::memory_manager memory_;
-  timestamp_profiler profiler_;
-  backend::async_error errors_;
 };
 
 /// A new client over a fresh dummy server.

@@ -253,8 +253,11 @@ class server {
   virtual void execute(kernel const& k, cube_count const& count, bindings args,
                        execution_mode mode) = 0;
   /// Optional. Builds this backend's own executable form of `steps`, checking and compiling
-  /// them now, and returns its id (not 0); 0 when the backend has none (the default) or cannot
-  /// express a step, so that `launch_graph` submits the steps one by one.
+  /// them now, and returns its id (not 0); 0 when the backend has none or cannot express a
+  /// step, so that `launch_graph` submits the steps one by one. The default checks every step
+  /// as its submission would (launches through `check_captured_launch`, copies and fills with
+  /// `check_copy` / `check_fill` over `get_resource`) and returns 0, so that a graph with a bad
+  /// step is refused at capture, as a device graph is.
   /// @throws what `execute`, `copy` or `fill` would throw at once for a step.
   [[nodiscard]] virtual std::uint64_t instantiate_graph(std::vector<graph_step> const& steps);
   /// Enqueues graph `id` after all earlier work; with id 0 (the default's only kind) each step
@@ -291,6 +294,12 @@ class server {
   /// where a failed launch is reported, and an error rethrown there would be gone by the next
   /// sync. The default is `read` (for a server that defers no errors).
   [[nodiscard]] virtual bytes read_for_write(cubert::binding const& b);
+  /// What `execute` refuses at once for this launch (everything but a dynamic count's content,
+  /// which later steps may still write), for the default `instantiate_graph`. The default
+  /// checks nothing: a backend whose `execute` refuses anything overrides it with the same
+  /// checks.
+  virtual void check_captured_launch(kernel const& k, cube_count const& count, bindings const& args,
+                                     execution_mode mode);
 };
 
 }  // namespace cubert::backend
