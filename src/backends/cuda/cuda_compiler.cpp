@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cuda_compiler.hpp"
 
-#include "include_scan.hpp"
+#include "kernel/include_scan.hpp"
 #include "nvrtc_library.hpp"
 
 #include <cubert/error.hpp>
@@ -19,6 +19,9 @@
 #include <mutex>
 
 namespace cubert::cuda::detail {
+
+using cubert::detail::scan_includes;
+
 namespace {
 
 // The single conversion point for NVRTC calls other than the compilation itself.

@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "opencl_program_cache.hpp"
 
+#include "kernel/include_scan.hpp"
 #include "opencl_build_log.hpp"
 #include "opencl_library.hpp"
 
 #include <cubert/error.hpp>
+#include <cubert/logging.hpp>
 
 #include <fmt/format.h>
 
 #include <cstddef>
 #include <cstring>
+#include <string_view>
+#include <vector>
 
 namespace cubert::opencl::detail {
 namespace {
@@ -31,14 +35,49 @@ std::string build_log(cl_program program, cl_device_id device) {
   return log;
 }
 
-// The source names a file the cache key cannot see: its compiled form may change while the
-// source does not. Such programs are built every time (the cache is a speed-up, never a risk).
-bool includes_files(std::string const& source) {
-  return source.find("#include") != std::string::npos ||
-         source.find("# include") != std::string::npos;
+// clBuildProgram takes one string; the scan reads options one word per element, as NVRTC's.
+std::vector<std::string> option_words(std::string_view options) {
+  std::vector<std::string> words;
+  std::size_t at = 0;
+  while (at < options.size()) {
+    auto const start = options.find_first_not_of(" \t\n", at);
+    if (start == std::string_view::npos) break;
+    auto end = options.find_first_of(" \t\n", start);
+    if (end == std::string_view::npos) end = options.size();
+    words.emplace_back(options.substr(start, end - start));
+    at = end;
+  }
+  return words;
+}
+
+cubert::detail::include_scan scan(std::string_view source, std::string_view options) {
+  auto const words = option_words(options);
+  // A program has no file name: its quoted includes are looked for in the working directory.
+  return cubert::detail::scan_includes(source, "", words);
 }
 
 }  // namespace
+
+program_disk_key disk_key_of(std::string_view source, std::string_view options,
+                             std::string_view device, std::string_view platform_version) {
+  program_disk_key out;
+  auto const found = scan(source, options);
+  if (found.truncated || found.computed) {
+    out.bypass = found.truncated ? "its includes pass the include scan's limits"
+                                 : "it reaches an include or __has_include naming a macro";
+    return out;
+  }
+  out.headers = found.digest;
+  // A source without includes keeps the key it had before includes were covered.
+  std::string const covered =
+      out.headers.empty() ? std::string(options) : fmt::format("{}\x1e{}", options, out.headers);
+  out.key = cubert::detail::kernel_disk_cache::key(source, covered, device, platform_version);
+  return out;
+}
+
+std::string included_files_digest(std::string_view source, std::string_view options) {
+  return scan(source, options).digest;
+}
 
 opencl_program_cache::~opencl_program_cache() {
   auto const& api = opencl_state();
@@ -98,16 +137,19 @@ cl_program opencl_program_cache::program_for(kernel const& k, opencl_source_payl
                                              std::string const& options) {
   auto const key_pair = std::pair{payload.source, options};
   if (auto it = programs_.find(key_pair); it != programs_.end()) return it->second;
-  std::string disk_key;
-  bool const cacheable = disk_.enabled() && !includes_files(payload.source);
+  program_disk_key disk_key;
   cl_program program = nullptr;
-  if (cacheable) {
+  if (disk_.enabled()) {
     // The device's name, version and driver, and the platform's version: what makes a binary.
-    disk_key = cubert::detail::kernel_disk_cache::key(
-        payload.source, options,
-        fmt::format("{}|{}|{}", device_.name, device_.version, device_.driver_version),
-        device_.platform_version);
-    if (auto binary = disk_.load(disk_key)) {
+    disk_key =
+        disk_key_of(payload.source, options,
+                    fmt::format("{}|{}|{}", device_.name, device_.version, device_.driver_version),
+                    device_.platform_version);
+    if (!disk_key.bypass.empty()) {
+      log::write(log::category::compilation,
+                 "opencl: kernel '{}' bypasses the kernel disk cache: {}", k.name(),
+                 disk_key.bypass);
+    } else if (auto binary = disk_.load(disk_key.key)) {
       program = from_binary(*binary, options);
       if (program) ++stats_.disk_hits;
     }
@@ -115,7 +157,12 @@ cl_program opencl_program_cache::program_for(kernel const& k, opencl_source_payl
   if (!program) {
     program = from_source(k, payload, options);
     ++stats_.built;
-    if (cacheable) store_binary(program, disk_key);
+    // A header edited while the program built may be compiled in either version: such a binary
+    // is not stored under the key of the version read before.
+    if (!disk_key.key.empty() &&
+        included_files_digest(payload.source, options) == disk_key.headers) {
+      store_binary(program, disk_key.key);
+    }
   }
   try {
     programs_.emplace(key_pair, program);

@@ -12,11 +12,32 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <utility>
 #include <vector>
 
 namespace cubert::opencl::detail {
+
+/// A program's disk cache key and what it covers.
+struct program_disk_key {
+  std::string key;      ///< Empty when the program bypasses the disk cache (`bypass` says why).
+  std::string headers;  ///< Digest of the included files the key covers; empty when none.
+  std::string bypass;
+};
+
+/// The key a program built from `source` with `options` (as passed to clBuildProgram) for
+/// `device` (its name, version and driver) on a platform of `platform_version` is stored under.
+/// Files the source includes are found where OpenCL compilers look (the working directory, then
+/// the -I directories of `options`) and their contents are part of the key; a source whose
+/// includes the scan cannot follow completely (its limits, a header named by a macro) bypasses
+/// the cache rather than risk a stale hit after an edit the key cannot see.
+[[nodiscard]] program_disk_key disk_key_of(std::string_view source, std::string_view options,
+                                           std::string_view device,
+                                           std::string_view platform_version);
+
+/// The digest of the files `source` includes under `options`, as disk_key_of reads them.
+[[nodiscard]] std::string included_files_digest(std::string_view source, std::string_view options);
 
 /// A kernel ready to launch.
 struct loaded_kernel {

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The include scanner behind the kernel disk cache's key: no GPU, no NVRTC.
-#include "include_scan.hpp"
+#include "kernel/include_scan.hpp"
 
 #include "temp_dir.hpp"
 
@@ -15,13 +15,13 @@
 namespace {
 
 namespace fs = std::filesystem;
-using cubert::cuda::detail::find_includes;
-using cubert::cuda::detail::header_macro;
-using cubert::cuda::detail::include_directive;
-using cubert::cuda::detail::include_dirs;
-using cubert::cuda::detail::include_scan;
-using cubert::cuda::detail::macro_call;
-using cubert::cuda::detail::scan_includes;
+using cubert::detail::find_includes;
+using cubert::detail::header_macro;
+using cubert::detail::include_directive;
+using cubert::detail::include_dirs;
+using cubert::detail::include_scan;
+using cubert::detail::macro_call;
+using cubert::detail::scan_includes;
 
 using cubert::test::temp_dir;
 
