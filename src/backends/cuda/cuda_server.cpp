@@ -71,7 +71,7 @@ cuda_server::cuda_server(int ordinal, options const& opts)
     staging_ = std::make_unique<cuda_staging>(
         context_, stream_, opts.staging_block_size, opts.staging_blocks, opts.copy_threads,
         opts.streaming_downloads, std::chrono::microseconds(config::get().channel.spin_us));
-    modules_ = std::make_unique<cuda_module_cache>(cuda_compiler(disk_cache_for(opts)),
+    modules_ = std::make_unique<cuda_kernel_cache>(cuda_compiler(disk_cache_for(opts)),
                                                    info_.arch(), [this] {
                                                      memory_->cleanup(true);
                                                      memory_->storage().flush();

@@ -103,7 +103,7 @@ TEST_F(CudaServerTest, AddKernelFromCudaSource) {
                        .with_scalar(cubert::elem::u32, {n}),
                    execution_mode::checked);
   server_->sync().get();
-  EXPECT_EQ(server_->kernel_stats().compiled, 1U);
+  EXPECT_EQ(server_->kernel_stats().built, 1U);
 }
 
 TEST_F(CudaServerTest, ScalarsOfSeveralTypesAndMetadataArriveInOrder) {

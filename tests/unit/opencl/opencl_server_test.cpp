@@ -89,7 +89,7 @@ class OpenclServer : public ::testing::Test {
 
   // Runs add_u32 (+ `a` on four zeros) in a second server on the same disk cache, checks what
   // it computed and returns that server's build counters.
-  cubert::opencl::detail::opencl_program_cache::counters add_in_a_second_server(std::uint32_t a) {
+  cubert::opencl::detail::opencl_kernel_cache::counters add_in_a_second_server(std::uint32_t a) {
     cubert::opencl::options opts;
     opts.kernel_cache_dir = cache_dir();
     auto second = cubert::opencl::make_server(0, opts);

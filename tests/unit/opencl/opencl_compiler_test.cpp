@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The OpenCL disk cache's key: what it covers of the files a program includes. No device.
-#include "opencl_program_cache.hpp"
+// The OpenCL compiler's parts that need no device: build logs name the user's lines whether or
+// not the compiler honours `#line`; the disk cache's key covers the files a program includes.
+#include "opencl_compiler.hpp"
+
 #include "temp_dir.hpp"
 
 #include <gtest/gtest.h>
@@ -11,7 +13,42 @@ namespace {
 
 using cubert::detail::kernel_disk_cache;
 using cubert::opencl::detail::disk_key_of;
+using cubert::opencl::detail::source_lines_in_log;
 using cubert::test::temp_dir;
+
+constexpr char const program[] =
+    "#define A 1\n"         // 1
+    "#define B 2\n"         // 2
+    "#line 1 \"source\"\n"  // 3: the user's line 1 is physical line 4
+    "kernel void k() {\n"
+    "  x = 1;\n"
+    "}\n";
+
+TEST(OpenclBuildLog, ACompilerIgnoringTheDirectiveIsRenumbered) {
+  auto const log = source_lines_in_log(
+      "<kernel>:5:3: error: use of undeclared identifier 'x'\n  x = 1;\n  ^\n<kernel>:6:1: note",
+      program);
+  EXPECT_EQ(
+      log,
+      "<kernel>:2:3: error: use of undeclared identifier 'x'\n  x = 1;\n  ^\n<kernel>:3:1: note");
+}
+
+TEST(OpenclBuildLog, ACompilerHonouringItKeepsItsPositions) {
+  std::string const log = "source:2:3: error: use of undeclared identifier 'x'";
+  EXPECT_EQ(source_lines_in_log(log, program), log);
+}
+
+TEST(OpenclBuildLog, PositionsInThePreludeAndMalformedOnesStay) {
+  // A line at or before the directive is the prelude's own; text that is no number stays too.
+  EXPECT_EQ(source_lines_in_log("<kernel>:2:9: error\n<kernel>:x\n<kernel>:", program),
+            "<kernel>:2:9: error\n<kernel>:x\n<kernel>:");
+}
+
+TEST(OpenclBuildLog, ASourceWithoutTheDirectiveIsLeftAlone) {
+  std::string const log = "<kernel>:40:1: error: expected ';'";
+  EXPECT_EQ(source_lines_in_log(log, "kernel void k() {}\n"), log);
+  EXPECT_EQ(source_lines_in_log(log, "#line 1\nkernel void k() {}\n"), log);
+}
 
 constexpr char const* device = "PoCL device|OpenCL 3.0|6.0";
 constexpr char const* platform = "OpenCL 3.0 PoCL";

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The server's path from a kernel to a loaded module (cuda_module_cache): compile errors name the
+// The server's path from a kernel to a loaded module (cuda_kernel_cache): compile errors name the
 // kernel's own source and leave the server working. Runs on a device; without one it skips, and
 // CTest also runs it on the fake driver, where NVRTC compiles for real and so the host side of
 // the path runs under the CI sanitizers.
@@ -34,9 +34,9 @@ using cubert::graph_step;
 using cubert::invalid_argument;
 using cubert::kernel;
 
-class CudaModuleTest : public cubert::test::cuda_server_fixture {};
+class CudaKernelCacheTest : public cubert::test::cuda_server_fixture {};
 
-TEST_F(CudaModuleTest, CompilationErrorNamesTheKernelsOwnSourceEveryTime) {
+TEST_F(CudaKernelCacheTest, CompilationErrorNamesTheKernelsOwnSourceEveryTime) {
   // Longer than any small-string buffer, so a name that does not outlive the compile call
   // shows up as garbage here (and as a use-after-free under AddressSanitizer).
   std::string const name = "tests::a_kernel_whose_name_is_longer_than_a_small_string";
@@ -64,7 +64,7 @@ TEST_F(CudaModuleTest, CompilationErrorNamesTheKernelsOwnSourceEveryTime) {
 // The default dynamic limit is 48 KiB less the static shared memory, so with 32 KiB static a
 // 24 KiB dynamic request must opt in although it is under 48 KiB. The fake driver models the
 // same limits for entry points named cubert_fake_static_shared*.
-TEST_F(CudaModuleTest, StaticPlusDynamicSharedMemoryOptsInAndTooMuchIsNamed) {
+TEST_F(CudaKernelCacheTest, StaticPlusDynamicSharedMemoryOptsInAndTooMuchIsNamed) {
   constexpr char const* src = R"(
 extern "C" __global__ void cubert_fake_static_shared_k(unsigned* out) {
   __shared__ unsigned fixed[8192];
@@ -113,7 +113,7 @@ extern "C" __global__ void cubert_fake_static_shared_k(unsigned* out) {
 // The module is the kernel's code: kernels that differ only in what their launch takes (dynamic
 // shared memory sized per input, cube dims) compiled and loaded one module each, kept until the
 // server went.
-TEST_F(CudaModuleTest, KernelsDifferingOnlyInTheirLaunchShareOneModule) {
+TEST_F(CudaKernelCacheTest, KernelsDifferingOnlyInTheirLaunchShareOneModule) {
   auto* const live = cubert::test::fake::live_modules();
   int const before = live ? live() : 0;
   auto const stats_before = server_->kernel_stats();
@@ -131,7 +131,7 @@ TEST_F(CudaModuleTest, KernelsDifferingOnlyInTheirLaunchShareOneModule) {
   }
   EXPECT_NO_THROW(server_->sync().get());
   auto const& stats = server_->kernel_stats();
-  EXPECT_EQ(stats.compiled + stats.disk_hits - stats_before.compiled - stats_before.disk_hits, 1u);
+  EXPECT_EQ(stats.built + stats.disk_hits - stats_before.built - stats_before.disk_hits, 1u);
   if (live) {
     EXPECT_EQ(live() - before, 1);
   }
@@ -139,7 +139,7 @@ TEST_F(CudaModuleTest, KernelsDifferingOnlyInTheirLaunchShareOneModule) {
 
 // A module the driver has no room for: the pools' idle pages go back and the load is tried again;
 // without room even then, out_of_memory (it was launch_error, and nothing went back).
-TEST_F(CudaModuleTest, AModuleLoadOutOfMemoryGivesCachedMemoryBackAndRetries) {
+TEST_F(CudaKernelCacheTest, AModuleLoadOutOfMemoryGivesCachedMemoryBackAndRetries) {
   auto* const fail_loads = cubert::test::fake::fail_module_loads();
   if (!fail_loads) GTEST_SKIP() << "needs the fake driver's hooks";
   { auto const big = server_->empty(64ull << 20); }  // a cached idle page
@@ -167,7 +167,7 @@ TEST_F(CudaModuleTest, AModuleLoadOutOfMemoryGivesCachedMemoryBackAndRetries) {
 
 // cuModuleLoadData takes no length: bytes that are no ELF image or fatbin (PTX text passed as a
 // cubin, a truncated file) were handed over and read past their end.
-TEST_F(CudaModuleTest, ACubinThatIsNoImageIsRefusedNamingWhy) {
+TEST_F(CudaKernelCacheTest, ACubinThatIsNoImageIsRefusedNamingWhy) {
   auto const as_cubin = [](std::vector<std::byte> bytes) {
     return kernel::builder("prebuilt").cubin(std::move(bytes), "k").build();
   };
@@ -215,7 +215,7 @@ TEST_F(CudaModuleTest, ACubinThatIsNoImageIsRefusedNamingWhy) {
 
 // A request that does not fit the int the driver's opt-in takes is never put to the driver, so
 // the report must not blame cuFuncSetAttribute; it names the kernel, the size and the limits.
-TEST_F(CudaModuleTest, DynamicSharedMemoryBeyondAnIntIsRefusedWithoutBlamingTheDriver) {
+TEST_F(CudaKernelCacheTest, DynamicSharedMemoryBeyondAnIntIsRefusedWithoutBlamingTheDriver) {
   constexpr std::uint64_t huge = std::uint64_t{1} << 32;
   auto const k = kernel::builder("shared_beyond_int")
                      .cube_dim(32)

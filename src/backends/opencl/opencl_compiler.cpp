@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "opencl_program_cache.hpp"
+#include "opencl_compiler.hpp"
 
+#include "kernel/compiled_kernel_cache.hpp"
 #include "kernel/include_scan.hpp"
-#include "opencl_build_log.hpp"
 #include "opencl_library.hpp"
 
 #include <cubert/error.hpp>
@@ -10,10 +10,8 @@
 
 #include <fmt/format.h>
 
+#include <charconv>
 #include <cstddef>
-#include <cstring>
-#include <string_view>
-#include <vector>
 
 namespace cubert::opencl::detail {
 namespace {
@@ -35,6 +33,25 @@ std::string build_log(cl_program program, cl_device_id device) {
   return log;
 }
 
+// The program's binary for its one device; none where the platform keeps none (some build at
+// every load).
+std::optional<std::vector<std::byte>> program_binary(cl_program program) {
+  auto const& api = opencl_state();
+  std::size_t size = 0;
+  if (api.clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) !=
+          CL_SUCCESS ||
+      size == 0) {
+    return std::nullopt;
+  }
+  std::vector<std::byte> binary(size);
+  auto* data = reinterpret_cast<unsigned char*>(binary.data());
+  if (api.clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof data, &data, nullptr) !=
+      CL_SUCCESS) {
+    return std::nullopt;
+  }
+  return binary;
+}
+
 // clBuildProgram takes one string; the scan reads options one word per element, as NVRTC's.
 std::vector<std::string> option_words(std::string_view options) {
   std::vector<std::string> words;
@@ -54,6 +71,21 @@ cubert::detail::include_scan scan(std::string_view source, std::string_view opti
   auto const words = option_words(options);
   // A program has no file name: its quoted includes are looked for in the working directory.
   return cubert::detail::scan_includes(source, "", words);
+}
+
+// The physical line (1-based) of the last `#line 1 "` directive at the start of a line, or 0.
+std::size_t directive_line(std::string_view source) {
+  constexpr std::string_view directive = "#line 1 \"";
+  std::size_t line = 1;
+  std::size_t found = 0;
+  for (std::size_t pos = 0; pos < source.size();) {
+    if (source.substr(pos, directive.size()) == directive) found = line;
+    auto const end = source.find('\n', pos);
+    if (end == std::string_view::npos) break;
+    pos = end + 1;
+    ++line;
+  }
+  return found;
 }
 
 }  // namespace
@@ -79,14 +111,30 @@ std::string included_files_digest(std::string_view source, std::string_view opti
   return scan(source, options).digest;
 }
 
-opencl_program_cache::~opencl_program_cache() {
-  auto const& api = opencl_state();
-  for (auto& [id, k] : kernels_) api.clReleaseKernel(k->kernel);
-  for (auto& [key, program] : programs_) api.clReleaseProgram(program);
+std::string source_lines_in_log(std::string log, std::string_view source) {
+  auto const first = directive_line(source);
+  if (first == 0) return log;
+  constexpr std::string_view tag = "<kernel>:";
+  std::string out;
+  out.reserve(log.size());
+  std::size_t pos = 0;
+  for (auto at = log.find(tag); at != std::string::npos; at = log.find(tag, pos)) {
+    auto const digits = at + tag.size();
+    std::size_t n = 0;
+    auto const* begin = log.data() + digits;
+    auto const [end, ec] = std::from_chars(begin, log.data() + log.size(), n);
+    out.append(log, pos, digits - pos);
+    pos = digits;
+    if (ec != std::errc{} || end == begin || n <= first) continue;
+    out += std::to_string(n - first);
+    pos = static_cast<std::size_t>(end - log.data());
+  }
+  out.append(log, pos);
+  return out;
 }
 
-std::string opencl_program_cache::build_options(opencl_source_payload const& payload,
-                                                execution_mode mode) {
+std::string opencl_compiler::build_options(opencl_source_payload const& payload,
+                                           execution_mode mode) {
   std::string out;
   for (auto const& o : payload.options) {
     out += o;
@@ -96,49 +144,9 @@ std::string opencl_program_cache::build_options(opencl_source_payload const& pay
   return out;
 }
 
-loaded_kernel& opencl_program_cache::load(kernel const& k, execution_mode mode,
-                                          kernel_id const& id) {
-  auto const* payload = k.opencl_source();
-  if (!payload) throw launch_error(fmt::format("kernel '{}' has no OpenCL payload", k.name()));
-  auto const options = build_options(*payload, mode);
-  cl_program program = program_for(k, *payload, options);
-  cl_int err = CL_SUCCESS;
-  cl_kernel handle = opencl().clCreateKernel(program, payload->entry_point.c_str(), &err);
-  if (err == CL_INVALID_KERNEL_NAME) {
-    throw launch_error(fmt::format("kernel '{}': its OpenCL source has no kernel named '{}'",
-                                   k.name(), payload->entry_point));
-  }
-  check(err, "clCreateKernel", errc::launch_error);
-  auto loaded = std::make_unique<loaded_kernel>();
-  loaded->kernel = handle;
-  loaded->name = k.name();
-  auto const& api = opencl();
-  cl_uint args = 0;
-  std::size_t group = 0;
-  cl_int const a = api.clGetKernelInfo(handle, CL_KERNEL_NUM_ARGS, sizeof args, &args, nullptr);
-  cl_int const g = api.clGetKernelWorkGroupInfo(handle, device_.device, CL_KERNEL_WORK_GROUP_SIZE,
-                                                sizeof group, &group, nullptr);
-  if (a != CL_SUCCESS || g != CL_SUCCESS) {
-    api.clReleaseKernel(handle);
-    check(a != CL_SUCCESS ? a : g,
-          a != CL_SUCCESS ? "clGetKernelInfo" : "clGetKernelWorkGroupInfo");
-  }
-  loaded->num_args = args;
-  loaded->max_work_group = group;
-  try {
-    return *kernels_.emplace(id, std::move(loaded)).first->second;
-  } catch (...) {
-    api.clReleaseKernel(handle);
-    throw;
-  }
-}
-
-cl_program opencl_program_cache::program_for(kernel const& k, opencl_source_payload const& payload,
-                                             std::string const& options) {
-  auto const key_pair = std::pair{payload.source, options};
-  if (auto it = programs_.find(key_pair); it != programs_.end()) return it->second;
+built_program opencl_compiler::build(kernel const& k, opencl_source_payload const& payload,
+                                     std::string const& options) const {
   program_disk_key disk_key;
-  cl_program program = nullptr;
   if (disk_.enabled()) {
     // The device's name, version and driver, and the platform's version: what makes a binary.
     disk_key =
@@ -149,32 +157,19 @@ cl_program opencl_program_cache::program_for(kernel const& k, opencl_source_payl
       log::write(log::category::compilation,
                  "opencl: kernel '{}' bypasses the kernel disk cache: {}", k.name(),
                  disk_key.bypass);
-    } else if (auto binary = disk_.load(disk_key.key)) {
-      program = from_binary(*binary, options);
-      if (program) ++stats_.disk_hits;
     }
   }
-  if (!program) {
-    program = from_source(k, payload, options);
-    ++stats_.built;
-    // A header edited while the program built may be compiled in either version: such a binary
-    // is not stored under the key of the version read before.
-    if (!disk_key.key.empty() &&
-        included_files_digest(payload.source, options) == disk_key.headers) {
-      store_binary(program, disk_key.key);
-    }
-  }
-  try {
-    programs_.emplace(key_pair, program);
-  } catch (...) {
-    opencl_state().clReleaseProgram(program);
-    throw;
-  }
-  return program;
+  auto built = cubert::detail::compile_through<cl_program>(
+      disk_, disk_key.key,
+      [&](std::vector<std::byte> const& binary) { return from_binary(binary, options); },
+      [&] { return from_source(k, payload, options); },
+      [](cl_program program) { return program_binary(program); },
+      [&] { return included_files_digest(payload.source, options) == disk_key.headers; });
+  return {built.code, built.from_disk};
 }
 
-cl_program opencl_program_cache::from_binary(std::vector<std::byte> const& binary,
-                                             std::string const& options) noexcept {
+std::optional<cl_program> opencl_compiler::from_binary(std::vector<std::byte> const& binary,
+                                                       std::string const& options) const noexcept {
   auto const& api = opencl_state();
   std::size_t const size = binary.size();
   auto const* data = reinterpret_cast<unsigned char const*>(binary.data());
@@ -184,18 +179,18 @@ cl_program opencl_program_cache::from_binary(std::vector<std::byte> const& binar
       api.clCreateProgramWithBinary(context_, 1, &device_.device, &size, &data, &status, &err);
   if (err != CL_SUCCESS || status != CL_SUCCESS || !program) {
     if (program) api.clReleaseProgram(program);
-    return nullptr;  // A binary this platform no longer takes: built from source instead.
+    return std::nullopt;  // A binary this platform no longer takes: built from source instead.
   }
   if (api.clBuildProgram(program, 1, &device_.device, options.c_str(), nullptr, nullptr) !=
       CL_SUCCESS) {
     api.clReleaseProgram(program);
-    return nullptr;
+    return std::nullopt;
   }
   return program;
 }
 
-cl_program opencl_program_cache::from_source(kernel const& k, opencl_source_payload const& payload,
-                                             std::string const& options) {
+cl_program opencl_compiler::from_source(kernel const& k, opencl_source_payload const& payload,
+                                        std::string const& options) const {
   auto const& api = opencl();
   char const* text = payload.source.c_str();
   std::size_t const length = payload.source.size();
@@ -214,27 +209,6 @@ cl_program opencl_program_cache::from_source(kernel const& k, opencl_source_payl
         log, k.name());
   }
   return program;
-}
-
-void opencl_program_cache::store_binary(cl_program program, std::string const& key) const noexcept {
-  try {
-    auto const& api = opencl_state();
-    std::size_t size = 0;
-    if (api.clGetProgramInfo(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) !=
-            CL_SUCCESS ||
-        size == 0) {
-      return;  // The platform keeps no binary (some build at every load): nothing to cache.
-    }
-    std::vector<std::byte> binary(size);
-    auto* data = reinterpret_cast<unsigned char*>(binary.data());
-    if (api.clGetProgramInfo(program, CL_PROGRAM_BINARIES, sizeof data, &data, nullptr) !=
-        CL_SUCCESS) {
-      return;
-    }
-    (void)disk_.store(key, binary);
-  } catch (...) {
-    // Caching is a speed-up: a host short of memory builds again next time.
-  }
 }
 
 }  // namespace cubert::opencl::detail
