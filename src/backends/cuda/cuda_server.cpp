@@ -2,8 +2,8 @@
 #include "cuda_server.hpp"
 
 #include "base/exception_text.hpp"
-#include "cuda_driver.hpp"
 #include "cuda_host_buffer.hpp"
+#include "cuda_library.hpp"
 #include "cuda_storage.hpp"
 #include "cuda_tensor_layout.hpp"
 
@@ -76,7 +76,7 @@ cuda_server::cuda_server(int ordinal, options const& opts)
                                                      memory_->cleanup(true);
                                                      memory_->storage().flush();
                                                    });
-    profiler_ = std::make_unique<cuda_event_profiler>(stream_, info_.ordinal, info_.device);
+    profiler_ = std::make_unique<cuda_profiler>(stream_, info_.ordinal, info_.device);
     read_pool_ = cuda_pinned_pool::make(info_.device, opts.read_pool_bytes);
     events_ = cuda_event_pool::make(info_.device);
   } catch (...) {

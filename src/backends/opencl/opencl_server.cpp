@@ -58,7 +58,7 @@ opencl_server::opencl_server(int ordinal, options const& opts)
     memory_ =
         std::make_unique<memory::memory_manager>(std::move(storage), props_.memory, opts.memory);
     kernels_ = std::make_unique<opencl_kernel_cache>(context_, *device_, disk_cache_for(opts));
-    profiler_ = std::make_unique<opencl_event_profiler>(queue_);
+    profiler_ = std::make_unique<opencl_profiler>(queue_);
   } catch (...) {
     release();
     throw;

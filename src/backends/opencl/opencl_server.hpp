@@ -4,8 +4,8 @@
 
 #include "opencl_device.hpp"
 #include "opencl_event.hpp"
-#include "opencl_event_profiler.hpp"
 #include "opencl_kernel_cache.hpp"
+#include "opencl_profiler.hpp"
 
 #include <cubert/backend/server.hpp>
 #include <cubert/memory/memory_manager.hpp>
@@ -137,7 +137,7 @@ class opencl_server final : public backend::server {
   std::unique_ptr<memory::memory_manager> memory_;
   opencl_storage* pages_ = nullptr;  // memory_'s storage.
   std::unique_ptr<opencl_kernel_cache> kernels_;
-  std::unique_ptr<opencl_event_profiler> profiler_;
+  std::unique_ptr<opencl_profiler> profiler_;
   std::deque<upload> uploads_;
   std::size_t staged_bytes_ = 0;
   backend::async_error errors_;

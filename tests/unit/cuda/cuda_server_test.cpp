@@ -2,7 +2,7 @@
 // The CUDA server on a real device; every test skips itself where there is none.
 #include "cuda_server.hpp"
 
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 #include "cuda_server_fixture.hpp"
 #include "cuda_storage.hpp"
 #include "cuda_tensor_map.hpp"

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 
 #include "base/shared_library.hpp"
 #include "config/config_names.hpp"
