@@ -256,7 +256,7 @@ compiled_code cuda_compiler::compile(compile_request const& request) const {
         return std::optional<compiled_code>(compiled_code{std::move(bytes), ptx, true, {}});
       },
       [&] { return run_nvrtc(request, options, ptx); },
-      [](compiled_code const& code) { return std::optional(code.image); },
+      [](compiled_code const& code) { return &code.image; },
       // A rescan costs little beside NVRTC.
       [&] {
         return scan_includes(request.source, request.source_name, request.options).digest ==

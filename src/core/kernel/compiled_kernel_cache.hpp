@@ -117,10 +117,11 @@ struct disk_cached {
 /// The one order of a compile through the disk cache. Under `key` (empty: the kernel bypasses
 /// the cache), the stored bytes are made into code by `from_bytes` (an empty optional where the
 /// bytes no longer load: corrupt, or from another compiler); otherwise `build()` makes it and
-/// its bytes (`to_bytes`, an empty optional where there are none to keep) are stored, unless
-/// `still_valid()` says an input the key covers changed while it built (a header edited during
-/// the compile may be compiled in either version). Storing is a speed-up: a failure to store,
-/// even for want of host memory, leaves the code as built.
+/// its bytes are stored (`to_bytes`: an optional vector of bytes, or a pointer to one, empty or
+/// null where there are none to keep), unless `still_valid()` says an input the key covers
+/// changed while it built (a header edited during the compile may be compiled in either
+/// version). Storing is a speed-up: a failure to store, even for want of host memory, leaves the
+/// code as built.
 template <typename Code, typename FromBytes, typename Build, typename ToBytes, typename StillValid>
 [[nodiscard]] disk_cached<Code> compile_through(kernel_disk_cache const& disk,
                                                 std::string const& key, FromBytes&& from_bytes,
@@ -137,9 +138,7 @@ template <typename Code, typename FromBytes, typename Build, typename ToBytes, t
   if (!key.empty()) {
     try {
       if (still_valid()) {
-        if (std::optional<std::vector<std::byte>> bytes = to_bytes(out.code)) {
-          (void)disk.store(key, *bytes);
-        }
+        if (auto const bytes = to_bytes(out.code)) (void)disk.store(key, *bytes);
       }
     } catch (...) {
       // Built anyway: the next process builds it again.
