@@ -6,7 +6,7 @@
 // fails is reported and the others still run; the exit status is then 1.
 #include "cuda_bench.hpp"
 
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 #include "cuda_server.hpp"
 
 #include <cubert/cuda.hpp>

@@ -4,7 +4,7 @@
 // points their baselines use.
 #pragma once
 
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 
 #include <fmt/format.h>
 

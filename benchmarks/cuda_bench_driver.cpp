@@ -4,7 +4,7 @@
 // replay (docs/performance/cuda.md, "What the replay target asks of the driver").
 #include "cuda_bench.hpp"
 #include "cuda_bench_context.hpp"
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 #include "spin_kernel.hpp"
 
 #include <cubert/backend/server.hpp>

@@ -9,7 +9,7 @@
 // variants also take turns block by block, so drifts hit them alike. Figures are medians.
 #include "cuda_bench.hpp"
 #include "cuda_compiler.hpp"
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 #include "cuda_server.hpp"
 
 #include <cubert/client.hpp>

@@ -3,7 +3,7 @@
 // CUDA storage, against cuMemAllocAsync and (when given) PyTorch's caching allocator.
 #include "cuda_bench.hpp"
 #include "cuda_bench_context.hpp"
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 #include "cuda_storage.hpp"
 #include "trace_replay.hpp"
 

@@ -2,7 +2,7 @@
 // The pageable upload written directly against the driver, as a baseline for cubert's.
 #pragma once
 
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 
 #include <atomic>
 #include <barrier>

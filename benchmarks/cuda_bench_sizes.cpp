@@ -6,7 +6,7 @@
 // Blocks of each figure take turns; figures are medians of the blocks.
 #include "cuda_bench.hpp"
 #include "cuda_bench_context.hpp"
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 
 #include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>

@@ -7,7 +7,7 @@
 // allocated and dropped, against the driver's pin and unpin.
 #include "cuda_bench.hpp"
 #include "cuda_bench_context.hpp"
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 
 #include <cubert/backend/server.hpp>
 #include <cubert/client.hpp>

@@ -8,7 +8,7 @@
 #include "cuda_bench_context.hpp"
 #include "cuda_bench_raw_staged.hpp"
 #include "cuda_copy_pool.hpp"
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 #include "cuda_staging.hpp"
 
 #include <cubert/backend/server.hpp>

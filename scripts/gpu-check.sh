@@ -87,7 +87,7 @@ if ! cmake --build "$BUILD" -j "$JOBS" >"$LOGS/build.log" 2>&1; then
   grep -E 'error|FAILED' "$LOGS/build.log" | head -20
   note "full build FAILED (see $LOGS/build.log); building the CUDA targets alone"
   cmake --build "$BUILD" -j "$JOBS" --target cuda_unit_test cuda_gpu_test cuda_fault_test cuda_stream_test cuda_cache_probe \
-    cuda_transfer_test cuda_module_test cuda_profile_test cuda_wait_test cubert_fake_cuda cuda_bench >>"$LOGS/build.log" 2>&1 ||
+    cuda_transfer_test cuda_kernel_cache_test cuda_profile_test cuda_wait_test cubert_fake_cuda cuda_bench >>"$LOGS/build.log" 2>&1 ||
     note "CUDA targets FAILED to build"
 fi
 

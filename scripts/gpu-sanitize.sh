@@ -2,7 +2,7 @@
 # On a machine with an NVIDIA GPU: run the CUDA tests against the real driver under the checkers
 # that CI can only run against the fake libcuda.
 #   1. AddressSanitizer + UndefinedBehaviorSanitizer (host code: the server, copy threads,
-#      staging ring, pinned pool, module cache) with the GPU and conformance tests on cuda:0;
+#      staging ring, pinned pool, kernel cache) with the GPU and conformance tests on cuda:0;
 #   2. compute-sanitizer memcheck with leak checking (device code and driver API use: every
 #      kernel the tests launch, every device allocation freed by the end of each test binary).
 # Logs go to $OUT (when set) or build/gpu-sanitize/out; a short table is printed last.
@@ -33,7 +33,7 @@ declare -a SUMMARY=()
 note() { echo "gpu-sanitize: $*"; SUMMARY+=("$*"); }
 GEN=()
 command -v ninja >/dev/null && GEN=(-G Ninja)
-GPU_TESTS=(cuda_gpu_test cuda_transfer_test cuda_pinned_pool_test cuda_module_test cuda_autotune_test cuda_wait_test
+GPU_TESTS=(cuda_gpu_test cuda_transfer_test cuda_pinned_pool_test cuda_kernel_cache_test cuda_autotune_test cuda_wait_test
   cubert_cuda_robustness_tests cuda_fault_test cuda_stream_test cuda_profile_test)
 TSAN_TESTS=(cuda_transfer_test cuda_pinned_pool_test cuda_fault_test cuda_profile_test cuda_wait_test)
 [ -n "${GPU_SANITIZE_TESTS:-}" ] && read -r -a GPU_TESTS <<<"$GPU_SANITIZE_TESTS"

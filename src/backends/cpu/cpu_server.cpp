@@ -173,7 +173,7 @@ void cpu_server::check_cubes(kernel const& k, std::array<std::uint32_t, 3> count
     throw launch_error(fmt::format("kernel '{}': cube count ({}, {}, {}) exceeds 2^64 cubes",
                                    k.name(), counts[0], counts[1], counts[2]));
   }
-  if (cubes > cpu_thread_pool::max_count) {
+  if (cubes > cpu_queue::max_count) {
     throw launch_error(fmt::format("kernel '{}': cube count ({}, {}, {}) exceeds 2^63 cubes",
                                    k.name(), counts[0], counts[1], counts[2]));
   }

@@ -2,7 +2,7 @@
 // The CPU server: host memory through the memory manager, cubes on a thread pool.
 #pragma once
 
-#include "cpu_thread_pool.hpp"
+#include "cpu_queue.hpp"
 
 #include <cubert/backend/server.hpp>
 #include <cubert/cpu.hpp>
@@ -64,7 +64,7 @@ class cpu_server final : public backend::server {
 
   device_properties properties_;
   memory::memory_manager memory_;
-  cpu_thread_pool pool_;
+  cpu_queue pool_;
   timestamp_profiler profiler_;
   backend::async_error errors_;
   std::vector<buffer_view> views_;  // Reused across launches to avoid an allocation each.

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cuda_compiler.hpp"
 
-#include "include_scan.hpp"
+#include "kernel/compiled_kernel_cache.hpp"
+#include "kernel/include_scan.hpp"
 #include "nvrtc_library.hpp"
 
 #include <cubert/error.hpp>
@@ -17,8 +18,12 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 namespace cubert::cuda::detail {
+
+using cubert::detail::scan_includes;
+
 namespace {
 
 // The single conversion point for NVRTC calls other than the compilation itself.
@@ -243,12 +248,25 @@ compiled_code cuda_compiler::compile(compile_request const& request) const {
       headers = scan.digest;
       if (!headers.empty()) joined += "\x1e" + headers;
       key = kernel_disk_cache::key(request.source, joined, ptx ? "ptx" : "cubin", version);
-      if (auto cached = cache_.load(key)) {
-        return compiled_code{std::move(*cached), ptx, true, {}};
-      }
     }
   }
+  auto cached = cubert::detail::compile_through<compiled_code>(
+      cache_, key,
+      [&](std::vector<std::byte> bytes) {
+        return std::optional<compiled_code>(compiled_code{std::move(bytes), ptx, true, {}});
+      },
+      [&] { return run_nvrtc(request, options, ptx); },
+      [](compiled_code const& code) { return &code.image; },
+      // A rescan costs little beside NVRTC.
+      [&] {
+        return scan_includes(request.source, request.source_name, request.options).digest ==
+               headers;
+      });
+  return std::move(cached.code);
+}
 
+compiled_code cuda_compiler::run_nvrtc(compile_request const& request,
+                                       std::vector<std::string> const& options, bool ptx) {
   std::string const source(request.source);
   nvrtcProgram raw = nullptr;
   nvrtc_check(nvrtc().nvrtcCreateProgram(&raw, source.c_str(), request.source_name.c_str(), 0,
@@ -271,14 +289,7 @@ compiled_code cuda_compiler::compile(compile_request const& request) const {
                                options.front(), nvrtc().nvrtcGetErrorString(result), log);
     throw compilation_error(std::move(message), std::move(log), request.source_name);
   }
-  compiled_code code{program_image(raw, ptx), ptx, false, std::move(log)};
-  // A header edited while NVRTC ran may be compiled in either version: such an image is not
-  // stored under the key of the version read before (a rescan costs little beside NVRTC).
-  if (!key.empty() &&
-      scan_includes(request.source, request.source_name, request.options).digest == headers) {
-    cache_.store(key, code.image);
-  }
-  return code;
+  return compiled_code{program_image(raw, ptx), ptx, false, std::move(log)};
 }
 
 }  // namespace cubert::cuda::detail

@@ -56,6 +56,10 @@ class cuda_compiler {
   [[nodiscard]] kernel_disk_cache const& cache() const noexcept { return cache_; }
 
  private:
+  // NVRTC itself: `options` are the full command line, `ptx` what to emit.
+  [[nodiscard]] static compiled_code run_nvrtc(compile_request const& request,
+                                               std::vector<std::string> const& options, bool ptx);
+
   kernel_disk_cache cache_;
 };
 

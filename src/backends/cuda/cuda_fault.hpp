@@ -11,7 +11,7 @@
 // with that report instead of with whatever call came next.
 #pragma once
 
-#include "cuda_module_cache.hpp"
+#include "cuda_kernel_cache.hpp"
 
 #include <cuda.h>
 

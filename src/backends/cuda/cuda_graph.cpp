@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Device graphs of captured work: the steps become one chain of kernel, memcpy and memset
 // nodes, instantiated once and launched with one call per replay.
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 #include "cuda_server.hpp"
 
 #include <cubert/error.hpp>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The launch path: parameters marshalled from bindings, the checks a launch makes (clusters,
 // cooperative fit, dynamic shared memory) and the driver call; shared with device graphs.
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 #include "cuda_server.hpp"
 #include "cuda_tensor_map.hpp"
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // cuda_server's reads: downloads into pooled pinned blocks, queued on the stream and waited for
 // in the returned future, on the caller's thread, outside the server.
-#include "cuda_driver.hpp"
 #include "cuda_host_buffer.hpp"
+#include "cuda_library.hpp"
 #include "cuda_server.hpp"
 #include "cuda_storage.hpp"
 

@@ -3,7 +3,7 @@
 #include "channel/channel.hpp"
 #include "cuda_compiler.hpp"
 #include "cuda_device.hpp"
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 #include "cuda_server.hpp"
 #include "device/backend_entry.hpp"
 #include "nvrtc_library.hpp"

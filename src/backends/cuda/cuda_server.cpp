@@ -2,8 +2,8 @@
 #include "cuda_server.hpp"
 
 #include "base/exception_text.hpp"
-#include "cuda_driver.hpp"
 #include "cuda_host_buffer.hpp"
+#include "cuda_library.hpp"
 #include "cuda_storage.hpp"
 #include "cuda_tensor_layout.hpp"
 
@@ -71,12 +71,12 @@ cuda_server::cuda_server(int ordinal, options const& opts)
     staging_ = std::make_unique<cuda_staging>(
         context_, stream_, opts.staging_block_size, opts.staging_blocks, opts.copy_threads,
         opts.streaming_downloads, std::chrono::microseconds(config::get().channel.spin_us));
-    modules_ = std::make_unique<cuda_module_cache>(cuda_compiler(disk_cache_for(opts)),
+    modules_ = std::make_unique<cuda_kernel_cache>(cuda_compiler(disk_cache_for(opts)),
                                                    info_.arch(), [this] {
                                                      memory_->cleanup(true);
                                                      memory_->storage().flush();
                                                    });
-    profiler_ = std::make_unique<cuda_event_profiler>(stream_, info_.ordinal, info_.device);
+    profiler_ = std::make_unique<cuda_profiler>(stream_, info_.ordinal, info_.device);
     read_pool_ = cuda_pinned_pool::make(info_.device, opts.read_pool_bytes);
     events_ = cuda_event_pool::make(info_.device);
   } catch (...) {

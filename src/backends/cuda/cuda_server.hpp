@@ -3,10 +3,10 @@
 #pragma once
 
 #include "cuda_device.hpp"
-#include "cuda_event_profiler.hpp"
 #include "cuda_fault.hpp"
-#include "cuda_module_cache.hpp"
+#include "cuda_kernel_cache.hpp"
 #include "cuda_pinned_pool.hpp"
+#include "cuda_profiler.hpp"
 #include "cuda_staging.hpp"
 #include "cuda_stream_registry.hpp"
 #include "cuda_tensor_layout.hpp"
@@ -128,7 +128,7 @@ class cuda_server final : public backend::server {
   /// Threads sharing the host side of large transfers (tests and benchmarks).
   [[nodiscard]] unsigned copy_threads() const noexcept { return staging_->copy_threads(); }
   /// Compilation counters of the kernel cache (tests and benchmarks).
-  [[nodiscard]] cuda_module_cache::counters const& kernel_stats() const noexcept {
+  [[nodiscard]] cuda_kernel_cache::counters const& kernel_stats() const noexcept {
     return modules_->stats();
   }
   /// The pool `read` results come from (tests and benchmarks).
@@ -248,8 +248,8 @@ class cuda_server final : public backend::server {
   std::unique_ptr<memory::memory_manager> memory_;
   cuda_storage* pages_ = nullptr;  // memory_'s storage.
   std::unique_ptr<cuda_staging> staging_;
-  std::unique_ptr<cuda_module_cache> modules_;
-  std::unique_ptr<cuda_event_profiler> profiler_;
+  std::unique_ptr<cuda_kernel_cache> modules_;
+  std::unique_ptr<cuda_profiler> profiler_;
   // Shared with every leased block, so results may outlive the server.
   std::shared_ptr<cuda_pinned_pool> read_pool_;
   backend::async_error errors_;

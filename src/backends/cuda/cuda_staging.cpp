@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cuda_staging.hpp"
 
-#include "cuda_driver.hpp"
 #include "cuda_host_buffer.hpp"
+#include "cuda_library.hpp"
 #include "cuda_wait.hpp"
 #include "host_copy.hpp"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cuda_storage.hpp"
 
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 #include "cuda_stream_registry.hpp"
 
 #include <cubert/logging.hpp>

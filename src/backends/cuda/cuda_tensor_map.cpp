@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cuda_tensor_map.hpp"
 
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 
 #include <cubert/error.hpp>
 

@@ -2,7 +2,7 @@
 #include "cuda_wait.hpp"
 
 #include "cuda_device.hpp"
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 
 #include <cubert/error.hpp>
 

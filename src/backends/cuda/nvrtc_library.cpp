@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "nvrtc_library.hpp"
 
+#include "base/shared_library.hpp"
+
 #include <cubert/error.hpp>
 
 #include <fmt/format.h>
 
 #include <cstdlib>
-#include <dlfcn.h>
 #include <filesystem>
 #include <vector>
 
@@ -34,34 +35,27 @@ std::vector<std::string> candidates() {
   return out;
 }
 
+#define CUBERT_NVRTC_ENTRY(name) CUBERT_ENTRY_POINT(nvrtc_api, name, #name, true),
+constexpr cubert::detail::entry_point<nvrtc_api> entry_points[] = {
+    CUBERT_NVRTC_FUNCTIONS(CUBERT_NVRTC_ENTRY)};
+#undef CUBERT_NVRTC_ENTRY
+
 nvrtc_api load() {
   nvrtc_api api;
-  std::string tried;
-  void* lib = nullptr;
-  for (auto const& file : candidates()) {
-    lib = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib) {
-      api.file = file;
-      break;
-    }
-    char const* why = ::dlerror();
-    tried += fmt::format("\n  {}: {}", file, why ? why : "not found");
-  }
-  if (!lib) {
+  auto const lib = cubert::detail::shared_library::open(candidates());
+  if (!lib.is_open()) {
     api.failure =
         "NVRTC (libnvrtc, from the CUDA toolkit) cannot be loaded, so CUDA C++ sources "
         "cannot be compiled (PTX and cubin kernels still run); tried:" +
-        tried;
+        lib.refusal_lines();
     return api;
   }
-#define CUBERT_NVRTC_RESOLVE(name)                                                     \
-  api.name = reinterpret_cast<decltype(api.name)>(::dlsym(lib, #name));                \
-  if (!api.name) {                                                                     \
-    api.failure = fmt::format("NVRTC at {} is too old: it lacks {}", api.file, #name); \
-    return api;                                                                        \
+  api.file = lib.file();
+  if (auto const missing = cubert::detail::resolve_entry_points(lib, api, entry_points);
+      !missing.empty()) {
+    api.failure = fmt::format("NVRTC at {} is too old: it lacks {}", api.file, missing);
+    return api;
   }
-  CUBERT_NVRTC_FUNCTIONS(CUBERT_NVRTC_RESOLVE)
-#undef CUBERT_NVRTC_RESOLVE
   api.loaded = true;
   return api;
 }

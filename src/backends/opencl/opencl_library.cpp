@@ -1,14 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "opencl_library.hpp"
 
+#include "base/shared_library.hpp"
+
 #include <fmt/format.h>
 
 #include <cstdlib>
 #include <cstring>
-#include <dlfcn.h>
+#include <span>
 
 namespace cubert::opencl::detail {
 namespace {
+
+#define CUBERT_OPENCL_ENTRY(name) CUBERT_ENTRY_POINT(opencl_api, name, #name, true),
+constexpr cubert::detail::entry_point<opencl_api> entry_points[] = {
+    CUBERT_OPENCL_FUNCTIONS(CUBERT_OPENCL_ENTRY)};
+#undef CUBERT_OPENCL_ENTRY
 
 opencl_api load() {
   opencl_api api;
@@ -18,23 +25,20 @@ opencl_api load() {
     return api;
   }
   char const* only = std::getenv("CUBERT_OPENCL_LIBRARY");
-  api.file = only && *only ? only : "libOpenCL.so.1";
-  void* lib = ::dlopen(api.file.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    char const* why = ::dlerror();
-    api.failure = fmt::format("no OpenCL ICD loader: {} cannot be loaded ({})", api.file,
-                              why ? why : "not found");
+  std::string const file = only && *only ? only : "libOpenCL.so.1";
+  auto const lib = cubert::detail::shared_library::open(std::span(&file, 1));
+  if (!lib.is_open()) {
+    api.failure = fmt::format("no OpenCL ICD loader: {} cannot be loaded ({})", file,
+                              lib.refusals().front().second);
     return api;
   }
-#define CUBERT_OPENCL_RESOLVE(name)                                                            \
-  api.name = reinterpret_cast<decltype(api.name)>(::dlsym(lib, #name));                        \
-  if (!api.name) {                                                                             \
-    api.failure = fmt::format("the OpenCL ICD loader {} is too old: it lacks {} (OpenCL 1.2)", \
-                              api.file, #name);                                                \
-    return api;                                                                                \
+  api.file = lib.file();
+  if (auto const missing = cubert::detail::resolve_entry_points(lib, api, entry_points);
+      !missing.empty()) {
+    api.failure = fmt::format("the OpenCL ICD loader {} is too old: it lacks {} (OpenCL 1.2)",
+                              api.file, missing);
+    return api;
   }
-  CUBERT_OPENCL_FUNCTIONS(CUBERT_OPENCL_RESOLVE)
-#undef CUBERT_OPENCL_RESOLVE
   api.loaded = true;
   return api;
 }

@@ -57,8 +57,8 @@ opencl_server::opencl_server(int ordinal, options const& opts)
     pages_ = storage.get();
     memory_ =
         std::make_unique<memory::memory_manager>(std::move(storage), props_.memory, opts.memory);
-    programs_ = std::make_unique<opencl_program_cache>(context_, *device_, disk_cache_for(opts));
-    profiler_ = std::make_unique<opencl_event_profiler>(queue_);
+    kernels_ = std::make_unique<opencl_kernel_cache>(context_, *device_, disk_cache_for(opts));
+    profiler_ = std::make_unique<opencl_profiler>(queue_);
   } catch (...) {
     release();
     throw;
@@ -76,7 +76,7 @@ void opencl_server::release() noexcept {
   if (queue_) api.clFinish(queue_);
   uploads_.clear();
   profiler_.reset();
-  programs_.reset();
+  kernels_.reset();
   memory_.reset();
   pages_ = nullptr;
   if (queue_) api.clReleaseCommandQueue(queue_);
@@ -337,7 +337,7 @@ loaded_kernel& opencl_server::prepare(kernel const& k, bindings const& args, exe
       }
     }
   }
-  auto& fn = programs_->get(k, mode);
+  auto& fn = kernels_->get(k, mode);
   if (dim.units() > fn.max_work_group) {
     throw launch_error(fmt::format(
         "kernel '{}': a cube of {} units exceeds the {} this kernel may run per work-group on "

@@ -4,8 +4,8 @@
 
 #include "opencl_device.hpp"
 #include "opencl_event.hpp"
-#include "opencl_event_profiler.hpp"
-#include "opencl_program_cache.hpp"
+#include "opencl_kernel_cache.hpp"
+#include "opencl_profiler.hpp"
 
 #include <cubert/backend/server.hpp>
 #include <cubert/memory/memory_manager.hpp>
@@ -78,8 +78,8 @@ class opencl_server final : public backend::server {
   /// Tensors read or written by one rectangular copy so far (tests).
   [[nodiscard]] std::uint64_t rect_copies() const noexcept { return rect_copies_; }
   /// Build counters of the program cache (tests and benchmarks).
-  [[nodiscard]] opencl_program_cache::counters const& kernel_stats() const noexcept {
-    return programs_->stats();
+  [[nodiscard]] opencl_kernel_cache::counters const& kernel_stats() const noexcept {
+    return kernels_->stats();
   }
   /// Sub-buffers and scratch buffers made by launches and not let go yet (tests: 0 between
   /// calls).
@@ -136,8 +136,8 @@ class opencl_server final : public backend::server {
   // Destroyed explicitly, before the queue and the context.
   std::unique_ptr<memory::memory_manager> memory_;
   opencl_storage* pages_ = nullptr;  // memory_'s storage.
-  std::unique_ptr<opencl_program_cache> programs_;
-  std::unique_ptr<opencl_event_profiler> profiler_;
+  std::unique_ptr<opencl_kernel_cache> kernels_;
+  std::unique_ptr<opencl_profiler> profiler_;
   std::deque<upload> uploads_;
   std::size_t staged_bytes_ = 0;
   backend::async_error errors_;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the CPU device reports about the host.
-#include "cpu_model.hpp"
+#include "cpu_device.hpp"
+
 #include "temp_dir.hpp"
 
 #include <cubert/cpu.hpp>

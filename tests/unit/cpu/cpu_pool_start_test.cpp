@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // A thread pool that cannot start every worker says which one failed, and leaves nothing running.
-#include "cpu_thread_pool.hpp"
+#include "cpu_queue.hpp"
 #include "failing_new.hpp"
 
 #include <cubert/cpu.hpp>
@@ -22,7 +22,7 @@ TEST(CpuPoolStart, AFailureNamesTheWorkerThatCouldNotStart) {
   for (long n = 2; n <= 5; ++n) {
     try {
       cubert::test::failing_allocations const fails(n);
-      cubert::cpu::cpu_thread_pool const pool(8, spin);
+      cubert::cpu::cpu_queue const pool(8, spin);
       ADD_FAILURE() << "the pool started although allocation " << n + 1 << " failed";
     } catch (cubert::device_error const& e) {
       std::string const what = e.what();

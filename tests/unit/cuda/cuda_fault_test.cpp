@@ -9,7 +9,7 @@
 #include "byte_helpers.hpp"
 #include "channel/channel.hpp"
 #include "channel_kind_print.hpp"
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 #include "fake_driver_hooks.hpp"
 #include "owned_stream.hpp"
 #include "stream_gate.hpp"

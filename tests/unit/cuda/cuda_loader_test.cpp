@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The driver loader: the backend starts and reports cleanly with or without a driver.
 #include "command_output.hpp"
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 
 #include <cubert/backend/server.hpp>
 #include <cubert/cuda.hpp>

@@ -2,7 +2,7 @@
 // A kernel's CUDA native call (a vendor library's entry, as matmul's cuBLAS candidate): run in a
 // launch's place on the server's stream with the buffers' addresses, its failure the next sync's.
 // Runs on a device and on the fake driver (ctest `cuda_native_call_fake_driver`).
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 #include "cuda_server_fixture.hpp"
 
 #include <cubert/error.hpp>

@@ -5,8 +5,8 @@
 // released while pinned memory is alive). Without either it skips.
 #include "cuda_pinned_pool.hpp"
 
-#include "cuda_driver.hpp"
 #include "cuda_host_buffer.hpp"
+#include "cuda_library.hpp"
 #include "cuda_server.hpp"
 #include "fake_driver_hooks.hpp"
 

@@ -2,7 +2,7 @@
 // The CUDA server on a real device; every test skips itself where there is none.
 #include "cuda_server.hpp"
 
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 #include "cuda_server_fixture.hpp"
 #include "cuda_storage.hpp"
 #include "cuda_tensor_map.hpp"
@@ -103,7 +103,7 @@ TEST_F(CudaServerTest, AddKernelFromCudaSource) {
                        .with_scalar(cubert::elem::u32, {n}),
                    execution_mode::checked);
   server_->sync().get();
-  EXPECT_EQ(server_->kernel_stats().compiled, 1U);
+  EXPECT_EQ(server_->kernel_stats().built, 1U);
 }
 
 TEST_F(CudaServerTest, ScalarsOfSeveralTypesAndMetadataArriveInOrder) {

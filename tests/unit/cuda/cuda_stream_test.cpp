@@ -3,7 +3,7 @@
 // what the stream's owner queues there, and the stream outlives the server. Runs on a device and
 // on the fake driver (ctest `cuda_stream_fake_driver`); skipped where neither is present.
 #include "channel/channel.hpp"
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 #include "cuda_server.hpp"
 #include "cuda_storage.hpp"
 #include "failing_new.hpp"

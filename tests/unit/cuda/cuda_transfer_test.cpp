@@ -4,8 +4,8 @@
 // (fake_libcuda.cpp), whose late, in-order streams make ordering mistakes show as wrong bytes.
 #include "byte_helpers.hpp"
 #include "channel/channel.hpp"
-#include "cuda_driver.hpp"
 #include "cuda_host_buffer.hpp"
+#include "cuda_library.hpp"
 #include "cuda_server.hpp"
 #include "fake_driver_hooks.hpp"
 

@@ -5,7 +5,7 @@
 // "while it waits" is certain. Runs on a device and on the fake driver (ctest
 // `cuda_wait_fake_driver`); skipped where neither is present.
 #include "channel/channel.hpp"
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 #include "fake_driver_hooks.hpp"
 #include "owned_stream.hpp"
 #include "stream_gate.hpp"

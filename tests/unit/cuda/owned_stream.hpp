@@ -3,7 +3,7 @@
 // own the stream it passes in `cuda::options::stream`.
 #pragma once
 
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 
 #include <cubert/cuda.hpp>
 

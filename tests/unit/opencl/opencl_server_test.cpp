@@ -89,7 +89,7 @@ class OpenclServer : public ::testing::Test {
 
   // Runs add_u32 (+ `a` on four zeros) in a second server on the same disk cache, checks what
   // it computed and returns that server's build counters.
-  cubert::opencl::detail::opencl_program_cache::counters add_in_a_second_server(std::uint32_t a) {
+  cubert::opencl::detail::opencl_kernel_cache::counters add_in_a_second_server(std::uint32_t a) {
     cubert::opencl::options opts;
     opts.kernel_cache_dir = cache_dir();
     auto second = cubert::opencl::make_server(0, opts);
@@ -388,6 +388,47 @@ TEST_F(OpenclServer, ACorruptCacheEntryIsBuiltAgain) {
   auto const stats = add_in_a_second_server(7);
   EXPECT_EQ(stats.built, 1U);
   EXPECT_EQ(stats.disk_hits, 0U);
+}
+
+// A program that includes a header is taken from the disk cache like any other, until the
+// header changes.
+TEST_F(OpenclServer, AProgramWithIncludesIsDiskCachedUntilItsHeaderChanges) {
+  temp_dir headers;
+  headers.write("add_amount.h", "#define AMOUNT 2u\n");
+  auto const make = [&] {
+    return kernel::builder("opencl_test::add_included")
+        .cube_dim(64)
+        .opencl_source(R"(#include "add_amount.h"
+__kernel void add_included(__global uint* x, uint n) {
+  size_t i = get_global_id(0);
+  if (i < n) x[i] += AMOUNT;
+})",
+                       "add_included", {"-I", headers.path().string()})
+        .build();
+  };
+  // Runs the kernel on four zeros in a server of its own on the fixture's disk cache.
+  auto const run = [&](std::uint32_t amount) {
+    cubert::opencl::options opts;
+    opts.kernel_cache_dir = cache_dir();
+    auto s = cubert::opencl::make_server(0, opts);
+    auto const& stats = dynamic_cast<opencl_server&>(*s).kernel_stats();
+    client c2(cubert::backend::make_channel(std::move(s), cubert::channel_kind::mutex));
+    auto h = c2.create(bytes_of(std::vector<std::uint32_t>(4, 0)));
+    c2.execute(make(), cube_count{1}, bindings{}.with_buffer(h.binding()).with_scalar(4u));
+    EXPECT_EQ(values_of<std::uint32_t>(c2.read_one(h.binding())),
+              (std::vector<std::uint32_t>(4, amount)));
+    return stats;
+  };
+  auto const first = run(2);
+  EXPECT_EQ(first.built, 1U);
+  EXPECT_EQ(first.disk_hits, 0U);
+  auto const second = run(2);
+  EXPECT_EQ(second.built, 0U);
+  EXPECT_EQ(second.disk_hits, 1U);
+  headers.write("add_amount.h", "#define AMOUNT 5u\n");
+  auto const edited = run(5);
+  EXPECT_EQ(edited.built, 1U);
+  EXPECT_EQ(edited.disk_hits, 0U);
 }
 
 // A mistake in a portable source is reported at the source's own line, not the prelude's.

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "include_lexer.hpp"
+#include "kernel/include_lexer.hpp"
 
 #include <fmt/format.h>
 
@@ -11,7 +11,7 @@
 #include <unordered_map>
 #include <utility>
 
-namespace cubert::cuda::detail {
+namespace cubert::detail {
 namespace {
 
 constexpr auto npos = std::string_view::npos;
@@ -571,4 +571,4 @@ std::vector<include_directive> find_includes(std::string_view t, std::vector<hea
   return out;
 }
 
-}  // namespace cubert::cuda::detail
+}  // namespace cubert::detail

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "cuda_event_profiler.hpp"
+#include "cuda_profiler.hpp"
 
 #include "cuda_device.hpp"
-#include "cuda_driver.hpp"
 #include "cuda_fault.hpp"
+#include "cuda_library.hpp"
 
 #include <cubert/error.hpp>
 
@@ -75,14 +75,14 @@ std::chrono::nanoseconds to_duration(float ms) {
 
 }  // namespace
 
-cuda_event_profiler::cuda_event_profiler(CUstream stream, int ordinal, CUdevice device)
+cuda_profiler::cuda_profiler(CUstream stream, int ordinal, CUdevice device)
     : stream_(stream), ordinal_(ordinal), context_(retain_primary_context(device)) {}
 
-cuda_event_profiler::~cuda_event_profiler() {
+cuda_profiler::~cuda_profiler() {
   for (auto& [id, e] : open_) event_destroyer{}(e.start);
 }
 
-profiling_token cuda_event_profiler::start() {
+profiling_token cuda_profiler::start() {
   auto start = make_event();
   CUBERT_CU_CALL(cuEventRecord, start.get(), stream_);
   auto const id = next_id_++;
@@ -91,7 +91,7 @@ profiling_token cuda_event_profiler::start() {
   return profiling_token{id};
 }
 
-profile_duration cuda_event_profiler::stop(profiling_token token) {
+profile_duration cuda_profiler::stop(profiling_token token) {
   auto it = open_.find(token.id);
   if (it == open_.end()) {
     throw profile_error(fmt::format("profiling token {} is not registered", token.id));
@@ -117,7 +117,7 @@ profile_duration cuda_event_profiler::stop(profiling_token token) {
   });
 }
 
-void cuda_event_profiler::error(std::string const& message) {
+void cuda_profiler::error(std::string const& message) {
   for (auto& [id, e] : open_) {
     if (!e.failure) e.failure = message;
   }

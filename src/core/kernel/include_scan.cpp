@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "include_scan.hpp"
+#include "kernel/include_scan.hpp"
 
 #include <fmt/format.h>
 #include <xxhash.h>
@@ -15,7 +15,7 @@
 #include <unordered_map>
 #include <utility>
 
-namespace cubert::cuda::detail {
+namespace cubert::detail {
 namespace {
 
 namespace fs = std::filesystem;
@@ -433,4 +433,4 @@ include_scan scan_includes(std::string_view source, std::string_view source_name
   return std::move(walker).run();
 }
 
-}  // namespace cubert::cuda::detail
+}  // namespace cubert::detail

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// A fixed pool of worker threads that runs the tasks of one launch, the caller helping.
+// The CPU's launch queue: a fixed pool of worker threads that runs the tasks of one launch, the
+// caller helping. Launches run to completion one at a time, so the server's work is ordered.
 #pragma once
 
 #include <atomic>
@@ -18,15 +19,15 @@ namespace cubert::cpu {
 /// and returns when all are done. One launch at a time: `run` is called by the server thread
 /// only. Workers spin briefly between launches, then sleep, so back-to-back launches do not pay
 /// a wake-up each.
-class cpu_thread_pool {
+class cpu_queue {
  public:
   /// A pool of `threads` threads including the caller (at least 1), whose workers spin for
   /// `spin` after each launch before they sleep.
   /// @throws device_error when a worker cannot be started (those started are stopped first).
-  cpu_thread_pool(unsigned threads, std::chrono::microseconds spin);
-  ~cpu_thread_pool();
-  cpu_thread_pool(cpu_thread_pool const&) = delete;
-  cpu_thread_pool& operator=(cpu_thread_pool const&) = delete;
+  cpu_queue(unsigned threads, std::chrono::microseconds spin);
+  ~cpu_queue();
+  cpu_queue(cpu_queue const&) = delete;
+  cpu_queue& operator=(cpu_queue const&) = delete;
 
   /// Most tasks one `run` takes: the shared task counter runs past `count` by at most one claim
   /// per thread at the end (a claim is at most a sixteenth of the tasks), and must not wrap

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 
+#include "base/shared_library.hpp"
 #include "config/config_names.hpp"
 
 #include <fmt/format.h>
 
 #include <cstdlib>
-#include <dlfcn.h>
+#include <span>
 
 namespace cubert::cuda::detail {
 namespace {
@@ -14,6 +15,16 @@ namespace {
 #define CUBERT_CUDA_STR_(x) #x
 // Two levels so that the argument is macro-expanded first: cuMemAlloc -> "cuMemAlloc_v2".
 #define CUBERT_CUDA_STR(x) CUBERT_CUDA_STR_(x)
+
+// The member keeps the header's name (cuMemAlloc); the symbol is the versioned one it maps to.
+#define CUBERT_CUDA_REQUIRED(name) \
+  CUBERT_ENTRY_POINT(driver_api, name, CUBERT_CUDA_STR(name), true),
+#define CUBERT_CUDA_OPTIONAL(name) \
+  CUBERT_ENTRY_POINT(driver_api, name, CUBERT_CUDA_STR(name), false),
+constexpr cubert::detail::entry_point<driver_api> entry_points[] = {CUBERT_CUDA_DRIVER_FUNCTIONS(
+    CUBERT_CUDA_REQUIRED) CUBERT_CUDA_OPTIONAL_DRIVER_FUNCTIONS(CUBERT_CUDA_OPTIONAL)};
+#undef CUBERT_CUDA_REQUIRED
+#undef CUBERT_CUDA_OPTIONAL
 
 driver_api load() noexcept {
   driver_api api;
@@ -35,25 +46,18 @@ driver_api load() noexcept {
     }
   }
   // Never unloaded: the driver keeps process-wide state, and handles may outlive any owner.
-  void* lib = ::dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (!lib) {
-    char const* why = ::dlerror();
+  std::string const file = "libcuda.so.1";
+  auto const lib = cubert::detail::shared_library::open(std::span(&file, 1));
+  if (!lib.is_open()) {
     api.failure = fmt::format("no CUDA driver: dlopen(\"libcuda.so.1\") failed: {}",
-                              why ? why : "unknown reason");
+                              lib.refusals().front().second);
     return api;
   }
-#define CUBERT_CUDA_RESOLVE(name)                                                                \
-  api.name = reinterpret_cast<decltype(api.name)>(::dlsym(lib, CUBERT_CUDA_STR(name)));          \
-  if (!api.name) {                                                                               \
-    api.failure = fmt::format("the CUDA driver is too old: it lacks {}", CUBERT_CUDA_STR(name)); \
-    return api;                                                                                  \
+  if (auto const missing = cubert::detail::resolve_entry_points(lib, api, entry_points);
+      !missing.empty()) {
+    api.failure = fmt::format("the CUDA driver is too old: it lacks {}", missing);
+    return api;
   }
-  CUBERT_CUDA_DRIVER_FUNCTIONS(CUBERT_CUDA_RESOLVE)
-#undef CUBERT_CUDA_RESOLVE
-#define CUBERT_CUDA_RESOLVE_OPTIONAL(name) \
-  api.name = reinterpret_cast<decltype(api.name)>(::dlsym(lib, CUBERT_CUDA_STR(name)));
-  CUBERT_CUDA_OPTIONAL_DRIVER_FUNCTIONS(CUBERT_CUDA_RESOLVE_OPTIONAL)
-#undef CUBERT_CUDA_RESOLVE_OPTIONAL
   if (CUresult r = api.cuInit(0); r != CUDA_SUCCESS) {
     char const* name = nullptr;
     char const* text = nullptr;

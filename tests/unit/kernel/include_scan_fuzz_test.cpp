@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Deterministic fuzzing of the include scanner behind the kernel disk cache's key: kernel
 // sources and headers are arbitrary user text, which must never crash, hang or hide a header.
-#include "include_scan.hpp"
+#include "kernel/include_scan.hpp"
 #include "temp_dir.hpp"
 
 #include <fmt/format.h>
@@ -23,11 +23,11 @@
 namespace {
 
 namespace fs = std::filesystem;
-using cubert::cuda::detail::find_includes;
-using cubert::cuda::detail::header_macro;
-using cubert::cuda::detail::include_directive;
-using cubert::cuda::detail::macro_call;
-using cubert::cuda::detail::scan_includes;
+using cubert::detail::find_includes;
+using cubert::detail::header_macro;
+using cubert::detail::include_directive;
+using cubert::detail::macro_call;
+using cubert::detail::scan_includes;
 using cubert::test::temp_dir;
 
 // Fixed, so that a failure reproduces; every failure names the seed and the iteration.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The host CPU's name, as the CPU device reports it.
+// The CPU device: the host CPU's name, and the properties the one `cpu` device reports
+// (`make_properties`, declared in include/cubert/cpu.hpp, defined in cpu_device.cpp).
 #pragma once
 
 #include <filesystem>

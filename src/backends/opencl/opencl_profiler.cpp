@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "opencl_event_profiler.hpp"
+#include "opencl_profiler.hpp"
 
 #include "opencl_library.hpp"
 
@@ -22,14 +22,14 @@ event_ptr marker(cl_command_queue queue) {
 
 }  // namespace
 
-profiling_token opencl_event_profiler::start() {
+profiling_token opencl_profiler::start() {
   auto e = marker(queue_);
   profiling_token token{next_id_++};
   open_.emplace(token.id, entry{std::move(e), std::nullopt});
   return token;
 }
 
-profile_duration opencl_event_profiler::stop(profiling_token token) {
+profile_duration opencl_profiler::stop(profiling_token token) {
   auto it = open_.find(token.id);
   if (it == open_.end()) {
     throw profile_error(fmt::format("profiling token {} is not registered", token.id));
@@ -55,7 +55,7 @@ profile_duration opencl_event_profiler::stop(profiling_token token) {
   });
 }
 
-void opencl_event_profiler::error(std::string const& message) {
+void opencl_profiler::error(std::string const& message) {
   for (auto& [id, e] : open_) {
     if (!e.failure) e.failure = message;
   }

@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-namespace cubert::cuda::detail {
+namespace cubert::detail {
 
 /// One `#include "name"` (quoted) or `#include <name>` directive, an `#include_next`, a
 /// `__has_include` probe, or a directive whose header a macro names.
@@ -65,4 +65,4 @@ struct macro_call {
 /// The header an object-like macro's value names ("h.h", <h.h>, or another macro, `computed`).
 [[nodiscard]] std::optional<include_directive> header_value(std::string_view value);
 
-}  // namespace cubert::cuda::detail
+}  // namespace cubert::detail

@@ -17,10 +17,10 @@ namespace cubert::opencl::detail {
 /// marker and returns at once; `stop` enqueues another and returns a duration that waits for it
 /// only when resolved: the device time between the two markers' completions. Not thread-safe:
 /// the server thread owns it.
-class opencl_event_profiler {
+class opencl_profiler {
  public:
   /// Markers on `queue` (not owned; the server outlives its profiler).
-  explicit opencl_event_profiler(cl_command_queue queue) noexcept : queue_(queue) {}
+  explicit opencl_profiler(cl_command_queue queue) noexcept : queue_(queue) {}
 
   [[nodiscard]] profiling_token start();
   /// @throws profile_error for an unknown token or when `error` was called while it was open.

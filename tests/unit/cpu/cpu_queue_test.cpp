@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The CPU backend's thread pool and how the server drives it.
-#include "cpu_thread_pool.hpp"
+// The CPU backend's launch queue (a thread pool) and how the server drives it.
+#include "cpu_queue.hpp"
 
 #include "channel/channel.hpp"
 
@@ -26,9 +26,9 @@ using namespace std::chrono_literals;
 
 // Workers spin for a time, then sleep: launches right after one another, after a gap longer
 // than the spin (the workers asleep), and with no spin at all each run every task.
-TEST(CpuThreadPool, LaunchesRunWhetherTheWorkersSpinOrSleep) {
+TEST(CpuQueue, LaunchesRunWhetherTheWorkersSpinOrSleep) {
   for (auto spin : {0us, 200us}) {
-    cpu::cpu_thread_pool pool(3, spin);
+    cpu::cpu_queue pool(3, spin);
     for (int launch = 0; launch < 40; ++launch) {
       if (launch % 4 == 3) std::this_thread::sleep_for(1ms);  // past the spin: asleep
       std::atomic<std::uint64_t> sum{0};
@@ -39,7 +39,7 @@ TEST(CpuThreadPool, LaunchesRunWhetherTheWorkersSpinOrSleep) {
 }
 
 // The spin is an option of the device, within 0 to 1 s.
-TEST(CpuThreadPool, TheWorkerSpinIsCheckedWhereTheServerIsMade) {
+TEST(CpuQueue, TheWorkerSpinIsCheckedWhereTheServerIsMade) {
   cpu::options opts;
   opts.worker_spin = -1us;
   EXPECT_THROW((void)cpu::make_server(opts), invalid_argument);
@@ -52,8 +52,8 @@ TEST(CpuThreadPool, TheWorkerSpinIsCheckedWhereTheServerIsMade) {
 
 // The tasks left after a failure are skipped as one block, not claimed and counted one by one:
 // 2^32 of them took about a minute that way, here it takes no time at all.
-TEST(CpuThreadPool, AFailureSkipsTheRemainingTasksAtOnce) {
-  cpu::cpu_thread_pool pool(4, cpu::options{}.worker_spin);
+TEST(CpuQueue, AFailureSkipsTheRemainingTasksAtOnce) {
+  cpu::cpu_queue pool(4, cpu::options{}.worker_spin);
   std::atomic<std::uint64_t> ran{0};
   auto const start = std::chrono::steady_clock::now();
   EXPECT_THROW(pool.run(std::uint64_t{1} << 32,
@@ -71,7 +71,7 @@ TEST(CpuThreadPool, AFailureSkipsTheRemainingTasksAtOnce) {
   EXPECT_EQ(sum.load(), 999u * 1000u / 2u);
 }
 
-TEST(CpuThreadPool, AFailingKernelOverAHugeGridFailsAtOnceAndTheClientGoesOn) {
+TEST(CpuQueue, AFailingKernelOverAHugeGridFailsAtOnceAndTheClientGoesOn) {
   cpu::options opts;
   opts.threads = 2;
   client const c(backend::make_channel(cpu::make_server(opts), cubert::channel_kind::mutex));
@@ -93,7 +93,7 @@ TEST(CpuThreadPool, AFailingKernelOverAHugeGridFailsAtOnceAndTheClientGoesOn) {
 
 // The pool's task counter steps past the count at the end of a launch; a count within a few
 // steps of 2^64 would wrap it to tasks already run. 0xffffffff · 641 · 6700417 = 2^64 - 1.
-TEST(CpuThreadPool, CubeCountsAbove2To63AreALaunchError) {
+TEST(CpuQueue, CubeCountsAbove2To63AreALaunchError) {
   cpu::options opts;
   opts.threads = 2;
   client const c(backend::make_channel(cpu::make_server(opts), cubert::channel_kind::mutex));

@@ -17,15 +17,15 @@ namespace cubert::cuda::detail {
 /// Open measurements of one stream. `start` records an event and returns at once; `stop`
 /// records a second one and returns a duration that waits for it only when resolved. Not
 /// thread-safe: the server thread owns it, with the context current.
-class cuda_event_profiler {
+class cuda_profiler {
  public:
   /// Events on `stream` of device `ordinal` (`device`), whose primary context it retains for
   /// the durations it hands out; the stream is not owned, the server outlives its profiler.
   /// @throws device_error when the context cannot be retained.
-  cuda_event_profiler(CUstream stream, int ordinal, CUdevice device);
-  ~cuda_event_profiler();
-  cuda_event_profiler(cuda_event_profiler const&) = delete;
-  cuda_event_profiler& operator=(cuda_event_profiler const&) = delete;
+  cuda_profiler(CUstream stream, int ordinal, CUdevice device);
+  ~cuda_profiler();
+  cuda_profiler(cuda_profiler const&) = delete;
+  cuda_profiler& operator=(cuda_profiler const&) = delete;
 
   [[nodiscard]] profiling_token start();
   /// @throws profile_error for an unknown token or when `error` was called while it was open.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "cuda_compiler.hpp"
+#include "kernel/compiled_kernel_cache.hpp"
 
 #include <cubert/kernel.hpp>
 
@@ -11,9 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 namespace cubert::cuda::detail {
@@ -33,19 +32,17 @@ struct loaded_kernel {
 };
 
 /// Compiles (through NVRTC and its disk cache) or loads each kernel's code once per mode, then
-/// hands out the function. Kernels that differ only in what their launch takes (cube dim,
-/// dynamic shared memory, clusters, other backends' payloads) share one module: their ids
-/// differ, their code does not. Not thread-safe: the server thread owns it, with the context
+/// hands out the function: the core's compiled_kernel_cache over modules. Kernels that differ
+/// only in what their launch takes (cube dim, dynamic shared memory, clusters, other backends'
+/// payloads) share one module. Not thread-safe: the server thread owns it, with the context
 /// current.
-class cuda_module_cache {
+class cuda_kernel_cache {
  public:
   /// `free_memory` gives cached device memory back, for one more try of a module load the
   /// driver refused for want of memory.
-  cuda_module_cache(cuda_compiler compiler, int arch, std::function<void()> free_memory = {})
-      : compiler_(std::move(compiler)), arch_(arch), free_memory_(std::move(free_memory)) {}
-  ~cuda_module_cache();
-  cuda_module_cache(cuda_module_cache const&) = delete;
-  cuda_module_cache& operator=(cuda_module_cache const&) = delete;
+  cuda_kernel_cache(cuda_compiler compiler, int arch, std::function<void()> free_memory = {});
+  cuda_kernel_cache(cuda_kernel_cache const&) = delete;
+  cuda_kernel_cache& operator=(cuda_kernel_cache const&) = delete;
 
   /// The loaded kernel for `k` in `mode`. The first call compiles or loads it.
   /// @throws launch_error without a CUDA payload or entry point, or for a cubin that is no ELF
@@ -53,33 +50,20 @@ class cuda_module_cache {
   /// for the module even after cached device memory went back.
   [[nodiscard]] loaded_kernel& get(kernel const& k, execution_mode mode) {
     auto const id = k.id().with_mode(mode);
-    if (auto it = kernels_.find(id); it != kernels_.end()) [[likely]]
-      return *it->second;
+    if (auto* loaded = kernels_.find(id)) [[likely]]
+      return *loaded;
     return load(k, mode, id);
   }
 
-  /// How many kernels came from NVRTC, from the disk cache, and from ready PTX/cubin.
-  struct counters {
-    std::uint64_t compiled = 0;
-    std::uint64_t disk_hits = 0;
-    std::uint64_t prebuilt = 0;
-  };
-  [[nodiscard]] counters const& stats() const noexcept { return stats_; }
+  /// How many kernels came from NVRTC (`built`), from the disk cache, and from ready PTX/cubin
+  /// (`prebuilt`).
+  using counters = cubert::detail::kernel_cache_counters;
+  [[nodiscard]] counters const& stats() const noexcept { return kernels_.stats(); }
   [[nodiscard]] cuda_compiler const& compiler() const noexcept { return compiler_; }
 
  private:
   // What the module's code depends on: the name (NVRTC's source name), the mode, the payload.
-  struct code_key {
-    std::uint64_t low = 0;
-    std::uint64_t high = 0;
-    bool operator==(code_key const&) const = default;
-  };
-  struct code_key_hash {
-    std::size_t operator()(code_key const& k) const noexcept {
-      return static_cast<std::size_t>(k.low);
-    }
-  };
-  [[nodiscard]] static code_key code_of(kernel const& k, execution_mode mode);
+  [[nodiscard]] static cubert::detail::code_key code_of(kernel const& k, execution_mode mode);
 
   loaded_kernel& load(kernel const& k, execution_mode mode, kernel_id id);
   loaded_kernel load_module(kernel const& k, execution_mode mode, kernel_id id);
@@ -88,9 +72,7 @@ class cuda_module_cache {
   cuda_compiler compiler_;
   int arch_;
   std::function<void()> free_memory_;
-  std::unordered_map<code_key, std::unique_ptr<loaded_kernel>, code_key_hash> modules_;
-  std::unordered_map<kernel_id, loaded_kernel*> kernels_;  // into modules_
-  counters stats_;
+  cubert::detail::compiled_kernel_cache<loaded_kernel> kernels_;
 };
 
 }  // namespace cubert::cuda::detail

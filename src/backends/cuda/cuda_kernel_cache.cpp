@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "cuda_module_cache.hpp"
+#include "cuda_kernel_cache.hpp"
 
-#include "cuda_driver.hpp"
+#include "cuda_library.hpp"
 
 #include <cubert/error.hpp>
 #include <cubert/logging.hpp>
 
 #include <fmt/format.h>
-#include <xxhash.h>
 
 #include <algorithm>
 #include <chrono>
@@ -63,62 +62,41 @@ std::optional<std::string> image_problem(std::vector<std::byte> const& b) {
       "it is neither an ELF image nor a fatbin (PTX text goes in with builder::ptx)");
 }
 
-void add_part(XXH3_state_t& state, void const* data, std::size_t size) {
-  std::uint64_t const n = size;
-  XXH3_128bits_update(&state, &n, sizeof n);
-  if (size != 0) XXH3_128bits_update(&state, data, size);
-}
-void add_part(XXH3_state_t& state, std::string const& s) {
-  add_part(state, s.data(), s.size());
+void unload(loaded_kernel& k) noexcept {
+  if (driver_state().loaded) driver_state().cuModuleUnload(k.module);
 }
 
 }  // namespace
 
-cuda_module_cache::~cuda_module_cache() {
-  auto const& api = driver_state();
-  if (!api.loaded) return;
-  for (auto const& [code, k] : modules_) api.cuModuleUnload(k->module);
-}
+cuda_kernel_cache::cuda_kernel_cache(cuda_compiler compiler, int arch,
+                                     std::function<void()> free_memory)
+    : compiler_(std::move(compiler)),
+      arch_(arch),
+      free_memory_(std::move(free_memory)),
+      kernels_(&unload) {}
 
-cuda_module_cache::code_key cuda_module_cache::code_of(kernel const& k, execution_mode mode) {
-  XXH3_state_t state;
-  XXH3_128bits_reset(&state);
-  add_part(state, k.name());
+cubert::detail::code_key cuda_kernel_cache::code_of(kernel const& k, execution_mode mode) {
+  cubert::detail::code_key_builder key;
+  key.add(k.name());
   auto const m = static_cast<std::uint8_t>(mode);
-  add_part(state, &m, 1);
+  key.add(&m, 1);
   if (auto const* src = k.cuda_source()) {
-    add_part(state, "cuda", 4);
-    add_part(state, src->source);
-    add_part(state, src->entry_point);
-    for (auto const& o : src->options) add_part(state, o);
+    key.add("cuda").add(src->source).add(src->entry_point);
+    for (auto const& o : src->options) key.add(o);
   } else if (auto const* ptx = k.ptx()) {
-    add_part(state, "ptx", 3);
-    add_part(state, ptx->text);
-    add_part(state, ptx->entry_point);
+    key.add("ptx").add(ptx->text).add(ptx->entry_point);
   } else if (auto const* cubin = k.cubin()) {
-    add_part(state, "cubin", 5);
-    add_part(state, cubin->bytes.data(), cubin->bytes.size());
-    add_part(state, cubin->entry_point);
+    key.add("cubin").add(cubin->bytes.data(), cubin->bytes.size()).add(cubin->entry_point);
   }
-  auto const h = XXH3_128bits_digest(&state);
-  return {h.low64, h.high64};
+  return key.finish();
 }
 
-loaded_kernel& cuda_module_cache::load(kernel const& k, execution_mode mode, kernel_id id) {
+loaded_kernel& cuda_kernel_cache::load(kernel const& k, execution_mode mode, kernel_id id) {
   if (!k.valid()) throw launch_error("cuda: cannot launch an empty kernel");
-  auto const code = code_of(k, mode);
-  auto found = modules_.find(code);
-  if (found == modules_.end()) {
-    auto loaded = std::make_unique<loaded_kernel>(load_module(k, mode, id));
-    // Unloaded on any way out until the map holds it (inserting may throw bad_alloc).
-    std::unique_ptr<CUmod_st, module_unloader> owned(loaded->module);
-    found = modules_.emplace(code, std::move(loaded)).first;
-    (void)owned.release();
-  }
-  return *kernels_.emplace(id, found->second.get()).first->second;
+  return kernels_.insert(id, code_of(k, mode), [&] { return load_module(k, mode, id); });
 }
 
-loaded_kernel cuda_module_cache::load_module(kernel const& k, execution_mode mode, kernel_id id) {
+loaded_kernel cuda_kernel_cache::load_module(kernel const& k, execution_mode mode, kernel_id id) {
   auto const started = std::chrono::steady_clock::now();
   std::vector<std::byte> image;
   std::string entry;
@@ -127,7 +105,7 @@ loaded_kernel cuda_module_cache::load_module(kernel const& k, execution_mode mod
     request.options.push_back(mode == execution_mode::checked ? "-DCUBERT_CHECKED=1"
                                                               : "-DCUBERT_CHECKED=0");
     compiled_code code = compiler_.compile(request);
-    (code.from_disk_cache ? stats_.disk_hits : stats_.compiled) += 1;
+    (code.from_disk_cache ? kernels_.stats().disk_hits : kernels_.stats().built) += 1;
     if (!code.log.empty()) log::write(log::category::compilation, "{}: {}", k.name(), code.log);
     image = std::move(code.image);
     entry = src->entry_point;
@@ -135,7 +113,7 @@ loaded_kernel cuda_module_cache::load_module(kernel const& k, execution_mode mod
     auto const* text = reinterpret_cast<std::byte const*>(ptx->text.c_str());
     image.assign(text, text + ptx->text.size() + 1);  // The driver wants the NUL.
     entry = ptx->entry_point;
-    ++stats_.prebuilt;
+    ++kernels_.stats().prebuilt;
   } else if (auto const* cubin = k.cubin()) {
     if (auto why = image_problem(cubin->bytes)) {
       throw launch_error(
@@ -145,7 +123,7 @@ loaded_kernel cuda_module_cache::load_module(kernel const& k, execution_mode mod
     }
     image = cubin->bytes;
     entry = cubin->entry_point;
-    ++stats_.prebuilt;
+    ++kernels_.stats().prebuilt;
   } else {
     throw launch_error(
         fmt::format("cuda: kernel '{}' has no CUDA payload (CUDA source, PTX or cubin)", k.name()));
@@ -181,7 +159,7 @@ loaded_kernel cuda_module_cache::load_module(kernel const& k, execution_mode mod
   return loaded;
 }
 
-CUmodule cuda_module_cache::load_image(kernel const& k, std::vector<std::byte> const& image) {
+CUmodule cuda_kernel_cache::load_image(kernel const& k, std::vector<std::byte> const& image) {
   auto const& api = driver();
   CUmodule module = nullptr;
   CUresult r = api.cuModuleLoadData(&module, image.data());

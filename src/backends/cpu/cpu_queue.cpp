@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "cpu_thread_pool.hpp"
+#include "cpu_queue.hpp"
 
 #include "base/spin_wait.hpp"
 
@@ -13,7 +13,7 @@
 
 namespace cubert::cpu {
 
-cpu_thread_pool::cpu_thread_pool(unsigned threads, std::chrono::microseconds spin)
+cpu_queue::cpu_queue(unsigned threads, std::chrono::microseconds spin)
     : threads_(std::max(1u, threads)), spin_(spin), process_(cubert::detail::process_generation()) {
   try {
     workers_.reserve(threads_ - 1);
@@ -28,11 +28,11 @@ cpu_thread_pool::cpu_thread_pool(unsigned threads, std::chrono::microseconds spi
   }
 }
 
-cpu_thread_pool::~cpu_thread_pool() {
+cpu_queue::~cpu_queue() {
   stop();
 }
 
-void cpu_thread_pool::stop() noexcept {
+void cpu_queue::stop() noexcept {
   if (process_ != cubert::detail::process_generation()) [[unlikely]] {
     // A fork() child: the workers are the parent's (see process_generation). Their waits on
     // wake_ are counted in it, and destroying it would wait for them for ever.
@@ -51,13 +51,13 @@ void cpu_thread_pool::stop() noexcept {
   workers_.clear();
 }
 
-std::uint64_t cpu_thread_pool::chunk_for(std::uint64_t left, unsigned threads) noexcept {
+std::uint64_t cpu_queue::chunk_for(std::uint64_t left, unsigned threads) noexcept {
   // Guided: an eighth of each thread's share of what is left, so that claims are few while
   // plenty remains and single tasks at the end, where one slow range would hold up the rest.
   return std::max<std::uint64_t>(1, left / (std::uint64_t{threads} * 8));
 }
 
-void cpu_thread_pool::work_on(job& j) noexcept {
+void cpu_queue::work_on(job& j) noexcept {
   for (;;) {
     // The claim reads `next` then adds to it: another thread's claim in between makes the
     // chunk a little larger or smaller than guided, never overlapping (fetch_add decides).
@@ -84,7 +84,7 @@ void cpu_thread_pool::work_on(job& j) noexcept {
   }
 }
 
-void cpu_thread_pool::run_erased(std::uint64_t count, task_fn fn, void* ctx) {
+void cpu_queue::run_erased(std::uint64_t count, task_fn fn, void* ctx) {
   if (count == 0) return;
   if (threads_ == 1 || count == 1) {
     fn(ctx, 0, count);  // Nothing to share: skip the hand-off entirely.
@@ -109,7 +109,7 @@ void cpu_thread_pool::run_erased(std::uint64_t count, task_fn fn, void* ctx) {
   if (j.error) std::rethrow_exception(j.error);
 }
 
-bool cpu_thread_pool::spin_for_launch(std::uint64_t seen) const noexcept {
+bool cpu_queue::spin_for_launch(std::uint64_t seen) const noexcept {
   // Spun for a time, not a count of pauses: 20000 of those took 0.53 ms on an AMD EPYC and about
   // twice that where a pause costs ~140 cycles (Intel since Skylake). No yield between checks,
   // unlike backend::spin_until: a worker waits for no thread of its own core, and the syscall
@@ -126,7 +126,7 @@ bool cpu_thread_pool::spin_for_launch(std::uint64_t seen) const noexcept {
   }
 }
 
-void cpu_thread_pool::worker_loop() {
+void cpu_queue::worker_loop() {
   std::uint64_t seen = 0;
   for (;;) {
     if (!spin_for_launch(seen) && generation_.load() == seen) {

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// The user headers a CUDA source reaches through #include, for the kernel disk cache's key.
+// The user headers a kernel source (CUDA C++ for NVRTC, OpenCL C) reaches through #include, for
+// the kernel disk cache's key. The options are read the way NVRTC reads them; OpenCL compilers
+// take the same -I and -D options, which the OpenCL backend passes one word per element.
 #pragma once
 
-#include "include_lexer.hpp"
+#include "kernel/include_lexer.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -12,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-namespace cubert::cuda::detail {
+namespace cubert::detail {
 
 /// The include directories NVRTC options name (`-I<dir>`, `-I <dir>`, `--include-path=<dir>`,
 /// `--include-path <dir>`), in order.
@@ -50,4 +52,4 @@ struct include_scan {
                                          std::span<std::string const> options,
                                          include_scan_limits limits = {});
 
-}  // namespace cubert::cuda::detail
+}  // namespace cubert::detail
