@@ -17,6 +17,9 @@ class persistent_pool final : public memory_pool {
   persistent_pool(backend::storage& storage, reservation_stats& stats, std::uint64_t alignment);
   ~persistent_pool() override;
 
+  /// try_reserve, else alloc (the manager routes here only sizes this pool should take).
+  [[nodiscard]] std::optional<slice_handle> reserve(std::uint64_t size,
+                                                    growth_policy* growth) override;
   [[nodiscard]] std::optional<slice_handle> try_reserve(std::uint64_t size) override;
   /// Allocates exactly the aligned size; never refuses (no cap).
   /// @throws out_of_memory from the storage, or when the size cannot be aligned in 64 bits.
@@ -27,7 +30,6 @@ class persistent_pool final : public memory_pool {
   void cleanup(std::uint64_t alloc_nr, bool explicit_cleanup) override;
   [[nodiscard]] pool_usage usage() override;
   void drain() noexcept override;
-  void reset_peaks() noexcept override;
 
   /// Whether any slice exists (the manager skips this pool entirely otherwise).
   [[nodiscard]] bool empty() const noexcept { return buckets_.empty(); }
@@ -36,8 +38,8 @@ class persistent_pool final : public memory_pool {
   [[nodiscard]] bool has_bucket(std::uint64_t size) const;
 
  private:
-  struct entry final : pool_slot {
-    backend::storage_handle storage;
+  // A slot and, while `live`, a page listed in table_. Slots are recycled, pages are not.
+  struct entry final : pool_slot, page_record {
     std::uint64_t requested = 0;
     bool live = false;
   };
@@ -54,11 +56,6 @@ class persistent_pool final : public memory_pool {
   std::vector<std::unique_ptr<entry>> slots_;
   std::vector<entry*> spare_;
   std::unordered_map<std::uint64_t, bucket> buckets_;
-  memory_usage live_;
-  std::uint64_t pages_ = 0;
-  std::uint64_t peak_pages_ = 0;
-  std::uint64_t peak_reserved_ = 0;
-  std::uint64_t peak_in_use_ = 0;
 };
 
 }  // namespace cubert::memory
