@@ -82,6 +82,8 @@ class memory_manager {
   [[nodiscard]] std::optional<slice_handle> reserve_once(std::uint64_t size);
   /// For a size above accept_limit_: returns if the persistent pool takes it, else throws.
   void refuse_unless_persistent(std::uint64_t size);
+  /// Pool `index` grows for the request; when the storage refuses, a later pool's free slice.
+  [[nodiscard]] std::optional<slice_handle> grow(std::size_t index, std::uint64_t size);
   /// A free slice of a pool after `index` that accepts the size (the storage refused `index`).
   [[nodiscard]] std::optional<slice_handle> free_slice_after(std::size_t index, std::uint64_t size);
   [[nodiscard]] memory_pool const* owner_of(slice_control const* control) const noexcept;

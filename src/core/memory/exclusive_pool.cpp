@@ -27,12 +27,6 @@ exclusive_pool::~exclusive_pool() {
   table_.close();
 }
 
-std::optional<slice_handle> exclusive_pool::reserve(std::uint64_t size, growth_policy* /*growth*/) {
-  // The running average sizes this pool's pages: the growth policy does not.
-  if (auto h = try_reserve(size)) return h;
-  return alloc(size);
-}
-
 std::optional<slice_handle> exclusive_pool::try_reserve(std::uint64_t size) {
   drain();
   avg_size_ = avg_size_ * (1.0 - size_avg_decay) + static_cast<double>(size) * size_avg_decay;

@@ -21,8 +21,6 @@ class exclusive_pool final : public memory_pool {
                  std::uint64_t alignment);
   ~exclusive_pool() override;
 
-  [[nodiscard]] std::optional<slice_handle> reserve(std::uint64_t size,
-                                                    growth_policy* growth) override;
   [[nodiscard]] std::optional<slice_handle> try_reserve(std::uint64_t size) override;
   [[nodiscard]] std::optional<slice_handle> alloc(std::uint64_t size) override;
   [[nodiscard]] std::optional<backend::storage_handle> get(

@@ -114,19 +114,24 @@ std::optional<slice_handle> memory_manager::reserve_once(std::uint64_t size) {
       return persistent_->alloc(size);
     }
   }
-  // Each accepting pool in routing order reserves, growing as its policy says; nullopt means
-  // capped: the request spills to the next.
+  // The first accepting pool in routing order reuses a free slice (a hit: one call), else grows
+  // as its policy says; nullopt means capped: the request spills to the next.
   for (std::size_t i = 0; i < pools_.size(); ++i) {
     auto& p = *pools_[i];
     if (!p.accepts(size)) continue;
-    try {
-      if (auto h = p.reserve(size, growth_.get())) return h;
-    } catch (out_of_memory const&) {
-      if (auto h = free_slice_after(i, size)) return h;
-      throw;
-    }
+    if (auto h = p.try_reserve(size)) return h;
+    if (auto h = grow(i, size)) return h;
   }
   return std::nullopt;
+}
+
+std::optional<slice_handle> memory_manager::grow(std::size_t index, std::uint64_t size) {
+  try {
+    return pools_[index]->grow(size, growth_.get());
+  } catch (out_of_memory const&) {
+    if (auto h = free_slice_after(index, size)) return h;
+    throw;
+  }
 }
 
 std::optional<slice_handle> memory_manager::free_slice_after(std::size_t index,

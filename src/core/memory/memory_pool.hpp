@@ -108,12 +108,6 @@ class memory_pool {
   /// Whether requests of `size` bytes route here.
   [[nodiscard]] bool accepts(std::uint64_t size) const noexcept { return size <= max_alloc_size_; }
   [[nodiscard]] std::uint64_t max_alloc_size() const noexcept { return max_alloc_size_; }
-  /// A slice of `size` bytes: a free one that fits (`try_reserve`), else one from a new page.
-  /// A pool that caches pages sizes that page by `growth`'s plan when there is a policy, else
-  /// it grows as `alloc`. nullopt when the pool's cap forbids growing.
-  /// @throws out_of_memory as `alloc`; the pool holds no more pages then.
-  [[nodiscard]] virtual std::optional<slice_handle> reserve(std::uint64_t size,
-                                                            growth_policy* growth) = 0;
   /// A free slice that fits, or nullopt (always for sizes above `max_roundable(alignment)`).
   /// Never allocates storage.
   [[nodiscard]] virtual std::optional<slice_handle> try_reserve(std::uint64_t size) = 0;
@@ -121,6 +115,13 @@ class memory_pool {
   /// @throws out_of_memory (from the storage, or for a size above `max_roundable(alignment)`);
   /// the pool is unchanged then.
   [[nodiscard]] virtual std::optional<slice_handle> alloc(std::uint64_t size) = 0;
+  /// The manager's growth after a miss of `try_reserve`: a pool that caches pages sizes the
+  /// page by `growth`'s plan (null: no policy); the others grow as `alloc`.
+  /// @throws out_of_memory as `alloc`; the pool holds no more pages then.
+  [[nodiscard]] virtual std::optional<slice_handle> grow(std::uint64_t size,
+                                                         growth_policy* /*growth*/) {
+    return alloc(size);
+  }
   /// The storage range of a live slice this pool owns, or nullopt.
   [[nodiscard]] virtual std::optional<backend::storage_handle> get(
       slice_control const& control) const = 0;

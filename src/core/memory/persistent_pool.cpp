@@ -21,12 +21,6 @@ persistent_pool::~persistent_pool() {
   table_.close();
 }
 
-std::optional<slice_handle> persistent_pool::reserve(std::uint64_t size,
-                                                     growth_policy* /*growth*/) {
-  if (auto h = try_reserve(size)) return h;
-  return alloc(size);
-}
-
 std::uint64_t persistent_pool::effective(std::uint64_t size) const noexcept {
   return align_up(size);
 }

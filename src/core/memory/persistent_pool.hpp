@@ -17,9 +17,6 @@ class persistent_pool final : public memory_pool {
   persistent_pool(backend::storage& storage, reservation_stats& stats, std::uint64_t alignment);
   ~persistent_pool() override;
 
-  /// try_reserve, else alloc (the manager routes here only sizes this pool should take).
-  [[nodiscard]] std::optional<slice_handle> reserve(std::uint64_t size,
-                                                    growth_policy* growth) override;
   [[nodiscard]] std::optional<slice_handle> try_reserve(std::uint64_t size) override;
   /// Allocates exactly the aligned size; never refuses (no cap).
   /// @throws out_of_memory from the storage, or when the size cannot be aligned in 64 bits.

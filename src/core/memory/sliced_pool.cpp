@@ -90,8 +90,7 @@ std::optional<slice_handle> sliced_pool::try_reserve(std::uint64_t size) {
   return take(b, size, extent);
 }
 
-std::optional<slice_handle> sliced_pool::reserve(std::uint64_t size, growth_policy* growth) {
-  if (auto h = try_reserve(size)) return h;
+std::optional<slice_handle> sliced_pool::grow(std::uint64_t size, growth_policy* growth) {
   if (cached_ && growth != nullptr) return grow_planned(size, *growth);
   return alloc(size);
 }
@@ -100,7 +99,7 @@ std::optional<slice_handle> sliced_pool::alloc(std::uint64_t size) {
   drain();
   check_roundable(size);
   // A request larger than a page gets a page of its own size rather than being refused.
-  return grow(size, std::max(page_size_, extent_of(size)));
+  return add_page(size, std::max(page_size_, extent_of(size)));
 }
 
 std::optional<slice_handle> sliced_pool::grow_planned(std::uint64_t size, growth_policy& growth) {
@@ -112,22 +111,22 @@ std::optional<slice_handle> sliced_pool::grow_planned(std::uint64_t size, growth
   if (plan.page_bytes > plan.need_bytes) {
     try {
       drain();
-      return grow(size, std::max(plan.page_bytes, extent));
+      return add_page(size, std::max(plan.page_bytes, extent));
     } catch (out_of_memory const&) {
       // The storage may still hold what the request itself needs.
     }
   }
   try {
     drain();
-    return grow(size, std::max(plan.need_bytes, extent));
+    return add_page(size, std::max(plan.need_bytes, extent));
   } catch (out_of_memory const&) {
     if (!plan.extent_fallback) throw;
     drain();
-    return grow(size, extent);
+    return add_page(size, extent);
   }
 }
 
-std::optional<slice_handle> sliced_pool::grow(std::uint64_t size, std::uint64_t bytes) {
+std::optional<slice_handle> sliced_pool::add_page(std::uint64_t size, std::uint64_t bytes) {
   auto const extent = extent_of(size);
   if (!cached_ && release_free_pages_) {
     // An idle page here cannot hold the request (try_reserve failed), so it is dead weight.

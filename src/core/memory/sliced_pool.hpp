@@ -41,8 +41,8 @@ class sliced_pool final : public memory_pool {
               std::uint64_t alignment, cache_policy const* policy = nullptr);
   ~sliced_pool() override;
 
-  [[nodiscard]] std::optional<slice_handle> reserve(std::uint64_t size,
-                                                    growth_policy* growth) override;
+  [[nodiscard]] std::optional<slice_handle> grow(std::uint64_t size,
+                                                 growth_policy* growth) override;
   [[nodiscard]] std::optional<slice_handle> try_reserve(std::uint64_t size) override;
   [[nodiscard]] std::optional<slice_handle> alloc(std::uint64_t size) override;
   [[nodiscard]] std::optional<backend::storage_handle> get(
@@ -103,7 +103,8 @@ class sliced_pool final : public memory_pool {
   }
   /// @throws out_of_memory when `size` cannot be rounded to the alignment.
   void check_roundable(std::uint64_t size) const;
-  [[nodiscard]] std::optional<slice_handle> grow(std::uint64_t size, std::uint64_t bytes);
+  /// Adds a page of `bytes` (within the cap) and reserves `size` from it.
+  [[nodiscard]] std::optional<slice_handle> add_page(std::uint64_t size, std::uint64_t bytes);
   /// Grows by the pages `growth`'s plan names, in turn, while the storage refuses.
   [[nodiscard]] std::optional<slice_handle> grow_planned(std::uint64_t size, growth_policy& growth);
   [[nodiscard]] static page* page_of(page_record* p) noexcept { return static_cast<page*>(p); }
