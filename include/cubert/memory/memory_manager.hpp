@@ -15,6 +15,7 @@
 
 namespace cubert::memory {
 
+class growth_policy;
 class memory_pool;
 class persistent_pool;
 struct reservation_stats;
@@ -81,11 +82,10 @@ class memory_manager {
   [[nodiscard]] std::optional<slice_handle> reserve_once(std::uint64_t size);
   /// For a size above accept_limit_: returns if the persistent pool takes it, else throws.
   void refuse_unless_persistent(std::uint64_t size);
-  [[nodiscard]] std::optional<slice_handle> grow(memory_pool& pool, std::uint64_t size);
-  /// grow(); when the storage refuses, a free slice of a later accepting pool, else rethrows.
-  [[nodiscard]] std::optional<slice_handle> grow_or_fall_through(memory_pool& pool,
-                                                                 std::uint64_t size);
-  void release_idle_pages(std::uint64_t target_reserved) noexcept;
+  /// Pool `index` grows for the request; when the storage refuses, a later pool's free slice.
+  [[nodiscard]] std::optional<slice_handle> grow(std::size_t index, std::uint64_t size);
+  /// A free slice of a pool after `index` that accepts the size (the storage refused `index`).
+  [[nodiscard]] std::optional<slice_handle> free_slice_after(std::size_t index, std::uint64_t size);
   [[nodiscard]] memory_pool const* owner_of(slice_control const* control) const noexcept;
   void schedule_periodic_cleanup() noexcept;
 
@@ -96,15 +96,13 @@ class memory_manager {
   std::unique_ptr<reservation_stats> stats_;
   std::vector<std::unique_ptr<memory_pool>> pools_;
   std::unique_ptr<persistent_pool> persistent_;
+  /// The cache policy's growth decisions; null without a policy.
+  std::unique_ptr<growth_policy> growth_;
   std::uint64_t alloc_reserve_count_ = 0;
   std::uint64_t next_periodic_check_ = 0;  ///< 0: no pool has a period.
   std::uint64_t periodic_step_ = 0;
   std::uint64_t max_accepted_ = 0;
-  std::uint64_t accept_limit_ = 0;    ///< min(max_accepted_, max_roundable(alignment)).
-  std::uint64_t live_at_growth_ = 0;  ///< Live bytes at the last cache-policy growth.
-  /// The highest live bytes before the last reset_peaks(): the cache budget's peak, which a
-  /// report's reset must not shrink.
-  std::uint64_t peak_before_reset_ = 0;
+  std::uint64_t accept_limit_ = 0;  ///< min(max_accepted_, max_roundable(alignment)).
 };
 
 }  // namespace cubert::memory

@@ -23,12 +23,8 @@ exclusive_pool::exclusive_pool(backend::storage& storage, reservation_stats& sta
 
 exclusive_pool::~exclusive_pool() {
   released_.close();  // see ~sliced_pool
-  for (auto& p : slots_) {
-    p->handle.control()->detach_owner();
-    if (p->live) storage_->dealloc(p->storage.id);
-  }
-  stats_->sub_reserved(live_.bytes_reserved);
-  stats_->sub_in_use(live_.bytes_in_use);
+  for (auto& p : slots_) p->handle.control()->detach_owner();
+  table_.close();
 }
 
 std::optional<slice_handle> exclusive_pool::try_reserve(std::uint64_t size) {
@@ -60,7 +56,8 @@ std::optional<slice_handle> exclusive_pool::alloc(std::uint64_t size) {
   auto bytes = ceil_to(std::max(static_cast<std::uint64_t>(avg_size_), size), align_);
   // Whether `bytes` more would pass the cap (written so that a huge page cannot wrap the sum).
   auto const over_cap = [&] {
-    return cap_ && (bytes > *cap_ || live_.bytes_reserved > *cap_ - bytes);
+    auto const reserved = table_.usage().bytes_reserved;
+    return cap_ && (bytes > *cap_ || reserved > *cap_ - bytes);
   };
   if (over_cap()) {
     // Idle pages that were too small are given back before refusing.
@@ -87,29 +84,19 @@ std::optional<slice_handle> exclusive_pool::alloc(std::uint64_t size) {
     spare_.push_back(p.get());
     slots_.push_back(std::move(p));
   }
-  auto const storage = storage_->alloc(bytes);  // may throw; nothing changed that matters
   page* p = spare_.back();
+  table_.add(*p, bytes);  // may throw; nothing changed that matters
   spare_.pop_back();
-  p->storage = storage;
   p->live = true;
   p->serial = next_serial_++;
   p->free_count = alloc_after_free - 1;  // a new page is "suspected unused" until reused
-  ++pages_;
-  peak_pages_ = std::max(peak_pages_, pages_);
-  live_.bytes_reserved += bytes;
-  stats_->add_reserved(bytes);
-  peak_reserved_ = std::max(peak_reserved_, live_.bytes_reserved);
   return hand_out(p, size);
 }
 
 slice_handle exclusive_pool::hand_out(page* p, std::uint64_t size) noexcept {
   p->in_use = true;
   p->requested = size;
-  ++live_.number_allocs;
-  live_.bytes_in_use += size;
-  live_.bytes_padding += padding_of(size);
-  stats_->add_in_use(size);
-  peak_in_use_ = std::max(peak_in_use_, live_.bytes_in_use);
+  table_.hand_out(size, padding_of(size));
   return slice_handle::hand_out(p->handle);
 }
 
@@ -117,10 +104,7 @@ void exclusive_pool::drain() noexcept {
   for (slice_control* list = released_.take_all(); list;) {
     auto* p = static_cast<page*>(release_queue::next(list));
     p->in_use = false;
-    --live_.number_allocs;
-    live_.bytes_in_use -= p->requested;
-    live_.bytes_padding -= padding_of(p->requested);
-    stats_->sub_in_use(p->requested);
+    table_.give_back(p->requested, padding_of(p->requested));
     mark_free(p);
   }
 }
@@ -139,37 +123,19 @@ void exclusive_pool::unmark_free(page* p) noexcept {
 
 void exclusive_pool::free_page(page* p) noexcept {
   unmark_free(p);
-  storage_->dealloc(p->storage.id);
-  live_.bytes_reserved -= p->storage.size;
-  stats_->sub_reserved(p->storage.size);
-  --pages_;
+  table_.remove(*p);
   p->live = false;
   spare_.push_back(p);
 }
 
-exclusive_pool::page* exclusive_pool::idle_for(std::uint64_t deficit) noexcept {
+page_record* exclusive_pool::idle_page_for(std::uint64_t deficit) noexcept {
   drain();
-  page* fit = nullptr;
-  page* largest = nullptr;
-  for (page* p : free_) {
-    auto const size = p->storage.size;
-    if (size >= deficit && (!fit || size < fit->storage.size)) fit = p;
-    if (!largest || size > largest->storage.size) largest = p;
-  }
-  return fit ? fit : largest;
+  // Every page in free_ is idle; the choice sees them in free_'s order.
+  return page_table::idle_page_for(deficit, free_, [](page_record const&) { return true; });
 }
 
-std::uint64_t exclusive_pool::idle_page_for(std::uint64_t deficit) noexcept {
-  page const* p = idle_for(deficit);
-  return p ? p->storage.size : 0;
-}
-
-std::uint64_t exclusive_pool::free_idle_page_for(std::uint64_t deficit) noexcept {
-  page* p = idle_for(deficit);
-  if (!p) return 0;
-  auto const bytes = p->storage.size;
-  free_page(p);
-  return bytes;
+void exclusive_pool::free_idle_page(page_record& p) noexcept {
+  free_page(static_cast<page*>(&p));
 }
 
 std::optional<backend::storage_handle> exclusive_pool::get(slice_control const& control) const {
@@ -196,13 +162,6 @@ std::optional<std::uint64_t> exclusive_pool::check_period() const noexcept {
   return std::max<std::uint64_t>(*dealloc_period_ / 5, 1);
 }
 
-void exclusive_pool::reset_peaks() noexcept {
-  drain();
-  peak_reserved_ = live_.bytes_reserved;
-  peak_in_use_ = live_.bytes_in_use;
-  peak_pages_ = pages_;
-}
-
 pool_usage exclusive_pool::usage() {
   drain();
   pool_usage u;
@@ -210,11 +169,7 @@ pool_usage exclusive_pool::usage() {
   u.description = fmt::format("max {}", binary_bytes(max_alloc_size_));
   u.max_alloc_size = max_alloc_size_;
   u.cap = cap_;
-  u.pages = pages_;
-  u.peak_pages = peak_pages_;
-  u.usage = live_;
-  u.peak_bytes_reserved = peak_reserved_;
-  u.peak_bytes_in_use = peak_in_use_;
+  table_.report(u);
   u.spills = spills();
   for (page const* p : free_) u.largest_free = std::max(u.largest_free, p->storage.size);
   return u;

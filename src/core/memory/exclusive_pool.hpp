@@ -29,16 +29,15 @@ class exclusive_pool final : public memory_pool {
   [[nodiscard]] std::optional<std::uint64_t> check_period() const noexcept override;
   [[nodiscard]] pool_usage usage() override;
   void drain() noexcept override;
-  void reset_peaks() noexcept override;
-  [[nodiscard]] std::uint64_t idle_page_for(std::uint64_t deficit) noexcept override;
-  std::uint64_t free_idle_page_for(std::uint64_t deficit) noexcept override;
+  [[nodiscard]] page_record* idle_page_for(std::uint64_t deficit) noexcept override;
+  void free_idle_page(page_record& page) noexcept override;
 
  private:
   static constexpr double size_avg_decay = 0.01;
   static constexpr std::uint32_t alloc_after_free = 5;
 
-  struct page final : pool_slot {
-    backend::storage_handle storage;
+  // A slot and, while `live`, a page listed in table_. Slots are recycled, pages are not.
+  struct page final : pool_slot, page_record {
     std::uint64_t requested = 0;
     std::uint64_t serial = 0;  // creation order of the page (slots are recycled): ties go oldest
     std::uint32_t free_count = 0;
@@ -49,7 +48,6 @@ class exclusive_pool final : public memory_pool {
   void mark_free(page* p) noexcept;
   void unmark_free(page* p) noexcept;
   void free_page(page* p) noexcept;
-  [[nodiscard]] page* idle_for(std::uint64_t deficit) noexcept;
   [[nodiscard]] slice_handle hand_out(page* p, std::uint64_t size) noexcept;
 
   std::optional<std::uint64_t> cap_;
@@ -60,12 +58,7 @@ class exclusive_pool final : public memory_pool {
   release_queue released_;
   std::vector<std::unique_ptr<page>> slots_;  // index = slot_index
   std::vector<page*> spare_;
-  std::vector<page*> free_;  // live pages not in use
-  memory_usage live_;
-  std::uint64_t pages_ = 0;
-  std::uint64_t peak_pages_ = 0;
-  std::uint64_t peak_reserved_ = 0;
-  std::uint64_t peak_in_use_ = 0;
+  std::vector<page*> free_;  // live pages not in use, in the order the idle choice sees them
 };
 
 }  // namespace cubert::memory

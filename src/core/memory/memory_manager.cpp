@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "memory/exclusive_pool.hpp"
+#include "memory/growth_policy.hpp"
 #include "memory/persistent_pool.hpp"
 #include "memory/sliced_pool.hpp"
 
@@ -9,20 +10,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <limits>
 
 namespace cubert::memory {
-
-namespace {
-
-// `x` × `f` (f >= 0, as cache_policy requires) saturated at 2^64 - 1: converting 2^64 or more
-// to an integer is undefined (x86-64 gives 0), and a policy may set any finite factor.
-std::uint64_t scale(std::uint64_t x, double f) noexcept {
-  double const v = static_cast<double>(x) * f;
-  return v < 0x1p64 ? static_cast<std::uint64_t>(v) : std::numeric_limits<std::uint64_t>::max();
-}
-
-}  // namespace
 
 memory_manager::memory_manager(std::unique_ptr<backend::storage> storage,
                                device_memory_properties props, memory_configuration config)
@@ -46,12 +35,17 @@ memory_manager::memory_manager(std::unique_ptr<backend::storage> storage,
     max_accepted_ = std::max(max_accepted_, o.max_alloc_size);
   }
   persistent_ = std::make_unique<persistent_pool>(*storage_, *stats_, props_.alignment);
+  if (policy) {
+    growth_ =
+        std::make_unique<growth_policy>(*policy, *stats_, props_.alignment, pools_, *persistent_);
+  }
   accept_limit_ = std::min(max_accepted_, max_roundable(props_.alignment));
   schedule_periodic_cleanup();
 }
 
 memory_manager::~memory_manager() {
-  // Pools give their pages back to the storage, so they go first.
+  // Pools give their pages back to the storage, so they go first (the policy names them).
+  growth_.reset();
   persistent_.reset();
   pools_.clear();
 }
@@ -120,105 +114,35 @@ std::optional<slice_handle> memory_manager::reserve_once(std::uint64_t size) {
       return persistent_->alloc(size);
     }
   }
-  for (auto& p : pools_) {
-    if (!p->accepts(size)) continue;
-    if (auto h = p->try_reserve(size)) return h;
-    if (auto h = grow_or_fall_through(*p, size)) return h;  // nullopt: capped, spill to the next
+  // The first accepting pool in routing order reuses a free slice (a hit: one call), else grows
+  // as its policy says; nullopt means capped: the request spills to the next.
+  for (std::size_t i = 0; i < pools_.size(); ++i) {
+    auto& p = *pools_[i];
+    if (!p.accepts(size)) continue;
+    if (auto h = p.try_reserve(size)) return h;
+    if (auto h = grow(i, size)) return h;
   }
   return std::nullopt;
 }
 
-std::optional<slice_handle> memory_manager::grow_or_fall_through(memory_pool& pool,
-                                                                 std::uint64_t size) {
+std::optional<slice_handle> memory_manager::grow(std::size_t index, std::uint64_t size) {
   try {
-    return grow(pool, size);
+    return pools_[index]->grow(size, growth_.get());
   } catch (out_of_memory const&) {
-    // The storage is short, but a later pool that accepts the size may have room in a page it
-    // already holds: that costs no storage call and no cleanup of cached pages.
-    auto it =
-        std::find_if(pools_.begin(), pools_.end(), [&](auto const& p) { return p.get() == &pool; });
-    for (++it; it < pools_.end(); ++it) {
-      if (!(*it)->accepts(size)) continue;
-      if (auto h = (*it)->try_reserve(size)) return h;
-    }
+    if (auto h = free_slice_after(index, size)) return h;
     throw;
   }
 }
 
-std::optional<slice_handle> memory_manager::grow(memory_pool& pool, std::uint64_t size) {
-  if (!config_.policy() || !pool.caches_pages()) return pool.alloc(size);
-  auto const& policy = *config_.policy();
-  // Drops queued on other pools still count as live until those pools are next used; the
-  // budget needs the exact figure. (Draining every pool on every reservation would cost a
-  // hit path one load per pool: 24 in exclusive_pages.)
-  for (auto& p : pools_) p->drain();
-  persistent_->drain();
-  auto const live = stats_->in_use + size;
-  auto const seen = std::max(stats_->peak_in_use, peak_before_reset_);
-  auto const peak = std::max(seen, live);
-  auto const limit = peak + std::min(scale(peak, policy.slack), ~std::uint64_t{0} - peak);
-  std::uint64_t chunk = 0;
-  if (live >= seen) {
-    // A new high of live bytes is warm-up: a large page saves the next storage calls. While
-    // warming up, growths come about one page of climb apart, so the climb bound leaves the
-    // page at its scaled size; a workload that only edges past its old peak gets a small one.
-    // Below the peak the workload has needed more before, so a miss means fragmentation and
-    // the pool grows by what this request needs only (chunk 0).
-    auto const climbed = live > live_at_growth_ ? live - live_at_growth_ : 0;
-    chunk = std::clamp(
-        std::min(scale(peak, policy.growth_fraction), scale(climbed, policy.growth_per_climb)),
-        policy.min_growth, policy.max_growth);
+std::optional<slice_handle> memory_manager::free_slice_after(std::size_t index,
+                                                             std::uint64_t size) {
+  // The storage is short, but a later pool that accepts the size may have room in a page it
+  // already holds: that costs no storage call and no cleanup of cached pages.
+  for (auto i = index + 1; i < pools_.size(); ++i) {
+    if (!pools_[i]->accepts(size)) continue;
+    if (auto h = pools_[i]->try_reserve(size)) return h;
   }
-  live_at_growth_ = live;
-  auto const room = [&] { return limit > stats_->reserved ? limit - stats_->reserved : 0; };
-  // Warm-up pages may also take what is left of the budget (fewer, larger pages).
-  auto const target = [&] { return chunk == 0 ? std::uint64_t{0} : std::max(chunk, room()); };
-  auto bytes = pool.growth_bytes(size, target());
-  if (stats_->reserved + bytes > limit) {
-    // Over budget: idle cached pages go back first (see release_idle_pages for which).
-    release_idle_pages(limit - std::min(limit, bytes));
-    bytes = std::min(bytes, pool.growth_bytes(size, target()));
-  }
-  auto const need = pool.growth_bytes(size, 0);
-  if (bytes > need) {
-    try {
-      return pool.alloc_page(size, bytes);
-    } catch (out_of_memory const&) {
-      // The storage may still hold what the request itself needs.
-    }
-  }
-  try {
-    return pool.alloc_page(size, need);
-  } catch (out_of_memory const&) {
-    // `need` is rounded to the granule (what the CUDA driver rounds to anyway); a storage with
-    // less than a granule left, such as host memory under a capacity limit, may still hold the
-    // request's own extent.
-    if (need <= std::max(ceil_to(size, props_.alignment), props_.alignment)) throw;
-    return pool.alloc_page(size, 0);
-  }
-}
-
-void memory_manager::release_idle_pages(std::uint64_t target_reserved) noexcept {
-  // Each step gives back the smallest idle page that covers the rest of the deficit alone, else
-  // the largest: few storage calls, and a large cached page is not traded for a small growth.
-  while (stats_->reserved > target_reserved) {
-    auto const deficit = stats_->reserved - target_reserved;
-    memory_pool* best = nullptr;
-    std::uint64_t best_bytes = 0;
-    for (auto& p : pools_) {
-      auto const bytes = p->idle_page_for(deficit);
-      if (bytes == 0) continue;
-      bool const covers = bytes >= deficit;
-      bool const best_covers = best_bytes >= deficit;
-      if (!best || (covers && (!best_covers || bytes < best_bytes)) ||
-          (!covers && !best_covers && bytes > best_bytes)) {
-        best = p.get();
-        best_bytes = bytes;
-      }
-    }
-    if (!best) return;
-    best->free_idle_page_for(deficit);
-  }
+  return std::nullopt;
 }
 
 memory_pool const* memory_manager::owner_of(slice_control const* control) const noexcept {
@@ -304,9 +228,8 @@ void memory_manager::reset_peaks() noexcept {
   for (auto& p : pools_) p->reset_peaks();
   persistent_->reset_peaks();
   stats_->peak_reserved = stats_->reserved;
-  // Peaks restart for reports; the cache budget keeps the highest live bytes seen, or a reset
-  // between steps would give back every cached page at the next growth.
-  peak_before_reset_ = std::max(peak_before_reset_, stats_->peak_in_use);
+  // Peaks restart for reports; the cache budget keeps the highest live bytes seen.
+  if (growth_) growth_->keep_peak(stats_->peak_in_use);
   stats_->peak_in_use = stats_->in_use;
 }
 

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The private contract between the memory manager and its pools, and what pools share:
-// size arithmetic, manager-wide counters, and the lock-free queue that learns about drops.
+// size arithmetic and the lock-free queue that learns about drops. The page bookkeeping is the
+// page table's (page_table.hpp).
 #pragma once
+
+#include "memory/page_table.hpp"
 
 #include <cubert/backend/storage.hpp>
 #include <cubert/memory/memory_usage.hpp>
@@ -15,6 +18,8 @@
 #include <string>
 
 namespace cubert::memory {
+
+class growth_policy;
 
 /// cubecl's calculate_padding: bytes added to reach the next multiple of `align`.
 [[nodiscard]] constexpr std::uint64_t padding_for(std::uint64_t size,
@@ -39,27 +44,6 @@ namespace cubert::memory {
 
 /// A process-wide unique slice id (never 0).
 [[nodiscard]] slice_id next_slice_id() noexcept;
-
-/// Manager-wide byte counters that every pool updates, so the manager's peaks are peaks of
-/// the sum and not sums of per-pool peaks. Server thread only.
-struct reservation_stats {
-  std::uint64_t reservations = 0;  ///< Calls of memory_manager::reserve so far (the pools' clock).
-  std::uint64_t reserved = 0;
-  std::uint64_t peak_reserved = 0;
-  std::uint64_t in_use = 0;
-  std::uint64_t peak_in_use = 0;
-
-  void add_reserved(std::uint64_t n) noexcept {
-    reserved += n;
-    peak_reserved = std::max(peak_reserved, reserved);
-  }
-  void sub_reserved(std::uint64_t n) noexcept { reserved -= n; }
-  void add_in_use(std::uint64_t n) noexcept {
-    in_use += n;
-    peak_in_use = std::max(peak_in_use, in_use);
-  }
-  void sub_in_use(std::uint64_t n) noexcept { in_use -= n; }
-};
 
 /// One slot of a pool: owns the pool's own handle to the slice, whose control block names the
 /// slot, so a drop on any thread only pushes the block on the pool's sink (no lookup, no lock).
@@ -112,6 +96,7 @@ class memory_pool {
               std::uint64_t alignment) noexcept
       : storage_(&storage),
         stats_(&stats),
+        table_(storage, stats),
         max_alloc_size_(max_alloc_size),
         align_(alignment),
         max_roundable_(max_roundable(alignment)),
@@ -130,6 +115,13 @@ class memory_pool {
   /// @throws out_of_memory (from the storage, or for a size above `max_roundable(alignment)`);
   /// the pool is unchanged then.
   [[nodiscard]] virtual std::optional<slice_handle> alloc(std::uint64_t size) = 0;
+  /// The manager's growth after a miss of `try_reserve`: a pool that caches pages sizes the
+  /// page by `growth`'s plan (null: no policy); the others grow as `alloc`.
+  /// @throws out_of_memory as `alloc`; the pool holds no more pages then.
+  [[nodiscard]] virtual std::optional<slice_handle> grow(std::uint64_t size,
+                                                         growth_policy* /*growth*/) {
+    return alloc(size);
+  }
   /// The storage range of a live slice this pool owns, or nullopt.
   [[nodiscard]] virtual std::optional<backend::storage_handle> get(
       slice_control const& control) const = 0;
@@ -142,37 +134,27 @@ class memory_pool {
   /// Takes in the slices other threads dropped since the last call, so that the manager's
   /// live-byte figures are exact before it decides anything. Server thread only.
   virtual void drain() noexcept = 0;
-  /// Restarts this pool's peaks (bytes reserved, bytes in use, pages) from the current values.
-  virtual void reset_peaks() noexcept = 0;
+  /// Restarts this pool's peaks (bytes reserved, bytes in use, pages) from the current values,
+  /// after taking in queued drops.
+  void reset_peaks() noexcept {
+    drain();
+    table_.reset_peaks();
+  }
 
-  // The cache policy's hooks (memory_manager::grow). Pools without cached pages keep defaults.
-
-  /// Whether the manager's cache policy sizes this pool's pages (pool_options::cache_pages).
-  [[nodiscard]] virtual bool caches_pages() const noexcept { return false; }
-  /// Bytes of the page this pool would allocate for a request of `size` when the manager
-  /// would like `target` bytes: `target` within [what the request needs, page size], or what
-  /// the request needs for a request above the page size. 0 for pools without cached pages.
-  [[nodiscard]] virtual std::uint64_t growth_bytes(std::uint64_t /*size*/,
-                                                   std::uint64_t /*target*/) const noexcept {
-    return 0;
+  /// The idle page (nothing live on it) this pool would give back towards `deficit` bytes,
+  /// chosen by its page table (idle_choice), after draining; nullptr if there is none. Pools
+  /// that keep no idle pages for the growth policy return nullptr.
+  [[nodiscard]] virtual page_record* idle_page_for(std::uint64_t /*deficit*/) noexcept {
+    return nullptr;
   }
-  /// Grows by one page of `page_bytes` (a `growth_bytes` result) and reserves `size` from it;
-  /// as `alloc` otherwise. Pools that ignore the size fall back to `alloc`.
-  [[nodiscard]] virtual std::optional<slice_handle> alloc_page(std::uint64_t size,
-                                                               std::uint64_t /*page_bytes*/) {
-    return alloc(size);
-  }
-  /// The idle page (nothing live on it) this pool would give back towards `deficit` bytes:
-  /// the smallest that covers it alone, else the largest. Its size; 0 if there is none.
-  [[nodiscard]] virtual std::uint64_t idle_page_for(std::uint64_t /*deficit*/) noexcept {
-    return 0;
-  }
-  /// Gives that page back to the storage; returns its size (0 if there was none).
-  virtual std::uint64_t free_idle_page_for(std::uint64_t /*deficit*/) noexcept { return 0; }
+  /// Gives back a page `idle_page_for` returned, with no reservation since.
+  virtual void free_idle_page(page_record& /*page*/) noexcept {}
 
  protected:
   backend::storage* storage_;  // Not owned; the manager owns storage and pools, pools die first.
   reservation_stats* stats_;   // Not owned; the manager's.
+  /// The pages this pool holds and its figures. Each pool's destructor closes it.
+  page_table table_;
   std::uint64_t max_alloc_size_;
   std::uint64_t align_;
   /// Requests above this cannot be rounded to the alignment: pools refuse them.

@@ -17,12 +17,8 @@ persistent_pool::persistent_pool(backend::storage& storage, reservation_stats& s
 
 persistent_pool::~persistent_pool() {
   released_.close();  // see ~sliced_pool
-  for (auto& e : slots_) {
-    e->handle.control()->detach_owner();
-    if (e->live) storage_->dealloc(e->storage.id);
-  }
-  stats_->sub_reserved(live_.bytes_reserved);
-  stats_->sub_in_use(live_.bytes_in_use);
+  for (auto& e : slots_) e->handle.control()->detach_owner();
+  table_.close();
 }
 
 std::uint64_t persistent_pool::effective(std::uint64_t size) const noexcept {
@@ -64,38 +60,27 @@ std::optional<slice_handle> persistent_pool::alloc(std::uint64_t size) {
     slots_.push_back(std::move(e));
   }
   auto& b = buckets_[bytes];
-  backend::storage_handle storage;
+  entry* e = spare_.back();
   try {
     // The bucket's free list may later hold every slice of its size; growing it now keeps the
     // drain path allocation-free.
     b.free.reserve(b.count + 1);
-    storage = storage_->alloc(bytes);
+    table_.add(*e, bytes);
   } catch (...) {
     // An empty bucket would route later requests of this size here (has_bucket).
     if (b.count == 0) buckets_.erase(bytes);
     throw;
   }
-  entry* e = spare_.back();
   spare_.pop_back();
-  e->storage = storage;
   e->live = true;
   ++b.count;
-  ++pages_;
-  peak_pages_ = std::max(peak_pages_, pages_);
-  live_.bytes_reserved += bytes;
-  stats_->add_reserved(bytes);
-  peak_reserved_ = std::max(peak_reserved_, live_.bytes_reserved);
   return hand_out(e, size);
 }
 
 slice_handle persistent_pool::hand_out(entry* e, std::uint64_t size) noexcept {
   e->in_use = true;
   e->requested = size;
-  ++live_.number_allocs;
-  live_.bytes_in_use += size;
-  live_.bytes_padding += e->storage.size - size;
-  stats_->add_in_use(size);
-  peak_in_use_ = std::max(peak_in_use_, live_.bytes_in_use);
+  table_.hand_out(size, e->storage.size - size);
   return slice_handle::hand_out(e->handle);
 }
 
@@ -103,10 +88,7 @@ void persistent_pool::drain() noexcept {
   for (slice_control* list = released_.take_all(); list;) {
     auto* e = static_cast<entry*>(release_queue::next(list));
     e->in_use = false;
-    --live_.number_allocs;
-    live_.bytes_in_use -= e->requested;
-    live_.bytes_padding -= e->storage.size - e->requested;
-    stats_->sub_in_use(e->requested);
+    table_.give_back(e->requested, e->storage.size - e->requested);
     buckets_.find(e->storage.size)->second.free.push_back(e);  // capacity reserved in alloc()
   }
 }
@@ -124,10 +106,7 @@ void persistent_pool::cleanup(std::uint64_t /*alloc_nr*/, bool explicit_cleanup)
   for (auto it = buckets_.begin(); it != buckets_.end();) {
     auto& b = it->second;
     for (entry* e : b.free) {
-      storage_->dealloc(e->storage.id);
-      live_.bytes_reserved -= e->storage.size;
-      stats_->sub_reserved(e->storage.size);
-      --pages_;
+      table_.remove(*e);
       --b.count;
       e->live = false;
       spare_.push_back(e);
@@ -138,24 +117,13 @@ void persistent_pool::cleanup(std::uint64_t /*alloc_nr*/, bool explicit_cleanup)
   storage_->flush();
 }
 
-void persistent_pool::reset_peaks() noexcept {
-  drain();
-  peak_reserved_ = live_.bytes_reserved;
-  peak_in_use_ = live_.bytes_in_use;
-  peak_pages_ = pages_;
-}
-
 pool_usage persistent_pool::usage() {
   drain();
   pool_usage u;
   u.kind = pool_kind::persistent;
   u.description = std::to_string(buckets_.size()) + " exact sizes";
   u.max_alloc_size = max_alloc_size_;
-  u.pages = pages_;
-  u.peak_pages = peak_pages_;
-  u.usage = live_;
-  u.peak_bytes_reserved = peak_reserved_;
-  u.peak_bytes_in_use = peak_in_use_;
+  table_.report(u);
   for (auto const& [size, b] : buckets_) {
     if (!b.free.empty()) u.largest_free = std::max(u.largest_free, size);
   }

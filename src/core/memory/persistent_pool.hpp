@@ -27,7 +27,6 @@ class persistent_pool final : public memory_pool {
   void cleanup(std::uint64_t alloc_nr, bool explicit_cleanup) override;
   [[nodiscard]] pool_usage usage() override;
   void drain() noexcept override;
-  void reset_peaks() noexcept override;
 
   /// Whether any slice exists (the manager skips this pool entirely otherwise).
   [[nodiscard]] bool empty() const noexcept { return buckets_.empty(); }
@@ -36,8 +35,8 @@ class persistent_pool final : public memory_pool {
   [[nodiscard]] bool has_bucket(std::uint64_t size) const;
 
  private:
-  struct entry final : pool_slot {
-    backend::storage_handle storage;
+  // A slot and, while `live`, a page listed in table_. Slots are recycled, pages are not.
+  struct entry final : pool_slot, page_record {
     std::uint64_t requested = 0;
     bool live = false;
   };
@@ -54,11 +53,6 @@ class persistent_pool final : public memory_pool {
   std::vector<std::unique_ptr<entry>> slots_;
   std::vector<entry*> spare_;
   std::unordered_map<std::uint64_t, bucket> buckets_;
-  memory_usage live_;
-  std::uint64_t pages_ = 0;
-  std::uint64_t peak_pages_ = 0;
-  std::uint64_t peak_reserved_ = 0;
-  std::uint64_t peak_in_use_ = 0;
 };
 
 }  // namespace cubert::memory

@@ -38,9 +38,7 @@ sliced_pool::~sliced_pool() {
   // themselves, and detach so that a slice never resolves to a freed page.
   released_.close();
   for (auto& b : blocks_) b->handle.control()->detach_owner();
-  for (auto& p : pages_) storage_->dealloc(p->storage.id);
-  stats_->sub_reserved(live_.bytes_reserved);
-  stats_->sub_in_use(live_.bytes_in_use);
+  table_.close([](page_record* p) { delete page_of(p); });
 }
 
 void sliced_pool::check_roundable(std::uint64_t size) const {
@@ -92,31 +90,43 @@ std::optional<slice_handle> sliced_pool::try_reserve(std::uint64_t size) {
   return take(b, size, extent);
 }
 
+std::optional<slice_handle> sliced_pool::grow(std::uint64_t size, growth_policy* growth) {
+  if (cached_ && growth != nullptr) return grow_planned(size, *growth);
+  return alloc(size);
+}
+
 std::optional<slice_handle> sliced_pool::alloc(std::uint64_t size) {
   drain();
   check_roundable(size);
   // A request larger than a page gets a page of its own size rather than being refused.
-  return grow(size, std::max(page_size_, extent_of(size)));
+  return add_page(size, std::max(page_size_, extent_of(size)));
 }
 
-std::uint64_t sliced_pool::growth_bytes(std::uint64_t size, std::uint64_t target) const noexcept {
-  if (!cached_ || size > max_roundable_) return 0;  // alloc_page refuses the latter
-  auto const extent = extent_of(size);
-  // A page of its own, rounded to the granule unless that wraps.
-  if (extent > page_size_)
-    return extent <= max_roundable(granule_) ? ceil_to(extent, granule_) : extent;
-  auto const need = ceil_to(extent, granule_);
-  return std::clamp(floor_to(target, granule_), std::min(need, page_size_), page_size_);
-}
-
-std::optional<slice_handle> sliced_pool::alloc_page(std::uint64_t size, std::uint64_t page_bytes) {
-  drain();
+std::optional<slice_handle> sliced_pool::grow_planned(std::uint64_t size, growth_policy& growth) {
   check_roundable(size);
-  if (!cached_) return alloc(size);
-  return grow(size, std::max(page_bytes, extent_of(size)));
+  auto const extent = extent_of(size);
+  auto const plan = growth.plan(size, geometry_for(size));
+  // Each attempt takes in drops first, as alloc does: other threads may have dropped slices
+  // while the plan ran, and they must merge before a new page's block joins the free lists.
+  if (plan.page_bytes > plan.need_bytes) {
+    try {
+      drain();
+      return add_page(size, std::max(plan.page_bytes, extent));
+    } catch (out_of_memory const&) {
+      // The storage may still hold what the request itself needs.
+    }
+  }
+  try {
+    drain();
+    return add_page(size, std::max(plan.need_bytes, extent));
+  } catch (out_of_memory const&) {
+    if (!plan.extent_fallback) throw;
+    drain();
+    return add_page(size, extent);
+  }
 }
 
-std::optional<slice_handle> sliced_pool::grow(std::uint64_t size, std::uint64_t bytes) {
+std::optional<slice_handle> sliced_pool::add_page(std::uint64_t size, std::uint64_t bytes) {
   auto const extent = extent_of(size);
   if (!cached_ && release_free_pages_) {
     // An idle page here cannot hold the request (try_reserve failed), so it is dead weight.
@@ -124,13 +134,14 @@ std::optional<slice_handle> sliced_pool::grow(std::uint64_t size, std::uint64_t 
   }
   // Whether `bytes` more would pass the cap (written so that a huge page cannot wrap the sum).
   auto const over_cap = [&] {
-    return cap_ && (bytes > *cap_ || live_.bytes_reserved > *cap_ - bytes);
+    auto const reserved = table_.usage().bytes_reserved;
+    return cap_ && (bytes > *cap_ || reserved > *cap_ - bytes);
   };
   if (over_cap()) {
     free_idle_pages();
     // A cached pool's page may be larger than the request needs; the cap comes first.
     if (cached_ && over_cap()) {
-      auto const left = floor_to(*cap_ - std::min(*cap_, live_.bytes_reserved), align_);
+      auto const left = floor_to(*cap_ - std::min(*cap_, table_.usage().bytes_reserved), align_);
       bytes = std::max(extent, std::min(bytes, left));
     }
   }
@@ -140,30 +151,24 @@ std::optional<slice_handle> sliced_pool::grow(std::uint64_t size, std::uint64_t 
   }
   // Host allocations come first: once the storage has handed out a page, nothing may throw, or
   // the page would leak.
-  if (pages_.size() == pages_.capacity()) pages_.reserve(pages_.size() * 2 + 4);
-  auto p = std::make_unique<page>();
+  auto owned = std::make_unique<page>();
   block* b = new_block();
   try {
-    p->storage = storage_->alloc(bytes);  // may throw out_of_memory
+    table_.add(*owned, bytes);  // may throw out_of_memory
   } catch (...) {
     recycle(b);
     throw;
   }
+  page* const p = owned.release();  // listed in table_ now; free_page deletes it
   p->oversize = bytes > page_size_;
   p->idle_since = stats_->reservations;
   p->serial = next_serial_++;
-  p->index = pages_.size();
-  b->owner = p.get();
+  b->owner = p;
   b->offset = 0;
   b->size = bytes;
   b->prev_phys = b->next_phys = nullptr;
   p->first = b;
   insert_free(b);
-  pages_.push_back(std::move(p));
-  live_.bytes_reserved += bytes;
-  stats_->add_reserved(bytes);
-  peak_reserved_ = std::max(peak_reserved_, live_.bytes_reserved);
-  peak_pages_ = std::max<std::uint64_t>(peak_pages_, pages_.size());
   return take(b, size, extent);
 }
 
@@ -193,11 +198,7 @@ slice_handle sliced_pool::take(block* b, std::uint64_t size, std::uint64_t exten
   }
   b->in_use = true;
   b->requested = size;
-  ++live_.number_allocs;
-  live_.bytes_in_use += size;
-  live_.bytes_padding += b->size - size;
-  stats_->add_in_use(size);
-  peak_in_use_ = std::max(peak_in_use_, live_.bytes_in_use);
+  table_.hand_out(size, b->size - size);
   return slice_handle::hand_out(b->handle);
 }
 
@@ -224,21 +225,14 @@ slice_handle sliced_pool::take_back(block* b, std::uint64_t size) noexcept {
   // What release() then take() would leave, without touching the free lists. The page's
   // idle_since and large_only, which release() may write, are read only while it is idle or
   // oversize: neither applies.
-  live_.bytes_in_use = live_.bytes_in_use - b->requested + size;
-  live_.bytes_padding = live_.bytes_padding - (b->size - b->requested) + (b->size - size);
-  stats_->sub_in_use(b->requested);
-  stats_->add_in_use(size);
-  peak_in_use_ = std::max(peak_in_use_, live_.bytes_in_use);
+  table_.hand_out_again(b->requested, size, b->size);
   b->requested = size;
   return slice_handle::hand_out(b->handle);
 }
 
 void sliced_pool::release(block* b) noexcept {
   b->in_use = false;
-  --live_.number_allocs;
-  live_.bytes_in_use -= b->requested;
-  live_.bytes_padding -= b->size - b->requested;
-  stats_->sub_in_use(b->requested);
+  table_.give_back(b->requested, b->size - b->requested);
   if (block* left = b->prev_phys; left && !left->in_use) {
     remove_free(left);
     left->size += b->size;
@@ -298,47 +292,26 @@ void sliced_pool::free_page(page* p) noexcept {
   block* b = p->first;
   remove_free(b);
   recycle(b);
-  storage_->dealloc(p->storage.id);
-  live_.bytes_reserved -= p->storage.size;
-  stats_->sub_reserved(p->storage.size);
-  auto const index = p->index;
-  if (index + 1 != pages_.size()) {
-    std::swap(pages_[index], pages_.back());
-    pages_[index]->index = index;
-  }
-  pages_.pop_back();
+  table_.remove(*p);
+  delete p;
 }
 
 void sliced_pool::free_idle_pages() noexcept {
-  for (std::size_t i = pages_.size(); i-- > 0;) {
-    if (pages_[i]->used_blocks == 0) free_page(pages_[i].get());
+  auto const pages = table_.pages();
+  for (std::size_t i = pages.size(); i-- > 0;) {
+    if (page_of(pages[i])->used_blocks == 0) free_page(page_of(pages[i]));
   }
 }
 
-sliced_pool::page* sliced_pool::idle_for(std::uint64_t deficit) noexcept {
+page_record* sliced_pool::idle_page_for(std::uint64_t deficit) noexcept {
   drain();
-  page* fit = nullptr;
-  page* largest = nullptr;
-  for (auto const& p : pages_) {
-    if (p->used_blocks != 0) continue;
-    auto const size = p->storage.size;
-    if (size >= deficit && (!fit || size < fit->storage.size)) fit = p.get();
-    if (!largest || size > largest->storage.size) largest = p.get();
-  }
-  return fit ? fit : largest;
+  return page_table::idle_page_for(deficit, table_.pages(), [](page_record const& p) {
+    return static_cast<page const&>(p).used_blocks == 0;
+  });
 }
 
-std::uint64_t sliced_pool::idle_page_for(std::uint64_t deficit) noexcept {
-  page const* p = idle_for(deficit);
-  return p ? p->storage.size : 0;
-}
-
-std::uint64_t sliced_pool::free_idle_page_for(std::uint64_t deficit) noexcept {
-  page* p = idle_for(deficit);
-  if (!p) return 0;
-  auto const bytes = p->storage.size;
-  free_page(p);
-  return bytes;
+void sliced_pool::free_idle_page(page_record& p) noexcept {
+  free_page(page_of(&p));
 }
 
 std::optional<backend::storage_handle> sliced_pool::get(slice_control const& control) const {
@@ -357,8 +330,9 @@ void sliced_pool::cleanup(std::uint64_t alloc_nr, bool explicit_cleanup) {
   if (cached_) {
     // Only pages idle for the whole period go: the others are what the workload reuses.
     if (!idle_release_after_) return;
-    for (std::size_t i = pages_.size(); i-- > 0;) {
-      page* p = pages_[i].get();
+    auto const pages = table_.pages();
+    for (std::size_t i = pages.size(); i-- > 0;) {
+      page* p = page_of(pages[i]);
       if (p->used_blocks == 0 && alloc_nr - p->idle_since >= *idle_release_after_) free_page(p);
     }
     return;
@@ -378,13 +352,6 @@ std::optional<std::uint64_t> sliced_pool::check_period() const noexcept {
   return std::max<std::uint64_t>(*dealloc_period_ / 5, 1);
 }
 
-void sliced_pool::reset_peaks() noexcept {
-  drain();
-  peak_reserved_ = live_.bytes_reserved;
-  peak_in_use_ = live_.bytes_in_use;
-  peak_pages_ = pages_.size();
-}
-
 pool_usage sliced_pool::usage() {
   drain();
   pool_usage u;
@@ -393,14 +360,10 @@ pool_usage sliced_pool::usage() {
                               binary_bytes(max_alloc_size_), cached_ ? ", cached" : "");
   u.max_alloc_size = max_alloc_size_;
   u.cap = cap_;
-  u.pages = pages_.size();
-  u.peak_pages = peak_pages_;
-  u.usage = live_;
-  u.peak_bytes_reserved = peak_reserved_;
-  u.peak_bytes_in_use = peak_in_use_;
+  table_.report(u);
   u.spills = spills();
-  for (auto const& p : pages_) {
-    for (block const* b = p->first; b; b = b->next_phys) {
+  for (page_record* p : table_.pages()) {
+    for (block const* b = page_of(p)->first; b; b = b->next_phys) {
       if (!b->in_use) u.largest_free = std::max(u.largest_free, b->size);
     }
   }
@@ -410,7 +373,7 @@ pool_usage sliced_pool::usage() {
 std::vector<std::vector<sliced_pool::block_view>> sliced_pool::layout() {
   drain();
   std::vector<page const*> ordered;
-  for (auto const& p : pages_) ordered.push_back(p.get());
+  for (page_record* p : table_.pages()) ordered.push_back(page_of(p));
   std::sort(ordered.begin(), ordered.end(),
             [](page const* a, page const* b) { return a->serial < b->serial; });
   std::vector<std::vector<block_view>> out;

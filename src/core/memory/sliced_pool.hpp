@@ -2,6 +2,7 @@
 // Pages cut into slices: best-fit over segregated free lists, immediate coalescing.
 #pragma once
 
+#include "memory/growth_policy.hpp"
 #include "memory/memory_pool.hpp"
 #include "memory/size_bins.hpp"
 
@@ -26,11 +27,12 @@ inline bool take_back_enabled = true;
 /// thread and merged with its free neighbours when the server thread next touches the pool,
 /// so free space never stays cut into adjacent pieces and an idle page is one block.
 ///
-/// With `pool_options::cache_pages` and a `cache_policy`, the manager sizes new pages
-/// (`growth_bytes`, `alloc_page`) and decides when idle pages go back; the pool keeps idle
-/// pages otherwise. An idle page larger than `page_size` only serves requests of more than
-/// `cache_policy::large_split_fraction` of its size, and when such a request leaves a rest of
-/// more than a page, the rest serves only requests larger than a page until the page is idle.
+/// With `pool_options::cache_pages` and a `cache_policy`, the manager's growth_policy sizes
+/// new pages (one `plan` per growth, from this pool's `page_geometry`) and decides when idle
+/// pages go back; the pool keeps idle pages otherwise. An idle page larger than `page_size` only
+/// serves requests of more than `cache_policy::large_split_fraction` of its size, and when such a
+/// request leaves a rest of more than a page, the rest serves only requests larger than a page
+/// until the page is idle.
 class sliced_pool final : public memory_pool {
  public:
   /// `policy` is used only with `options.cache_pages`; not owned, the manager outlives the pool.
@@ -39,6 +41,8 @@ class sliced_pool final : public memory_pool {
               std::uint64_t alignment, cache_policy const* policy = nullptr);
   ~sliced_pool() override;
 
+  [[nodiscard]] std::optional<slice_handle> grow(std::uint64_t size,
+                                                 growth_policy* growth) override;
   [[nodiscard]] std::optional<slice_handle> try_reserve(std::uint64_t size) override;
   [[nodiscard]] std::optional<slice_handle> alloc(std::uint64_t size) override;
   [[nodiscard]] std::optional<backend::storage_handle> get(
@@ -47,15 +51,16 @@ class sliced_pool final : public memory_pool {
   [[nodiscard]] std::optional<std::uint64_t> check_period() const noexcept override;
   [[nodiscard]] pool_usage usage() override;
   void drain() noexcept override;
-  void reset_peaks() noexcept override;
+  [[nodiscard]] page_record* idle_page_for(std::uint64_t deficit) noexcept override;
+  void free_idle_page(page_record& page) noexcept override;
 
-  [[nodiscard]] bool caches_pages() const noexcept override { return cached_; }
-  [[nodiscard]] std::uint64_t growth_bytes(std::uint64_t size,
-                                           std::uint64_t target) const noexcept override;
-  [[nodiscard]] std::optional<slice_handle> alloc_page(std::uint64_t size,
-                                                       std::uint64_t page_bytes) override;
-  [[nodiscard]] std::uint64_t idle_page_for(std::uint64_t deficit) noexcept override;
-  std::uint64_t free_idle_page_for(std::uint64_t deficit) noexcept override;
+  /// Whether the growth policy sizes this pool's pages (cache_pages under a policy).
+  [[nodiscard]] bool caches_pages() const noexcept { return cached_; }
+  /// The page arithmetic the growth policy sizes a page for `size` with (size must be
+  /// roundable).
+  [[nodiscard]] page_geometry geometry_for(std::uint64_t size) const noexcept {
+    return {extent_of(size), page_size_, granule_};
+  }
 
   /// One block of a page as tests and debugging see it.
   struct block_view {
@@ -65,7 +70,7 @@ class sliced_pool final : public memory_pool {
   };
   /// The blocks of every page, pages in creation order (drains pending releases first).
   [[nodiscard]] std::vector<std::vector<block_view>> layout();
-  [[nodiscard]] std::size_t page_count() const noexcept { return pages_.size(); }
+  [[nodiscard]] std::size_t page_count() const noexcept { return table_.page_count(); }
 
  private:
   struct page;
@@ -81,12 +86,12 @@ class sliced_pool final : public memory_pool {
     std::uint32_t bin = 0;
     std::uint8_t reserved_bin = 0;  // which of bins_ holds it while free
   };
-  struct page {
-    backend::storage_handle storage;
+  // Owned by the pool (created in grow, deleted in free_page and the destructor); listed in
+  // table_ while it holds storage.
+  struct page final : page_record {
     bool oversize = false;     // sized to one request larger than page_size_
     bool large_only = false;   // shared by large requests: its free space is kept for them
     std::uint64_t serial = 0;  // creation order, for layout()
-    std::size_t index = 0;     // position in pages_
     std::uint32_t used_blocks = 0;
     std::uint64_t idle_since = 0;  // reservation count when used_blocks last dropped to 0
     block* first = nullptr;
@@ -98,8 +103,11 @@ class sliced_pool final : public memory_pool {
   }
   /// @throws out_of_memory when `size` cannot be rounded to the alignment.
   void check_roundable(std::uint64_t size) const;
-  [[nodiscard]] std::optional<slice_handle> grow(std::uint64_t size, std::uint64_t bytes);
-  [[nodiscard]] page* idle_for(std::uint64_t deficit) noexcept;
+  /// Adds a page of `bytes` (within the cap) and reserves `size` from it.
+  [[nodiscard]] std::optional<slice_handle> add_page(std::uint64_t size, std::uint64_t bytes);
+  /// Grows by the pages `growth`'s plan names, in turn, while the storage refuses.
+  [[nodiscard]] std::optional<slice_handle> grow_planned(std::uint64_t size, growth_policy& growth);
+  [[nodiscard]] static page* page_of(page_record* p) noexcept { return static_cast<page*>(p); }
   void release(block* b) noexcept;
   void release_all(slice_control* released) noexcept;
   /// Whether releasing `b` and reserving `extent` bytes would hand `b` out again at its offset
@@ -129,13 +137,8 @@ class sliced_pool final : public memory_pool {
   size_bins<block> bins_[2];
   std::vector<std::unique_ptr<block>> blocks_;  // every block ever made; index = slot_index
   std::vector<block*> spare_;                   // recycled blocks, control kept
-  std::vector<std::unique_ptr<page>> pages_;
   std::uint64_t next_serial_ = 0;
   std::uint64_t last_check_ = 0;
-  memory_usage live_;  // number_allocs, in_use, padding, reserved of this pool
-  std::uint64_t peak_reserved_ = 0;
-  std::uint64_t peak_in_use_ = 0;
-  std::uint64_t peak_pages_ = 0;
 };
 
 }  // namespace cubert::memory
