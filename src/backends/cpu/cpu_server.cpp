@@ -179,30 +179,16 @@ void cpu_server::check_cubes(kernel const& k, std::array<std::uint32_t, 3> count
   }
 }
 
-// Each step is checked as it would be when submitted, so that a graph with a bad step is refused
-// at capture, as a device graph is: a replay ran the steps before the bad one and dropped the
-// rest. A dynamic count's content is read at each replay, as at each launch.
-std::uint64_t cpu_server::instantiate_graph(std::vector<graph_step> const& steps) {
-  for (auto const& s : steps) {
-    switch (s.what) {
-      case graph_step::kind::launch:
-        check_launch(s.k, s.args);
-        if (s.count.is_dynamic()) {
-          (void)count_bytes(s.count);
-        } else {
-          check_cubes(s.k, s.count.counts());
-        }
-        break;
-      case graph_step::kind::copy:
-        (void)backend::check_copy(memory_.get_resource(s.src), memory_.get_resource(s.dst));
-        break;
-      case graph_step::kind::fill:
-        (void)backend::check_fill(memory_.get_resource(s.dst),
-                                  std::span<std::byte const>(s.pattern.data(), s.width));
-        break;
-    }
+// A dynamic count's content is read at each replay, as at each launch: only its binding is
+// checked here.
+void cpu_server::check_captured_launch(kernel const& k, cube_count const& count,
+                                       bindings const& args, execution_mode) {
+  check_launch(k, args);
+  if (count.is_dynamic()) {
+    (void)count_bytes(count);
+  } else {
+    check_cubes(k, count.counts());
   }
-  return 0;
 }
 
 void cpu_server::execute(kernel const& k, cube_count const& count, bindings args,

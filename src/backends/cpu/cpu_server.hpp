@@ -38,9 +38,6 @@ class cpu_server final : public backend::server {
   void fill(cubert::binding const& dst, std::span<std::byte const> pattern) override;
   void execute(kernel const& k, cube_count const& count, bindings args,
                execution_mode mode) override;
-  /// Checks every step as its submission would, so that a bad one is refused at capture; returns
-  /// 0 (the steps are replayed one by one).
-  [[nodiscard]] std::uint64_t instantiate_graph(std::vector<graph_step> const& steps) override;
   void flush() override;
   [[nodiscard]] std::future<void> sync() override;
   [[nodiscard]] cubert::binding_resource get_resource(cubert::binding const& b) override;
@@ -52,6 +49,12 @@ class cpu_server final : public backend::server {
   [[nodiscard]] device_properties const& properties() const noexcept override {
     return properties_;
   }
+
+ protected:
+  /// What `execute` refuses at once; the default `instantiate_graph` checks captured launches
+  /// with it (and copies and fills itself), so a bad step is refused at capture.
+  void check_captured_launch(kernel const& k, cube_count const& count, bindings const& args,
+                             execution_mode mode) override;
 
  private:
   void check_launch(kernel const& k, bindings const& args);

@@ -61,9 +61,6 @@ class opencl_server final : public backend::server {
   void copy(cubert::binding const& src, cubert::binding const& dst) override;
   void execute(kernel const& k, cube_count const& count, bindings args,
                execution_mode mode) override;
-  /// Checks every step and builds every kernel now, so that a bad step is refused at capture;
-  /// returns 0 (the steps are submitted one by one).
-  [[nodiscard]] std::uint64_t instantiate_graph(std::vector<graph_step> const& steps) override;
   void flush() override;
   /// A deferred future that waits for a marker behind the work queued so far.
   [[nodiscard]] std::future<void> sync() override;
@@ -88,6 +85,11 @@ class opencl_server final : public backend::server {
  protected:
   /// A blocking read: a deferred error stays for the next sync.
   [[nodiscard]] bytes read_for_write(cubert::binding const& b) override;
+  /// What `execute` refuses at once, and the kernel built now, so that a bad step is refused at
+  /// capture (the default `instantiate_graph` checks copies and fills) and a replay compiles
+  /// nothing; the steps are then submitted one by one.
+  void check_captured_launch(kernel const& k, cube_count const& count, bindings const& args,
+                             execution_mode mode) override;
 
  private:
   /// Staged bytes waiting for the write that reads them.
