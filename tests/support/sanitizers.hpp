@@ -22,6 +22,17 @@
 #define CUBERT_TEST_THREAD_SANITIZED 1
 #endif
 
+#if defined(__SANITIZE_ADDRESS__)
+#define CUBERT_TEST_LEAK_CHECKED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CUBERT_TEST_LEAK_CHECKED 1
+#endif
+#endif
+#if defined(CUBERT_TEST_LEAK_CHECKED)
+#include <sanitizer/lsan_interface.h>
+#endif
+
 namespace cubert::test {
 #if defined(CUBERT_TEST_SANITIZED)
 inline constexpr bool sanitized = true;
@@ -34,4 +45,24 @@ inline constexpr bool thread_sanitized = true;
 #else
 inline constexpr bool thread_sanitized = false;
 #endif
+
+/// While alive, what this thread allocates is not reported as leaked (LeakSanitizer's disabled
+/// region; nothing without AddressSanitizer). Only for allocations a third-party library keeps
+/// on purpose and never frees, named at each use.
+class leak_check_paused {
+ public:
+#if defined(CUBERT_TEST_LEAK_CHECKED)
+  leak_check_paused() noexcept {
+    __lsan_disable();
+  }
+  ~leak_check_paused() {
+    __lsan_enable();
+  }
+#endif
+  leak_check_paused(leak_check_paused const&) = delete;
+  leak_check_paused& operator=(leak_check_paused const&) = delete;
+#if !defined(CUBERT_TEST_LEAK_CHECKED)
+  leak_check_paused() noexcept = default;
+#endif
+};
 }  // namespace cubert::test
