@@ -9,7 +9,6 @@
 #include "opencl_library.hpp"
 #include "portable_sources.hpp"
 #include "sanitizers.hpp"
-#include "sanitizers.hpp"
 #include "saved_env.hpp"
 #include "temp_dir.hpp"
 
