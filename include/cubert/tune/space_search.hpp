@@ -3,6 +3,7 @@
 // ranked start, each ending with the best few measured again.
 #pragma once
 
+#include <cubert/config.hpp>
 #include <cubert/tune/parameter_space.hpp>
 
 #include <chrono>
@@ -63,6 +64,12 @@ struct search_result {
 using measure_fn = std::function<double(configuration const&)>;
 /// Orders starts for the local search: higher first (a model's or a heuristic's guess).
 using rank_fn = std::function<double(configuration const&)>;
+
+/// The search an autotune level buys on a space of about `size` valid configurations:
+/// `minimal` 8 measurements, `balanced` 5 % of the space within 16–64, `extensive` 12.5 % within
+/// 32–256 (local searches ending with a final round), `full` every configuration. A space no
+/// larger than the budget is searched exhaustively.
+[[nodiscard]] search_options options_for(autotune_level level, std::uint64_t size);
 
 /// Searches `space` (valid configurations on `hw`; every constraint without it).
 /// @throws invalid_argument for a random or local search without a budget.

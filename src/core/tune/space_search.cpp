@@ -224,6 +224,34 @@ class runner {
 
 }  // namespace
 
+search_options options_for(autotune_level level, std::uint64_t size) {
+  search_options o;
+  std::uint64_t budget = 0;
+  switch (level) {
+    case autotune_level::minimal:
+      budget = 8;
+      o.final_round = 1;
+      break;
+    case autotune_level::balanced:
+      budget = std::clamp<std::uint64_t>(size / 20, 16, 64);
+      break;
+    case autotune_level::extensive:
+      budget = std::clamp<std::uint64_t>(size / 8, 32, 256);
+      break;
+    case autotune_level::full:
+      o.strategy = search_strategy::exhaustive;
+      return o;
+  }
+  if (size <= budget) {
+    o.strategy = search_strategy::exhaustive;  // Every configuration fits in the budget.
+    return o;
+  }
+  o.strategy = search_strategy::local;
+  o.budget.measurements = static_cast<std::size_t>(budget);
+  o.starts = static_cast<std::size_t>(std::max<std::uint64_t>(2, budget / 8));
+  return o;
+}
+
 search_result search_space(parameter_space const& space, hardware_properties const* hw,
                            measure_fn const& measure, search_options const& options,
                            rank_fn const& rank) {

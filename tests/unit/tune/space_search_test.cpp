@@ -211,4 +211,26 @@ TEST(SpaceSearch, AnUnboundedRandomOrLocalSearchIsRefused) {
                cubert::invalid_argument);
 }
 
+TEST(SpaceSearch, AutotuneLevelsBuyGrowingBudgets) {
+  using cubert::autotune_level;
+  auto const minimal = options_for(autotune_level::minimal, 4096);
+  auto const balanced = options_for(autotune_level::balanced, 4096);
+  auto const extensive = options_for(autotune_level::extensive, 4096);
+  auto const full = options_for(autotune_level::full, 4096);
+  EXPECT_EQ(minimal.budget.measurements, 8u);
+  EXPECT_EQ(balanced.budget.measurements, 64u);
+  EXPECT_EQ(extensive.budget.measurements, 256u);
+  EXPECT_EQ(full.strategy, search_strategy::exhaustive);
+  EXPECT_FALSE(full.budget.measurements);
+  EXPECT_EQ(balanced.strategy, search_strategy::local);
+  // A space smaller than the budget is searched whole.
+  EXPECT_EQ(options_for(autotune_level::balanced, 10).strategy, search_strategy::exhaustive);
+  // A level's options run: the budget holds.
+  synthetic s({2, 5, 1, 6});
+  auto const r = search_space(
+      s.space, nullptr, [&](auto const& c) { return s.measure(c); }, balanced);
+  EXPECT_EQ(s.calls, 64u);
+  EXPECT_TRUE(r.best);
+}
+
 }  // namespace
