@@ -59,6 +59,12 @@ struct candidate_result {
   }
 };
 
+/// What a candidate's samples are scored by when the winner is chosen.
+enum class score_kind {
+  median,   ///< cubecl's choice.
+  minimum,  ///< The least time: load from neighbours only adds time, so it cannot flip a choice.
+};
+
 /// Knobs of the scheduler; the defaults follow cubecl HEAD's adaptive scheduler.
 struct benchmark_options {
   int warmup = 1;             ///< Runs per candidate before timing (compiles, fills caches).
@@ -67,6 +73,7 @@ struct benchmark_options {
   double speed_factor = 1.5;  ///< Eliminate when best > factor × leader's best.
   double tie_band = 0.02;     ///< Medians within this fraction (and overlapping) tie.
   bool adaptive = true;       ///< False: every candidate gets max_samples.
+  score_kind score = score_kind::median;
 };
 
 /// A limit on one tuning's search. Candidates are considered in plan order, so the best guesses
@@ -117,6 +124,11 @@ struct benchmark_controls {
   /// No warm-up starts after it (the first always does); the rest are `skipped`.
   std::optional<std::chrono::steady_clock::time_point> deadline;
   std::function<void(benchmark_event const&)> on_event;  ///< May be empty.
+  /// A candidate whose timed warm-up takes longer is stopped there (`eliminated`, that run its
+  /// only sample): 10× the leader's time when a search knows one.
+  std::optional<std::chrono::nanoseconds> stop_slower_than;
+  /// Runs before candidate `slot`'s warm-up, on the calling thread (waits for its build).
+  std::function<void(std::size_t slot)> before_warm_up;
 };
 
 /// Thrown by a target's `warm_up` when a candidate's output differs from candidate 0's.
@@ -148,10 +160,14 @@ class benchmark_target {
                                                            benchmark_options const& options,
                                                            benchmark_controls const& controls = {});
 
-/// The winner among measured results: the fastest median, except that a lower index within the
-/// tie band wins, so that fresh processes agree. `std::nullopt` when nothing was measured.
+/// The winner among measured results: the fastest by `score`, except that a lower index within
+/// the tie band wins, so that fresh processes agree. `std::nullopt` when nothing was measured.
 [[nodiscard]] std::optional<std::size_t> select_winner(std::span<candidate_result const> results,
-                                                       double tie_band);
+                                                       double tie_band,
+                                                       score_kind score = score_kind::median);
+
+/// A result's time under `score` (it must be measured).
+[[nodiscard]] std::chrono::nanoseconds score_of(candidate_result const& r, score_kind score);
 
 /// Statistics over samples. @throws invalid_argument when empty.
 [[nodiscard]] candidate_stats compute_stats(std::span<std::chrono::nanoseconds const> samples);

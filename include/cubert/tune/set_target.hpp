@@ -65,6 +65,18 @@ class set_target final : public benchmark_target {
 
   [[nodiscard]] bool compared(std::size_t i) const override { return compared_.contains(i); }
 
+  /// Generates the benchmark inputs now, on this thread, so that builds may read them.
+  void prepare_inputs() { (void)arguments_ref(); }
+
+  /// Builds family candidate `i` ahead of its run (the family's `build` on the benchmark
+  /// inputs). Called on worker threads after `prepare_inputs`: it only reads them.
+  void build(std::size_t i) const {
+    auto const* fam = set_.space_family();
+    if (fam == nullptr || !fam->build || !inputs_) return;
+    auto const c = set_.configuration_of(i);
+    std::apply([&](auto const&... a) { fam->build(c, a...); }, *inputs_);
+  }
+
   [[nodiscard]] std::string cannot_run_now() const override {
     if constexpr (requires { client_.capturing(); }) {
       if (client_.capturing()) {
@@ -91,7 +103,7 @@ class set_target final : public benchmark_target {
               out.emplace(run(i, std::move(args)));
             }
           },
-          set_.at(i).name());
+          set_.name_of(i));
     } catch (...) {
       // A launch failing in the window is also kept for the next sync: charged to this
       // candidate here, left there it failed the next candidate's warm-up or the caller's read.
@@ -101,11 +113,12 @@ class set_target final : public benchmark_target {
   }
 
  private:
-  // A copy: every run sees the same generated inputs, as cubecl's clone per run.
-  std::tuple<Inputs...> arguments() {
+  std::tuple<Inputs...> const& arguments_ref() {
     if (!inputs_) inputs_.emplace(generate_());
     return *inputs_;
   }
+  // A copy: every run sees the same generated inputs, as cubecl's clone per run.
+  std::tuple<Inputs...> arguments() { return arguments_ref(); }
 
   output run(std::size_t i, std::tuple<Inputs...>&& args) {
     return std::apply([&](auto&&... a) -> output { return set_.run(i, std::move(a)...); },

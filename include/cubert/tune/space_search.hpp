@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -23,14 +24,14 @@ enum class search_strategy : std::uint8_t {
 
 /// When a search stops: whichever limit comes first. Neither set: no limit (exhaustive ends with
 /// the space; random and local search are refused without one).
-struct search_budget {
+struct space_budget {
   std::optional<std::size_t> measurements;  ///< Calls of `measure`, final round included.
   std::optional<std::chrono::duration<double>> wall_time;  ///< Checked between measurements.
 };
 
 struct search_options {
   search_strategy strategy = search_strategy::local;
-  search_budget budget{};
+  space_budget budget{};
   std::uint64_t seed = 0;
   /// Local search: random configurations measured first to pick where to start (with `rank`,
   /// the best-ranked ones instead).
@@ -41,6 +42,9 @@ struct search_options {
   /// Stop as soon as a configuration takes no more than this (seconds): the op's roofline
   /// bound divided by the wanted fraction of it. Unset: no early stop.
   std::optional<double> good_enough;
+  /// Most configurations handed to `measure` at once by an exhaustive or random search (a local
+  /// search hands over its starts, then each step's neighbours).
+  std::size_t batch = 16;
 };
 
 /// One measurement of a search, in the order taken.
@@ -62,6 +66,17 @@ struct search_result {
 /// Times one configuration, in seconds (lower is better). It may throw: the configuration is
 /// recorded as failed with the message and the search goes on.
 using measure_fn = std::function<double(configuration const&)>;
+
+/// What measuring one configuration gave: its time, or why it has none.
+struct measurement {
+  std::optional<double> seconds;
+  std::string failure;
+};
+/// Times a batch of distinct configurations together, one measurement each in order, so that the
+/// caller can build them in parallel and interleave their samples; `final_round` marks the last
+/// re-timing of the best. What it throws fails the whole batch (recorded, the search goes on).
+using measure_batch_fn =
+    std::function<std::vector<measurement>(std::span<configuration const>, bool final_round)>;
 /// Orders starts for the local search: higher first (a model's or a heuristic's guess).
 using rank_fn = std::function<double(configuration const&)>;
 
@@ -73,6 +88,11 @@ using rank_fn = std::function<double(configuration const&)>;
 
 /// Searches `space` (valid configurations on `hw`; every constraint without it).
 /// @throws invalid_argument for a random or local search without a budget.
+[[nodiscard]] search_result search_space(parameter_space const& space,
+                                         hardware_properties const* hw,
+                                         measure_batch_fn const& measure,
+                                         search_options const& options, rank_fn const& rank = {});
+/// The same, one configuration at a time.
 [[nodiscard]] search_result search_space(parameter_space const& space,
                                          hardware_properties const* hw, measure_fn const& measure,
                                          search_options const& options, rank_fn const& rank = {});

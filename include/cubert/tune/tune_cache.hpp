@@ -61,6 +61,10 @@ class tune_cache {
                                                              std::string_view explicit_checksum,
                                                              std::string_view reference) const;
 
+  /// The latest decision stored for `key` by a set with `checksum` (`tunable_set::checksum`).
+  [[nodiscard]] std::optional<tune_decision> find_decision(std::string_view key,
+                                                           std::string_view checksum) const;
+
   /// Appends `results` (and `decision`) atomically with respect to other writers; the results
   /// are stored under `explicit_checksum`.
   /// Failures to write are logged, never thrown: the cache is an optimisation.
@@ -83,6 +87,8 @@ class tune_cache {
   std::unordered_map<std::string, candidate_result> results_;
   // The same \x1f reference, for results that carry one (checked or quarantined).
   std::unordered_map<std::string, candidate_result> verdicts_;
+  // key \x1f checksum
+  std::unordered_map<std::string, tune_decision> decisions_;
   std::uint64_t cursor_ = 0;
   std::uint64_t inode_ = 0;
   std::string tail_;  // The last bytes before cursor_ (at most 32): checked again at each read.

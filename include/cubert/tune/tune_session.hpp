@@ -3,10 +3,14 @@
 // missing batch by batch, choose, record. The templates in tuner.hpp call it.
 #pragma once
 
+#include <cubert/config.hpp>
 #include <cubert/tune/benchmark.hpp>
+#include <cubert/tune/space_search.hpp>
 #include <cubert/tune/tune_cache.hpp>
 #include <cubert/tune/tune_plan.hpp>
 
+#include <functional>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -28,13 +32,65 @@ struct tuning_request {
   tune_cache* cache = nullptr;  ///< Not owned; null when the persistent cache is off.
   search_budget budget{};
   progress_fn const* progress = nullptr;  ///< Not owned; null or empty: no reports.
+  /// With a cache: what to do while another process tunes the key (`wait` for its decision,
+  /// or `run_default`: give the tuning up for now, `tuning_outcome::deferred`).
+  concurrent_policy concurrent = concurrent_policy::run_default;
+};
+
+/// One step of a family's search, for `cubert tune --explain`: a candidate in the order tried.
+struct search_step {
+  std::size_t index = 0;
+  std::string name;
+  bool from_cache = false;
+  bool final_round = false;
+  std::optional<double> build_ms;  ///< Its build ahead of the run, when it had one.
+  candidate_status status = candidate_status::failed;
+  std::optional<candidate_stats> stats;
+  std::string why;  ///< Why it stopped short (failure, elimination), or empty.
+};
+
+/// How a family's search went.
+struct search_trace {
+  std::string strategy;
+  std::uint64_t space_size = 0;         ///< Configurations of the space (valid or not).
+  std::uint64_t valid = 0;              ///< Valid for the key and the device (0: not counted).
+  std::size_t budget = 0;               ///< Measurements it could take (0: no limit).
+  std::optional<double> bound_seconds;  ///< The roofline bound, when the family has one.
+  std::string stopped;                  ///< Why it ended.
+  bool from_decision = false;           ///< Answered by a stored decision: nothing searched.
+  double wall_ms = 0;
+  std::vector<search_step> steps;
 };
 
 /// The choice for one key, with every candidate's result that informed it.
 struct tuning_outcome {
   std::size_t winner = 0;
   std::vector<candidate_result> results;
-  std::size_t benchmarked = 0;  ///< Candidates actually run (0 = answered by the cache).
+  std::size_t benchmarked = 0;        ///< Candidates actually run (0 = answered by the cache).
+  std::optional<search_trace> trace;  ///< A family's search; unset for a list of candidates.
+  /// Another process is tuning the key and the policy is `run_default`: nothing was chosen
+  /// (run candidate 0 and ask again later).
+  bool deferred = false;
+};
+
+/// A family's part of a tuning (see `tunable_set::family`), with the types erased.
+struct space_request {
+  parameter_space const* space = nullptr;  ///< Constrained to the key; not owned.
+  hardware_properties const* hw = nullptr;
+  std::size_t offset = 0;  ///< Listed candidates before the family's.
+  std::string_view version;
+  search_options search;
+  /// When set, the strategy and budget come from `options_for(level, valid configurations)`
+  /// (`search` still gives the seed, the batch and the roofline stop).
+  std::optional<autotune_level> level;
+  rank_fn rank;
+  /// Builds candidate `index` ahead of its run (on a worker thread); empty: nothing to build.
+  std::function<void(std::size_t index)> build;
+  /// Runs on the tuning thread before the first build (makes what builds read).
+  std::function<void()> prepare;
+  std::size_t build_threads = 4;
+  /// A candidate that takes longer than this many times the leader is stopped after one run.
+  double stop_factor = 10.0;
 };
 
 /// Tunes one key. Candidates with a stored result are not re-run (unless checks are on and the
@@ -42,6 +98,16 @@ struct tuning_outcome {
 /// batch of the plan has a working candidate.
 [[nodiscard]] tuning_outcome run_tuning(tuning_request const& request, tune_plan plan,
                                         benchmark_target& target);
+
+/// Tunes one key of a set with a family: its listed candidates first (the plan's), then a search
+/// of the space (`space.search`: strategy, budget, roofline stop), building each batch's
+/// candidates on worker threads while earlier ones are timed, their samples interleaved, the
+/// best few timed again at the end, scored by their least time. Results are stored per
+/// configuration, the choice as a decision under the set's checksum, which a later tuning of
+/// the key with the same space takes without searching. @throws autotune_error when nothing
+/// works.
+[[nodiscard]] tuning_outcome run_space_tuning(tuning_request const& request, tune_plan plan,
+                                              space_request const& space, benchmark_target& target);
 
 /// Whether this thread is inside `run_tuning` (of any tuner): a candidate being benchmarked, or
 /// the background worker, is calling.

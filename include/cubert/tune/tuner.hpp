@@ -41,6 +41,13 @@ struct tuner_options {
   benchmark_options bench{};
   /// Limits each tuning's search (`cubert tune --budget`); unlimited by default.
   search_budget budget{};
+  /// How much of a family's space a tuning searches (see `options_for`).
+  autotune_level level = autotune_level::balanced;
+  /// A family's search stops at a configuration within this fraction of the roofline bound
+  /// (its time at most bound / fraction); 0: never.
+  double roofline_fraction = 0.9;
+  /// Worker threads that build a family's candidates ahead of their runs.
+  std::size_t build_threads = 4;
   /// Told how each tuning progresses (`cubert tune`'s progress bar), on the tuning thread.
   progress_fn progress;
 
@@ -127,6 +134,13 @@ class tuner {
     return e == nullptr ? std::vector<candidate_result>{} : e->results;
   }
 
+  /// How the latest family search for `key` went (unset: not tuned, or a set without family).
+  [[nodiscard]] std::optional<detail::search_trace> trace(Key const& key) const {
+    std::shared_lock lock(state_->mutex);
+    auto const* e = state_->latest(key);
+    return e == nullptr ? std::nullopt : e->trace;
+  }
+
   /// Candidates benchmarked so far (0 when every answer came from the persistent cache).
   [[nodiscard]] std::size_t benchmarked() const {
     std::shared_lock lock(state_->mutex);
@@ -168,6 +182,7 @@ class tuner {
     std::uint64_t finished = 0;  // Order of completion, for fastest()/results().
     std::string identity;        // tunable_set::identity of the set tuned.
     std::vector<candidate_result> results;
+    std::optional<detail::search_trace> trace;  // A family's search.
   };
 
   // Whether `s` uses entry `e`: its own, or that of a set with the same candidates (identity).
@@ -253,7 +268,7 @@ class tuner {
       try {
         std::vector<std::string> names;
         std::vector<std::string> versions;
-        for (std::size_t i = 0; i < s.size(); ++i) {
+        for (std::size_t i = 0; i < s.listed(); ++i) {
           names.push_back(s.at(i).name());
           versions.push_back(s.at(i).version());
         }
@@ -269,13 +284,20 @@ class tuner {
                                    options.log_decisions,
                                    cache.get(),
                                    options.budget,
-                                   &options.progress};
+                                   &options.progress,
+                                   options.concurrent};
         using tuple_t = std::invoke_result_t<Generate const&>;
         auto target = make_target(client, s, generate, static_cast<tuple_t*>(nullptr), req.checks);
-        auto outcome = detail::run_tuning(req, s.plan(key), target);
+        auto outcome = s.space_family() != nullptr
+                           ? tune_space(client, s, key, key_text, req, target)
+                           : detail::run_tuning(req, s.plan(key), target);
         std::lock_guard lock(mutex);
+        if (outcome.deferred) {  // Another process tunes it: ask again on a later call.
+          forget(key, s.uid());
+          return 0;
+        }
         benchmarked += outcome.benchmarked;
-        finish(key, s, outcome.winner, std::move(outcome.results));
+        finish(key, s, outcome.winner, std::move(outcome.results), std::move(outcome.trace));
         return outcome.winner;
       } catch (...) {
         std::lock_guard lock(mutex);
@@ -284,10 +306,46 @@ class tuner {
       }
     }
 
+    // The family's search for `key`: its space narrowed to what the family offers the key, on
+    // the client's device, with the level's budget and the family's roofline bound.
+    template <typename Client, typename Set, typename Target>
+    detail::tuning_outcome tune_space(Client& client, Set const& s, Key const& key,
+                                      std::string const& key_text,
+                                      detail::tuning_request const& req, Target& target) {
+      auto const& fam = *s.space_family();
+      parameter_space space = fam.space;
+      if (fam.offered) {
+        space.constrain("offered for the key",
+                        [&fam, &key](configuration const& c) { return fam.offered(key, c); });
+      }
+      detail::space_request sp;
+      sp.space = &space;
+      if constexpr (requires { client.properties().hardware; }) {
+        sp.hw = &client.properties().hardware;
+      }
+      sp.offset = s.listed();
+      sp.version = fam.version;
+      sp.level = options.level;
+      sp.search.seed = std::hash<std::string>{}(key_text);
+      if (fam.rank) {
+        sp.rank = [&fam, &key](configuration const& c) { return fam.rank(key, c); };
+      }
+      if (fam.bound && options.roofline_fraction > 0) {
+        if (auto const b = fam.bound(key)) sp.search.good_enough = *b / options.roofline_fraction;
+      }
+      if (fam.build) {
+        sp.prepare = [&target] { target.prepare_inputs(); };
+        sp.build = [&target](std::size_t i) { target.build(i); };
+        sp.build_threads = options.build_threads;
+      }
+      return detail::run_space_tuning(req, s.plan(key), sp, target);
+    }
+
     // Caller holds mutex.
     template <typename Set>
     void finish(Key const& key, Set const& s, std::size_t winner,
-                std::vector<candidate_result> results) {
+                std::vector<candidate_result> results,
+                std::optional<detail::search_trace> trace = std::nullopt) {
       auto* e = find_entry(key, s.uid());
       if (e == nullptr) {  // Forgotten meanwhile (cannot happen today): keep the result anyway.
         entries[key].emplace_back();
@@ -299,6 +357,7 @@ class tuner {
       e->finished = ++finished;
       e->identity = s.identity();
       e->results = std::move(results);
+      e->trace = std::move(trace);
       tuned.notify_all();
     }
 

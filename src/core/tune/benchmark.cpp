@@ -8,6 +8,8 @@
 #include <cubert/logging.hpp>
 #include <cubert/tune/benchmark.hpp>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -91,6 +93,7 @@ std::vector<candidate_result> run_benchmarks(benchmark_target& target,
     }
     report({true, s, 0});
     try {
+      if (controls.before_warm_up) controls.before_warm_up(s);
       std::optional<profile_duration> timed;
       for (int w = 0; w < std::max(options.warmup, 1); ++w) timed = target.warm_up(indices[s]);
       live_candidate c;
@@ -99,6 +102,17 @@ std::vector<candidate_result> run_benchmarks(benchmark_target& target,
         c.samples.push_back(timed->resolve());
         c.best = c.samples.back();
         c.timed_warm_up = true;
+        if (controls.stop_slower_than && c.best > *controls.stop_slower_than) {
+          results[s].status = candidate_status::eliminated;
+          results[s].stats = compute_stats(c.samples);
+          results[s].stats->total_sampled = c.best;
+          results[s].stats->samples_taken = 1;
+          results[s].error = fmt::format(
+              "stopped after one run of {} ns, past the search's limit of "
+              "{} ns (a multiple of its leader's time)",
+              c.best.count(), controls.stop_slower_than->count());
+          continue;
+        }
       }
       cands.push_back(std::move(c));
       results[s].status = candidate_status::ok;
@@ -167,24 +181,29 @@ std::vector<candidate_result> run_benchmarks(benchmark_target& target,
   return results;
 }
 
-std::optional<std::size_t> select_winner(std::span<candidate_result const> results,
-                                         double tie_band) {
+ns score_of(candidate_result const& r, score_kind score) {
+  return score == score_kind::minimum ? r.stats->min : r.stats->median;
+}
+
+std::optional<std::size_t> select_winner(std::span<candidate_result const> results, double tie_band,
+                                         score_kind score) {
   candidate_result const* fastest = nullptr;
   for (auto const& r : results) {
     if (!r.measured()) continue;
-    if (fastest == nullptr || r.stats->median < fastest->stats->median ||
-        (r.stats->median == fastest->stats->median && r.index < fastest->index)) {
+    if (fastest == nullptr || score_of(r, score) < score_of(*fastest, score) ||
+        (score_of(r, score) == score_of(*fastest, score) && r.index < fastest->index)) {
       fastest = &r;
     }
   }
   if (fastest == nullptr) return std::nullopt;
-  auto const band = static_cast<double>(fastest->stats->median.count()) * (1.0 + tie_band);
+  auto const band = static_cast<double>(score_of(*fastest, score).count()) * (1.0 + tie_band);
   std::size_t winner = fastest->index;
   for (auto const& r : results) {
     if (!r.measured() || r.index >= winner) continue;
-    // A tie: median inside the band and its [min, median] range overlaps the fastest's.
-    if (static_cast<double>(r.stats->median.count()) <= band &&
-        r.stats->min <= fastest->stats->median) {
+    // A tie: score inside the band and (for medians) its [min, median] range overlaps the
+    // fastest's.
+    if (static_cast<double>(score_of(r, score).count()) <= band &&
+        r.stats->min <= score_of(*fastest, score)) {
       winner = r.index;
     }
   }

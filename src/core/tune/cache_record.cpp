@@ -68,6 +68,15 @@ json decision_record(tune_decision const& d) {
           {"winner_name", d.winner_name}, {"time", std::time(nullptr)}};
 }
 
+tune_decision parse_decision(json const& j) {
+  tune_decision d;
+  d.key = j.at("key").get<std::string>();
+  d.checksum = j.at("checksum").get<std::string>();
+  d.winner = j.at("winner").get<std::size_t>();
+  d.winner_name = j.at("winner_name").get<std::string>();
+  return d;
+}
+
 candidate_result parse_candidate(json const& j) {
   candidate_result r;
   r.name = j.at("name").get<std::string>();

@@ -29,6 +29,9 @@ namespace cubert::tune::detail {
 /// The candidate result in a "candidate" record. @throws nlohmann::json::exception if malformed.
 [[nodiscard]] candidate_result parse_candidate(nlohmann::json const& record);
 
+/// The decision in a "decision" record. @throws nlohmann::json::exception if malformed.
+[[nodiscard]] tune_decision parse_decision(nlohmann::json const& record);
+
 /// Splits `text` into complete lines; `consumed` is the offset after the last '\n'. A final
 /// unterminated line is passed too (it is accepted only if its checksum holds).
 template <typename Fn>

@@ -2,6 +2,8 @@
 #include <cubert/error.hpp>
 #include <cubert/tune/space_search.hpp>
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <random>
 #include <unordered_map>
@@ -14,11 +16,11 @@ using clock = std::chrono::steady_clock;
 
 // One search's state: the measurements so far, each configuration's best time, the budget.
 // Invariant: a configuration is measured at most once before the final round, so the budget
-// buys distinct configurations.
+// buys distinct configurations; a batch never takes more than the budget has left.
 class runner {
  public:
-  runner(parameter_space const& space, hardware_properties const* hw, measure_fn const& measure,
-         search_options const& options)
+  runner(parameter_space const& space, hardware_properties const* hw,
+         measure_batch_fn const& measure, search_options const& options)
       : space_(space),
         hw_(hw),
         measure_(measure),
@@ -42,34 +44,64 @@ class runner {
     return result_.stopped.empty();
   }
   [[nodiscard]] bool measured(configuration const& c) const { return best_.contains(c.index()); }
+  [[nodiscard]] std::optional<double> time_of(configuration const& c) const {
+    auto it = best_.find(c.index());
+    return it == best_.end() ? std::nullopt : it->second;
+  }
 
-  // Measures `c` unless it was measured already; its best time, or nullopt (failed, or no
-  // budget left).
-  std::optional<double> visit(configuration const& c) {
-    if (auto it = best_.find(c.index()); it != best_.end()) return it->second;
-    if (!may_measure()) return std::nullopt;
-    auto const t = take(c, false);
-    ++result_.distinct;
-    best_.emplace(c.index(), t);
-    if (t && options_.good_enough && *t <= *options_.good_enough) {
-      result_.stopped = "within the roofline bound";
+  // Measures the configurations of `cs` not measured yet, as one batch cut to the budget left.
+  // Returns the best of `cs` (measured now or before) with its time, if any has one.
+  std::optional<std::pair<configuration, double>> visit(std::vector<configuration> const& cs) {
+    std::vector<configuration> todo;
+    for (auto const& c : cs) {
+      if (measured(c) ||
+          std::any_of(todo.begin(), todo.end(), [&](auto const& t) { return t == c; })) {
+        continue;
+      }
+      todo.push_back(c);
     }
-    return t;
+    if (!todo.empty() && may_measure()) {
+      auto const room = main_cap_ - used_;
+      if (todo.size() > room)
+        todo.erase(todo.begin() + static_cast<std::ptrdiff_t>(room), todo.end());
+      auto const times = take(todo, false);
+      for (std::size_t i = 0; i < todo.size(); ++i) {
+        ++result_.distinct;
+        best_.emplace(todo[i].index(), times[i]);
+        if (times[i] && options_.good_enough && *times[i] <= *options_.good_enough) {
+          result_.stopped = "within the roofline bound";
+        }
+      }
+    }
+    std::optional<std::pair<configuration, double>> best;
+    for (auto const& c : cs) {
+      if (auto const t = time_of(c); t && (!best || *t < best->second)) best.emplace(c, *t);
+    }
+    return best;
   }
 
   void exhaustive() {
+    std::vector<configuration> batch;
     (void)space_.enumerate(hw_, [&](configuration const& c) {
-      (void)visit(c);
+      batch.push_back(c);
+      if (batch.size() < std::max<std::size_t>(options_.batch, 1)) return true;
+      (void)visit(batch);
+      batch.clear();
       return may_measure();
     });
+    if (!batch.empty()) (void)visit(batch);
     if (result_.stopped.empty()) result_.stopped = "space exhausted";
   }
 
   void random() {
     auto const want = std::min<std::size_t>(main_cap_, 1u << 20);
-    for (auto const& c : space_.sample(want, options_.seed, hw_)) {
+    auto const all = space_.sample(want, options_.seed, hw_);
+    auto const step = std::max<std::size_t>(options_.batch, 1);
+    for (std::size_t at = 0; at < all.size(); at += step) {
       if (!may_measure()) return;
-      (void)visit(c);
+      auto const end = std::min(all.size(), at + step);
+      (void)visit({all.begin() + static_cast<std::ptrdiff_t>(at),
+                   all.begin() + static_cast<std::ptrdiff_t>(end)});
     }
     // Budget left after every draw: the space held fewer valid configurations than asked.
     if (may_measure()) result_.stopped = "space exhausted";
@@ -81,51 +113,26 @@ class runner {
       result_.stopped = "no valid configuration";
       return;
     }
-    std::optional<configuration> current;
-    double current_t = 0;
-    for (auto const& c : starts) {
-      auto const t = visit(c);
-      if (t && (!current || *t < current_t)) {
-        current = c;
-        current_t = *t;
-      }
-    }
+    auto current = visit(starts);
     while (may_measure()) {
       if (!current) {  // Every start failed: try fresh ones.
-        current = fresh();
-        if (!current) break;
-        auto const t = visit(*current);
-        if (!t) {
-          current.reset();
-          continue;
-        }
-        current_t = *t;
+        auto const f = fresh();
+        if (!f) break;
+        current = visit({*f});
+        continue;
       }
-      // Best-improvement pattern step: every unmeasured neighbour, then move to the best.
-      std::optional<configuration> next;
-      double next_t = current_t;
-      for (auto const& n : space_.neighbours(*current, hw_)) {
-        auto const t = visit(n);
-        if (t && *t < next_t) {
-          next = n;
-          next_t = *t;
-        }
-        if (!may_measure()) break;
-      }
-      if (next) {
+      // Best-improvement pattern step: every unmeasured neighbour at once, then move to the best.
+      auto const around = space_.neighbours(current->first, hw_);
+      auto const next = visit(around);
+      if (next && next->second < current->second) {
         current = next;
-        current_t = next_t;
         continue;
       }
       // A local optimum: restart from a perturbation of it (two random moves), else anywhere.
-      auto kick = perturb(*current);
+      auto kick = perturb(current->first);
       if (!kick) kick = fresh();
       if (!kick) break;
-      auto const t = visit(*kick);
-      if (t) {
-        current = kick;
-        current_t = *t;
-      }
+      if (auto const k = visit({*kick})) current = k;
     }
     if (result_.stopped.empty()) result_.stopped = "no unmeasured configuration found";
   }
@@ -146,9 +153,11 @@ class runner {
         top.push_back(*c);
       }
     }
-    for (auto const& c : top) {
-      if (auto const t = take(c, true); t && *t < best_.at(c.index()).value()) {
-        best_[c.index()] = t;
+    if (!top.empty()) {
+      auto const times = take(top, true);
+      for (std::size_t i = 0; i < top.size(); ++i) {
+        auto& kept = best_[top[i].index()];
+        if (times[i] && (!kept || *times[i] < *kept)) kept = times[i];
       }
     }
     for (auto const& tr : result_.trials) {
@@ -162,19 +171,29 @@ class runner {
   }
 
  private:
-  std::optional<double> take(configuration const& c, bool final_round) {
-    ++used_;
-    search_trial tr{c, std::nullopt, {}, final_round};
+  std::vector<std::optional<double>> take(std::vector<configuration> const& cs, bool final_round) {
+    used_ += cs.size();
+    std::vector<measurement> got;
+    std::string failure;
     try {
-      tr.seconds = measure_(c);
+      got = measure_(cs, final_round);
+      if (got.size() != cs.size()) {
+        failure = fmt::format("the measure function gave {} results for {} configurations",
+                              got.size(), cs.size());
+      }
     } catch (std::exception const& e) {
-      tr.failure = e.what();
+      failure = e.what();
     } catch (...) {
-      tr.failure = "a non-standard exception";
+      failure = "a non-standard exception";
     }
-    auto const t = tr.seconds;
-    result_.trials.push_back(std::move(tr));
-    return t;
+    if (!failure.empty()) got.assign(cs.size(), measurement{std::nullopt, failure});
+    std::vector<std::optional<double>> times;
+    for (std::size_t i = 0; i < cs.size(); ++i) {
+      result_.trials.push_back(
+          search_trial{cs[i], got[i].seconds, std::move(got[i].failure), final_round});
+      times.push_back(got[i].seconds);
+    }
+    return times;
   }
 
   std::vector<configuration> pick_starts(rank_fn const& rank) {
@@ -211,7 +230,7 @@ class runner {
 
   parameter_space const& space_;
   hardware_properties const* hw_;
-  measure_fn const& measure_;
+  measure_batch_fn const& measure_;
   search_options const& options_;
   clock::time_point start_;
   std::mt19937_64 rng_;
@@ -253,7 +272,7 @@ search_options options_for(autotune_level level, std::uint64_t size) {
 }
 
 search_result search_space(parameter_space const& space, hardware_properties const* hw,
-                           measure_fn const& measure, search_options const& options,
+                           measure_batch_fn const& measure, search_options const& options,
                            rank_fn const& rank) {
   if (!measure) throw invalid_argument("search_space: no measure function");
   bool const bounded = options.budget.measurements || options.budget.wall_time;
@@ -273,6 +292,28 @@ search_result search_space(parameter_space const& space, hardware_properties con
       break;
   }
   return r.finish();
+}
+
+search_result search_space(parameter_space const& space, hardware_properties const* hw,
+                           measure_fn const& measure, search_options const& options,
+                           rank_fn const& rank) {
+  if (!measure) throw invalid_argument("search_space: no measure function");
+  measure_batch_fn const one_by_one = [&measure](std::span<configuration const> cs, bool) {
+    std::vector<measurement> out;
+    for (auto const& c : cs) {
+      measurement m;
+      try {
+        m.seconds = measure(c);
+      } catch (std::exception const& e) {
+        m.failure = e.what();
+      } catch (...) {
+        m.failure = "a non-standard exception";
+      }
+      out.push_back(std::move(m));
+    }
+    return out;
+  };
+  return search_space(space, hw, one_by_one, options, rank);
 }
 
 }  // namespace cubert::tune

@@ -16,6 +16,16 @@ std::string candidates_checksum(std::vector<std::string> const& names,
   return hash_hex(all);
 }
 
+std::string describe_space(parameter_space const& space, std::string_view version) {
+  std::string all = "space ";
+  all += version;
+  for (auto const& p : space.parameters()) {
+    all += ';' + p.name + '=';
+    for (auto v : p.values) all += std::to_string(v) + ',';
+  }
+  return all;
+}
+
 std::uint64_t next_set_uid() noexcept {
   static std::atomic<std::uint64_t> next{1};
   return next.fetch_add(1, std::memory_order_relaxed);

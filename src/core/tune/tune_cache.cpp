@@ -22,6 +22,10 @@ std::string composite(std::string_view key, std::string_view name, std::string_v
   return s;
 }
 
+std::string decision_id(std::string_view key, std::string_view checksum) {
+  return detail::valid_utf8(key) + '\x1f' + detail::valid_utf8(checksum);
+}
+
 }  // namespace
 
 std::filesystem::path tune_cache::file_for(std::filesystem::path const& root,
@@ -52,6 +56,7 @@ void tune_cache::read_from_cursor() {
     if (!ec && inode_ != 0) {  // Removed (`cubert cache clear`): its results are gone, so re-tune.
       results_.clear();
       verdicts_.clear();
+      decisions_.clear();
       cursor_ = 0;
       inode_ = 0;
       tail_.clear();
@@ -73,6 +78,7 @@ void tune_cache::read_from_cursor() {
     } else {
       results_.clear();
       verdicts_.clear();
+      decisions_.clear();
       if (cursor_ != 0) text = detail::read_from(path_, 0, &inode);
       cursor_ = 0;
       tail_.clear();
@@ -95,6 +101,9 @@ void tune_cache::read_from_cursor() {
         // Records written before explicit checksums were stored have none: "" (no scope).
         remember((*record).at("key").get<std::string>(), (*record).value("checksum", std::string{}),
                  detail::parse_candidate(*record));
+      } else if ((*record)["type"] == "decision") {
+        auto d = detail::parse_decision(*record);
+        decisions_.insert_or_assign(decision_id(d.key, d.checksum), std::move(d));
       }
     } catch (std::exception const& e) {
       // The cursor stays before an unterminated last line, so every refresh sees it again
@@ -145,6 +154,14 @@ std::optional<candidate_result> tune_cache::find_verdict(std::string_view key,
   return it->second;
 }
 
+std::optional<tune_decision> tune_cache::find_decision(std::string_view key,
+                                                       std::string_view checksum) const {
+  std::lock_guard lock(mutex_);
+  auto it = decisions_.find(decision_id(key, checksum));
+  if (it == decisions_.end()) return std::nullopt;
+  return it->second;
+}
+
 void tune_cache::append(std::string_view key, std::span<candidate_result const> results,
                         std::optional<tune_decision> const& decision,
                         std::string_view explicit_checksum) {
@@ -182,6 +199,8 @@ void tune_cache::append(std::string_view key, std::span<candidate_result const> 
   }
   try {
     for (auto const& r : results) remember(key, explicit_checksum, r);
+    if (decision)
+      decisions_.insert_or_assign(decision_id(decision->key, decision->checksum), *decision);
   } catch (std::exception const& e) {
     log::warn(log::category::autotune, "tune results not remembered: {}", e.what());
   }

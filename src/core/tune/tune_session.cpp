@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "base/exception_text.hpp"
+#include "tune/tuning_steps.hpp"
 
 #include <cubert/error.hpp>
 #include <cubert/logging.hpp>
@@ -14,6 +15,17 @@
 namespace cubert::tune::detail {
 
 namespace {
+
+thread_local int tunings_on_this_thread = 0;
+
+}  // namespace
+
+tuning_scope::tuning_scope() noexcept {
+  ++tunings_on_this_thread;
+}
+tuning_scope::~tuning_scope() {
+  --tunings_on_this_thread;
+}
 
 std::string describe(candidate_result const& r) {
   auto head = fmt::format("[{}] {}{}{}: {}", r.index, r.name, r.version.empty() ? "" : "@",
@@ -52,8 +64,7 @@ void log_decision(tuning_request const& req, tuning_outcome const& out, double t
   }
 }
 
-// Candidate 0's identity, which a check's verdict holds against (length-prefixed: names may
-// hold any character).
+// Length-prefixed: names may hold any character.
 std::string reference_of(tuning_request const& req) {
   if (req.names.empty()) return {};
   return fmt::format("{}:{}@{}", req.names[0].size(), req.names[0], req.versions[0]);
@@ -71,76 +82,90 @@ bool reusable(candidate_result const& r, bool checks, std::string const& referen
   return true;
 }
 
-// Reports progress to the request's callback; a callback that throws is logged, never fatal.
-class progress_reporter {
- public:
-  explicit progress_reporter(tuning_request const& req) : req_(req) {}
-
-  [[nodiscard]] bool active() const noexcept { return req_.progress && *req_.progress; }
-
-  // What run_benchmarks reports about `to_run`, turned into this tuning's progress.
-  [[nodiscard]] std::function<void(benchmark_event const&)> events(
-      std::vector<std::size_t> const& to_run) {
-    if (!active()) return {};
-    return [this, &to_run](benchmark_event const& e) {
-      tune_progress p;
-      p.total = total_;
-      p.rounds = req_.options.max_samples;
-      if (e.warm_up) {
-        p.what = tune_progress::stage::warm_up;
-        p.candidate = req_.names[to_run[e.slot]];
-        p.position = ++started_;
-      } else {
-        p.what = tune_progress::stage::sampling;
-        p.position = started_;
-        p.round = e.round;
-      }
-      send(p);
-    };
+std::optional<key_claim> claim_key(tuning_request const& req) {
+  if (req.cache == nullptr) return key_claim::none();
+  // Nested in another tuning on this thread, a wait could be for a claim this process holds.
+  bool const wait = req.concurrent == concurrent_policy::wait && tunings_on_this_thread <= 1;
+  try {
+    if (wait) return key_claim::claim(req.cache->path(), req.key);
+    return key_claim::try_claim(req.cache->path(), req.key);
+  } catch (io_error const& e) {
+    log::warn(log::category::autotune, "tuning {} without a claim: {}", req.key, e.what());
+    return key_claim::none();
   }
+}
 
-  void finished(std::size_t winner, std::chrono::nanoseconds elapsed) {
-    if (!active()) return;
+std::optional<candidate_result> stored_result(tuning_request const& req, std::string const& name,
+                                              std::string const& version,
+                                              std::string const& reference) {
+  if (req.cache == nullptr) return std::nullopt;
+  // With checks on, only a verdict against this set's reference will do: another set sharing
+  // the candidate but not candidate 0 keeps its own (they took turns re-checking).
+  auto cached =
+      req.checks ? req.cache->find_verdict(req.key, name, version, req.explicit_checksum, reference)
+                 : req.cache->find(req.key, name, version, req.explicit_checksum);
+  if (cached && reusable(*cached, req.checks, reference)) return cached;
+  return std::nullopt;
+}
+
+void label_fresh(tuning_request const& req, benchmark_target const& target,
+                 std::string const& reference, std::vector<candidate_result>& fresh,
+                 std::function<std::string(std::size_t)> const& name_of,
+                 std::function<std::string(std::size_t)> const& version_of) {
+  for (auto& r : fresh) {
+    r.name = name_of(r.index);
+    r.version = version_of(r.index);
+    // Only what was actually compared with candidate 0's output (it is not when candidate 0
+    // failed on the benchmark inputs).
+    r.checked = req.checks && r.status != candidate_status::failed && target.compared(r.index);
+    if (r.checked || r.status == candidate_status::quarantined) r.reference = reference;
+  }
+}
+
+std::function<void(benchmark_event const&)> progress_reporter::events(
+    std::vector<std::size_t> const& to_run) {
+  if (!active()) return {};
+  return [this, &to_run](benchmark_event const& e) {
     tune_progress p;
-    p.what = tune_progress::stage::finished;
-    p.elapsed = elapsed;
-    p.candidate = req_.names[winner];
-    p.position = started_;
     p.total = total_;
-    send(p);
-  }
-
-  void expect(std::size_t more) noexcept { total_ += more; }
-
- private:
-  void send(tune_progress& p) {
-    p.tuner = req_.tuner_name;
-    p.key = req_.key;
-    try {
-      (*req_.progress)(p);
-    } catch (...) {
-      log::warn(log::category::autotune, "a tuning progress callback threw: {}",
-                cubert::detail::what_of(std::current_exception(), "unknown exception"));
+    p.rounds = req_.options.max_samples;
+    std::string name;
+    if (e.warm_up) {
+      p.what = tune_progress::stage::warm_up;
+      name = name_of_(to_run[e.slot]);
+      p.candidate = name;
+      p.position = ++started_;
+    } else {
+      p.what = tune_progress::stage::sampling;
+      p.position = started_;
+      p.round = e.round;
     }
+    send(p);
+  };
+}
+
+void progress_reporter::finished(std::size_t winner, std::chrono::nanoseconds elapsed) {
+  if (!active()) return;
+  tune_progress p;
+  p.what = tune_progress::stage::finished;
+  p.elapsed = elapsed;
+  auto const name = name_of_(winner);
+  p.candidate = name;
+  p.position = started_;
+  p.total = total_;
+  send(p);
+}
+
+void progress_reporter::send(tune_progress& p) {
+  p.tuner = req_.tuner_name;
+  p.key = req_.key;
+  try {
+    (*req_.progress)(p);
+  } catch (...) {
+    log::warn(log::category::autotune, "a tuning progress callback threw: {}",
+              cubert::detail::what_of(std::current_exception(), "unknown exception"));
   }
-
-  tuning_request const& req_;
-  std::size_t started_ = 0;
-  std::size_t total_ = 0;
-};
-
-thread_local int tunings_on_this_thread = 0;
-
-// Counts the tunings running on this thread: a candidate may call execute, and tune another key.
-class tuning_scope {
- public:
-  tuning_scope() noexcept { ++tunings_on_this_thread; }
-  ~tuning_scope() { --tunings_on_this_thread; }
-  tuning_scope(tuning_scope const&) = delete;
-  tuning_scope& operator=(tuning_scope const&) = delete;
-};
-
-}  // namespace
+}
 
 bool tuning_on_this_thread() noexcept {
   return tunings_on_this_thread > 0;
@@ -149,10 +174,14 @@ bool tuning_on_this_thread() noexcept {
 tuning_outcome run_tuning(tuning_request const& req, tune_plan plan, benchmark_target& target) {
   tuning_scope const scope;
   auto const start = std::chrono::steady_clock::now();
+  auto const claim = claim_key(req);
+  if (!claim) return tuning_outcome{0, {}, 0, std::nullopt, true};
   if (req.cache != nullptr) req.cache->refresh();  // Pick up other processes' results.
   auto const reference = reference_of(req);
   tuning_outcome out;
-  progress_reporter progress(req);
+  auto const name_of = [&req](std::size_t i) { return std::string(req.names[i]); };
+  auto const version_of = [&req](std::size_t i) { return std::string(req.versions[i]); };
+  progress_reporter progress(req, name_of);
   std::size_t considered = 0;  // Candidates of the plan looked at, for the budget.
   benchmark_controls controls;
   if (req.budget.time.count() > 0) controls.deadline = start + req.budget.time;
@@ -178,16 +207,7 @@ tuning_outcome run_tuning(tuning_request const& req, tune_plan plan, benchmark_t
     }
     considered += batch.size();
     for (auto i : batch) {
-      std::optional<candidate_result> cached;
-      if (req.cache != nullptr) {
-        // With checks on, only a verdict against this set's reference will do: another set
-        // sharing the candidate but not candidate 0 keeps its own (they took turns re-checking).
-        cached = req.checks ? req.cache->find_verdict(req.key, req.names[i], req.versions[i],
-                                                      req.explicit_checksum, reference)
-                            : req.cache->find(req.key, req.names[i], req.versions[i],
-                                              req.explicit_checksum);
-      }
-      if (cached && reusable(*cached, req.checks, reference)) {
+      if (auto cached = stored_result(req, req.names[i], req.versions[i], reference)) {
         cached->index = i;  // The set may have been reordered since it was stored.
         results.push_back(std::move(*cached));
       } else {
@@ -203,14 +223,7 @@ tuning_outcome run_tuning(tuning_request const& req, tune_plan plan, benchmark_t
       progress.expect(to_run.size());
       controls.on_event = progress.events(to_run);
       auto fresh = run_benchmarks(target, to_run, req.options, controls);
-      for (auto& r : fresh) {
-        r.name = req.names[r.index];
-        r.version = req.versions[r.index];
-        // Only what was actually compared with candidate 0's output (it is not when candidate
-        // 0 failed on the benchmark inputs).
-        r.checked = req.checks && r.status != candidate_status::failed && target.compared(r.index);
-        if (r.checked || r.status == candidate_status::quarantined) r.reference = reference;
-      }
+      label_fresh(req, target, reference, fresh, name_of, version_of);
       out.benchmarked += static_cast<std::size_t>(std::count_if(
           fresh.begin(), fresh.end(),
           [](candidate_result const& r) { return r.status != candidate_status::skipped; }));

@@ -11,6 +11,7 @@ tuner_options tuner_options::from(config const& cfg) {
   o.background = cfg.autotune.background;
   o.concurrent = cfg.autotune.concurrent;
   o.log_decisions = cfg.autotune.log_decisions;
+  o.level = cfg.autotune.level;
   switch (cfg.autotune.level) {
     case autotune_level::minimal:
       o.bench.max_samples = 5;

@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <fstream>
 #include <sstream>
+#include <utility>
+#include <vector>
 
 namespace {
 
@@ -34,19 +36,46 @@ TEST_F(MultiProcessTest, SecondProcessRunsNoBenchmark) {
   EXPECT_EQ(run(helper(dir_, 3)), "benchmarked=0 winners=222\n");
 }
 
-TEST_F(MultiProcessTest, EightProcessesAtOnceLeaveAValidCompleteCache) {
-  // All eight start together (a shell backgrounds them), then a ninth must find every key.
+// Starts eight helpers together (a shell backgrounds them) and returns what each printed.
+std::vector<std::string> eight_at_once(std::filesystem::path const& dir, std::string const& args) {
   std::string script;
-  for (int i = 0; i < 8; ++i)
-    script += helper(dir_, 6) + " > " + (dir_ / std::to_string(i)).string() + " & ";
-  script += "wait";
-  ASSERT_EQ(std::system(script.c_str()), 0);
   for (int i = 0; i < 8; ++i) {
-    std::ifstream in(dir_ / std::to_string(i));
+    script += std::string(CUBERT_TUNE_HELPER) + " " + dir.string() + " " + args + " > " +
+              (dir / std::to_string(i)).string() + " & ";
+  }
+  script += "wait";
+  EXPECT_EQ(std::system(script.c_str()), 0);
+  std::vector<std::string> out;
+  for (int i = 0; i < 8; ++i) {
+    std::ifstream in(dir / std::to_string(i));
     std::stringstream ss;
     ss << in.rdbuf();
-    EXPECT_NE(ss.str().find("winners=222222"), std::string::npos) << ss.str();
+    out.push_back(ss.str());
   }
+  return out;
+}
+
+// "benchmarked=N winners=W\n" → N and W.
+std::pair<int, std::string> parse(std::string const& line) {
+  int n = -1;
+  char w[64] = {};
+  if (std::sscanf(line.c_str(), "benchmarked=%d winners=%63s", &n, w) != 2) return {-1, line};
+  return {n, w};
+}
+
+TEST_F(MultiProcessTest, EightProcessesAtOnceTuneEachKeyOnceAndLeaveAValidCompleteCache) {
+  // Whoever claims a key tunes it; the others run candidate 0 meanwhile (the default policy)
+  // and take the stored results afterwards: every candidate of every key is benchmarked by
+  // exactly one process.
+  int benchmarked = 0;
+  for (auto const& printed : eight_at_once(dir_, "6")) {
+    auto const [n, winners] = parse(printed);
+    ASSERT_GE(n, 0) << printed;
+    benchmarked += n;
+    ASSERT_EQ(winners.size(), 6u) << printed;
+    for (char c : winners) EXPECT_TRUE(c == '2' || c == '0') << printed;
+  }
+  EXPECT_EQ(benchmarked, 6 * 4);
   EXPECT_EQ(run(helper(dir_, 6)), "benchmarked=0 winners=222222\n");
   cubert::tune::tune_cache cache(dir_, "multiprocess", "fake|helper device");
   EXPECT_EQ(cache.skipped_lines(), 0U);
@@ -56,6 +85,16 @@ TEST_F(MultiProcessTest, EightProcessesAtOnceLeaveAValidCompleteCache) {
           << k << "/" << c;
     }
   }
+}
+
+TEST_F(MultiProcessTest, EightProcessesThatWaitAllRunTheOneWinnerTunedOnce) {
+  int benchmarked = 0;
+  for (auto const& printed : eight_at_once(dir_, "6 2 wait")) {
+    auto const [n, winners] = parse(printed);
+    benchmarked += n;
+    EXPECT_EQ(winners, "222222") << printed;
+  }
+  EXPECT_EQ(benchmarked, 6 * 4);
 }
 
 }  // namespace

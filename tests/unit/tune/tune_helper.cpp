@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // One "process" of the multi-process tests: tunes keys 0..n-1 against a cache directory and
 // prints how many candidates it benchmarked and which won.
-//   cubert_tune_helper <cache dir> <keys> [fast index]
+//   cubert_tune_helper <cache dir> <keys> [fast index] [wait]
+// With `wait`, a key another process is tuning is waited for; without, candidate 0 runs then.
 #include "fake_client.hpp"
 
 #include <cubert/tune/local_tuner.hpp>
@@ -20,6 +21,9 @@ int main(int argc, char** argv) {
   std::size_t const fast = argc > 3 ? static_cast<std::size_t>(std::atoi(argv[3])) : 2;
   cubert::tune::tuner_options opts;
   opts.cache_dir = argv[1];
+  if (argc > 4 && std::string(argv[4]) == "wait") {
+    opts.concurrent = cubert::concurrent_policy::wait;
+  }
   cubert::tune::local_tuner<std::string> tuner("multiprocess", opts);
   using set_t = cubert::tune::tunable_set<std::string, int, int>;
   set_t set([](int const& k) { return "key" + std::to_string(k); },
