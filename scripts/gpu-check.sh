@@ -260,11 +260,22 @@ if [ "$HAVE_GPU" = 1 ] && [ -x "$CLI" ]; then
       >"$LOGS/ops-opencl-mm-f32.json" 2>>"$LOGS/ops.log" ||
       { OPS_OK=0; echo "FAILED: cubert bench --device opencl:0 matmul" >>"$LOGS/ops.log"; }
   fi
+  # Cold tuning of the f16 4096³ matmul over the Hopper family's space (empty tune and kernel
+  # caches), beside Triton's cold eight-configuration autotune in the peers script below; then
+  # the chosen kernel benched from the warm cache.
+  COLD=$BUILD/tune-cold
+  rm -rf "$COLD"
+  CUBERT_CACHE_DIR=$COLD "$CLI" tune --device cuda:0 --json --explain matmul --dtype f16 \
+    --shape 4096x4096x4096 >"$LOGS/tune-f16-cold.json" 2>>"$LOGS/ops.log" ||
+    { OPS_OK=0; echo "FAILED: cold cubert tune f16" >>"$LOGS/ops.log"; }
+  CUBERT_CACHE_DIR=$COLD "$CLI" bench --device cuda:0 --repeat 20 --json matmul --dtype f16 \
+    --shape 4096x4096x4096 >"$LOGS/ops-mm-f16-cold-choice.json" 2>>"$LOGS/ops.log" ||
+    { OPS_OK=0; echo "FAILED: cubert bench of the cold choice" >>"$LOGS/ops.log"; }
   "$PY" "$ROOT/benchmarks/peers/torch_ops_peers.py" >"$LOGS/ops-peers.json" 2>"$LOGS/ops-peers.err" ||
     note "kernel-library peers (torch, Triton) FAILED (see $LOGS/ops-peers.err)"
   [ "$OPS_OK" = 1 ] || note "cubert bench on cuda:0 FAILED (see $LOGS/ops.log)"
   if [ -s "$LOGS/ops-peers.json" ]; then
-    python3 "$ROOT/scripts/lib/ops_table.py" "$LOGS/ops-peers.json" "$LOGS"/ops-*.json \
+    python3 "$ROOT/scripts/lib/ops_table.py" "$LOGS/ops-peers.json" "$LOGS"/ops-*.json "$LOGS"/tune-*.json \
       >"$LOGS/ops-table.txt" 2>&1 && OPS_TABLE=$LOGS/ops-table.txt
   fi
 fi

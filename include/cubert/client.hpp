@@ -140,6 +140,12 @@ class client {
   void execute(kernel const& k, cube_count const& count, bindings args) const;
   /// Same in unchecked mode: the caller guarantees no out-of-bounds access.
   void execute_unchecked(kernel const& k, cube_count const& count, bindings args) const;
+  /// Compiles `k` for this device as `execute` (or, `unchecked`, `execute_unchecked`) would on
+  /// its first launch, so that the launch only loads it; the compiled code also lands in the
+  /// kernel disk cache. Thread-safe and not serialised with other calls: tuners build candidates
+  /// on worker threads while others run. Does nothing where kernels need no build (CPU).
+  /// @throws compilation_error with the compiler's log.
+  void build(kernel const& k, bool unchecked = false) const;
   /// Submits outstanding work; rethrows a deferred error.
   void flush() const;
   /// Waits for all submitted work; rethrows a deferred error; then, when profiling (level basic

@@ -58,8 +58,9 @@ def rows(doc, peers):
             label = f"matmul {key['dtype']} {shape} ({'own kernels' if own else 'with cuBLAS'})"
             yield label, "cuBLAS", target, ms, p
             t = peer(peers, "triton", shape, dt)
-            if own and t is not None:
-                yield f"matmul {key['dtype']} {shape} (own kernels)", "Triton", 1.0, ms, t
+            if t is not None:
+                which = "own kernels" if own else "tuned choice"
+                yield f"matmul {key['dtype']} {shape} ({which})", "Triton", 1.0, ms, t
         elif op == "add":
             yield f"add {shape} {key['dtype']}", "torch.add", 0.95, ms, peer(peers, "torch.add", shape, dt)
         elif op == "sum" and key.get("layout") == "all":
@@ -67,6 +68,27 @@ def rows(doc, peers):
         elif op == "sum":
             yield (f"row sum {shape} {key['dtype']}", "torch.sum(dim=1)", 1.0, ms,
                    peer(peers, "torch.sum(dim=1)", shape, dt))
+
+
+def tune_lines(doc, peers):
+    """A `cubert tune --explain` document: its cold tuning time against Triton's cold autotune."""
+    for key in doc.get("keys", []):
+        search = key.get("search")
+        if not search:
+            continue
+        dt = TORCH_DTYPE.get(key["dtype"], key["dtype"])
+        t = peer(peers, "triton", key["shape"], dt)
+        ran = sum(1 for s in search["steps"] if not s["from_cache"] and not s["final_round"])
+        secs = key.get("decided_ms", search["wall_ms"]) / 1e3
+        head = (f"cold tune {key['op']} {key['dtype']} {key['shape']}: {secs:.2f} s, {ran} of "
+                f"{search['valid']} valid configurations ({search['strategy']}, stopped: "
+                f"{search['stopped']})")
+        if t is None or "autotune_s" not in t:
+            yield head + "; no Triton peer"
+            continue
+        ratio = t["autotune_s"] / secs if secs > 0 else 0
+        yield (f"{head}; Triton's {t['configs']}-configuration autotune {t['autotune_s']:.2f} s; "
+               f"ratio {ratio:.3f}, target 1.00  {'yes' if ratio >= 1.0 else 'NO'}")
 
 
 def main():
@@ -77,6 +99,9 @@ def main():
         if path == sys.argv[1]:  # The peers' file matches the ops-*.json glob of gpu-check.sh.
             continue
         doc = json.load(open(path))
+        if doc.get("command") == "tune":
+            sweeps.extend(tune_lines(doc, peers))
+            continue
         if is_sweep(doc):
             sweeps.append(sweep_line(doc))
             continue

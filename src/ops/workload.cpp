@@ -168,6 +168,10 @@ std::vector<std::string> workload::candidates() const {
   return names;
 }
 
+std::string workload::name_of(std::size_t index) const {
+  return op_->name_of(index);
+}
+
 bool workload::offered(std::size_t i) const {
   return i < op_->candidates() && op_->offered(i);
 }

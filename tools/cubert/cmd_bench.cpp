@@ -57,7 +57,7 @@ void run_bench(bench_options const& o) {
     double const ours = median_ns(
         c, [&] { w.run(); }, o.repeat);
     auto const winner = tuner->fastest(w.key());
-    std::string const chosen = winner ? w.candidates().at(*winner) : std::string("?");
+    std::string const chosen = winner ? w.name_of(*winner) : std::string("?");
     bool const by_flops = p.op == "matmul";
     key["chosen"] = {{"name", chosen},
                      {"median_ns", ours},

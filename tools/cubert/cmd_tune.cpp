@@ -4,6 +4,7 @@
 // second run finds it there and says so).
 #include "command.hpp"
 #include "op_session.hpp"
+#include "search_explain.hpp"
 
 #include <cubert/client.hpp>
 #include <cubert/ops/workload.hpp>
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <optional>
 
 namespace cubert::cli {
 
@@ -28,8 +30,18 @@ void run_tune(op_options const& o) {
         exit_code() = 1;
       }
     }
+    std::optional<tune::detail::search_trace> trace;
+    if (o.explain) {
+      trace = t.work.tuner()->trace(t.work.key());
+      if (trace) key["search"] = search_json(*trace);
+    }
     if (o.json) return;
     print_key_table(key);
+    if (trace) {
+      fmt::print("{}", search_text(*trace));
+    } else if (o.explain) {
+      fmt::print("  search: none (a list of candidates, no parameter space)\n");
+    }
     if (t.cached) {
       fmt::print(
           "  every result came from the persistent cache: nothing timed (decided in {:.1f} ms; "
@@ -57,6 +69,8 @@ void setup(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "tune", "Tune a kernel-library operation on a device and keep the choice in the cache");
   add_op_options(cmd, *opts);
+  cmd->add_flag("--explain", opts->explain,
+                "Show how each parameter space was searched (the JSON holds every step)");
   cmd->add_flag("--no-checks", opts->no_checks,
                 "Do not compare each candidate's output with the first candidate's");
   cmd->callback([opts] {

@@ -28,6 +28,7 @@ struct op_options {
   std::string report;  ///< An HTML file to write, or empty.
   bool no_vendor = false;
   bool no_checks = false;
+  bool explain = false;  ///< `tune --explain`: print each family search's trace.
   bool verify = false;
   std::string argv;  ///< The command line, for the document.
 };

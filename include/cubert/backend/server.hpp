@@ -288,6 +288,14 @@ class server {
 
   [[nodiscard]] virtual device_properties const& properties() const noexcept = 0;
 
+  /// Optional. Compiles `k` as its first launch in `mode` would, without loading or running it,
+  /// so that the launch only loads what this built. Unlike every other call it is made from any
+  /// thread, outside the channel and concurrently with the others (the tuner builds candidates
+  /// on worker threads while it times others): what it touches must be thread-safe. The default
+  /// does nothing (a backend whose kernels need no compiler, or whose compiles are cheap).
+  /// @throws compilation_error with the compiler's log.
+  virtual void build_ahead(kernel const& k, execution_mode mode) const;
+
  protected:
   /// The bytes of `b` after all earlier work, for the default `write_tensor`'s read, scatter
   /// and write back. Unlike `read`, it must leave a deferred error waiting: a write is not

@@ -72,10 +72,14 @@ class workload {
   /// Runs the operation as a program would: through its tuner (tuning the key first when
   /// neither memory nor the persistent cache knows it). Asynchronous after the tuning.
   void run();
-  /// Runs candidate `i` alone (no tuner). Asynchronous.
+  /// Runs candidate `i` of `candidates()` alone (no tuner). Asynchronous.
   void run_candidate(std::size_t i);
-  /// The candidates of the set that serves this problem on this device, in the set's order.
+  /// The candidates worth running alone of the set that serves this problem on this device: its
+  /// listed ones, then, where its tilings are a parameter space, up to 16 configurations valid
+  /// for this problem (those nearest the curated tilings first), in the set's order.
   [[nodiscard]] std::vector<std::string> candidates() const;
+  /// The name of the set's candidate `index`, as the tuner's results and choice number them.
+  [[nodiscard]] std::string name_of(std::size_t index) const;
   /// Whether candidate `i` can run this problem's key.
   [[nodiscard]] bool offered(std::size_t i) const;
   /// The tuner's key for this problem, and the tuner's name ("ops.matmul").

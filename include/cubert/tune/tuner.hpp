@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -46,8 +47,9 @@ struct tuner_options {
   /// A family's search stops at a configuration within this fraction of the roofline bound
   /// (its time at most bound / fraction); 0: never.
   double roofline_fraction = 0.9;
-  /// Worker threads that build a family's candidates ahead of their runs.
-  std::size_t build_threads = 4;
+  /// Worker threads that build a family's candidates ahead of their runs (0: one per core, at
+  /// most 8).
+  std::size_t build_threads = 0;
   /// Told how each tuning progresses (`cubert tune`'s progress bar), on the tuning thread.
   progress_fn progress;
 
@@ -336,7 +338,9 @@ class tuner {
       if (fam.build) {
         sp.prepare = [&target] { target.prepare_inputs(); };
         sp.build = [&target](std::size_t i) { target.build(i); };
-        sp.build_threads = options.build_threads;
+        sp.build_threads = options.build_threads != 0
+                               ? options.build_threads
+                               : std::clamp<std::size_t>(std::thread::hardware_concurrency(), 1, 8);
       }
       return detail::run_space_tuning(req, s.plan(key), sp, target);
     }

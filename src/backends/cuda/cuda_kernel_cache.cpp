@@ -91,6 +91,33 @@ cubert::detail::code_key cuda_kernel_cache::code_of(kernel const& k, execution_m
   return key.finish();
 }
 
+compile_request cuda_kernel_cache::request_of(kernel const& k, cuda_source_payload const& src,
+                                              execution_mode mode) const {
+  compile_request request{src.source, k.name() + ".cu", src.options, arch_};
+  request.options.push_back(mode == execution_mode::checked ? "-DCUBERT_CHECKED=1"
+                                                            : "-DCUBERT_CHECKED=0");
+  return request;
+}
+
+void cuda_kernel_cache::build_ahead(kernel const& k, execution_mode mode) const {
+  auto const* src = k.cuda_source();
+  if (src == nullptr) return;
+  auto const code = code_of(k, mode);
+  {
+    std::lock_guard lock(ahead_->mutex);
+    if (ahead_->images.contains(code)) return;
+  }
+  compiled_code built = compiler_.compile(request_of(k, *src, mode));
+  if (!built.log.empty()) log::write(log::category::compilation, "{}: {}", k.name(), built.log);
+  std::lock_guard lock(ahead_->mutex);
+  ahead_->images.try_emplace(code, std::move(built));
+}
+
+std::size_t cuda_kernel_cache::built_ahead() const {
+  std::lock_guard lock(ahead_->mutex);
+  return ahead_->images.size();
+}
+
 loaded_kernel& cuda_kernel_cache::load(kernel const& k, execution_mode mode, kernel_id id) {
   if (!k.valid()) throw launch_error("cuda: cannot launch an empty kernel");
   return kernels_.insert(id, code_of(k, mode), [&] { return load_module(k, mode, id); });
@@ -101,11 +128,20 @@ loaded_kernel cuda_kernel_cache::load_module(kernel const& k, execution_mode mod
   std::vector<std::byte> image;
   std::string entry;
   if (auto const* src = k.cuda_source()) {
-    compile_request request{src->source, k.name() + ".cu", src->options, arch_};
-    request.options.push_back(mode == execution_mode::checked ? "-DCUBERT_CHECKED=1"
-                                                              : "-DCUBERT_CHECKED=0");
-    compiled_code code = compiler_.compile(request);
-    (code.from_disk_cache ? kernels_.stats().disk_hits : kernels_.stats().built) += 1;
+    std::optional<compiled_code> ahead;
+    {
+      std::lock_guard lock(ahead_->mutex);
+      if (auto it = ahead_->images.find(code_of(k, mode)); it != ahead_->images.end()) {
+        ahead.emplace(std::move(it->second));
+        ahead_->images.erase(it);
+      }
+    }
+    compiled_code code = ahead ? std::move(*ahead) : compiler_.compile(request_of(k, *src, mode));
+    if (ahead) {
+      ++kernels_.stats().built_ahead;
+    } else {
+      (code.from_disk_cache ? kernels_.stats().disk_hits : kernels_.stats().built) += 1;
+    }
     if (!code.log.empty()) log::write(log::category::compilation, "{}: {}", k.name(), code.log);
     image = std::move(code.image);
     entry = src->entry_point;

@@ -12,7 +12,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 namespace cubert::cuda::detail {
@@ -55,6 +58,15 @@ class cuda_kernel_cache {
     return load(k, mode, id);
   }
 
+  /// Compiles `k`'s CUDA source for `mode` now, keeping the image for its first `get` (which
+  /// then only loads it). Thread-safe, unlike the rest: it reads only the compiler (stateless)
+  /// and writes only the built images, under their own lock. PTX and cubin payloads need no
+  /// build: nothing is done for them. @throws compilation_error from NVRTC.
+  void build_ahead(kernel const& k, execution_mode mode) const;
+
+  /// Images built ahead and not loaded yet.
+  [[nodiscard]] std::size_t built_ahead() const;
+
   /// How many kernels came from NVRTC (`built`), from the disk cache, and from ready PTX/cubin
   /// (`prebuilt`).
   using counters = cubert::detail::kernel_cache_counters;
@@ -69,8 +81,19 @@ class cuda_kernel_cache {
   loaded_kernel load_module(kernel const& k, execution_mode mode, kernel_id id);
   [[nodiscard]] CUmodule load_image(kernel const& k, std::vector<std::byte> const& image);
 
+  // The NVRTC request of `k`'s CUDA source in `mode` (its options extended by the mode).
+  [[nodiscard]] compile_request request_of(kernel const& k, cuda_source_payload const& src,
+                                           execution_mode mode) const;
+
+  struct ahead_images {
+    std::mutex mutex;
+    std::unordered_map<cubert::detail::code_key, compiled_code, cubert::detail::code_key_hash>
+        images;
+  };
+
   cuda_compiler compiler_;
   int arch_;
+  std::unique_ptr<ahead_images> ahead_ = std::make_unique<ahead_images>();
   std::function<void()> free_memory_;
   cubert::detail::compiled_kernel_cache<loaded_kernel> kernels_;
 };

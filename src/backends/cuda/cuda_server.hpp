@@ -124,6 +124,11 @@ class cuda_server final : public backend::server {
   [[nodiscard]] profiling_token start_profile() override;
   [[nodiscard]] profile_duration end_profile(profiling_token token) override;
   [[nodiscard]] device_properties const& properties() const noexcept override { return props_; }
+  /// Compiles a CUDA-source kernel through NVRTC (and the disk cache) on the calling thread,
+  /// for its first launch to load (thread-safe: see cuda_kernel_cache::build_ahead).
+  void build_ahead(kernel const& k, execution_mode mode) const override {
+    modules_->build_ahead(k, mode);
+  }
 
   /// Threads sharing the host side of large transfers (tests and benchmarks).
   [[nodiscard]] unsigned copy_threads() const noexcept { return staging_->copy_threads(); }

@@ -81,6 +81,9 @@ class actor_channel final : public channel {
   [[nodiscard]] device_properties const& properties() const noexcept override {
     return properties_;
   }
+  void build_ahead(kernel const& k, execution_mode mode) const override {
+    server_->build_ahead(k, mode);
+  }
 
  private:
   // What posting a message does to profiling ownership, in the same critical section.

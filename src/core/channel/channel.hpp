@@ -71,6 +71,8 @@ class channel {
   [[nodiscard]] virtual profile_duration end_profile(profiling_token token) = 0;
   /// Fixed at construction; safe from any thread.
   [[nodiscard]] virtual device_properties const& properties() const noexcept = 0;
+  /// The server's `build_ahead`, called on this thread without serialising (thread-safe).
+  virtual void build_ahead(kernel const& k, execution_mode mode) const = 0;
 };
 
 /// Wraps `server` in a channel of `kind` (mutex_channel.hpp, actor_channel.hpp,

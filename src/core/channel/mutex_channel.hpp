@@ -51,6 +51,9 @@ class mutex_channel final : public channel {
   [[nodiscard]] device_properties const& properties() const noexcept override {
     return properties_;
   }
+  void build_ahead(kernel const& k, execution_mode mode) const override {
+    server_->build_ahead(k, mode);
+  }
 
  private:
   // The lock every call holds, once no other thread profiles.

@@ -75,6 +75,9 @@ class single_thread_channel final : public channel {
   [[nodiscard]] device_properties const& properties() const noexcept override {
     return properties_;
   }
+  void build_ahead(kernel const& k, execution_mode mode) const override {
+    server_->build_ahead(k, mode);
+  }
 
  private:
   std::unique_ptr<server> server_;

@@ -301,6 +301,11 @@ void client::execute_unchecked(kernel const& k, cube_count const& count, binding
   execute_inner(k, count, std::move(args), execution_mode::unchecked);
 }
 
+void client::build(kernel const& k, bool unchecked) const {
+  if (!k.valid()) throw invalid_argument("client::build: the kernel is empty");
+  state_->channel->build_ahead(k, unchecked ? execution_mode::unchecked : execution_mode::checked);
+}
+
 void client::execute_inner(kernel const& k, cube_count const& count, bindings args,
                            execution_mode mode) const {
   if (open_recordings != nullptr) [[unlikely]] {

@@ -46,12 +46,14 @@ class code_key_builder {
   std::string bytes_;
 };
 
-/// How a cache's kernels came to be: built by the backend's compiler, read from the disk cache,
-/// or loaded from code that needs no compiler (PTX, cubin).
+/// How a cache's kernels came to be: built by the backend's compiler at their first launch, read
+/// from the disk cache, loaded from code that needs no compiler (PTX, cubin), or built ahead of
+/// their launch on another thread (`server::build_ahead`).
 struct kernel_cache_counters {
   std::uint64_t built = 0;
   std::uint64_t disk_hits = 0;
   std::uint64_t prebuilt = 0;
+  std::uint64_t built_ahead = 0;
 };
 
 /// The loaded kernels of one context: `Loaded` is the backend's loaded-code type (a module and

@@ -446,6 +446,8 @@ void server::launch_graph(std::uint64_t id, std::vector<graph_step> const& steps
 
 void server::drop_graph(std::uint64_t) noexcept {}
 
+void server::build_ahead(kernel const&, execution_mode) const {}
+
 void server::write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) {
   check_writable_layout(dst, data.size());
   // Resolved even with nothing to write: an unknown binding is refused, as `write` refuses it.

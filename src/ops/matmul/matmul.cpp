@@ -139,44 +139,56 @@ mm_args bench_inputs(client const& c, mm_args const& a) {
   return b;
 }
 
-mm_set make_set(bool gpu, bool cuda, bool tensor_cores = false, bool cpu_processor = false,
-                bool hopper = false) {
+mm_set empty_set() {
   mm_set set([](client const& c, mm_args const& a) { return key_of(c, a); },
              [](tune_key const&, client const& c, mm_args const& a) {
                return std::tuple<client, mm_args>{c, bench_inputs(c, a)};
              });
-  if (gpu) {
-    // The safe default first (it takes every key), then the likeliest winners, so that a search
-    // budget (`--budget`) spends itself on them: the vendor, then the tensor-core kernels.
-    add_gpu_candidates(set, cpu_processor, gpu_part::default_only);
-    if (cuda && current_settings().vendor_candidates) add_cublas_candidate(set);
-    if (hopper) add_wgmma_candidates(set);
-    if (tensor_cores) add_mma_candidates(set);
-    add_gpu_candidates(set, cpu_processor, gpu_part::rest);
+  return set;
+}
+
+// A GPU set: the portable kernel's safe default first (it takes every key), then the
+// likeliest winners listed (the vendor, the tensor-core kernels), then the family searched
+// per key.
+enum class gpu_family { simt, wgmma };
+mm_set gpu_set(bool cuda, bool tensor_cores, gpu_family family, std::uint32_t sms = 0) {
+  auto set = empty_set();
+  add_gpu_candidates(set, false, gpu_part::default_only);
+  if (cuda && current_settings().vendor_candidates) add_cublas_candidate(set);
+  // On Hopper the wgmma family outruns the mma.sync kernels; listing them would only add their
+  // compiles (serial, on the tuning thread) to every tuning.
+  if (tensor_cores && family != gpu_family::wgmma) add_mma_candidates(set);
+  if (family == gpu_family::wgmma) {
+    add_wgmma_family(set, sms);
   } else {
-    add_cpu_candidates(set);
+    add_simt_family(set);
   }
   with_output_checks(set);
   return set;
 }
 
 mm_set cpu_set() {
-  return make_set(false, false);
+  auto set = empty_set();
+  add_cpu_candidates(set);
+  with_output_checks(set);
+  return set;
 }
 mm_set opencl_set() {
-  return make_set(true, false);
+  return gpu_set(false, false, gpu_family::simt);
 }
 mm_set opencl_cpu_set() {
-  return make_set(true, false, false, true);
+  // OpenCL on a CPU compiles each tiling for seconds (PoCL): its curated few, no search.
+  auto set = empty_set();
+  add_gpu_candidates(set, true, gpu_part::default_only);
+  add_gpu_candidates(set, true, gpu_part::rest);
+  with_output_checks(set);
+  return set;
 }
 mm_set cuda_set() {
-  return make_set(true, true);
+  return gpu_set(true, false, gpu_family::simt);
 }
 mm_set cuda_tensor_core_set() {
-  return make_set(true, true, true);
-}
-mm_set cuda_hopper_set() {
-  return make_set(true, true, true, false, true);
+  return gpu_set(true, true, gpu_family::simt);
 }
 
 // Compute capability from "sm_90" (0 when unknown).
@@ -192,6 +204,18 @@ int compute_capability(client const& c) {
   return cc;
 }
 
+// One Hopper set per SM count (its persistent kernels launch that many cubes).
+std::shared_ptr<mm_set const> hopper_set(op_tuner::tuner_type& t, std::uint32_t sms) {
+  switch (sms) {
+    case 132:
+      return t.init([] { return gpu_set(true, true, gpu_family::wgmma, 132); });
+    case 114:
+      return t.init([] { return gpu_set(true, true, gpu_family::wgmma, 114); });
+    default:
+      return t.init([] { return gpu_set(true, true, gpu_family::wgmma, 132); });
+  }
+}
+
 }  // namespace
 
 op_tuner& mm_family::tuner() {
@@ -200,14 +224,17 @@ op_tuner& mm_family::tuner() {
 }
 
 std::shared_ptr<mm_set const> mm_family::set_for(client const& c, op_tuner::tuner_type& t,
-                                                 mm_args const&) {
+                                                 mm_args const& a) {
   auto const& backend = c.properties().backend;
   if (backend == "cpu") return t.init(&cpu_set);
   if (backend == "cuda") {
     // mma.sync m16n8k16, ldmatrix and cp.async need compute capability 8.0.
-    // wgmma exists on sm_90 alone (sm_90a's cubin runs there only).
+    // wgmma exists on sm_90 alone (sm_90a's cubin runs there only); f32 inputs search the
+    // portable kernel's space there too.
     auto const cc = compute_capability(c);
-    if (cc == 90) return t.init(&cuda_hopper_set);
+    if (cc == 90 && a.a.t.dtype() != elem::f32) {
+      return hopper_set(t, c.properties().hardware.num_compute_units);
+    }
     return cc >= 80 ? t.init(&cuda_tensor_core_set) : t.init(&cuda_set);
   }
   return c.properties().hardware.processor == processor_kind::cpu ? t.init(&opencl_cpu_set)

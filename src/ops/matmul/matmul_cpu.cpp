@@ -8,11 +8,16 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
 namespace cubert::ops::detail {
 
 namespace {
 
 namespace eng = cpu_gemm;
+using tune::configuration;
 
 std::string name_of(eng::tiles const& t) {
   return fmt::format("cpu_{}_{}x{}_mc{}_nc{}_kc{}", eng::to_string(t.target), t.mr, t.nr, t.mc,
@@ -50,30 +55,73 @@ kernel cpu_kernel(eng::tiles const& t, elem in, elem out) {
   });
 }
 
+eng::tiles tiles_of(eng::isa target, configuration const& c) {
+  auto const micro = c["micro"];
+  auto const mr = static_cast<std::uint32_t>(micro / 1000);
+  auto const nr = static_cast<std::uint32_t>(micro % 1000);
+  return {target,
+          mr,
+          nr,
+          mr * static_cast<std::uint32_t>(c["mc_tiles"]),
+          nr * static_cast<std::uint32_t>(c["nc_tiles"]),
+          static_cast<std::uint32_t>(c["kc"])};
+}
+
+std::function<op_output(client, mm_args)> launcher(eng::tiles t) {
+  return [t](client c, mm_args a) {
+    auto const in = a.a.t.dtype();
+    auto const out = a.c.t.dtype();
+    cube_count const count{static_cast<std::uint32_t>((a.n + t.nc - 1) / t.nc),
+                           static_cast<std::uint32_t>((a.m + t.mc - 1) / t.mc),
+                           static_cast<std::uint32_t>(a.batch)};
+    c.execute(
+        cpu_kernel(t, in, out), count,
+        bindings{}
+            .with_buffers({bound_at_offset(a.a), bound_at_offset(a.b), bound_at_offset(a.c)})
+            .with_scalar(elem::u64, {a.m, a.n, a.k, a.a.ld, a.b.ld, a.c.ld, a.a.batch_stride,
+                                     a.b.batch_stride, a.c.batch_stride,
+                                     std::uint64_t{a.a.col_major}, std::uint64_t{a.b.col_major}}));
+    return op_output{std::move(c), std::move(a.out), mm_tolerance(a.k, out)};
+  };
+}
+
 }  // namespace
 
 void add_cpu_candidates(mm_set& set) {
-  for (auto const& t : eng::candidates(eng::best_isa())) {
-    set.with(
-        name_of(t),
-        [t](client c, mm_args a) {
-          auto const in = a.a.t.dtype();
-          auto const out = a.c.t.dtype();
-          cube_count const count{static_cast<std::uint32_t>((a.n + t.nc - 1) / t.nc),
-                                 static_cast<std::uint32_t>((a.m + t.mc - 1) / t.mc),
-                                 static_cast<std::uint32_t>(a.batch)};
-          c.execute(
-              cpu_kernel(t, in, out), count,
-              bindings{}
-                  .with_buffers({bound_at_offset(a.a), bound_at_offset(a.b), bound_at_offset(a.c)})
-                  .with_scalar(elem::u64,
-                               {a.m, a.n, a.k, a.a.ld, a.b.ld, a.c.ld, a.a.batch_stride,
-                                a.b.batch_stride, a.c.batch_stride, std::uint64_t{a.a.col_major},
-                                std::uint64_t{a.b.col_major}}));
-          return op_output{std::move(c), std::move(a.out), mm_tolerance(a.k, out)};
-        },
-        "1");
+  // The curated best guess is the safe default; the family searches the engine's tilings
+  // around it (the curated list ranks where a local search starts).
+  auto const target = eng::best_isa();
+  auto const curated = eng::candidates(target);
+  set.with(name_of(curated.front()), launcher(curated.front()), "1");
+  std::vector<std::int64_t> shapes;  // mr·1000 + nr of the micro-kernels this target has.
+  for (auto const& t : curated) {
+    auto const code = std::int64_t{t.mr} * 1000 + t.nr;
+    if (std::find(shapes.begin(), shapes.end(), code) == shapes.end()) shapes.push_back(code);
   }
+  std::sort(shapes.begin(), shapes.end());
+  mm_set::family f;
+  // Blocks as multiples of the micro-tile: every value is a valid block for every shape.
+  f.space.add("micro", shapes)
+      .add("mc_tiles", {8, 16, 22, 32, 43, 64, 86})
+      .add("nc_tiles", {8, 16, 22, 32, 43, 64, 128})
+      .add("kc", {64, 128, 192, 256, 384, 512});
+  f.space.constrain("a micro-kernel with blocks it takes",
+                    [target](configuration const& c) { return eng::valid(tiles_of(target, c)); });
+  f.version = fmt::format("{}-1", eng::to_string(target));
+  f.make = [target](configuration const& c) { return launcher(tiles_of(target, c)); };
+  f.rank = [target, curated](tune_key const&, configuration const& c) {
+    // Nearer (in log steps of each block) to a curated tiling first.
+    auto const t = tiles_of(target, c);
+    double best = -1e9;
+    for (auto const& g : curated) {
+      double const d =
+          std::abs(std::log2(double(t.mc) / g.mc)) + std::abs(std::log2(double(t.nc) / g.nc)) +
+          std::abs(std::log2(double(t.kc) / g.kc)) + (t.mr == g.mr && t.nr == g.nr ? 0.0 : 2.0);
+      best = std::max(best, -d);
+    }
+    return best;
+  };
+  set.with_family(std::move(f));
 }
 
 }  // namespace cubert::ops::detail

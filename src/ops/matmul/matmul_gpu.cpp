@@ -11,12 +11,17 @@
 
 #include <fmt/format.h>
 
+#include <array>
+#include <cmath>
+#include <functional>
 #include <limits>
 #include <type_traits>
 
 namespace cubert::ops::detail {
 
 namespace {
+
+using tune::configuration;
 
 gpu::matmul_signature signature_of(mm_args const& a) {
   return {a.a.t.dtype(), a.c.t.dtype(), a.a.col_major, a.b.col_major};
@@ -129,7 +134,135 @@ void add_configs(mm_set& set, std::vector<Config> const& configs, std::uint64_t 
   }
 }
 
+template <typename Config>
+std::function<op_output(client, mm_args)> launcher(Config cfg) {
+  return [cfg](client c, mm_args a) {
+    launch(c, cfg, a);
+    return op_output{std::move(c), std::move(a.out), mm_tolerance(a.k, a.c.t.dtype())};
+  };
+}
+
+// Builds what `cfg` launches for `a` (its kernel, and the split-K reduction) ahead of its run.
+template <typename Config>
+void build(Config const& cfg, client const& c, mm_args const& a) {
+  auto const sig = signature_of(a);
+  c.build(matmul_kernel(cfg, sig));
+  if (cfg.split_k > 1) c.build(reduce_kernel(sig));
+}
+
+gpu::matmul_config simt_config(configuration const& c) {
+  auto const u = [&c](char const* n) { return static_cast<std::uint32_t>(c[n]); };
+  return {u("bm"),  u("bn"),     u("bk"),      u("tm"),     u("tn"),
+          u("vec"), u("stages"), u("split_k"), u("group_m")};
+}
+
+gpu::matmul_wgmma_config wgmma_config(configuration const& c, std::uint32_t sms) {
+  auto const u = [&c](char const* n) { return static_cast<std::uint32_t>(c[n]); };
+  return {u("bm"),        u("bn"), u("bk"),      u("stages"),
+          u("consumers"), 1,       u("group_m"), c["persistent"] != 0 ? sms : 0U};
+}
+
+// Closeness (in log steps) of a configuration to the nearest of the curated list: where a
+// local search starts.
+template <typename Config, typename Fields>
+double nearness(Config const& cfg, std::vector<Config> const& curated, Fields fields) {
+  double best = -1e9;
+  for (auto const& g : curated) {
+    double d = 0;
+    auto const a = fields(cfg);
+    auto const b = fields(g);
+    for (std::size_t i = 0; i < a.size(); ++i) {
+      d += std::abs(std::log2(std::max(a[i], 1.0) / std::max(b[i], 1.0)));
+    }
+    best = std::max(best, -d);
+  }
+  return best;
+}
+
 }  // namespace
+
+void add_simt_family(mm_set& set) {
+  mm_set::family f;
+  f.space.add("bm", {16, 32, 64, 128, 256})
+      .add("bn", {16, 32, 64, 128, 256})
+      .add("bk", {8, 16, 32})
+      .add("tm", {1, 2, 4, 8})
+      .add("tn", {1, 2, 4, 8})
+      .add("vec", {1, 2, 4})
+      .add("stages", {1, 2})
+      .add("split_k", {1, 4, 8})
+      .add("group_m", {1, 8});
+  // What the f32 row-major kernel takes (16-bit inputs take the same tilings: names must not
+  // depend on the dtype); a key's own signature is checked by `offered`.
+  gpu::matmul_signature const f32{};
+  f.space.constrain("a tiling the portable kernel takes within 48 KiB and 1024 units",
+                    [f32](configuration const& c) {
+                      return !gpu::invalid(simt_config(c), f32, 1024, 48 * 1024);
+                    });
+  f.space.needs([](configuration const& c) {
+    auto const cfg = simt_config(c);
+    tune::launch_needs n;
+    n.shared_memory = gpu::shared_bytes(cfg, gpu::matmul_signature{});
+    n.dim = cube_dim{cfg.bn / cfg.tn, cfg.bm / cfg.tm, 1};
+    return n;
+  });
+  f.version = "1";
+  f.offered = [](tune_key const& k, configuration const& c) {
+    auto const cfg = simt_config(c);
+    // Split K only where K is long next to M·N (otherwise it only adds the reduction).
+    if (cfg.split_k > 1 && k.dims[2] < 8 * std::max<std::uint64_t>(k.dims[0], k.dims[1])) {
+      return false;
+    }
+    return !gpu::invalid(cfg, signature_of(k), 1024, 48 * 1024);
+  };
+  f.make = [](configuration const& c) { return launcher(simt_config(c)); };
+  f.build = [](configuration const& c, client const& cl, mm_args const& a) {
+    build(simt_config(c), cl, a);
+  };
+  auto const curated = gpu::candidates({});
+  f.rank = [curated](tune_key const&, configuration const& c) {
+    return nearness(simt_config(c), curated, [](gpu::matmul_config const& g) {
+      return std::array<double, 5>{double(g.bm), double(g.bn), double(g.bk), double(g.tm),
+                                   double(g.tn)};
+    });
+  };
+  set.with_family(std::move(f));
+}
+
+void add_wgmma_family(mm_set& set, std::uint32_t sms) {
+  mm_set::family f;
+  f.space.add("bm", {64, 128, 256})
+      .add("bn", {64, 128, 192, 256})
+      .add("bk", {64, 128})
+      .add("stages", {2, 3, 4, 5, 6})
+      .add("consumers", {1, 2})
+      .add("group_m", {1, 8, 16})
+      .add("persistent", {0, 1});
+  gpu::matmul_signature const f16{elem::f16, elem::f16, false, false};
+  f.space.constrain("a tiling the wgmma kernel takes within 227 KiB",
+                    [f16, sms](configuration const& c) {
+                      return !gpu::invalid(wgmma_config(c, sms), f16, 1024, 227 * 1024);
+                    });
+  f.version = "1";
+  f.offered = [sms](tune_key const& k, configuration const& c) {
+    // TMA takes operands whose leading dimensions, offsets and batch strides are multiples of
+    // 16 bytes (the key's alignment, in elements, says so).
+    if (k.dtype == elem::f32 || k.align < 8 || k.dims[2] == 0) return false;
+    return !gpu::invalid(wgmma_config(c, sms), signature_of(k), 1024, 227 * 1024);
+  };
+  f.make = [sms](configuration const& c) { return launcher(wgmma_config(c, sms)); };
+  f.build = [sms](configuration const& c, client const& cl, mm_args const& a) {
+    build(wgmma_config(c, sms), cl, a);
+  };
+  auto const curated = gpu::wgmma_candidates({elem::f16, elem::f16, false, false});
+  f.rank = [curated, sms](tune_key const&, configuration const& c) {
+    return nearness(wgmma_config(c, sms), curated, [](gpu::matmul_wgmma_config const& g) {
+      return std::array<double, 5>{double(g.bm), double(g.bn), double(g.bk), double(g.stages),
+                                   double(g.ctas + 1)};
+    });
+  };
+  set.with_family(std::move(f));
+}
 
 void add_mma_candidates(mm_set& set) {
   // One list for every 16-bit signature; f32 keys are not offered them.

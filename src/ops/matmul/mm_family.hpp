@@ -57,6 +57,12 @@ enum class gpu_part { default_only, rest };
 /// Adds the portable tiled kernels' candidates: those written for GPUs, or (`cpu_processor`)
 /// those written for OpenCL on a CPU.
 void add_gpu_candidates(mm_set& set, bool cpu_processor, gpu_part part);
+/// Adds the portable tiled kernel's family: its tilings as a parameter space, searched per key
+/// (CUDA and OpenCL GPUs).
+void add_simt_family(mm_set& set);
+/// Adds the Hopper kernels' family (tiles, ring depth, consumers, grouping, persistence; 16-bit
+/// inputs whose operands TMA can read); `sms` is the device's SM count (persistent kernels).
+void add_wgmma_family(mm_set& set, std::uint32_t sms);
 /// Adds the tensor-core (mma.sync) kernels' candidates: CUDA devices of compute capability 8.0
 /// or newer, 16-bit inputs.
 void add_mma_candidates(mm_set& set);

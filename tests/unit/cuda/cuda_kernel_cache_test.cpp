@@ -19,6 +19,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -132,6 +133,51 @@ TEST_F(CudaKernelCacheTest, KernelsDifferingOnlyInTheirLaunchShareOneModule) {
   if (live) {
     EXPECT_EQ(live() - before, 1);
   }
+}
+
+// Built ahead on several threads at once (the tuner's workers): compiled once, kept, and only
+// loaded by the launch; a build that fails throws the compiler's log on its thread and leaves
+// the server working.
+TEST_F(CudaKernelCacheTest, AKernelBuiltAheadOnOtherThreadsIsOnlyLoadedAtItsLaunch) {
+  auto const k =
+      kernel::builder("tests::built_ahead")
+          .cube_dim(32)
+          .cuda_source("extern \"C\" __global__ void inc(unsigned* x) { x[threadIdx.x] += 1; }",
+                       "inc")
+          .build();
+  auto const before = server_->kernel_stats();
+  std::vector<std::thread> builders;
+  for (int i = 0; i < 4; ++i) {
+    builders.emplace_back([&] { server_->build_ahead(k, execution_mode::checked); });
+  }
+  for (auto& t : builders) t.join();
+  std::vector<std::uint32_t> xs(32, 1);
+  auto const h = server_->create(std::as_bytes(std::span{xs}));
+  server_->execute(k, cube_count{1}, bindings{}.with_buffer(h.binding()), execution_mode::checked);
+  auto const back = read(h.binding());
+  std::uint32_t first = 0;
+  std::memcpy(&first, back.data(), sizeof first);
+  if (!fake_driver()) {  // The fake driver runs no kernel code.
+    EXPECT_EQ(first, 2u);
+  }
+  auto const& stats = server_->kernel_stats();
+  EXPECT_EQ(stats.built_ahead - before.built_ahead, 1u);
+  EXPECT_EQ(stats.built - before.built, 0u);
+  EXPECT_EQ(stats.disk_hits - before.disk_hits, 0u);
+
+  auto const bad = kernel::builder("tests::built_ahead_bad")
+                       .cuda_source("extern \"C\" __global__ void f() { nope; }", "f")
+                       .build();
+  std::string log;
+  std::thread([&] {
+    try {
+      server_->build_ahead(bad, execution_mode::checked);
+    } catch (compilation_error const& e) {
+      log = e.log();
+    }
+  }).join();
+  EXPECT_NE(log.find("nope"), std::string::npos) << log;
+  EXPECT_NO_THROW(server_->sync().get());
 }
 
 // A module the driver has no room for: the pools' idle pages go back and the load is tried again;
