@@ -113,7 +113,12 @@ class space_session {
     std::unordered_map<std::size_t, double> build_ms;
     // Declared last: destroyed first, it stops its workers before what they use goes.
     std::optional<build_ahead<std::size_t, double>> builder;
-    if (sp_.build && !final_round) {
+    // Only the family's configurations are built ahead: listed candidates build at their run.
+    std::vector<std::size_t> to_build;
+    for (auto i : to_run) {
+      if (i >= sp_.offset) to_build.push_back(i);
+    }
+    if (sp_.build && !final_round && !to_build.empty()) {
       if (sp_.prepare) sp_.prepare();
       builder.emplace(
           [this](std::size_t const& i) {
@@ -127,9 +132,10 @@ class space_session {
             }
             return ms_since(t0);
           },
-          std::min(std::max<std::size_t>(sp_.build_threads, 1), to_run.size()));
-      for (auto i : to_run) builder->submit(i);
+          std::min(std::max<std::size_t>(sp_.build_threads, 1), to_build.size()));
+      for (auto i : to_build) builder->submit(i);
       controls.before_warm_up = [&](std::size_t slot) {
+        if (to_run[slot] < sp_.offset) return;
         auto built = builder->next();  // In submission order: the slot's own.
         if (!built || built->item != to_run[slot]) {
           throw invalid_argument("space tuning: builds came back out of order");
