@@ -9,7 +9,8 @@
 # and a missing PyTorch baseline do not.
 # The whole takes more than the lent GPU machine's 10 minutes per command: there, run it as three
 # calls on the warm machine (the build stays): CUBERT_GPU_ONLY=tests, then bench (the CUDA, CPU
-# and OpenCL benchmarks), then ops (the kernel library against its peers).
+# and OpenCL benchmarks), then ops (the kernel library against its peers). CUBERT_GPU_ONLY=build
+# only builds (for scripts/gpu-tune-cold.sh on a fresh machine).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -23,7 +24,7 @@ export PATH="/usr/local/cuda/bin:$PATH"
 declare -a SUMMARY=()
 note() { echo "gpu-check: $*"; SUMMARY+=("$*"); }
 ONLY=${CUBERT_GPU_ONLY:-all}
-case "$ONLY" in all | tests | bench | ops) ;; *) echo "CUBERT_GPU_ONLY: all, tests, bench or ops" >&2; exit 2 ;; esac
+case "$ONLY" in all | build | tests | bench | ops) ;; *) echo "CUBERT_GPU_ONLY: all, build, tests, bench or ops" >&2; exit 2 ;; esac
 want() { [ "$ONLY" = all ] || [ "$ONLY" = "$1" ]; }
 # How long each stage took (seconds since the start), so that the whole stays within one call.
 declare -a TIMES=()
