@@ -98,6 +98,42 @@ std::optional<std::string> compare_outputs(client const& c, tensor const& ref, t
   return std::nullopt;
 }
 
+std::shared_ptr<host_reference const> read_reference(client const& c, tensor const& t,
+                                                     double rel_tol) {
+  require_float(t, "read_reference");
+  auto const raw = t.read(c);
+  auto ref = std::make_shared<host_reference>();
+  ref->values.resize(t.numel());
+  double scale = 0;
+  for (std::size_t i = 0; i < ref->values.size(); ++i) {
+    float const v = load_as_f32(raw.data(), t.dtype(), i);
+    ref->values[i] = v;
+    if (std::isfinite(v)) scale = std::max(scale, std::fabs(static_cast<double>(v)));
+  }
+  ref->tolerance = rel_tol * scale + smallest_normal(t.dtype());
+  return ref;
+}
+
+std::optional<std::string> compare_with(host_reference const& ref, client const& c,
+                                        tensor const& got) {
+  require_float(got, "compare_with");
+  auto const raw = got.read(c);
+  if (got.numel() != ref.values.size()) {
+    return fmt::format("{} elements, the reference has {}", got.numel(), ref.values.size());
+  }
+  for (std::size_t i = 0; i < ref.values.size(); ++i) {
+    double const want = ref.values[i];
+    double const have = load_as_f32(raw.data(), got.dtype(), i);
+    bool const both_nan = std::isnan(want) && std::isnan(have);
+    if (both_nan || want == have) continue;
+    if (!(std::fabs(have - want) <= ref.tolerance)) {
+      return fmt::format("element {} is {} where the reference has {} (tolerance {:.3g})", i, have,
+                         want, ref.tolerance);
+    }
+  }
+  return std::nullopt;
+}
+
 std::uint32_t vector_align(std::initializer_list<std::uint64_t> values,
                            std::uint64_t base_alignment_bytes, elem dtype) {
   std::uint32_t v = 16;

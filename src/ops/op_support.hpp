@@ -10,6 +10,7 @@
 
 #include <cstdint>
 #include <initializer_list>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,12 +19,21 @@ namespace cubert::ops::detail {
 
 /// What a candidate of the library returns: its output, and the client to read it through
 /// (a set serves every device of its backend, so it cannot hold one).
+/// A reference output read to the host once, with the absolute tolerance it allows.
+struct host_reference {
+  std::vector<float> values;  ///< Dense row-major, as f32 (exact for f32, f16 and bf16).
+  double tolerance = 0;       ///< rel_tol × max |finite value| + the dtype's smallest normal.
+};
+
 struct op_output {
   client device;
   tensor value;
   /// How far another candidate's output may stray from this one, × max |value|: what rounding
   /// in another order can account for, given the dtype and the reduction length.
   double tolerance = 0;
+  /// The snapshot's values on the host (set by `with_output_checks`' snapshot): each check then
+  /// reads only the candidate's output.
+  std::shared_ptr<host_reference const> reference;
 };
 
 /// A family's tunable set: candidates take the client and the family's arguments.
@@ -49,15 +59,25 @@ using op_set = tune::tunable_set<tune_key, op_output, client, Args>;
 [[nodiscard]] std::optional<std::string> compare_outputs(client const& c, tensor const& ref,
                                                          tensor const& got, double rel_tol);
 
+/// The reference `t` read once (reads; waits), with its tolerance.
+[[nodiscard]] std::shared_ptr<host_reference const> read_reference(client const& c, tensor const& t,
+                                                                   double rel_tol);
+/// `compare_outputs` against a reference already on the host: reads `got` only.
+[[nodiscard]] std::optional<std::string> compare_with(host_reference const& ref, client const& c,
+                                                      tensor const& got);
+
 /// Makes `set` check outputs (with `autotune.checks`): candidate 0's output is copied before
-/// the next candidate overwrites it, and later outputs must match it within the reference's
-/// tolerance (see `op_output` and `compare_outputs`).
+/// the next candidate overwrites it and read to the host once; later outputs must match it
+/// within the reference's tolerance (see `op_output` and `compare_outputs`).
 template <typename Args>
 void with_output_checks(op_set<Args>& set) {
   set.with_snapshot([](op_output const& o) {
-    return op_output{o.device, snapshot(o.device, o.value), o.tolerance};
+    op_output r{o.device, snapshot(o.device, o.value), o.tolerance, nullptr};
+    r.reference = read_reference(o.device, r.value, o.tolerance);
+    return r;
   });
   set.with_check([](op_output const& ref, op_output const& got) {
+    if (ref.reference) return compare_with(*ref.reference, got.device, got.value);
     return compare_outputs(got.device, ref.value, got.value, ref.tolerance);
   });
 }

@@ -90,7 +90,7 @@ void add_variants(ew_set& set, std::vector<ew_config> const& configs, Kernel mak
           // Variants compute the same expression per element; only the math library's last
           // bits may differ (exp, erf).
           double const tol = 4 * unit_roundoff(a.out.dtype());
-          return op_output{std::move(c), std::move(a.out), tol};
+          return op_output{std::move(c), std::move(a.out), tol, nullptr};
         },
         "1");
     // Vector accesses need every operand aligned to the vector: not offered otherwise.

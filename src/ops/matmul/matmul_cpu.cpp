@@ -81,7 +81,7 @@ std::function<op_output(client, mm_args)> launcher(eng::tiles t) {
             .with_scalar(elem::u64, {a.m, a.n, a.k, a.a.ld, a.b.ld, a.c.ld, a.a.batch_stride,
                                      a.b.batch_stride, a.c.batch_stride,
                                      std::uint64_t{a.a.col_major}, std::uint64_t{a.b.col_major}}));
-    return op_output{std::move(c), std::move(a.out), mm_tolerance(a.k, out)};
+    return op_output{std::move(c), std::move(a.out), mm_tolerance(a.k, out), nullptr};
   };
 }
 

@@ -70,7 +70,7 @@ void add_cublas_candidate(mm_set& set) {
       "cublas",
       [](client c, mm_args a) {
         launch_cublas(c, a);
-        return op_output{std::move(c), std::move(a.out), mm_tolerance(a.k, a.c.t.dtype())};
+        return op_output{std::move(c), std::move(a.out), mm_tolerance(a.k, a.c.t.dtype()), nullptr};
       },
       "1");
 }

@@ -123,7 +123,8 @@ void add_configs(mm_set& set, std::vector<Config> const& configs, std::uint64_t 
         gpu::name(cfg),
         [cfg](client c, mm_args a) {
           launch(c, cfg, a);
-          return op_output{std::move(c), std::move(a.out), mm_tolerance(a.k, a.c.t.dtype())};
+          return op_output{std::move(c), std::move(a.out), mm_tolerance(a.k, a.c.t.dtype()),
+                           nullptr};
         },
         "1");
     t.group(offered_group(), [cfg, max_shared, offered](tune_key const& k) {
@@ -138,7 +139,7 @@ template <typename Config>
 std::function<op_output(client, mm_args)> launcher(Config cfg) {
   return [cfg](client c, mm_args a) {
     launch(c, cfg, a);
-    return op_output{std::move(c), std::move(a.out), mm_tolerance(a.k, a.c.t.dtype())};
+    return op_output{std::move(c), std::move(a.out), mm_tolerance(a.k, a.c.t.dtype()), nullptr};
   };
 }
 

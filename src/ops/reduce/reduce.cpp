@@ -150,7 +150,7 @@ rd_set make_set(bool gpu, bool cuda, bool all, bool cpu_processor = false) {
           double const len = static_cast<double>(a.all ? a.x.numel() : a.cols);
           double const tol =
               4 * unit_roundoff(a.out.dtype()) + 16 * std::sqrt(len) * unit_roundoff(elem::f32);
-          return op_output{std::move(c), std::move(a.out), tol};
+          return op_output{std::move(c), std::move(a.out), tol, nullptr};
         },
         "1");
     t.group(offered_group(), [v = cfg.vec](tune_key const& k) { return k.align >= v ? 0 : -1; });
