@@ -18,10 +18,10 @@ ninja -C "$BUILD" cubert_cli >"$LOGS/build-cli.log" 2>&1 || { echo "build failed
 CLI=$BUILD/tools/cubert/cubert
 COLD=$BUILD/tune-cold
 rm -rf "$COLD"
-start=$(date +%s.%N)
+start=$(date +%s%N)
 CUBERT_CACHE_DIR=$COLD "$CLI" tune --device cuda:0 --json --explain matmul --dtype f16 \
   --shape 4096x4096x4096 >"$LOGS/tune-f16-cold.json" 2>"$LOGS/tune-f16-cold.err" || echo "cold tune FAILED"
-echo "cold tune process wall: $(echo "$(date +%s.%N) - $start" | bc) s"
+echo "cold tune process wall: $(( ($(date +%s%N) - start) / 1000000 )) ms"
 CUBERT_CACHE_DIR=$COLD "$CLI" tune --device cuda:0 --explain matmul --dtype f16 \
   --shape 4096x4096x4096 2>/dev/null | tail -25
 CUBERT_CACHE_DIR=$COLD "$CLI" bench --device cuda:0 --repeat 20 --json matmul --dtype f16 \
