@@ -5,7 +5,8 @@ cache, and reports the budgeted choice's regret against the exhaustive best (bot
 from the exhaustive run's measurements, so one run's noise does not count twice) and the share
 of the valid configurations the budgeted search timed.
 
-Usage: python3 search_regret.py CLI DEVICE DTYPE SHAPE... (shapes as 256x256x256)."""
+Usage: python3 search_regret.py CLI DEVICE DTYPE SHAPE... (shapes as 256x256x256). The budgeted
+run's level is CUBERT_REGRET_LEVEL (default extensive: 12.5 % of the space, at most 256)."""
 import json
 import os
 import statistics
@@ -30,7 +31,7 @@ def main():
     regrets, shares = [], []
     for shape in shapes:
         full = tune(cli, device, dtype, shape, "full")
-        budgeted = tune(cli, device, dtype, shape, None)
+        budgeted = tune(cli, device, dtype, shape, os.environ.get("CUBERT_REGRET_LEVEL", "extensive"))
         truth = {c["name"]: c["min_ns"] for c in full["candidates"] if "min_ns" in c}
         best = min(truth.values())
         chosen = next(c["name"] for c in budgeted["candidates"] if c["index"] == budgeted["winner"])

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <thread>
 
 namespace cubert::ops::detail {
 
@@ -85,6 +86,24 @@ std::function<op_output(client, mm_args)> launcher(eng::tiles t) {
   };
 }
 
+// A guess at how well tiling `t` suits the key's problem on `cores` cores (higher is better),
+// for where a search starts: every core busy in every round of cubes, little computed on
+// padding, cubes large enough that their dispatch and packing do not dominate, and register
+// tiles with many FMAs per load. Then nearness to a curated tiling breaks ties.
+double cpu_rank(tune_key const& k, eng::tiles const& t, double cores) {
+  auto const dim = [&k](std::size_t i) { return std::max(1.0, static_cast<double>(k.dims[i])); };
+  double const m = dim(0), n = dim(1), batch = dim(3);
+  double const cubes = std::ceil(m / t.mc) * std::ceil(n / t.nc) * batch;
+  double const rounds = std::ceil(cubes / cores);
+  double const busy = cubes / (rounds * cores);
+  double const padded = std::ceil(m / t.mr) * t.mr * std::ceil(n / t.nr) * t.nr;
+  double const per_cube = std::min<double>(t.mc, m) * std::min<double>(t.nc, n);
+  double const dispatch = 1 + 16384.0 / per_cube;
+  double const intensity = double(t.mr) * t.nr / (t.mr + t.nr);
+  return std::log(busy) - std::log(padded / (m * n)) - std::log(dispatch) +
+         0.3 * std::log(intensity);
+}
+
 }  // namespace
 
 void add_cpu_candidates(mm_set& set) {
@@ -102,24 +121,24 @@ void add_cpu_candidates(mm_set& set) {
   mm_set::family f;
   // Blocks as multiples of the micro-tile: every value is a valid block for every shape.
   f.space.add("micro", shapes)
-      .add("mc_tiles", {8, 16, 22, 32, 43, 64, 86})
-      .add("nc_tiles", {8, 16, 22, 32, 43, 64, 128})
+      .add("mc_tiles", {1, 2, 4, 8, 16, 22, 32, 43, 64, 86})
+      .add("nc_tiles", {1, 2, 4, 8, 16, 22, 32, 43, 64, 128})
       .add("kc", {64, 128, 192, 256, 384, 512});
   f.space.constrain("a micro-kernel with blocks it takes",
                     [target](configuration const& c) { return eng::valid(tiles_of(target, c)); });
   f.version = fmt::format("{}-1", eng::to_string(target));
   f.make = [target](configuration const& c) { return launcher(tiles_of(target, c)); };
-  f.rank = [target, curated](tune_key const&, configuration const& c) {
-    // Nearer (in log steps of each block) to a curated tiling first.
+  double const cores = std::max(1U, std::thread::hardware_concurrency());
+  f.rank = [target, curated, cores](tune_key const& k, configuration const& c) {
     auto const t = tiles_of(target, c);
-    double best = -1e9;
+    double near = -1e9;  // Nearness (in log steps of each block) to a curated tiling.
     for (auto const& g : curated) {
       double const d =
           std::abs(std::log2(double(t.mc) / g.mc)) + std::abs(std::log2(double(t.nc) / g.nc)) +
           std::abs(std::log2(double(t.kc) / g.kc)) + (t.mr == g.mr && t.nr == g.nr ? 0.0 : 2.0);
-      best = std::max(best, -d);
+      near = std::max(near, -d);
     }
-    return best;
+    return cpu_rank(k, t, cores) + 0.01 * near;
   };
   set.with_family(std::move(f));
 }
