@@ -1,4 +1,11 @@
 # Sanitizers apply to everything built in this tree (tests and the libraries they exercise).
+if(CUBERT_BUILD_FUZZERS)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "Clang")
+    message(FATAL_ERROR "cubert: CUBERT_BUILD_FUZZERS needs clang (libFuzzer), not ${CMAKE_CXX_COMPILER_ID}")
+  endif()
+  # Coverage for libFuzzer in everything the targets call; the targets link the driver.
+  add_compile_options(-fsanitize=fuzzer-no-link)
+endif()
 if(CUBERT_SANITIZE)
   set(_cubert_san_list ${CUBERT_SANITIZE})
   # GCC leaves float-cast-overflow out of "undefined", yet a double past an integer's range cast
