@@ -30,7 +30,7 @@ void run_tune(op_options const& o) {
         exit_code() = 1;
       }
     }
-    std::optional<tune::detail::search_trace> trace;
+    std::optional<tune::search_trace> trace;
     if (o.explain) {
       trace = t.work.tuner()->trace(t.work.key());
       if (trace) key["search"] = search_json(*trace);

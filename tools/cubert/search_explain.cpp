@@ -8,7 +8,7 @@
 
 namespace cubert::cli {
 
-nlohmann::json search_json(tune::detail::search_trace const& t) {
+nlohmann::json search_json(tune::search_trace const& t) {
   nlohmann::json steps = nlohmann::json::array();
   for (auto const& s : t.steps) {
     nlohmann::json j{{"index", s.index},
@@ -35,7 +35,7 @@ nlohmann::json search_json(tune::detail::search_trace const& t) {
   return out;
 }
 
-std::string search_text(tune::detail::search_trace const& t) {
+std::string search_text(tune::search_trace const& t) {
   if (t.from_decision) return "  search: answered by the stored decision (nothing searched)\n";
   std::size_t run = 0, cached = 0, failed = 0;
   double build_ms = 0;
@@ -50,7 +50,7 @@ std::string search_text(tune::detail::search_trace const& t) {
       t.strategy, t.space_size, t.valid,
       t.budget == 0 ? std::string("none") : fmt::format("{}", t.budget), run, cached, failed,
       build_ms, t.wall_ms, t.stopped);
-  std::vector<tune::detail::search_step const*> timed;
+  std::vector<tune::search_step const*> timed;
   for (auto const& s : t.steps) {
     if (s.stats) timed.push_back(&s);
   }

@@ -37,31 +37,6 @@ struct tuning_request {
   concurrent_policy concurrent = concurrent_policy::run_default;
 };
 
-/// One step of a family's search, for `cubert tune --explain`: a candidate in the order tried.
-struct search_step {
-  std::size_t index = 0;
-  std::string name;
-  bool from_cache = false;
-  bool final_round = false;
-  std::optional<double> build_ms;  ///< Its build ahead of the run, when it had one.
-  candidate_status status = candidate_status::failed;
-  std::optional<candidate_stats> stats;
-  std::string why;  ///< Why it stopped short (failure, elimination), or empty.
-};
-
-/// How a family's search went.
-struct search_trace {
-  std::string strategy;
-  std::uint64_t space_size = 0;         ///< Configurations of the space (valid or not).
-  std::uint64_t valid = 0;              ///< Valid for the key and the device (0: not counted).
-  std::size_t budget = 0;               ///< Measurements it could take (0: no limit).
-  std::optional<double> bound_seconds;  ///< The roofline bound, when the family has one.
-  std::string stopped;                  ///< Why it ended.
-  bool from_decision = false;           ///< Answered by a stored decision: nothing searched.
-  double wall_ms = 0;
-  std::vector<search_step> steps;
-};
-
 /// The choice for one key, with every candidate's result that informed it.
 struct tuning_outcome {
   std::size_t winner = 0;

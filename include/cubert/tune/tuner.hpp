@@ -137,7 +137,7 @@ class tuner {
   }
 
   /// How the latest family search for `key` went (unset: not tuned, or a set without family).
-  [[nodiscard]] std::optional<detail::search_trace> trace(Key const& key) const {
+  [[nodiscard]] std::optional<search_trace> trace(Key const& key) const {
     std::shared_lock lock(state_->mutex);
     auto const* e = state_->latest(key);
     return e == nullptr ? std::nullopt : e->trace;
@@ -184,7 +184,7 @@ class tuner {
     std::uint64_t finished = 0;  // Order of completion, for fastest()/results().
     std::string identity;        // tunable_set::identity of the set tuned.
     std::vector<candidate_result> results;
-    std::optional<detail::search_trace> trace;  // A family's search.
+    std::optional<search_trace> trace;  // A family's search.
   };
 
   // Whether `s` uses entry `e`: its own, or that of a set with the same candidates (identity).
@@ -349,7 +349,7 @@ class tuner {
     template <typename Set>
     void finish(Key const& key, Set const& s, std::size_t winner,
                 std::vector<candidate_result> results,
-                std::optional<detail::search_trace> trace = std::nullopt) {
+                std::optional<search_trace> trace = std::nullopt) {
       auto* e = find_entry(key, s.uid());
       if (e == nullptr) {  // Forgotten meanwhile (cannot happen today): keep the result anyway.
         entries[key].emplace_back();
