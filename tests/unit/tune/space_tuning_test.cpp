@@ -106,6 +106,18 @@ struct family_fixture : cubert::test::tune_fixture {
     return s;
   }
 
+  // A set of a listed default that takes `cost` and the family `f`.
+  static std::shared_ptr<set_t const> with_default(set_t::family f, std::chrono::nanoseconds cost) {
+    set_t s([](int const& k) { return "key" + std::to_string(k); },
+            [](std::string const&, int const& k) { return std::tuple<int>(k); });
+    s.with("default", [cost](int) {
+      synthetic_client::cost() = cost;
+      return -1;
+    });
+    s.with_family(std::move(f));
+    return std::make_shared<set_t const>(std::move(s));
+  }
+
   tuner_options full() const {
     auto o = options();
     o.level = cubert::autotune_level::full;
@@ -236,14 +248,7 @@ TEST_F(SpaceTuningTest, BuildsRunAheadOnWorkerThreadsAndAFailedBuildFailsOnlyIts
       throw cubert::compilation_error("nvrtc failed", "error: too many registers for b=2", "k.cu");
     }
   };
-  set_t s([](int const& k) { return "key" + std::to_string(k); },
-          [](std::string const&, int const& k) { return std::tuple<int>(k); });
-  s.with("default", [](int) {
-    synthetic_client::cost() = 1ms;
-    return -1;
-  });
-  s.with_family(std::move(f));
-  auto set = std::make_shared<set_t const>(std::move(s));
+  auto set = with_default(std::move(f), 1ms);
   auto o = full();
   o.build_threads = 3;
   local_tuner<std::string> tuner("builds", o);
@@ -296,14 +301,7 @@ TEST_F(SpaceTuningTest, FailuresOfEveryKindInTheMiddleOfASearchLeaveTheRestToGoO
     }
     return inner(c);
   };
-  set_t s([](int const& k) { return "key" + std::to_string(k); },
-          [](std::string const&, int const& k) { return std::tuple<int>(k); });
-  s.with("default", [](int) {
-    synthetic_client::cost() = 200us;
-    return -1;
-  });
-  s.with_family(std::move(f));
-  auto set = std::make_shared<set_t const>(std::move(s));
+  auto set = with_default(std::move(f), 200us);
   local_tuner<std::string> tuner("failures", full());
   EXPECT_EQ(tuner.execute("dev", client, set, 4), 5);
   auto t = tuner.tuner_for("dev", client);
@@ -346,14 +344,7 @@ TEST_F(SpaceTuningTest, AConfigurationNearTheRooflineEndsTheSearch) {
   auto base = make_set({1, 2, 3, 4, 5, 6, 7, 8}, {1, 2, 3, 4, 5, 6, 7, 8}, shape);
   auto f = *base.space_family();
   f.bound = [](std::string const&) -> std::optional<double> { return 100e-6; };
-  set_t s([](int const& k) { return "key" + std::to_string(k); },
-          [](std::string const&, int const& k) { return std::tuple<int>(k); });
-  s.with("default", [](int) {
-    synthetic_client::cost() = 1ms;
-    return -1;
-  });
-  s.with_family(std::move(f));
-  auto set = std::make_shared<set_t const>(std::move(s));
+  auto set = with_default(std::move(f), 1ms);
   auto o = full();
   o.roofline_fraction = 0.97;  // Done at 103 µs or less: only the optimum's 100 µs.
   local_tuner<std::string> tuner("roofline", o);
