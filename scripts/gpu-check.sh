@@ -207,6 +207,18 @@ if [ -x "$BUILD/benchmarks/tune_stability_bench" ]; then
   "$BUILD/benchmarks/tune_stability_bench" 20 >>"$CPU_BENCH" 2>&1 ||
     note "tune_stability_bench FAILED (see $CPU_BENCH)"
 fi
+# A family's process-level figures: its choices from fresh processes, the warm start, processes
+# sharing the tuning of new keys (CPU; the warm start also on the GPU).
+if [ -x "$BUILD/benchmarks/tune_family_bench" ]; then
+  FAM=$BUILD/benchmarks/tune_family_bench
+  for args in "stability --processes 10" "warm-start --processes 20" "share --processes 8" \
+    "warm-start --processes 10 --device cuda:0 --dtype f16 --shape 4096x4096x4096"; do
+    [[ "$args" == *cuda* ]] && [ "$HAVE_GPU" != 1 ] && continue
+    echo "### tune_family_bench $args" >>"$CPU_BENCH"
+    # shellcheck disable=SC2086
+    "$FAM" $args >>"$CPU_BENCH" 2>&1 || note "tune_family_bench $args FAILED (see $CPU_BENCH)"
+  done
+fi
 note "CPU benchmarks on this host ($(nproc) cores): see cpu-bench.log"
 # 4c. The OpenCL backend against the raw OpenCL calls, where there is a device.
 if [ -n "${OCL_NAME:-}" ] && [ -x "$BUILD/benchmarks/cubert_opencl_bench" ]; then

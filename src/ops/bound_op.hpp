@@ -7,8 +7,11 @@
 #include "op_tuner.hpp"
 
 #include <cubert/client.hpp>
+#include <cubert/error.hpp>
 #include <cubert/ops/tuning.hpp>
 #include <cubert/tune/benchmark.hpp>
+
+#include <fmt/format.h>
 
 #include <algorithm>
 #include <memory>
@@ -26,6 +29,8 @@ class bound_op {
   virtual void run() = 0;
   /// Runs candidate `i` of `candidates()` alone, without the tuner.
   virtual void run_candidate(std::size_t i) = 0;
+  /// Runs the set's candidate `index` alone (a tuner's numbering).
+  virtual void run_index(std::size_t index) = 0;
   /// The candidates worth running alone: the set's listed ones, then (for a family) up to
   /// `family_sample` of its configurations valid for this key, the best-ranked first.
   [[nodiscard]] virtual std::size_t candidates() const = 0;
@@ -55,6 +60,11 @@ class bound_family final : public bound_op {
 
   void run() override { (void)local_->execute(device_key(client_), client_, set_, client_, args_); }
   void run_candidate(std::size_t i) override { (void)set_->run(indices().at(i), client_, args_); }
+  void run_index(std::size_t index) override {
+    CUBERT_EXPECTS(index < set_->size(),
+                   fmt::format("candidate {} of a set of {}", index, set_->size()));
+    (void)set_->run(index, client_, args_);
+  }
   [[nodiscard]] std::size_t candidates() const override { return indices().size(); }
   [[nodiscard]] std::string candidate_name(std::size_t i) const override {
     return set_->name_of(indices().at(i));

@@ -172,6 +172,10 @@ std::string workload::name_of(std::size_t index) const {
   return op_->name_of(index);
 }
 
+void workload::run_index(std::size_t index) {
+  op_->run_index(index);
+}
+
 bool workload::offered(std::size_t i) const {
   return i < op_->candidates() && op_->offered(i);
 }

@@ -80,6 +80,9 @@ class workload {
   [[nodiscard]] std::vector<std::string> candidates() const;
   /// The name of the set's candidate `index`, as the tuner's results and choice number them.
   [[nodiscard]] std::string name_of(std::size_t index) const;
+  /// Runs the set's candidate `index` (numbered as `name_of` numbers them: a tuner's choice)
+  /// alone, without the tuner. Asynchronous. @throws invalid_argument past the set's end.
+  void run_index(std::size_t index);
   /// Whether candidate `i` can run this problem's key.
   [[nodiscard]] bool offered(std::size_t i) const;
   /// The tuner's key for this problem, and the tuner's name ("ops.matmul").

@@ -147,10 +147,11 @@ class runner {
     std::stable_sort(ranked.begin(), ranked.end(),
                      [](auto const& a, auto const& b) { return a.first < b.first; });
     std::vector<configuration> top;
-    for (auto const& [t, c] : ranked) {
+    for (auto const& entry : ranked) {
       if (top.size() == final_) break;
-      if (std::none_of(top.begin(), top.end(), [&](auto const& x) { return x == *c; })) {
-        top.push_back(*c);
+      auto const& c = *entry.second;
+      if (std::none_of(top.begin(), top.end(), [&](auto const& x) { return x == c; })) {
+        top.push_back(c);
       }
     }
     if (!top.empty()) {

@@ -22,6 +22,7 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #define CUBERT_GEMM_X86 1
+#include <cpuid.h>  // F16C, which clang's __builtin_cpu_supports does not name
 #else
 #define CUBERT_GEMM_X86 0
 #endif
@@ -79,7 +80,8 @@ cpu_features const& features() noexcept {
     f.avx2 = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
     f.avx512 = f.avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
                __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
-    f.f16c = f.avx2 && __builtin_cpu_supports("f16c");
+    unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+    f.f16c = f.avx2 && __get_cpuid(1, &eax, &ebx, &ecx, &edx) != 0 && (ecx & bit_F16C) != 0;
 #endif
     return f;
   }();

@@ -127,6 +127,24 @@ TEST_P(OpsWorkload, MatmulBf16MatchesTheReference) {
   check_matmul(*this, elem::bf16);
 }
 
+// The tuner's choice, run by its number alone, computes the same output; a number past the
+// set's end is refused and the workload still runs.
+TEST_P(OpsWorkload, TheChoiceRunsByItsNumber) {
+  auto c = make_client(GetParam());
+  ops::workload w(c, {"matmul", {100, 33, 129}, elem::f32, "rr"});
+  w.run();
+  auto const choice = w.tuner()->fastest(w.key());
+  ASSERT_TRUE(choice);
+  c.fill(w.output().bound(), std::uint8_t{0x7f});
+  w.run_index(*choice);
+  auto why = w.verify();
+  EXPECT_FALSE(why) << w.name_of(*choice) << ": " << *why;
+  EXPECT_THROW(w.run_index(std::size_t{1} << 40), invalid_argument);
+  w.run();
+  why = w.verify();
+  EXPECT_FALSE(why) << *why;
+}
+
 INSTANTIATE_TEST_SUITE_P(Devices, OpsWorkload, ::testing::ValuesIn(ops_devices()), device_label);
 
 }  // namespace
