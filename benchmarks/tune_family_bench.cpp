@@ -66,14 +66,19 @@ cubert::elem parse_dtype(std::string const& s) {
   return cubert::elem::f32;
 }
 
-// The `share` mode's keys: `keys` square-ish shapes around the given one, all distinct.
+// The `share` mode's keys: the given shape with each size halved or doubled, so that every
+// shape falls in a key of its own (keys bucket sizes by powers of two); at most 12.
 std::vector<std::vector<std::uint64_t>> share_shapes(options const& o) {
+  static constexpr int scale[][3] = {{0, 0, 0},   {-1, 0, 0}, {0, -1, 0}, {0, 0, -1},
+                                     {-1, -1, 0}, {-1, 0, -1}, {0, -1, -1}, {-1, -1, -1},
+                                     {1, 0, 0},   {0, 1, 0},  {0, 0, 1},  {1, 1, 0}};
   auto const base = cubert::ops::problem::parse_shape(o.shape);
   std::vector<std::vector<std::uint64_t>> out;
-  for (int i = 0; i < o.keys; ++i) {
+  for (int i = 0; i < std::min(o.keys, 12); ++i) {
     auto s = base;
-    s[0] += static_cast<std::uint64_t>(16 * i);
-    s[1] += static_cast<std::uint64_t>(8 * (i % 3));
+    for (int d = 0; d < 3 && d < int(s.size()); ++d) {
+      s[d] = scale[i][d] < 0 ? std::max<std::uint64_t>(s[d] / 2, 1) : s[d] << scale[i][d];
+    }
     out.push_back(s);
   }
   return out;
@@ -332,20 +337,31 @@ std::size_t decisions_in(fs::path const& dir) {
 }
 
 int share(char const* self, options const& o) {
-  auto const alone = share_run(self, o, 1, fresh_dir(o, "share.alone"));
-  auto const dir = fresh_dir(o, "share.together");
-  auto const together = share_run(self, o, o.processes, dir);
-  bool once = true, alike = true;
-  for (auto const& [key, n] : together.tuned_by) once = once && n == 1;
-  for (auto const& [key, s] : together.choices) alike = alike && s.size() == 1;
-  std::printf("matmul %s-based keys (%d) on %s:\n", o.shape.c_str(), o.keys, o.device.c_str());
+  // Alone and together in turns (two of each, the faster kept): the first run of a fresh
+  // machine pays what the second does not (page cache, frequency). Every turn is checked.
+  double alone_s = 0, together_s = 0;
+  bool once = true, alike = true, ok = true;
+  std::size_t decisions = 0;
+  for (int turn = 0; turn < 2; ++turn) {
+    auto const a = share_run(self, o, 1, fresh_dir(o, "share.alone"));
+    auto const dir = fresh_dir(o, "share.together");
+    auto const t = share_run(self, o, o.processes, dir);
+    alone_s = turn == 0 ? a.wall_s : std::min(alone_s, a.wall_s);
+    together_s = turn == 0 ? t.wall_s : std::min(together_s, t.wall_s);
+    ok = ok && a.ok && t.ok;
+    for (auto const& [key, n] : t.tuned_by) once = once && n == 1;
+    for (auto const& [key, c] : t.choices) alike = alike && c.size() == 1;
+    decisions = std::max(decisions, decisions_in(dir));
+  }
+  int const keys = static_cast<int>(share_shapes(o).size());
+  std::printf("matmul %s-based keys (%d) on %s:\n", o.shape.c_str(), keys, o.device.c_str());
   std::printf("  one process alone: %.2f s; %d processes together: %.2f s; ratio %.3f (target "
               "<= 1.3)\n",
-              alone.wall_s, o.processes, together.wall_s, together.wall_s / alone.wall_s);
+              alone_s, o.processes, together_s, together_s / alone_s);
   std::printf("  keys tuned by exactly one process: %s; every process chose alike: %s; "
               "decisions in the cache: %zu for %d keys\n",
-              once ? "yes" : "no", alike ? "yes" : "no", decisions_in(dir), o.keys);
-  return alone.ok && together.ok && once && alike ? 0 : 1;
+              once ? "yes" : "no", alike ? "yes" : "no", decisions, keys);
+  return ok && once && alike && decisions == std::size_t(keys) ? 0 : 1;
 }
 
 options parse(int argc, char** argv) {
