@@ -74,6 +74,12 @@ struct benchmark_options {
   double tie_band = 0.02;     ///< Medians within this fraction (and overlapping) tie.
   bool adaptive = true;       ///< False: every candidate gets max_samples.
   score_kind score = score_kind::median;
+  /// Each sample runs the candidate back to back until it spans about this long (from its
+  /// first timed run; at most 64 runs), and counts their mean: what a program calling it in a
+  /// loop sees (pipelined launches, clocks under sustained load), not an isolated run on an
+  /// idle device. The isolated warm-up then only sizes the samples. 0: one run per sample.
+  /// Needs a target that `repeats()`.
+  std::chrono::nanoseconds sample_window{0};
 };
 
 /// A limit on one tuning's search. Candidates are considered in plan order, so the best guesses
@@ -147,6 +153,14 @@ class benchmark_target {
   virtual std::optional<profile_duration> warm_up(std::size_t i) = 0;
   /// Runs candidate `i` once, measured; the duration may resolve later (device timing).
   virtual profile_duration sample(std::size_t i) = 0;
+  /// Runs candidate `i` `runs` times back to back in one measured window (the total); only
+  /// called when `repeats()`.
+  virtual profile_duration sample_repeated(std::size_t i, int runs) {
+    (void)runs;
+    return sample(i);
+  }
+  /// Whether `sample_repeated` repeats the candidate.
+  [[nodiscard]] virtual bool repeats() const { return false; }
   /// Whether candidate `i`'s output was compared with candidate 0's (or is that reference).
   [[nodiscard]] virtual bool compared(std::size_t /*i*/) const { return false; }
   /// Why no candidate can be run and timed now (empty when they can): asked before any is.

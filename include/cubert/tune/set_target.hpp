@@ -7,6 +7,7 @@
 #include <cubert/tune/tunable_set.hpp>
 #include <cubert/tune/tune_client.hpp>
 
+#include <algorithm>
 #include <concepts>
 #include <functional>
 #include <optional>
@@ -14,6 +15,7 @@
 #include <string>
 #include <tuple>
 #include <type_traits>
+#include <vector>
 
 namespace cubert::tune::detail {
 
@@ -88,19 +90,28 @@ class set_target final : public benchmark_target {
     return {};
   }
 
-  profile_duration sample(std::size_t i) override {
+  profile_duration sample(std::size_t i) override { return sample_repeated(i, 1); }
+
+  [[nodiscard]] bool repeats() const override { return true; }
+
+  profile_duration sample_repeated(std::size_t i, int runs) override {
     // Only the candidate is timed: its inputs are copied before and its output dropped after,
     // or an input costly to copy (or an output costly to free) would pad every candidate
     // alike and push clearly different ones into the tie band.
-    auto args = arguments();
-    std::optional<stored> out;
+    std::vector<std::tuple<Inputs...>> args;
+    args.reserve(static_cast<std::size_t>(std::max(runs, 1)));
+    for (int r = 0; r < std::max(runs, 1); ++r) args.push_back(arguments());
+    std::vector<stored> out;
+    out.reserve(args.size());
     try {
       return client_.profile(
           [&] {
-            if constexpr (std::is_void_v<output>) {
-              run(i, std::move(args));
-            } else {
-              out.emplace(run(i, std::move(args)));
+            for (auto& a : args) {
+              if constexpr (std::is_void_v<output>) {
+                run(i, std::move(a));
+              } else {
+                out.push_back(run(i, std::move(a)));
+              }
             }
           },
           set_.name_of(i));

@@ -27,6 +27,8 @@ struct live_candidate {
   int stale_rounds = 0;  // Consecutive samples that did not improve `best` by > 2 %.
   bool live = true;
   bool timed_warm_up = false;
+  int runs = 0;  // Per sample; 0 until sized (from the first timed run).
+  ns total{0};   // Every timed run's time, the warm-up's included.
   std::string sample_error;  // The last failed sample's, for the record if none succeeds.
 };
 
@@ -52,6 +54,13 @@ void eliminate(std::vector<live_candidate>& cands, std::vector<candidate_result>
     results[c->slot].status = candidate_status::eliminated;
     --alive;
   }
+}
+
+// Runs per sample so that one spans `window` when a run takes `one` (1 without a window).
+int runs_for(ns window, ns one, bool repeats) {
+  if (window.count() <= 0 || !repeats) return 1;
+  auto const per = std::max<std::int64_t>(one.count(), 1);
+  return static_cast<int>(std::clamp<std::int64_t>((window.count() + per - 1) / per, 1, 64));
 }
 
 }  // namespace
@@ -102,6 +111,8 @@ std::vector<candidate_result> run_benchmarks(benchmark_target& target,
         c.samples.push_back(timed->resolve());
         c.best = c.samples.back();
         c.timed_warm_up = true;
+        c.total = c.best;
+        c.runs = runs_for(options.sample_window, c.best, target.repeats());
         if (controls.stop_slower_than && c.best > *controls.stop_slower_than) {
           results[s].status = candidate_status::eliminated;
           results[s].stats = compute_stats(c.samples);
@@ -130,7 +141,9 @@ std::vector<candidate_result> run_benchmarks(benchmark_target& target,
     for (auto& c : cands) {
       if (!c.live) continue;
       try {
-        pending.emplace_back(&c, target.sample(indices[c.slot]));
+        int const runs = std::max(c.runs, 1);
+        pending.emplace_back(&c, runs > 1 ? target.sample_repeated(indices[c.slot], runs)
+                                          : target.sample(indices[c.slot]));
       } catch (...) {  // A failing sample is dropped; the candidate passed its warm-up.
         c.sample_error = describe(std::current_exception());
         log::warn(log::category::autotune, "sample of candidate {} failed: {}", indices[c.slot],
@@ -141,13 +154,27 @@ std::vector<candidate_result> run_benchmarks(benchmark_target& target,
     bool all_converged = true;
     for (auto& [c, d] : pending) {
       ns t{};
+      int const runs = std::max(c->runs, 1);
       try {
-        t = d->resolve();
+        t = d->resolve() / runs;
       } catch (...) {
         c->sample_error = describe(std::current_exception());
         log::warn(log::category::autotune, "sample of candidate {} could not be timed: {}",
                   indices[c->slot], c->sample_error);
         continue;
+      }
+      c->total += t * runs;
+      if (c->runs == 0) {  // Untimed warm-up: this first single run sizes the samples.
+        c->runs = runs_for(options.sample_window, t, target.repeats());
+        if (c->runs > 1) {  // And is not what the repeated samples measure.
+          all_converged = false;
+          continue;
+        }
+      } else if (runs > 1 && c->timed_warm_up) {
+        // The isolated warm-up is not what the repeated samples measure: it only sized them.
+        c->samples.clear();
+        c->best = ns::max();
+        c->timed_warm_up = false;
       }
       bool const improved =
           static_cast<double>(t.count()) < 0.98 * static_cast<double>(c->best.count());
@@ -175,7 +202,7 @@ std::vector<candidate_result> run_benchmarks(benchmark_target& target,
     std::span<ns const> s(c.samples);
     if (s.size() >= 4) s = s.subspan(1);
     r.stats = compute_stats(s);
-    for (auto t : c.samples) r.stats->total_sampled += t;
+    r.stats->total_sampled = c.total;
     r.stats->samples_taken = c.samples.size();
   }
   return results;

@@ -45,6 +45,8 @@ class space_session {
         progress_(req, [this](std::size_t i) { return name_of(i); }) {
     options_ = req.options;
     options_.score = score_kind::minimum;
+    // Samples as a program's loop sees the candidates (see benchmark_options::sample_window).
+    if (options_.sample_window.count() == 0) options_.sample_window = std::chrono::milliseconds(2);
   }
 
   [[nodiscard]] std::string name_of(std::size_t i) const {

@@ -185,3 +185,75 @@ TEST(SelectWinner, NothingMeasured) {
 }
 
 }  // namespace
+
+// Candidate i runs alone_[i] when timed alone and per_[i] per run back to back (a device that
+// boosts an isolated run, or a launch whose cost a loop hides).
+class repeating_target final : public cubert::tune::benchmark_target {
+ public:
+  repeating_target(std::vector<ns> alone, std::vector<ns> per, bool timed_warm_up)
+      : alone_(std::move(alone)), per_(std::move(per)), timed_(timed_warm_up) {}
+  std::optional<cubert::profile_duration> warm_up(std::size_t i) override {
+    if (!timed_) return std::nullopt;
+    auto const t = alone_[i];
+    return cubert::profile_duration::from_device([t] { return t; });
+  }
+  cubert::profile_duration sample(std::size_t i) override {
+    ++single_[i];
+    auto const t = alone_[i];
+    return cubert::profile_duration::from_device([t] { return t; });
+  }
+  cubert::profile_duration sample_repeated(std::size_t i, int runs) override {
+    ++repeated_[i];
+    runs_[i] = runs;
+    auto const t = per_[i] * runs;
+    return cubert::profile_duration::from_device([t] { return t; });
+  }
+  [[nodiscard]] bool repeats() const override { return true; }
+  std::map<std::size_t, int> single_, repeated_, runs_;
+
+ private:
+  std::vector<ns> alone_, per_;
+  bool timed_;
+};
+
+TEST(Benchmark, SampleWindowsMeasureRunsBackToBack) {
+  std::vector<std::size_t> idx{0, 1};
+  cubert::tune::benchmark_options o;
+  o.score = cubert::tune::score_kind::minimum;
+  // Alone, candidate 0 looks faster; back to back, candidate 1 is.
+  std::vector<ns> const alone{80us, 95us}, per{100us, 90us};
+  {
+    repeating_target t(alone, per, true);
+    auto r = cubert::tune::run_benchmarks(t, idx, o);
+    EXPECT_EQ(cubert::tune::select_winner(r, o.tie_band, o.score), 0U);  // No window.
+    EXPECT_TRUE(t.repeated_.empty());
+  }
+  o.sample_window = 1ms;
+  for (bool timed : {true, false}) {
+    repeating_target t(alone, per, timed);
+    auto r = cubert::tune::run_benchmarks(t, idx, o);
+    EXPECT_EQ(cubert::tune::select_winner(r, o.tie_band, o.score), 1U) << timed;
+    for (std::size_t i = 0; i < 2; ++i) {
+      ASSERT_TRUE(r[i].measured());
+      auto const& st = *r[i].stats;
+      // Sized from the isolated run (1 ms / 80 µs → 13 runs), which is then not counted.
+      EXPECT_EQ(t.runs_[i], i == 0 ? 13 : 11) << timed;
+      EXPECT_EQ(st.min, per[i]) << timed;
+      EXPECT_EQ(st.max, per[i]) << timed;
+      EXPECT_EQ(st.samples_taken, static_cast<std::size_t>(t.repeated_[i]));
+      EXPECT_EQ(t.single_[i], timed ? 0 : 1);
+      EXPECT_EQ(st.total_sampled, alone[i] + per[i] * t.runs_[i] * t.repeated_[i]) << timed;
+    }
+  }
+}
+
+TEST(Benchmark, SampleWindowsNeedARepeatingTarget) {
+  scripted_target target({100us, 120us});
+  cubert::tune::benchmark_options o;
+  o.sample_window = 1ms;
+  std::vector<std::size_t> idx{0, 1};
+  auto results = cubert::tune::run_benchmarks(target, idx, o);
+  ASSERT_TRUE(results[0].measured());
+  EXPECT_EQ(results[0].stats->min, ns(100us));  // One run per sample, as without a window.
+  EXPECT_EQ(results[0].stats->samples_taken, static_cast<std::size_t>(target.samples_[0]));
+}

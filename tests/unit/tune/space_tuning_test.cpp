@@ -22,8 +22,9 @@ namespace {
 using namespace cubert::tune;
 using namespace std::chrono_literals;
 
-// A client whose "device" takes the time a candidate declares: runs cost nothing, and a search
-// over thousands of configurations is timed exactly (plus the noise a test adds).
+// A client whose "device" takes the time its candidates declare (summed over the runs of one
+// measured window): runs cost nothing, and a search over thousands of configurations is timed
+// exactly (plus the noise a test adds).
 class synthetic_client {
  public:
   struct properties_t {
@@ -81,7 +82,7 @@ struct family_fixture : cubert::test::tune_fixture {
             [](std::string const&, int const& k) { return std::tuple<int>(k); });
     s.with("default", [this](int) {
       ++runs;
-      synthetic_client::cost() = 1ms;
+      synthetic_client::cost() += 1ms;
       return -1;
     });
     set_t::family f;
@@ -97,7 +98,7 @@ struct family_fixture : cubert::test::tune_fixture {
         ++runs;
         std::uniform_real_distribution<double> u(0, 1);
         double const slowed = noise > 0 && u(*rng) < 0.5 ? noise * u(*rng) : 0.0;
-        synthetic_client::cost() =
+        synthetic_client::cost() +=
             std::chrono::nanoseconds(static_cast<std::int64_t>(us * 1e3 * (1 + slowed)));
         return static_cast<int>(a);
       });
@@ -111,7 +112,7 @@ struct family_fixture : cubert::test::tune_fixture {
     set_t s([](int const& k) { return "key" + std::to_string(k); },
             [](std::string const&, int const& k) { return std::tuple<int>(k); });
     s.with("default", [cost](int) {
-      synthetic_client::cost() = cost;
+      synthetic_client::cost() += cost;
       return -1;
     });
     s.with_family(std::move(f));
@@ -289,13 +290,13 @@ TEST_F(SpaceTuningTest, FailuresOfEveryKindInTheMiddleOfASearchLeaveTheRestToGoO
     if (a == 4 && b == 4) {
       return [&client](int) {
         client.fail_next_sync();  // Fails on the device, reported by the next sync.
-        synthetic_client::cost() = 10us;
+        synthetic_client::cost() += 10us;
         return 0;
       };
     }
     if (a == 6 && b == 4) {
       return [](int) {  // 50× the leader: stopped after its first run.
-        synthetic_client::cost() = 5ms;
+        synthetic_client::cost() += 5ms;
         return 0;
       };
     }
