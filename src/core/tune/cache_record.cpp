@@ -68,11 +68,27 @@ json decision_record(tune_decision const& d) {
           {"winner_name", d.winner_name}, {"time", std::time(nullptr)}};
 }
 
+namespace {
+
+// A candidate's position: nlohmann converts any number with a plain cast (1e84 is undefined
+// behaviour, -5 a huge index), so only a non-negative integer is taken.
+std::size_t index_field(json const& j, char const* field) {
+  auto const& v = j.at(field);
+  if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0)) {
+    throw json::other_error::create(501, fmt::format("'{}' is not a whole, non-negative number",
+                                                     field),
+                                    &j);
+  }
+  return v.get<std::size_t>();
+}
+
+}  // namespace
+
 tune_decision parse_decision(json const& j) {
   tune_decision d;
   d.key = j.at("key").get<std::string>();
   d.checksum = j.at("checksum").get<std::string>();
-  d.winner = j.at("winner").get<std::size_t>();
+  d.winner = index_field(j, "winner");
   d.winner_name = j.at("winner_name").get<std::string>();
   return d;
 }
@@ -81,7 +97,7 @@ candidate_result parse_candidate(json const& j) {
   candidate_result r;
   r.name = j.at("name").get<std::string>();
   r.version = j.at("version").get<std::string>();
-  r.index = j.at("index").get<std::size_t>();
+  r.index = index_field(j, "index");
   auto const status = j.at("status").get<std::string>();
   bool known = false;
   for (auto s : {candidate_status::ok, candidate_status::eliminated, candidate_status::failed,

@@ -247,11 +247,22 @@ TEST_F(TuneCacheStoreTest, ImportChecksEveryRecordBeforeWritingAny) {
     c["stats"][field] = value;
     bad.push_back(c);
   }
+  // Positions that are not whole non-negative numbers (1e84 was undefined behaviour: found by
+  // the bundle fuzzer).
+  for (auto const& value :
+       std::vector<nlohmann::json>{nlohmann::json(1e84), nlohmann::json(-3), nlohmann::json(2.5)}) {
+    c = candidate;
+    c["index"] = value;
+    bad.push_back(c);
+  }
   auto d = decision;
   d["checksum"] = 7;
   bad.push_back(d);
   d = decision;
   d["winner"] = -1;
+  bad.push_back(d);
+  d = decision;
+  d["winner"] = 1e84;
   bad.push_back(d);
   for (auto const& record : bad) {
     EXPECT_THROW(cubert::tune::import_cache(dir_ / "dst", with_second(record)),
