@@ -9,7 +9,9 @@ PKGS=(cmake ninja-build g++ pkg-config lld python3
       ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
       # The peers `cubert bench` measures against (loaded at run time), and the browser that
       # checks `--report` pages as they render.
-      libopenblas-dev libclblast-dev chromium)
+      libopenblas-dev libclblast-dev chromium
+      # The libFuzzer targets (the `fuzz` preset: clang 15 and its sanitizer runtimes).
+      clang-15)
 missing=()
 for p in "${PKGS[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
