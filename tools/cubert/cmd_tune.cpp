@@ -31,13 +31,13 @@ void run_tune(op_options const& o) {
       }
     }
     std::optional<tune::search_trace> trace;
-    if (o.explain) {
+    if (o.explain || !o.report.empty()) {  // The report draws the search.
       trace = t.work.tuner()->trace(t.work.key());
       if (trace) key["search"] = search_json(*trace);
     }
     if (o.json) return;
     print_key_table(key);
-    if (trace) {
+    if (trace && o.explain) {
       fmt::print("{}", search_text(*trace));
     } else if (o.explain) {
       fmt::print("  search: none (a list of candidates, no parameter space)\n");

@@ -4,6 +4,7 @@
 
 #include "report_charts.hpp"
 #include "report_model.hpp"
+#include "report_search.hpp"
 #include "report_svg.hpp"
 
 #include <fmt/format.h>
@@ -92,6 +93,12 @@ svg .name.peer{fill:var(--peer)}
 .whisker{stroke:var(--fg);stroke-opacity:.5;stroke-width:1.2;fill:none}
 g.candidate:hover .bar,g.candidate:hover .stub{opacity:.8}
 .plot{fill:none;stroke:var(--line)}
+.dot{fill:var(--ok)}.dot.eliminated{fill:var(--elim)}.dot.cached{fill:var(--bg);stroke:var(--ok);
+stroke-width:1.5}.dot.winner{fill:var(--win)}.final-ring{fill:none;stroke:var(--fg);
+stroke-opacity:.6}.best-so-far{fill:none;stroke:var(--win);stroke-width:1.5;stroke-opacity:.7}
+.cross{stroke:var(--skip);stroke-width:1.8}.cross.failed{stroke:var(--fail)}
+.cross.quarantined{stroke:var(--quar)}.bound-line{stroke:var(--roof);stroke-dasharray:5 3}
+g.search-step:hover circle{opacity:.75}
 .attainable{fill:var(--accent);fill-opacity:.06}
 .roof{stroke:var(--roof);stroke-width:2;stroke-linecap:round}
 svg .roof-label{fill:var(--roof);font-size:11.5px}
@@ -330,6 +337,16 @@ std::string key_html(key_view const& k, std::size_t i) {
            "details.</figcaption>\n</figure>\n";
   }
   if (!k.candidates.empty()) out += candidate_table(k);
+  if (k.search) {
+    out += "<p class=\"facts search-summary\">" + report::search_summary_html(k) + "</p>\n";
+    if (std::string const drawn = report::search_chart_svg(k); !drawn.empty()) {
+      out += "<figure>\n" + drawn +
+             "<figcaption>Each configuration the search ran, in order: its least time (dots; "
+             "hollow: from the cache; ringed: timed again in the final round; large: the "
+             "winner), the best so far (line), failures as crosses along the top. Hover a dot "
+             "for details.</figcaption>\n</figure>\n";
+    }
+  }
   return out + "</section>\n";
 }
 

@@ -78,6 +78,46 @@ candidate_view read_candidate(json const& c, std::size_t position, std::string c
   return v;
 }
 
+bool flag(json const& obj, char const* field) {
+  auto const it = obj.find(field);
+  return it != obj.end() && it->is_boolean() && it->get<bool>();
+}
+
+std::string known_status(std::string const& status) {
+  for (auto const s : statuses) {
+    if (status == s) return status;
+  }
+  return "failed";
+}
+
+search_view read_search(json const& j) {
+  search_view v;
+  v.strategy = text(j, "strategy");
+  v.stopped = text(j, "stopped");
+  v.space_size = number(j, "space_size");
+  v.valid = number(j, "valid");
+  v.budget = number(j, "budget");
+  v.wall_ms = number(j, "wall_ms");
+  v.bound_ns = number(j, "bound_ns");
+  v.from_decision = flag(j, "from_decision");
+  if (auto const it = j.find("steps"); it != j.end() && it->is_array()) {
+    for (auto const& st : *it) {
+      if (!st.is_object()) continue;  // A step it cannot read is left out, not the report.
+      search_step_view s;
+      s.candidate = text(st, "candidate");
+      s.status = known_status(text(st, "status"));
+      s.final_round = flag(st, "final_round");
+      s.from_cache = flag(st, "from_cache");
+      s.min_ns = number(st, "min_ns");
+      s.median_ns = number(st, "median_ns");
+      s.build_ms = number(st, "build_ms");
+      s.why = text(st, "why");
+      v.steps.push_back(std::move(s));
+    }
+  }
+  return v;
+}
+
 key_view read_key(json const& k, std::size_t position) {
   std::string const where = fmt::format("keys[{}]", position);
   if (!k.is_object()) malformed(fmt::format("{} is not an object", where));
@@ -111,10 +151,15 @@ key_view read_key(json const& k, std::size_t position) {
     v.peer = std::move(p);
   }
   v.ratio = number(k, "ratio");
+  if (auto const it = k.find("search"); it != k.end() && it->is_object()) v.search = read_search(*it);
   return v;
 }
 
 }  // namespace
+
+bool search_step_view::timed() const {
+  return (status == "ok" || status == "eliminated") && min_ns && *min_ns > 0;
+}
 
 bool candidate_view::measured() const {
   return (status == "ok" || status == "eliminated") && median_ns && *median_ns > 0;

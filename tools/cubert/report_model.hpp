@@ -34,6 +34,27 @@ struct peer_view {
   std::optional<double> median_ns, gflops, gbs;
 };
 
+/// One configuration a family's search ran, in the order tried (`--explain` / `--report`).
+struct search_step_view {
+  std::string candidate;
+  std::string status;  ///< As a candidate's (unknown ones read as failed).
+  bool final_round = false;
+  bool from_cache = false;
+  std::optional<double> min_ns, median_ns, build_ms;
+  std::string why;
+
+  /// Whether it has a positive least time to draw.
+  [[nodiscard]] bool timed() const;
+};
+
+/// How a family's search of the key went.
+struct search_view {
+  std::string strategy, stopped;
+  std::optional<double> space_size, valid, budget, wall_ms, bound_ns;
+  bool from_decision = false;  ///< Answered by a stored decision: nothing searched.
+  std::vector<search_step_view> steps;
+};
+
 /// One problem: an op at one shape and dtype, with its candidates.
 struct key_view {
   std::string id;  ///< The document's `key`, or op|shape|dtype when it has none.
@@ -44,6 +65,7 @@ struct key_view {
   std::vector<candidate_view> candidates;
   std::optional<peer_view> peer;
   std::optional<double> ratio;  ///< Chosen speed over the peer's.
+  std::optional<search_view> search;  ///< When the document has the key's search.
 
   /// The winning candidate, or nullptr when there is none (or the index names none).
   [[nodiscard]] candidate_view const* chosen() const;

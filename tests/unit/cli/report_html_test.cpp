@@ -324,6 +324,92 @@ std::vector<int> exps(report::log_axis const& a) {
   return a.tick_exps;
 }
 
+// A family's search (the tune document's "search", as `--explain` and `--report` write it).
+json searched_key() {
+  json steps = json::array();
+  auto step = [&](std::string name, std::string status, json min_ns, bool final_round,
+                  bool cached) {
+    steps.push_back({{"index", steps.size() + 2},
+                     {"candidate", std::move(name)},
+                     {"status", std::move(status)},
+                     {"final_round", final_round},
+                     {"from_cache", cached},
+                     {"min_ns", std::move(min_ns)},
+                     {"median_ns", 1.1e5},
+                     {"build_ms", 12.5}});
+  };
+  step("bm=64,bn=64", "ok", 2.0e5, false, false);
+  step("bm=128,bn=64", "ok", 1.5e5, false, true);
+  step("bm=256,bn=64", "failed", nullptr, false, false);
+  steps.back()["why"] = "too much shared memory <smem>";
+  step("bm=128,bn=128", "ok", 1.0e5, false, false);
+  step("bm=32,bn=32", "eliminated", 2.5e6, false, false);
+  step("bm=128,bn=128", "ok", 0.98e5, true, false);
+  json key = {{"op", "matmul"},
+              {"key", "mm|k"},
+              {"winner", 7},
+              {"candidates",
+               json::array({{{"index", 7}, {"name", "bm=128,bn=128"}, {"status", "ok"},
+                             {"median_ns", 1.0e5}, {"min_ns", 0.98e5}, {"max_ns", 1.1e5}}})}};
+  key["search"] = {{"strategy", "local"}, {"space_size", 468},  {"valid", 120},
+                   {"budget", 23},        {"stopped", "measurement budget"},
+                   {"wall_ms", 812.5},    {"bound_ns", 8.0e4}, {"steps", std::move(steps)}};
+  return key;
+}
+
+TEST(ReportHtml, AFamilysSearchIsDrawnStepByStep) {
+  json doc = minimal_doc();
+  doc["keys"].push_back(searched_key());
+  std::string const html = render_report_html(doc);
+  auto const drawn = cubert::test::regex_find_all(
+      html, R"re(<g class="search-step" data-order="(\d+)" data-candidate="([^"]*)" )re"
+            R"re(data-status="([a-z]+)" data-final="(true|false)">)re");
+  ASSERT_EQ(drawn.size(), 6u);
+  for (std::size_t i = 0; i < drawn.size(); ++i) EXPECT_EQ(drawn[i][1], std::to_string(i + 1));
+  EXPECT_EQ(drawn[2][3], "failed");
+  EXPECT_EQ(drawn[5][4], "true");
+  EXPECT_EQ(count(html, "class=\"cross failed\""), 1u);  // The failure, along the top.
+  EXPECT_EQ(count(html, "class=\"dot ok cached\""), 1u);
+  EXPECT_EQ(count(html, "class=\"dot eliminated\""), 1u);
+  EXPECT_EQ(count(html, "dot ok winner"), 2u);  // Its main and its final-round run.
+  EXPECT_EQ(count(html, "class=\"final-ring\""), 1u);
+  EXPECT_EQ(count(html, "class=\"best-so-far\""), 1u);
+  EXPECT_EQ(count(html, "class=\"bound-line\""), 1u);
+  EXPECT_NE(html.find("The search: <b>local</b> over 468 configurations (120 valid), budget 23; 4 "
+                      "run, 1 from the cache, 1 again in the final round, 1 failed"),
+            std::string::npos);
+  EXPECT_NE(html.find("stopped: measurement budget"), std::string::npos);
+  EXPECT_NE(html.find("too much shared memory &lt;smem&gt;"), std::string::npos);
+  EXPECT_EQ(html.find("<smem>"), std::string::npos);
+  EXPECT_FALSE(has_non_finite(html));
+}
+
+TEST(ReportHtml, ASearchWithoutTimesOrWithBadStepsStillRenders) {
+  json doc = minimal_doc();
+  json key = searched_key();
+  for (auto& st : key["search"]["steps"]) {
+    st["min_ns"] = nullptr;
+    st["final_round"] = 3;  // Not a flag: read as false.
+  }
+  key["search"]["steps"].push_back("not a step");
+  key["search"]["steps"].push_back({{"status", "exploded"}});
+  doc["keys"].push_back(key);
+  json decided = searched_key();
+  decided["search"] = {{"from_decision", true}, {"steps", json::array()}};
+  doc["keys"].push_back(decided);
+  json broken = searched_key();
+  broken["search"] = "not an object";
+  doc["keys"].push_back(broken);
+  std::string const html = render_report_html(doc);
+  EXPECT_EQ(count(html, "<g class=\"search-step\""), 7u);   // Six, and the unknown status.
+  EXPECT_EQ(count(html, "class=\"cross "), 7u);            // None of them has a time.
+  EXPECT_EQ(count(html, "class=\"best-so-far\""), 0u);
+  EXPECT_EQ(count(html, "class=\"bound-line\""), 0u);
+  EXPECT_EQ(count(html, "answered by the stored decision"), 1u);
+  EXPECT_EQ(count(html, "<svg class=\"search\""), 1u);
+  EXPECT_FALSE(has_non_finite(html));
+}
+
 TEST(ReportAxes, LogTicksAreWholeDecadesCoveringTheRange) {
   report::log_axis const x = report::nice_log_axis(1e-3, 1e3);
   EXPECT_EQ(exps(x), (std::vector<int>{-3, -2, -1, 0, 1, 2, 3}));
