@@ -3,7 +3,8 @@
 exhaustively (CUBERT_AUTOTUNE_LEVEL=full) and once at the default level, each into an empty
 cache, and reports the budgeted choice's regret against the exhaustive best (both times taken
 from the exhaustive run's measurements, so one run's noise does not count twice) and the share
-of the valid configurations the budgeted search timed.
+of the valid configurations the budgeted search timed. Every run shares one kernel disk cache
+(its tune cache is fresh), so a GPU family compiles each configuration once in all.
 
 Usage: python3 search_regret.py CLI DEVICE DTYPE SHAPE... (shapes as 256x256x256). The budgeted
 run's level is CUBERT_REGRET_LEVEL (default extensive: 12.5 % of the space, at most 256)."""
@@ -15,8 +16,11 @@ import sys
 import tempfile
 
 
-def tune(cli, device, dtype, shape, level):
+def tune(cli, device, dtype, shape, level, kernels):
     with tempfile.TemporaryDirectory(prefix="cubert-regret-") as cache:
+        # A fresh tune cache per run, one kernel disk cache for all: a GPU family's thousands of
+        # configurations compile once (the first key), not once per key and level.
+        os.symlink(kernels, os.path.join(cache, "kernels"))
         env = dict(os.environ, CUBERT_CACHE_DIR=cache)
         if level:
             env["CUBERT_AUTOTUNE_LEVEL"] = level
@@ -29,9 +33,11 @@ def tune(cli, device, dtype, shape, level):
 def main():
     cli, device, dtype, shapes = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
     regrets, shares = [], []
+    kernels = tempfile.mkdtemp(prefix="cubert-regret-kernels-")
     for shape in shapes:
-        full = tune(cli, device, dtype, shape, "full")
-        budgeted = tune(cli, device, dtype, shape, os.environ.get("CUBERT_REGRET_LEVEL", "extensive"))
+        full = tune(cli, device, dtype, shape, "full", kernels)
+        budgeted = tune(cli, device, dtype, shape,
+                        os.environ.get("CUBERT_REGRET_LEVEL", "extensive"), kernels)
         truth = {c["name"]: c["min_ns"] for c in full["candidates"] if "min_ns" in c}
         best = min(truth.values())
         chosen = next(c["name"] for c in budgeted["candidates"] if c["index"] == budgeted["winner"])
