@@ -78,7 +78,8 @@ struct benchmark_options {
   /// first timed run; at most 64 runs), and counts their mean: what a program calling it in a
   /// loop sees (pipelined launches, clocks under sustained load), not an isolated run on an
   /// idle device. The isolated warm-up then only sizes the samples. 0: one run per sample.
-  /// Needs a target that `repeats()`.
+  /// Needs a target that `repeats()`; a tunable set's target copies the inputs once per run
+  /// before the window, so a family's inputs should be cheap to copy (handles, not host data).
   std::chrono::nanoseconds sample_window{0};
 };
 
