@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include <cstddef>
+#include <optional>
+#include <string_view>
 
 namespace cubert::opencl::detail {
 namespace {
@@ -28,7 +30,45 @@ cubert::detail::code_key code_of(kernel const& k, opencl_source_payload const& p
       .finish();
 }
 
+// What a program depends on: its source and build options.
+cubert::detail::code_key program_key(std::string_view source, std::string_view options) {
+  return cubert::detail::code_key_builder{}.add(source).add(options).finish();
+}
+
 }  // namespace
+
+opencl_kernel_cache::ahead_store::~ahead_store() {
+  auto const& api = opencl_state();
+  for (auto& [key, built] : programs) api.clReleaseProgram(built.program);
+}
+
+void opencl_kernel_cache::build_ahead(kernel const& k, execution_mode mode) const {
+  auto const* payload = k.opencl_source();
+  if (payload == nullptr) return;
+  auto const options = opencl_compiler::build_options(*payload, mode);
+  auto const key = program_key(payload->source, options);
+  {
+    std::lock_guard lock(ahead_->mutex);
+    if (ahead_->held.contains(key) || ahead_->programs.contains(key)) return;
+  }
+  auto const built = compiler_.build(k, *payload, options);
+  std::lock_guard lock(ahead_->mutex);
+  bool kept = false;
+  if (!ahead_->held.contains(key)) {
+    try {
+      kept = ahead_->programs.try_emplace(key, built).second;
+    } catch (...) {
+      opencl_state().clReleaseProgram(built.program);
+      throw;
+    }
+  }
+  if (!kept) opencl_state().clReleaseProgram(built.program);  // Another thread was first.
+}
+
+std::size_t opencl_kernel_cache::waiting_ahead() const {
+  std::lock_guard lock(ahead_->mutex);
+  return ahead_->programs.size();
+}
 
 opencl_kernel_cache::opencl_kernel_cache(cl_context context, device_record const& device,
                                          cubert::detail::kernel_disk_cache disk)
@@ -87,8 +127,22 @@ cl_program opencl_kernel_cache::program_for(kernel const& k, opencl_source_paylo
                                             std::string const& options) {
   auto key = std::pair{payload.source, options};
   if (auto it = programs_.programs.find(key); it != programs_.programs.end()) return it->second;
-  auto const built = compiler_.build(k, payload, options);
-  (built.from_disk_cache ? kernels_.stats().disk_hits : kernels_.stats().built) += 1;
+  std::optional<built_program> ahead;
+  {
+    auto const code = program_key(payload.source, options);
+    std::lock_guard lock(ahead_->mutex);
+    ahead_->held.insert(code);
+    if (auto it = ahead_->programs.find(code); it != ahead_->programs.end()) {
+      ahead = it->second;
+      ahead_->programs.erase(it);
+    }
+  }
+  auto const built = ahead ? *ahead : compiler_.build(k, payload, options);
+  if (ahead) {
+    ++kernels_.stats().built_ahead;
+  } else {
+    (built.from_disk_cache ? kernels_.stats().disk_hits : kernels_.stats().built) += 1;
+  }
   try {
     programs_.programs.emplace(std::move(key), built.program);
   } catch (...) {

@@ -11,7 +11,11 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <string>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 namespace cubert::opencl::detail {
@@ -49,6 +53,15 @@ class opencl_kernel_cache {
     return load(k, mode, id);
   }
 
+  /// Builds `k`'s program for `mode` now (from the disk cache when it holds it) and keeps it for
+  /// the first launch, which then only makes the kernel object. Thread-safe, unlike the rest:
+  /// the tuner's workers call it while the server runs (OpenCL builds are thread-safe). Does
+  /// nothing for a program a launch already built or a kernel without an OpenCL payload.
+  /// @throws compilation_error with the build log.
+  void build_ahead(kernel const& k, execution_mode mode) const;
+  /// Programs built ahead that no launch has taken yet.
+  [[nodiscard]] std::size_t waiting_ahead() const;
+
   /// How many programs were built from source (`built`), and how many came from the disk cache.
   using counters = cubert::detail::kernel_cache_counters;
   [[nodiscard]] counters const& stats() const noexcept { return kernels_.stats(); }
@@ -66,6 +79,19 @@ class opencl_kernel_cache {
     std::map<std::pair<std::string, std::string>, cl_program> programs;
   };
 
+  // Programs built ahead on other threads, by source and options, until a launch takes them;
+  // and which programs the server holds (built ahead again, one would only be wasted).
+  struct ahead_store {
+    ahead_store() = default;
+    ahead_store(ahead_store const&) = delete;
+    ahead_store& operator=(ahead_store const&) = delete;
+    ~ahead_store();
+    mutable std::mutex mutex;
+    std::unordered_map<cubert::detail::code_key, built_program, cubert::detail::code_key_hash>
+        programs;
+    std::unordered_set<cubert::detail::code_key, cubert::detail::code_key_hash> held;
+  };
+
   [[nodiscard]] loaded_kernel& load(kernel const& k, execution_mode mode, kernel_id const& id);
   [[nodiscard]] loaded_kernel make_kernel(kernel const& k, opencl_source_payload const& payload,
                                           std::string const& options);
@@ -74,6 +100,7 @@ class opencl_kernel_cache {
 
   opencl_compiler compiler_;
   device_record const& device_;
+  std::unique_ptr<ahead_store> ahead_ = std::make_unique<ahead_store>();
   program_set programs_;
   cubert::detail::compiled_kernel_cache<loaded_kernel> kernels_;  // after programs_: freed first
 };

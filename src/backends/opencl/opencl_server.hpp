@@ -71,6 +71,11 @@ class opencl_server final : public backend::server {
   [[nodiscard]] profiling_token start_profile() override;
   [[nodiscard]] profile_duration end_profile(profiling_token token) override;
   [[nodiscard]] device_properties const& properties() const noexcept override { return props_; }
+  /// Builds `k`'s program on the calling thread and keeps it for its first launch
+  /// (thread-safe: see opencl_kernel_cache::build_ahead).
+  void build_ahead(kernel const& k, execution_mode mode) const override {
+    kernels_->build_ahead(k, mode);
+  }
 
   /// Tensors read or written by one rectangular copy so far (tests).
   [[nodiscard]] std::uint64_t rect_copies() const noexcept { return rect_copies_; }
@@ -78,6 +83,8 @@ class opencl_server final : public backend::server {
   [[nodiscard]] opencl_kernel_cache::counters const& kernel_stats() const noexcept {
     return kernels_->stats();
   }
+  /// Programs built ahead that no launch has taken yet (tests).
+  [[nodiscard]] std::size_t programs_waiting_ahead() const { return kernels_->waiting_ahead(); }
   /// Sub-buffers and scratch buffers made by launches and not let go yet (tests: 0 between
   /// calls).
   [[nodiscard]] std::size_t launch_buffers_held() const noexcept { return held_by_launches_; }
