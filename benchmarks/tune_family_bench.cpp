@@ -19,20 +19,19 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
+#include <spawn.h>
 #include <sstream>
 #include <string>
+#include <sys/wait.h>
 #include <vector>
 
 extern char** environ;
@@ -51,12 +50,10 @@ struct options {
   int keys = 10;
   std::string work;
   bool child = false;
-  int child_index = 0;
 };
 
 std::int64_t now_ns() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             clock_type::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(clock_type::now().time_since_epoch())
       .count();
 }
 
@@ -69,9 +66,9 @@ cubert::elem parse_dtype(std::string const& s) {
 // The `share` mode's keys: the given shape with each size halved or doubled, so that every
 // shape falls in a key of its own (keys bucket sizes by powers of two); at most 12.
 std::vector<std::vector<std::uint64_t>> share_shapes(options const& o) {
-  static constexpr int scale[][3] = {{0, 0, 0},   {-1, 0, 0}, {0, -1, 0}, {0, 0, -1},
+  static constexpr int scale[][3] = {{0, 0, 0},   {-1, 0, 0},  {0, -1, 0},  {0, 0, -1},
                                      {-1, -1, 0}, {-1, 0, -1}, {0, -1, -1}, {-1, -1, -1},
-                                     {1, 0, 0},   {0, 1, 0},  {0, 0, 1},  {1, 1, 0}};
+                                     {1, 0, 0},   {0, 1, 0},   {0, 0, 1},   {1, 1, 0}};
   auto const base = cubert::ops::problem::parse_shape(o.shape);
   std::vector<std::vector<std::uint64_t>> out;
   for (int i = 0; i < std::min(o.keys, 12); ++i) {
@@ -149,10 +146,19 @@ child_run spawn_child(char const* self, options const& o, std::string const& mod
                       fs::path const& cache_dir, std::vector<std::string> const& extra_env) {
   child_run r;
   r.out = cache_dir / fmt::format("{}.{}.out", mode, index);
-  std::vector<std::string> args = {self,        "--child",    mode,      "--device",
-                                   o.device,    "--dtype",    o.dtype,   "--shape",
-                                   o.shape,     "--keys",     std::to_string(o.keys),
-                                   "--index",   std::to_string(index)};
+  std::vector<std::string> args = {self,
+                                   "--child",
+                                   mode,
+                                   "--device",
+                                   o.device,
+                                   "--dtype",
+                                   o.dtype,
+                                   "--shape",
+                                   o.shape,
+                                   "--keys",
+                                   std::to_string(o.keys),
+                                   "--index",
+                                   std::to_string(index)};
   std::vector<std::string> env = {"CUBERT_CACHE_DIR=" + cache_dir.string()};
   for (auto const& e : extra_env) env.push_back(e);
   for (char** e = environ; *e != nullptr; ++e) {
@@ -246,12 +252,13 @@ int stability(char const* self, options const& o) {
   for (auto const& [i, b] : best) {
     fastest = std::min(fastest, b);
     slowest = std::max(slowest, b);
-    std::printf("  %2d x  %-48s %9.1f us  %8.1f GFLOP/s\n", votes[i], w.name_of(i).c_str(),
-                b * 1e6, w.flops() / b / 1e9);
+    std::printf("  %2d x  %-48s %9.1f us  %8.1f GFLOP/s\n", votes[i], w.name_of(i).c_str(), b * 1e6,
+                w.flops() / b / 1e9);
   }
-  std::printf("distinct choices %zu; slowest choice's throughput / fastest's: %.4f (target >= "
-              "0.99)\n",
-              best.size(), fastest / slowest);
+  std::printf(
+      "distinct choices %zu; slowest choice's throughput / fastest's: %.4f (target >= "
+      "0.99)\n",
+      best.size(), fastest / slowest);
   return 0;
 }
 
@@ -299,7 +306,7 @@ int warm_start(char const* self, options const& o) {
 struct share_result {
   double wall_s = 0;
   std::map<std::string, std::set<std::size_t>> choices;  // key -> choices seen
-  std::map<std::string, int> tuned_by;                    // key -> processes that tuned it
+  std::map<std::string, int> tuned_by;                   // key -> processes that tuned it
   bool ok = true;
 };
 
@@ -355,12 +362,14 @@ int share(char const* self, options const& o) {
   }
   int const keys = static_cast<int>(share_shapes(o).size());
   std::printf("matmul %s-based keys (%d) on %s:\n", o.shape.c_str(), keys, o.device.c_str());
-  std::printf("  one process alone: %.2f s; %d processes together: %.2f s; ratio %.3f (target "
-              "<= 1.3)\n",
-              alone_s, o.processes, together_s, together_s / alone_s);
-  std::printf("  keys tuned by exactly one process: %s; every process chose alike: %s; "
-              "decisions in the cache: %zu for %d keys\n",
-              once ? "yes" : "no", alike ? "yes" : "no", decisions, keys);
+  std::printf(
+      "  one process alone: %.2f s; %d processes together: %.2f s; ratio %.3f (target "
+      "<= 1.3)\n",
+      alone_s, o.processes, together_s, together_s / alone_s);
+  std::printf(
+      "  keys tuned by exactly one process: %s; every process chose alike: %s; "
+      "decisions in the cache: %zu for %d keys\n",
+      once ? "yes" : "no", alike ? "yes" : "no", decisions, keys);
   return ok && once && alike && decisions == std::size_t(keys) ? 0 : 1;
 }
 
@@ -384,7 +393,7 @@ options parse(int argc, char** argv) {
     } else if (a == "--keys") {
       o.keys = std::atoi(next().c_str());
     } else if (a == "--index") {
-      o.child_index = std::atoi(next().c_str());
+      (void)next();  // Names the child in `ps`; it needs nothing of it.
     } else if (a == "--work") {
       o.work = next();
     } else if (o.mode.empty()) {

@@ -151,7 +151,8 @@ key_view read_key(json const& k, std::size_t position) {
     v.peer = std::move(p);
   }
   v.ratio = number(k, "ratio");
-  if (auto const it = k.find("search"); it != k.end() && it->is_object()) v.search = read_search(*it);
+  if (auto const it = k.find("search"); it != k.end() && it->is_object())
+    v.search = read_search(*it);
   return v;
 }
 

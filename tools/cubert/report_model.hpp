@@ -64,7 +64,7 @@ struct key_view {
   std::optional<std::size_t> winner;  ///< The winner's candidate index.
   std::vector<candidate_view> candidates;
   std::optional<peer_view> peer;
-  std::optional<double> ratio;  ///< Chosen speed over the peer's.
+  std::optional<double> ratio;        ///< Chosen speed over the peer's.
   std::optional<search_view> search;  ///< When the document has the key's search.
 
   /// The winning candidate, or nullptr when there is none (or the index names none).

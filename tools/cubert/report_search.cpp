@@ -27,9 +27,9 @@ std::string esc(std::string_view s) {
 }
 
 std::string step_tooltip(search_step_view const& s, std::size_t order) {
-  std::string t = fmt::format("#{} {}\nstatus: {}{}{}", order + 1, s.candidate, s.status,
-                              s.final_round ? ", final round" : "",
-                              s.from_cache ? ", from the cache" : "");
+  std::string t =
+      fmt::format("#{} {}\nstatus: {}{}{}", order + 1, s.candidate, s.status,
+                  s.final_round ? ", final round" : "", s.from_cache ? ", from the cache" : "");
   if (s.min_ns) t += "\nleast " + format_duration_ns(*s.min_ns);
   if (s.median_ns) t += ", median " + format_duration_ns(*s.median_ns);
   if (s.build_ms) t += fmt::format("\nbuilt ahead in {}", format_duration_ns(*s.build_ms * 1e6));
@@ -55,9 +55,10 @@ std::string search_chart_svg(key_view const& key) {
   auto const ya = nice_log_axis(lo, hi, 6);
   std::size_t const n = steps.size();
   auto const px = [&](std::size_t i) {
-    return n <= 1 ? (plot_l + plot_r) / 2
-                  : plot_l + 8 + (plot_r - plot_l - 16) * static_cast<double>(i) /
-                                     static_cast<double>(n - 1);
+    return n <= 1
+               ? (plot_l + plot_r) / 2
+               : plot_l + 8 +
+                     (plot_r - plot_l - 16) * static_cast<double>(i) / static_cast<double>(n - 1);
   };
   auto const py = [&](double v) { return ya.map(v, plot_b, plot_t); };
 
@@ -86,8 +87,7 @@ std::string search_chart_svg(key_view const& key) {
       "\n<text class=\"axis-title\" x=\"{}\" y=\"{}\" text-anchor=\"middle\">configurations in "
       "the order tried ({})</text><text class=\"axis-title\" transform=\"translate({} {}) "
       "rotate(-90)\" text-anchor=\"middle\">least time</text>\n",
-      coord((plot_l + plot_r) / 2), coord(plot_b + 40), n, coord(20),
-      coord((plot_t + plot_b) / 2));
+      coord((plot_l + plot_r) / 2), coord(plot_b + 40), n, coord(20), coord((plot_t + plot_b) / 2));
   if (bound && *bound > 0 && any_timed) {
     out += fmt::format(
         "<g class=\"bound\"><title>{}</title><line class=\"bound-line\" x1=\"{}\" y1=\"{}\" "
@@ -134,9 +134,8 @@ std::string search_chart_svg(key_view const& key) {
       }
     } else {
       double const x = px(i), y = plot_t - 10;
-      out += fmt::format(
-          "<path class=\"cross {}\" d=\"M{} {}l6 6m0 -6l-6 6\"/>", s.status, coord(x - 3),
-          coord(y - 3));
+      out += fmt::format("<path class=\"cross {}\" d=\"M{} {}l6 6m0 -6l-6 6\"/>", s.status,
+                         coord(x - 3), coord(y - 3));
     }
     out += "</g>";
     if (i % 8 == 7) out += "\n";
@@ -162,9 +161,9 @@ std::string search_summary_html(key_view const& key) {
   auto const count = [](std::optional<double> v) {
     return v ? format_plain(*v, 12) : std::string("?");
   };
-  std::string out = fmt::format("The search: <b>{}</b> over {} configurations ({} valid)",
-                                esc(s.strategy.empty() ? "?" : s.strategy), count(s.space_size),
-                                count(s.valid));
+  std::string out =
+      fmt::format("The search: <b>{}</b> over {} configurations ({} valid)",
+                  esc(s.strategy.empty() ? "?" : s.strategy), count(s.space_size), count(s.valid));
   if (s.budget && *s.budget > 0) out += fmt::format(", budget {}", count(s.budget));
   out += fmt::format("; {} run, {} from the cache, {} again in the final round, {} failed", run,
                      cached, again, failed);

@@ -27,8 +27,8 @@ struct live_candidate {
   int stale_rounds = 0;  // Consecutive samples that did not improve `best` by > 2 %.
   bool live = true;
   bool timed_warm_up = false;
-  int runs = 0;  // Per sample; 0 until sized (from the first timed run).
-  ns total{0};   // Every timed run's time, the warm-up's included.
+  int runs = 0;              // Per sample; 0 until sized (from the first timed run).
+  ns total{0};               // Every timed run's time, the warm-up's included.
   std::string sample_error;  // The last failed sample's, for the record if none succeeds.
 };
 

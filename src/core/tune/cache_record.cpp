@@ -75,9 +75,8 @@ namespace {
 std::size_t index_field(json const& j, char const* field) {
   auto const& v = j.at(field);
   if (!v.is_number_unsigned() && !(v.is_number_integer() && v.get<std::int64_t>() >= 0)) {
-    throw json::other_error::create(501, fmt::format("'{}' is not a whole, non-negative number",
-                                                     field),
-                                    &j);
+    throw json::other_error::create(
+        501, fmt::format("'{}' is not a whole, non-negative number", field), &j);
   }
   return v.get<std::size_t>();
 }

@@ -113,7 +113,8 @@ class space_session {
     std::vector<std::size_t> again;
     for (auto i : listed) {
       auto const it = kept_.find(i);
-      if (i == *lead || !fresh_.contains(i) || it == kept_.end() || !it->second.measured()) continue;
+      if (i == *lead || !fresh_.contains(i) || it == kept_.end() || !it->second.measured())
+        continue;
       if (static_cast<double>(it->second.stats->min.count()) <= limit) again.push_back(i);
     }
     if (again.empty()) return;

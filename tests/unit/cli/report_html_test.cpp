@@ -348,12 +348,20 @@ json searched_key() {
   json key = {{"op", "matmul"},
               {"key", "mm|k"},
               {"winner", 7},
-              {"candidates",
-               json::array({{{"index", 7}, {"name", "bm=128,bn=128"}, {"status", "ok"},
-                             {"median_ns", 1.0e5}, {"min_ns", 0.98e5}, {"max_ns", 1.1e5}}})}};
-  key["search"] = {{"strategy", "local"}, {"space_size", 468},  {"valid", 120},
-                   {"budget", 23},        {"stopped", "measurement budget"},
-                   {"wall_ms", 812.5},    {"bound_ns", 8.0e4}, {"steps", std::move(steps)}};
+              {"candidates", json::array({{{"index", 7},
+                                           {"name", "bm=128,bn=128"},
+                                           {"status", "ok"},
+                                           {"median_ns", 1.0e5},
+                                           {"min_ns", 0.98e5},
+                                           {"max_ns", 1.1e5}}})}};
+  key["search"] = {{"strategy", "local"},
+                   {"space_size", 468},
+                   {"valid", 120},
+                   {"budget", 23},
+                   {"stopped", "measurement budget"},
+                   {"wall_ms", 812.5},
+                   {"bound_ns", 8.0e4},
+                   {"steps", std::move(steps)}};
   return key;
 }
 
@@ -401,7 +409,7 @@ TEST(ReportHtml, ASearchWithoutTimesOrWithBadStepsStillRenders) {
   broken["search"] = "not an object";
   doc["keys"].push_back(broken);
   std::string const html = render_report_html(doc);
-  EXPECT_EQ(count(html, "<g class=\"search-step\""), 7u);   // Six, and the unknown status.
+  EXPECT_EQ(count(html, "<g class=\"search-step\""), 7u);  // Six, and the unknown status.
   EXPECT_EQ(count(html, "class=\"cross "), 7u);            // None of them has a time.
   EXPECT_EQ(count(html, "class=\"best-so-far\""), 0u);
   EXPECT_EQ(count(html, "class=\"bound-line\""), 0u);

@@ -2,10 +2,7 @@
 // Programs built ahead of their first launch on other threads (`server::build_ahead`, what the
 // tuner's workers call while it times other candidates), on device 0. Skipped where there is no
 // OpenCL device.
-#include "opencl_server.hpp"
-
-#include "channel/channel.hpp"
-#include "temp_dir.hpp"
+#include "opencl_server_fixture.hpp"
 
 #include <cubert/client.hpp>
 #include <cubert/cpu.hpp>
@@ -28,7 +25,6 @@ using cubert::client;
 using cubert::cube_count;
 using cubert::execution_mode;
 using cubert::kernel;
-using cubert::opencl::detail::opencl_server;
 
 // x[i] += a for i < n; `tag` makes the source (so the program) its own.
 kernel adder(std::string const& tag) {
@@ -43,37 +39,19 @@ __kernel void add(__global uint* x, uint a, uint n) {
       .build();
 }
 
-class OpenclBuildAhead : public ::testing::Test {
+class OpenclBuildAhead : public cubert::test::opencl_server_fixture {
  protected:
-  void SetUp() override {
-    if (cubert::opencl::device_count() == 0) {
-      GTEST_SKIP() << "no OpenCL device: " << cubert::opencl::unavailable_reason();
-    }
-    cubert::opencl::options opts;
-    opts.kernel_cache_dir = cache_.path();
-    auto s = cubert::opencl::make_server(0, opts);
-    server_ = dynamic_cast<opencl_server*>(s.get());
-    client_ = std::make_unique<client>(
-        cubert::backend::make_channel(std::move(s), cubert::channel_kind::mutex));
-  }
-  client& c() { return *client_; }
-  opencl_server& server() { return *server_; }
-
   // Runs `k` (+3 on four ones) and returns what it computed.
   std::vector<std::uint32_t> run(kernel const& k) {
     std::vector<std::uint32_t> xs(4, 1);
     auto h = c().create(std::as_bytes(std::span{xs}));
-    c().execute(k, cube_count{1}, bindings{}.with_buffer(h.binding()).with_scalar(3u).with_scalar(4u));
+    c().execute(k, cube_count{1},
+                bindings{}.with_buffer(h.binding()).with_scalar(3u).with_scalar(4u));
     auto const back = c().read_one(h.binding());
     std::vector<std::uint32_t> out(4);
     std::memcpy(out.data(), back.data(), sizeof(std::uint32_t) * 4);
     return out;
   }
-
- private:
-  cubert::test::temp_dir cache_;
-  opencl_server* server_ = nullptr;
-  std::unique_ptr<client> client_;
 };
 
 TEST_F(OpenclBuildAhead, AProgramBuiltOnOtherThreadsIsOnlyTakenAtItsLaunch) {

@@ -7,6 +7,7 @@
 #include "channel/channel.hpp"
 #include "command_output.hpp"
 #include "opencl_library.hpp"
+#include "opencl_server_fixture.hpp"
 #include "portable_sources.hpp"
 #include "sanitizers.hpp"
 #include "saved_env.hpp"
@@ -71,23 +72,8 @@ kernel add_u32() {
                        "add_u32");
 }
 
-class OpenclServer : public ::testing::Test {
+class OpenclServer : public cubert::test::opencl_server_fixture {
  protected:
-  void SetUp() override {
-    if (cubert::opencl::device_count() == 0) {
-      GTEST_SKIP() << "no OpenCL device: " << cubert::opencl::unavailable_reason();
-    }
-    cubert::opencl::options opts;
-    opts.kernel_cache_dir = cache_.path();
-    auto s = cubert::opencl::make_server(0, opts);
-    server_ = dynamic_cast<opencl_server*>(s.get());
-    client_ = std::make_unique<client>(
-        cubert::backend::make_channel(std::move(s), cubert::channel_kind::mutex));
-  }
-  client& c() { return *client_; }
-  opencl_server& server() { return *server_; }
-  fs::path const& cache_dir() const { return cache_.path(); }
-
   // Runs add_u32 (+ `a` on four zeros) in a second server on the same disk cache, checks what
   // it computed and returns that server's build counters.
   cubert::opencl::detail::opencl_kernel_cache::counters add_in_a_second_server(std::uint32_t a) {
@@ -103,11 +89,6 @@ class OpenclServer : public ::testing::Test {
               (std::vector<std::uint32_t>(4, a)));
     return stats;
   }
-
- private:
-  temp_dir cache_;
-  opencl_server* server_ = nullptr;  // Owned by the client's channel.
-  std::unique_ptr<client> client_;
 };
 
 TEST_F(OpenclServer, PropertiesComeFromTheDevice) {
