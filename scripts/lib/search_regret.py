@@ -33,7 +33,11 @@ def tune(cli, device, dtype, shape, level, kernels):
 def main():
     cli, device, dtype, shapes = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:]
     regrets, shares = [], []
-    kernels = tempfile.mkdtemp(prefix="cubert-regret-kernels-")
+    # CUBERT_REGRET_KERNELS keeps the compiled configurations across calls (a run split over
+    # several commands on the GPU machine compiles the space once).
+    kernels = os.environ.get("CUBERT_REGRET_KERNELS") or tempfile.mkdtemp(
+        prefix="cubert-regret-kernels-")
+    os.makedirs(kernels, exist_ok=True)
     for shape in shapes:
         full = tune(cli, device, dtype, shape, "full", kernels)
         budgeted = tune(cli, device, dtype, shape,
