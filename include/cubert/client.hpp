@@ -148,7 +148,8 @@ class client {
   void build(kernel const& k, bool unchecked = false) const;
   /// Submits outstanding work; rethrows a deferred error.
   void flush() const;
-  /// Waits for all submitted work; rethrows a deferred error; then, when profiling (level basic
+  /// Waits for the work submitted on this client's stream (`stream()`; every stream of a device
+  /// with one); rethrows a deferred error; then, when profiling (level basic
   /// or more) recorded launches since the last sync, writes their summary table to the
   /// profiling log and starts a new one.
   void sync() const;
@@ -209,7 +210,21 @@ class client {
   /// timed as one row, "graph replay (N steps)", as a launch is.
   void replay(graph const& g) const;
 
-  /// True when both refer to the same shared state.
+  /// The stream this client's calls from the calling thread run on: the bound one for a client
+  /// made by `on_stream`, else the thread's own (threads are numbered as they first call a
+  /// client and spread over the device's streams round-robin). Work is ordered within a
+  /// stream; across streams only where a buffer used by both orders it (docs/user/execution.md).
+  [[nodiscard]] std::uint32_t stream() const noexcept;
+  /// How many streams the device spreads work over.
+  [[nodiscard]] std::uint32_t stream_count() const noexcept;
+  /// A copy of this client (same device and state) whose calls run on stream `index` from any
+  /// thread. @throws invalid_argument when `index >= stream_count()`.
+  [[nodiscard]] client on_stream(std::uint32_t index) const;
+  /// Waits for the work of every stream of the device (`sync` waits for the calling stream's);
+  /// rethrows a deferred error.
+  void sync_device() const;
+
+  /// True when both refer to the same shared state (whatever stream each is bound to).
   friend bool operator==(client const& a, client const& b) noexcept { return a.state_ == b.state_; }
 
  private:
@@ -227,6 +242,7 @@ class client {
    private:
     // Shared: `fn` may drop the last other copy of the client (assigning it another device).
     std::shared_ptr<state> state_;
+    std::uint32_t stream_;  // The client's bound stream, or unbound.
     profiling_token token_;
     bool finished_ = false;
   };
@@ -246,12 +262,16 @@ class client {
     void* recording_;               // The thread's recording this scope pushed (client.cpp).
   };
 
+  class channel_call;
+  [[nodiscard]] channel_call channel() const;
+
   void execute_inner(kernel const& k, cube_count const& count, bindings args,
                      execution_mode mode) const;
   // At profiling level basic or more: runs `submit` in a profile and records it as `label`.
   void submit_measured(std::string const& label, std::function<void()> const& submit) const;
 
   std::shared_ptr<state> state_;
+  std::uint32_t stream_ = ~std::uint32_t{0};  // A bound stream index, or unbound (all ones).
 };
 
 /// Devices present in this process (CPU always; CUDA/OpenCL when built and found).

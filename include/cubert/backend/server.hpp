@@ -50,6 +50,39 @@ class kernel_body_scope {
   return detail::kernel_body_depth != 0;
 }
 
+/// Which stream a call runs on: the stream its client was bound to (`client::on_stream`), or
+/// else the calling thread's own. Threads are numbered in the order they first call a client,
+/// and spread over a device's streams round-robin, so the first `max_streams` threads each have
+/// a stream of their own.
+struct stream_request {
+  static constexpr std::uint32_t unbound = ~std::uint32_t{0};
+  std::uint32_t bound = unbound;  ///< A stream index, from a bound client.
+  std::uint64_t thread = 0;       ///< The calling thread's number.
+  /// The stream index among `streams` (> 0); a bound index is the client's, checked there.
+  [[nodiscard]] std::uint32_t index(std::uint32_t streams) const noexcept {
+    return bound != unbound ? bound : static_cast<std::uint32_t>(thread % streams);
+  }
+  friend bool operator==(stream_request const&, stream_request const&) = default;
+};
+
+/// The calling thread's request: the index a `stream_binding_scope` set, if one is open on
+/// this thread, and the thread's number.
+[[nodiscard]] stream_request calling_stream() noexcept;
+
+/// Binds the calling thread's calls to stream `index` for the scope's lifetime (what a bound
+/// client opens around each call); `stream_request::unbound` leaves the binding as it is.
+class stream_binding_scope {
+ public:
+  explicit stream_binding_scope(std::uint32_t index) noexcept;
+  ~stream_binding_scope();
+  stream_binding_scope(stream_binding_scope const&) = delete;
+  stream_binding_scope& operator=(stream_binding_scope const&) = delete;
+
+ private:
+  std::uint32_t previous_;
+  bool set_;
+};
+
 /// A future that already holds `value`: a server's answer known without waiting for the device.
 template <typename T>
 [[nodiscard]] std::future<T> ready_future(T value) {
@@ -287,6 +320,18 @@ class server {
   [[nodiscard]] virtual profile_duration end_profile(profiling_token token) = 0;
 
   [[nodiscard]] virtual device_properties const& properties() const noexcept = 0;
+
+  /// Optional. The calls that follow run on stream `r.index(stream_count())`, until the next
+  /// selection: a channel selects before every call it forwards, under the exclusion that
+  /// orders its calls. Never throws: a backend makes a stream at the first work submitted to
+  /// it, where a failure is that call's. The default does nothing (one stream).
+  virtual void select_stream(stream_request const& r) noexcept { (void)r; }
+  /// How many streams the device's work is spread over; fixed at construction, safe from any
+  /// thread. The default is 1.
+  [[nodiscard]] virtual std::uint32_t stream_count() const noexcept { return 1; }
+  /// Optional. Resolves when the work of every stream is complete (`sync` waits for the
+  /// selected stream's); carries a deferred error. The default is `sync`.
+  [[nodiscard]] virtual std::future<void> sync_device() { return sync(); }
 
   /// Optional. Compiles `k` as its first launch in `mode` would, without loading or running it,
   /// so that the launch only loads what this built. Unlike every other call it is made from any

@@ -13,6 +13,10 @@
 #include <optional>
 #include <vector>
 
+namespace cubert::streams {
+class stream_marks;  // src/core/stream/stream_order.hpp
+}  // namespace cubert::streams
+
 namespace cubert::memory {
 
 class growth_policy;
@@ -49,6 +53,9 @@ class memory_manager {
   [[nodiscard]] std::optional<backend::storage_handle> get(slice_binding const& binding) const;
   /// Same, for a handle.
   [[nodiscard]] std::optional<backend::storage_handle> get(slice_handle const& handle) const;
+  /// Where the device's streams last used the slice (docs/maintainer/streams.md), for the
+  /// server to order a use of it; nullptr if this manager does not know the slice.
+  [[nodiscard]] streams::stream_marks* marks_of(slice_control const* control) const noexcept;
   /// The raw resource of a binding with its offsets applied.
   /// @throws invalid_argument if the binding is empty, unknown here, or its offsets overrun.
   [[nodiscard]] cubert::resource get_resource(cubert::binding const& binding) const;

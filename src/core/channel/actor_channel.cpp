@@ -67,7 +67,16 @@ struct core {
   unsigned window_depth = 0;
   // `deferred.recorded()` when each open window started, innermost last (server thread).
   std::vector<std::uint64_t> refusals_at_start;
+  // The stream the server last selected (it starts on stream 0); whoever holds the server.
+  stream_request selected;
 };
+
+// Selects `r` on the server unless it is already selected; the caller holds the server.
+void select(core& c, server& s, stream_request const& r) noexcept {
+  if (r == c.selected) return;
+  s.select_stream(r);
+  c.selected = r;
+}
 
 }  // namespace actor_detail
 
@@ -256,7 +265,14 @@ void actor_channel::refuse_in_a_fork_child() const {
 template <typename F>
 void actor_channel::post(F&& f, gate_step step) {
   refuse_in_a_fork_child();
-  auto m = std::make_unique<actor_detail::fn_message<std::decay_t<F>>>(std::forward<F>(f));
+  // The caller's stream travels with the message: the server thread selects it first.
+  auto with_stream = [c = core_.get(), r = calling_stream(),
+                      fn = std::forward<F>(f)](server& s) mutable {
+    actor_detail::select(*c, s, r);
+    return fn(s);
+  };
+  auto m =
+      std::make_unique<actor_detail::fn_message<decltype(with_stream)>>(std::move(with_stream));
   bool wake = false;
   {
     std::unique_lock lock(core_->mutex, std::defer_lock);
@@ -368,7 +384,10 @@ auto actor_channel::direct(F&& f) {
     core_->direct_waiting.fetch_add(1);
     std::unique_lock srv(core_->server_mutex);
     core_->direct_waiting.fetch_sub(1);
-    if (core_->window_depth == 0 || core_->window_owner == me) return f(*server_);
+    if (core_->window_depth == 0 || core_->window_owner == me) {
+      actor_detail::select(*core_, *server_, calling_stream());
+      return f(*server_);
+    }
     srv.unlock();
     {
       std::unique_lock lock(core_->mutex);
@@ -500,6 +519,12 @@ std::future<void> actor_channel::sync() {
   return call_handing_back([d = &core_->deferred](server& s) {
     rethrow_after_work(*d, s);
     return s.sync();
+  });
+}
+std::future<void> actor_channel::sync_device() {
+  return call_handing_back([d = &core_->deferred](server& s) {
+    rethrow_after_work(*d, s);
+    return s.sync_device();
   });
 }
 binding_resource actor_channel::get_resource(cubert::binding const& b) {

@@ -72,6 +72,7 @@ class actor_channel final : public channel {
   void drop_graph(std::uint64_t id) noexcept override;
   void flush() override;
   std::future<void> sync() override;
+  std::future<void> sync_device() override;
   binding_resource get_resource(cubert::binding const& b) override;
   memory::memory_usage memory_usage() override;
   std::string memory_report() override;
@@ -80,6 +81,9 @@ class actor_channel final : public channel {
   profile_duration end_profile(profiling_token token) override;
   [[nodiscard]] device_properties const& properties() const noexcept override {
     return properties_;
+  }
+  [[nodiscard]] std::uint32_t stream_count() const noexcept override {
+    return server_->stream_count();
   }
   void build_ahead(kernel const& k, execution_mode mode) const override {
     server_->build_ahead(k, mode);

@@ -12,7 +12,9 @@
 
 namespace cubert::backend {
 
-/// The server API made safe to call from the threads a channel kind allows. Returned futures
+/// The server API made safe to call from the threads a channel kind allows. Every call runs on
+/// the caller's stream: the channel selects `calling_stream()` on the server before it (once
+/// per change of stream where it can tell). Returned futures
 /// may be waited on any thread; they may be deferred (the wait for the device runs in their
 /// get() or wait(), on the waiting thread, so wait_for reports std::future_status::deferred
 /// until then). Errors of fire-and-forget work surface at the next
@@ -57,7 +59,10 @@ class channel {
   virtual void launch_graph(std::uint64_t id, graph_steps const& steps) = 0;
   virtual void drop_graph(std::uint64_t id) noexcept = 0;
   virtual void flush() = 0;
+  /// Waits for the calling stream's work (see `server::select_stream`).
   [[nodiscard]] virtual std::future<void> sync() = 0;
+  /// Waits for the work of every stream of the device.
+  [[nodiscard]] virtual std::future<void> sync_device() = 0;
   [[nodiscard]] virtual binding_resource get_resource(cubert::binding const& b) = 0;
   [[nodiscard]] virtual memory::memory_usage memory_usage() = 0;
   [[nodiscard]] virtual std::string memory_report() = 0;
@@ -71,6 +76,8 @@ class channel {
   [[nodiscard]] virtual profile_duration end_profile(profiling_token token) = 0;
   /// Fixed at construction; safe from any thread.
   [[nodiscard]] virtual device_properties const& properties() const noexcept = 0;
+  /// The server's `stream_count`; fixed, safe from any thread.
+  [[nodiscard]] virtual std::uint32_t stream_count() const noexcept = 0;
   /// The server's `build_ahead`, called on this thread without serialising (thread-safe).
   virtual void build_ahead(kernel const& k, execution_mode mode) const = 0;
 };

@@ -11,6 +11,11 @@ mutex_channel::mutex_channel(std::unique_ptr<server> s)
 std::unique_lock<bounded_wait_mutex> mutex_channel::enter() {
   std::unique_lock lock(mutex_);
   gate_.pass(lock);
+  // Under the lock: the selection holds until this call's work is submitted.
+  if (auto const r = calling_stream(); !(r == selected_)) {
+    server_->select_stream(r);
+    selected_ = r;
+  }
   return lock;
 }
 
@@ -85,6 +90,10 @@ void mutex_channel::drop_graph(std::uint64_t id) noexcept {
 void mutex_channel::flush() {
   auto const lock = enter();
   server_->flush();
+}
+std::future<void> mutex_channel::sync_device() {
+  auto const lock = enter();
+  return server_->sync_device();
 }
 std::future<void> mutex_channel::sync() {
   auto const lock = enter();

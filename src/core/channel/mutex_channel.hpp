@@ -42,6 +42,7 @@ class mutex_channel final : public channel {
   void drop_graph(std::uint64_t id) noexcept override;
   void flush() override;
   std::future<void> sync() override;
+  std::future<void> sync_device() override;
   binding_resource get_resource(cubert::binding const& b) override;
   memory::memory_usage memory_usage() override;
   std::string memory_report() override;
@@ -50,6 +51,9 @@ class mutex_channel final : public channel {
   profile_duration end_profile(profiling_token token) override;
   [[nodiscard]] device_properties const& properties() const noexcept override {
     return properties_;
+  }
+  [[nodiscard]] std::uint32_t stream_count() const noexcept override {
+    return server_->stream_count();
   }
   void build_ahead(kernel const& k, execution_mode mode) const override {
     server_->build_ahead(k, mode);
@@ -63,6 +67,7 @@ class mutex_channel final : public channel {
   profile_gate gate_;
   std::unique_ptr<server> server_;
   device_properties properties_;
+  stream_request selected_;  // What the server last selected (it starts on stream 0).
 };
 
 }  // namespace cubert::backend

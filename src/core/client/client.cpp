@@ -25,6 +25,22 @@ struct client::state {
   profiling::profiling_summary summary;
 };
 
+// The channel, with this client's stream bound on the calling thread until the end of the
+// full expression that calls it (an unbound client leaves the thread's own stream).
+class client::channel_call {
+ public:
+  channel_call(backend::channel& c, std::uint32_t stream) noexcept : channel_(c), bound_(stream) {}
+  backend::channel* operator->() const noexcept { return &channel_; }
+
+ private:
+  backend::channel& channel_;
+  backend::stream_binding_scope bound_;
+};
+
+client::channel_call client::channel() const {
+  return {*state_->channel, stream_};
+}
+
 client::client(std::shared_ptr<backend::channel> channel) {
   CUBERT_EXPECTS(channel != nullptr, "client: null channel");
   state_ = std::make_shared<state>(std::move(channel));
@@ -112,12 +128,12 @@ void client::replay(graph const& g) const {
   if (log::enabled(log::category::profiling, log_level::minimal)) [[unlikely]] {
     auto const label = fmt::format("graph replay ({} steps)", st.steps->size());
     if (log::enabled(log::category::profiling, log_level::basic)) {
-      submit_measured(label, [&] { state_->channel->launch_graph(st.id, st.steps); });
+      submit_measured(label, [&] { channel()->launch_graph(st.id, st.steps); });
       return;
     }
     log::write(log::category::profiling, "Executing {}", label);
   }
-  state_->channel->launch_graph(st.id, st.steps);
+  channel()->launch_graph(st.id, st.steps);
 }
 
 void client::submit_measured(std::string const& label, std::function<void()> const& submit) const {
@@ -141,14 +157,16 @@ void client::submit_measured(std::string const& label, std::function<void()> con
 }
 
 client::profile_scope::profile_scope(client const& c, std::string_view /*name*/)
-    : state_(c.state_) {
+    : state_(c.state_), stream_(c.stream_) {
   refuse_inside_kernel();
   refuse_while_capturing(state_->channel.get(), "profile");
+  backend::stream_binding_scope const bound(stream_);
   token_ = state_->channel->start_profile();
 }
 
 profile_duration client::profile_scope::finish() {
   finished_ = true;
+  backend::stream_binding_scope const bound(stream_);
   return state_->channel->end_profile(token_);
 }
 
@@ -156,6 +174,7 @@ client::profile_scope::~profile_scope() {
   if (finished_) return;
   finished_ = true;
   try {
+    backend::stream_binding_scope const bound(stream_);
     (void)state_->channel->end_profile(token_);
   } catch (...) {  // fn already threw; its exception is the one the caller needs.
   }
@@ -164,7 +183,7 @@ client::profile_scope::~profile_scope() {
 handle client::create(std::span<std::byte const> data) const {
   refuse_inside_kernel();
   refuse_while_capturing(state_->channel.get(), "create");
-  return state_->channel->create(data);
+  return channel()->create(data);
 }
 
 cubert::tensor_allocation client::create_tensor(std::span<std::byte const> data,
@@ -179,12 +198,12 @@ std::vector<cubert::tensor_allocation> client::create_tensors(
     std::vector<cubert::tensor_descriptor> const& descriptors) const {
   refuse_inside_kernel();
   refuse_while_capturing(state_->channel.get(), "create_tensors");
-  return state_->channel->create_tensors(data, descriptors);
+  return channel()->create_tensors(data, descriptors);
 }
 
 handle client::empty(std::uint64_t size) const {
   refuse_inside_kernel();
-  return state_->channel->empty(size);
+  return channel()->empty(size);
 }
 
 cubert::tensor_allocation client::empty_tensor(std::vector<std::uint64_t> shape,
@@ -196,13 +215,13 @@ cubert::tensor_allocation client::empty_tensor(std::vector<std::uint64_t> shape,
 std::vector<cubert::tensor_allocation> client::empty_tensors(
     std::vector<cubert::tensor_descriptor> const& descriptors) const {
   refuse_inside_kernel();
-  return state_->channel->empty_tensors(descriptors);
+  return channel()->empty_tensors(descriptors);
 }
 
 std::future<std::vector<bytes>> client::read_async(std::vector<binding> bindings) const {
   refuse_inside_kernel();
   refuse_while_capturing(state_->channel.get(), "read");
-  return state_->channel->read(std::move(bindings));
+  return channel()->read(std::move(bindings));
 }
 
 std::vector<bytes> client::read(std::vector<binding> bindings) const {
@@ -222,7 +241,7 @@ std::future<void> client::read_into_async(binding const& b, std::span<std::byte>
   CUBERT_EXPECTS(dst.size() == b.size(),
                  fmt::format("read_into: the destination holds {} bytes but the binding {}",
                              dst.size(), b.size()));
-  return state_->channel->read_into(b, dst);
+  return channel()->read_into(b, dst);
 }
 
 void client::read_into(binding const& b, std::span<std::byte> dst) const {
@@ -233,14 +252,14 @@ void client::write(binding const& dst, std::span<std::byte const> data) const {
   refuse_inside_kernel();
   refuse_while_capturing(state_->channel.get(), "write");
   backend::check_write(dst.size(), data.size());  // Every channel refuses it at once.
-  state_->channel->write(dst, data);
+  channel()->write(dst, data);
 }
 
 void client::write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) const {
   refuse_inside_kernel();
   refuse_while_capturing(state_->channel.get(), "write_tensor");
   backend::check_writable_layout(dst, data.size());  // Every channel refuses it at once.
-  state_->channel->write_tensor(dst, data);
+  channel()->write_tensor(dst, data);
 }
 
 void client::fill(binding const& dst, std::span<std::byte const> pattern) const {
@@ -256,7 +275,7 @@ void client::fill(binding const& dst, std::span<std::byte const> pattern) const 
     r->steps.push_back(std::move(step));
     return;
   }
-  state_->channel->fill(dst, pattern);
+  channel()->fill(dst, pattern);
 }
 
 void client::copy(binding const& src, binding const& dst) const {
@@ -270,19 +289,19 @@ void client::copy(binding const& src, binding const& dst) const {
     r->steps.push_back(std::move(step));
     return;
   }
-  state_->channel->copy(src, dst);
+  channel()->copy(src, dst);
 }
 
 host_buffer client::alloc_host(std::uint64_t size) const {
   refuse_inside_kernel();
-  return state_->channel->alloc_host(size);
+  return channel()->alloc_host(size);
 }
 
 std::vector<bytes> client::read_tensor(std::vector<binding_with_meta> tensors) const {
   auto pending = [&] {
     refuse_inside_kernel();
     refuse_while_capturing(state_->channel.get(), "read_tensor");
-    return state_->channel->read_tensor(std::move(tensors));
+    return channel()->read_tensor(std::move(tensors));
   }();
   return backend::await_future(std::move(pending), state_->spin);
 }
@@ -327,27 +346,27 @@ void client::execute_inner(kernel const& k, cube_count const& count, bindings ar
                             ? fmt::format("{}: {} CubeCount {}", k.name(),
                                           k.id().with_mode(mode).to_string(), count.to_string())
                             : k.name();
-    submit_measured(label, [&] { state_->channel->execute(k, count, std::move(args), mode); });
+    submit_measured(label, [&] { channel()->execute(k, count, std::move(args), mode); });
     return;
   }
   refuse_inside_kernel();
   if (log::enabled(log::category::profiling, log_level::minimal)) [[unlikely]] {
     log::write(log::category::profiling, "Executing {}", k.name());
   }
-  state_->channel->execute(k, count, std::move(args), mode);
+  channel()->execute(k, count, std::move(args), mode);
 }
 
 void client::flush() const {
   refuse_inside_kernel();
   refuse_while_capturing(state_->channel.get(), "flush");
-  state_->channel->flush();
+  channel()->flush();
 }
 
 void client::sync() const {
   auto pending = [&] {
     refuse_inside_kernel();
     refuse_while_capturing(state_->channel.get(), "sync");
-    return state_->channel->sync();
+    return channel()->sync();
   }();
   backend::await_future(std::move(pending), state_->spin);
   if (!state_->summary.empty()) {
@@ -358,22 +377,22 @@ void client::sync() const {
 
 cubert::binding_resource client::get_resource(binding const& b) const {
   refuse_inside_kernel();
-  return state_->channel->get_resource(b);
+  return channel()->get_resource(b);
 }
 
 memory::memory_usage client::memory_usage() const {
   refuse_inside_kernel();
-  return state_->channel->memory_usage();
+  return channel()->memory_usage();
 }
 
 std::string client::memory_report() const {
   refuse_inside_kernel();
-  return state_->channel->memory_report();
+  return channel()->memory_report();
 }
 
 void client::memory_cleanup() const {
   refuse_inside_kernel();
-  state_->channel->memory_cleanup();
+  channel()->memory_cleanup();
 }
 
 device_properties const& client::properties() const noexcept {
@@ -382,6 +401,36 @@ device_properties const& client::properties() const noexcept {
 
 cubert::channel_kind client::channel_kind() const noexcept {
   return state_->channel->kind();
+}
+
+std::uint32_t client::stream_count() const noexcept {
+  return state_->channel->stream_count();
+}
+
+std::uint32_t client::stream() const noexcept {
+  backend::stream_binding_scope const bound(stream_);
+  return backend::calling_stream().index(stream_count());
+}
+
+client client::on_stream(std::uint32_t index) const {
+  if (index >= stream_count()) {
+    throw invalid_argument(
+        fmt::format("on_stream: stream {} does not exist: the device spreads work over {} stream{} "
+                    "([streaming] max_streams)",
+                    index, stream_count(), stream_count() == 1 ? "" : "s"));
+  }
+  client bound = *this;
+  bound.stream_ = index;
+  return bound;
+}
+
+void client::sync_device() const {
+  auto pending = [&] {
+    refuse_inside_kernel();
+    refuse_while_capturing(state_->channel.get(), "sync_device");
+    return channel()->sync_device();
+  }();
+  backend::await_future(std::move(pending), state_->spin);
 }
 
 }  // namespace cubert

@@ -88,6 +88,7 @@ std::optional<slice_handle> exclusive_pool::alloc(std::uint64_t size) {
   table_.add(*p, bytes);  // may throw; nothing changed that matters
   spare_.pop_back();
   p->live = true;
+  p->marks = {};  // New storage: nothing used it yet.
   p->serial = next_serial_++;
   p->free_count = alloc_after_free - 1;  // a new page is "suspected unused" until reused
   return hand_out(p, size);

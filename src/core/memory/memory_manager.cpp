@@ -169,6 +169,11 @@ std::optional<backend::storage_handle> memory_manager::get(slice_handle const& h
   return pool->get(*control);
 }
 
+streams::stream_marks* memory_manager::marks_of(slice_control const* control) const noexcept {
+  if (owner_of(control) == nullptr) return nullptr;
+  return &static_cast<pool_slot*>(control->slot())->marks;
+}
+
 cubert::resource memory_manager::get_resource(cubert::binding const& binding) const {
   // Worded for the caller of read, write, copy, fill or execute, which all land here: the
   // messages said "get_resource:", a function no user calls.

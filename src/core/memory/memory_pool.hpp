@@ -5,6 +5,7 @@
 #pragma once
 
 #include "memory/page_table.hpp"
+#include "stream/stream_order.hpp"
 
 #include <cubert/backend/storage.hpp>
 #include <cubert/memory/memory_usage.hpp>
@@ -56,6 +57,10 @@ class pool_slot {
 
   slice_handle handle;  ///< The pool's reference; holds the control block.
   bool in_use = false;  ///< Server-thread state: handed out and not drained.
+  /// Server-thread state: where the device's streams last used these bytes (stream_order.hpp).
+  /// Kept while the slice is free, so the next reservation orders after its last uses; reset
+  /// when the slot is given new storage.
+  streams::stream_marks marks;
 };
 
 /// A pool's end of its release_sink: owns the pool's reference to it and turns the control

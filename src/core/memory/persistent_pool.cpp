@@ -61,6 +61,7 @@ std::optional<slice_handle> persistent_pool::alloc(std::uint64_t size) {
   }
   auto& b = buckets_[bytes];
   entry* e = spare_.back();
+  e->marks = {};  // New storage: nothing used it yet.
   try {
     // The bucket's free list may later hold every slice of its size; growing it now keeps the
     // drain path allocation-free.

@@ -186,6 +186,7 @@ slice_handle sliced_pool::take(block* b, std::uint64_t size, std::uint64_t exten
     }
     if (rest) {
       rest->owner = b->owner;
+      rest->marks.copy_from(b->marks);  // Both parts of the free block keep its uses.
       rest->offset = b->offset + extent;
       rest->size = b->size - extent;
       rest->prev_phys = b;
@@ -235,6 +236,7 @@ void sliced_pool::release(block* b) noexcept {
   table_.give_back(b->requested, b->size - b->requested);
   if (block* left = b->prev_phys; left && !left->in_use) {
     remove_free(left);
+    left->marks.merge(std::move(b->marks));  // One free block: ordered after the uses of both.
     left->size += b->size;
     left->next_phys = b->next_phys;
     if (b->next_phys) b->next_phys->prev_phys = left;
@@ -243,6 +245,7 @@ void sliced_pool::release(block* b) noexcept {
   }
   if (block* right = b->next_phys; right && !right->in_use) {
     remove_free(right);
+    b->marks.merge(std::move(right->marks));
     b->size += right->size;
     b->next_phys = right->next_phys;
     if (right->next_phys) right->next_phys->prev_phys = b;
@@ -283,6 +286,7 @@ sliced_pool::block* sliced_pool::new_block() {
 
 void sliced_pool::recycle(block* b) noexcept {
   b->owner = nullptr;
+  b->marks = {};
   b->prev_phys = b->next_phys = nullptr;
   spare_.push_back(b);
 }

@@ -31,6 +31,9 @@ enum class access : std::uint8_t { read, write };
 /// Invariants: `home_position` is the position on `home` of the last use there (a write, or a
 /// read after it); `readers` has the bit of every other stream that read the slice since the
 /// last write, and `read_position[s]` the position of its last read; no bit of `home` is set.
+/// A `saturated` mark (memory for the reader positions could not be had where nothing may
+/// throw) stands for uses on every stream: the next use waits for all of them, which is late
+/// but never wrong.
 class stream_marks {
  public:
   stream_marks() = default;
@@ -46,11 +49,18 @@ class stream_marks {
   /// The position of stream `s`'s last read (0 when `s` is not a reader).
   [[nodiscard]] std::uint64_t read_position(stream_index s) const noexcept;
   /// True when no stream used the slice yet.
-  [[nodiscard]] bool unused() const noexcept { return home_position_ == 0 && readers_ == 0; }
+  [[nodiscard]] bool unused() const noexcept {
+    return home_position_ == 0 && readers_ == 0 && !saturated_;
+  }
+  [[nodiscard]] bool saturated() const noexcept { return saturated_; }
 
-  /// Takes in `other`'s uses as well (a pool merging two free blocks into one): afterwards,
-  /// ordering after this slice orders after every use of either.
-  void merge(stream_marks const& other);
+  /// Takes in `other`'s uses as well (a pool merging two free blocks into one, the other one
+  /// going away): afterwards, ordering after this slice orders after every use of either.
+  /// Never throws: where it cannot allocate, the marks saturate.
+  void merge(stream_marks&& other) noexcept;
+  /// Becomes a copy of `other` (a pool splitting a free block: both parts keep its uses).
+  /// Never throws: where it cannot allocate, the marks saturate.
+  void copy_from(stream_marks const& other) noexcept;
 
  private:
   friend class stream_order;
@@ -59,6 +69,7 @@ class stream_marks {
   stream_index home_ = 0;
   std::uint64_t home_position_ = 0;
   std::uint64_t readers_ = 0;
+  bool saturated_ = false;
   // Allocated at the first read on a stream other than home (a slice used on one stream, the
   // common case, never pays for it); indexed by stream.
   std::unique_ptr<std::array<std::uint64_t, max_streams_limit>> read_positions_;

@@ -3,6 +3,8 @@
 // operations in order, and an operation may start once every wait before it is satisfied.
 #include "stream/stream_order.hpp"
 
+#include "failing_new.hpp"
+
 #include <cubert/error.hpp>
 
 #include <gtest/gtest.h>
@@ -110,16 +112,65 @@ TEST(StreamOrder, MergedMarksOrderAfterTheUsesOfBoth) {
   op(order, a, 0, access::write);
   op(order, b, 1, access::write);
   op(order, b, 2, access::read);
-  a.merge(b);
+  a.merge(std::move(b));
   w.waits.clear();
   op(order, a, 0, access::write);  // a reuse of the merged block on 0
   ASSERT_EQ(w.waits.size(), 2U);
   EXPECT_EQ(w.waits[0].second, 1U);
   EXPECT_EQ(w.waits[1].second, 2U);
   stream_marks fresh;
-  fresh.merge(a);
+  fresh.copy_from(a);
   EXPECT_EQ(fresh.home(), 0U);
   EXPECT_EQ(fresh.home_position(), a.home_position());
+}
+
+TEST(StreamOrder, MergingTakesOverTheOtherReadersWithoutLosingAny) {
+  recorded_waits w;
+  stream_order order(4, w);
+  stream_marks a;
+  stream_marks b;
+  op(order, a, 0, access::write);  // a: home 0, no readers (no array)
+  op(order, b, 1, access::write);
+  op(order, b, 2, access::read);
+  op(order, b, 0, access::read);  // b: home 1, readers 0 and 2 (an array)
+  a.merge(std::move(b));
+  EXPECT_EQ(a.home(), 0U);
+  EXPECT_EQ(a.home_position(), order.position(0));  // 0's read of b is later than a's write
+  EXPECT_EQ(a.readers(), 0b110U);
+  EXPECT_EQ(a.read_position(2), order.position(2));
+  EXPECT_EQ(a.read_position(1), order.position(1));
+}
+
+TEST(StreamOrder, MarksThatCannotAllocateSaturateAndWaitForEveryStream) {
+  recorded_waits w;
+  stream_order order(3, w);
+  stream_marks a;
+  stream_marks b;
+  op(order, a, 0, access::write);
+  op(order, b, 1, access::write);  // merging b's home into a needs a reader array
+  op(order, b, 2, access::write);
+  {
+    test::failing_allocations const fail(0);
+    a.merge(std::move(b));
+    EXPECT_TRUE(fail.fired());
+  }
+  EXPECT_TRUE(a.saturated());
+  EXPECT_FALSE(a.unused());
+  w.waits.clear();
+  op(order, a, 0, access::read);  // waits for 1 and 2, whatever they did
+  ASSERT_EQ(w.waits.size(), 2U);
+  EXPECT_FALSE(a.saturated());
+  EXPECT_EQ(a.home(), 0U);
+  stream_marks c;
+  op(order, c, 1, access::write);
+  op(order, c, 2, access::read);
+  stream_marks d;
+  {
+    test::failing_allocations const fail(0);
+    d.copy_from(c);
+    EXPECT_TRUE(fail.fired());
+  }
+  EXPECT_TRUE(d.saturated());
 }
 
 TEST(StreamOrder, CopiedMarksAreIndependent) {
