@@ -79,6 +79,8 @@ struct log_config {
 /// cache = true
 /// cache_dir = "/path"       # default: <cache root>/kernels
 /// [memory]
+/// [streaming]
+/// max_streams = 8           # streams per device, 1 to 64: a thread's own, then round-robin
 /// [channel]
 /// spin_us = 50              # how long a thread waiting for another spins before it sleeps
 ///                           # (actor channel, reply futures, CUDA copy threads); 0: sleep at once;
@@ -115,6 +117,11 @@ struct config {
   struct memory_section {
     log_config log{};
   };
+  struct streaming_section {
+    /// Streams per device: each thread that uses a client works on its own, threads beyond this
+    /// share them round-robin (docs/user/execution.md). 1 to 64; backends without streams have 1.
+    std::uint32_t max_streams = 8;
+  };
   struct channel_section {
     /// Microseconds of spinning before a wait for another thread sleeps; at most 1,000,000.
     std::uint32_t spin_us = 50;
@@ -125,6 +132,7 @@ struct config {
   compilation_section compilation;
   memory_section memory;
   channel_section channel;
+  streaming_section streaming;
   std::filesystem::path source;  ///< The file this came from; empty for defaults.
 
   /// Defaults with resolved cache paths, no file, no environment.

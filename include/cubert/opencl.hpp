@@ -51,6 +51,9 @@ struct options {
   /// the platform's version. Sources with `#include` are built every time (the key cannot see
   /// the files they include).
   std::optional<std::filesystem::path> kernel_cache_dir;
+  /// In-order command queues the device's work is spread over (a thread's own, then
+  /// round-robin); 0 = `[streaming] max_streams`. At most 64.
+  std::uint32_t streams = 0;
 };
 
 /// Number of OpenCL devices; 0 without an ICD loader, a platform or a usable device. Never
@@ -61,7 +64,7 @@ struct options {
 /// The properties of device `ordinal`, read from the platform.
 /// @throws unsupported without a device; invalid_argument for an ordinal out of range.
 [[nodiscard]] device_properties make_properties(int ordinal);
-/// A server for device `ordinal`: its own context and one in-order command queue with
+/// A server for device `ordinal`: its own context and an in-order command queue per stream with
 /// profiling, pooled buffers and the program caches. @throws unsupported without a device,
 /// invalid_argument for an ordinal out of range, device_error if the platform refuses the
 /// context or the queue.

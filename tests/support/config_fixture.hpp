@@ -28,6 +28,7 @@ class config_fixture : public ::testing::Test {
                                               "CUBERT_AUTOTUNE_CONCURRENT",
                                               "CUBERT_KERNEL_CACHE",
                                               "CUBERT_CHANNEL_SPIN_US",
+                                              "CUBERT_MAX_STREAMS",
                                               "XDG_CACHE_HOME"};
 
   void SetUp() override {

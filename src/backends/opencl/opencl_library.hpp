@@ -33,6 +33,7 @@ namespace cubert::opencl::detail {
   X(clEnqueueFillBuffer)           \
   X(clEnqueueCopyBuffer)           \
   X(clEnqueueMarkerWithWaitList)   \
+  X(clEnqueueBarrierWithWaitList)  \
   X(clCreateProgramWithSource)     \
   X(clCreateProgramWithBinary)     \
   X(clBuildProgram)                \

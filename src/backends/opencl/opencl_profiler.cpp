@@ -22,19 +22,19 @@ event_ptr marker(cl_command_queue queue) {
 
 }  // namespace
 
-profiling_token opencl_profiler::start() {
-  auto e = marker(queue_);
+profiling_token opencl_profiler::start(cl_command_queue queue) {
+  auto e = marker(queue);
   profiling_token token{next_id_++};
   open_.emplace(token.id, entry{std::move(e), std::nullopt});
   return token;
 }
 
-profile_duration opencl_profiler::stop(profiling_token token) {
+profile_duration opencl_profiler::stop(profiling_token token, cl_command_queue queue) {
   auto it = open_.find(token.id);
   if (it == open_.end()) {
     throw profile_error(fmt::format("profiling token {} is not registered", token.id));
   }
-  auto end = marker(queue_);
+  auto end = marker(queue);
   entry e = std::move(it->second);
   open_.erase(it);
   if (e.failure) throw profile_error(*e.failure);

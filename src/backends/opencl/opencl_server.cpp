@@ -50,15 +50,17 @@ opencl_server::opencl_server(int ordinal, options const& opts)
         CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(device_->platform), 0};
     context_ = api.clCreateContext(props, 1, &device_->device, nullptr, nullptr, &err);
     check(err, "clCreateContext");
-    queue_ = api.clCreateCommandQueue(context_, device_->device, CL_QUEUE_PROFILING_ENABLE, &err);
-    check(err, "clCreateCommandQueue");
+    streams_ = std::make_unique<opencl_streams>(
+        context_, device_->device,
+        opts.streams != 0 ? opts.streams : config::get().streaming.max_streams);
+    order_ = std::make_unique<streams::stream_order>(streams_->count(), *streams_);
     auto storage = std::make_unique<opencl_storage>(context_, props_.memory.alignment,
                                                     device_->max_alloc, device_->global_memory);
     pages_ = storage.get();
     memory_ =
         std::make_unique<memory::memory_manager>(std::move(storage), props_.memory, opts.memory);
     kernels_ = std::make_unique<opencl_kernel_cache>(context_, *device_, disk_cache_for(opts));
-    profiler_ = std::make_unique<opencl_profiler>(queue_);
+    profiler_ = std::make_unique<opencl_profiler>();
   } catch (...) {
     release();
     throw;
@@ -73,26 +75,40 @@ void opencl_server::release() noexcept {
   auto const& api = opencl_state();
   // Work still queued may use the buffers and programs; OpenCL keeps what a command uses alive,
   // but the staging blocks are ours.
-  if (queue_) api.clFinish(queue_);
+  if (streams_) streams_->finish_all();
   uploads_.clear();
   profiler_.reset();
   kernels_.reset();
   memory_.reset();
   pages_ = nullptr;
-  if (queue_) api.clReleaseCommandQueue(queue_);
+  order_.reset();
+  streams_.reset();
   if (context_) api.clReleaseContext(context_);
-  queue_ = nullptr;
   context_ = nullptr;
+}
+
+void opencl_server::touch(cubert::binding const& b, streams::access how) {
+  // Every binding here was resolved first, so its slice is this manager's.
+  if (auto* marks = memory_->marks_of(b.memory().control())) order_->use(*marks, current_, how);
 }
 
 cubert::handle opencl_server::create(std::span<std::byte const> data) {
   auto h = empty(data.size());
-  if (!data.empty()) upload_to(memory_->get_resource(h.binding()), data);
+  if (!data.empty()) {
+    auto const res = memory_->get_resource(h.binding());
+    touch(h.binding(), streams::access::write);
+    submission const counted{this};
+    upload_to(res, data);
+  }
   return h;
 }
 
 cubert::handle opencl_server::empty(std::uint64_t size) {
-  return cubert::handle(memory_->reserve(size), size);
+  cubert::handle h(memory_->reserve(size), size);
+  // A freed slice handed out again: the new owner's stream waits for its last uses.
+  touch(h.binding(), streams::access::write);
+  submitted();  // The waits it may have enqueued are the stream's commands.
+  return h;
 }
 
 void opencl_server::reap_uploads(std::size_t incoming) {
@@ -116,7 +132,7 @@ void opencl_server::upload_to(cubert::resource const& dst, std::span<std::byte c
     // A copy into fresh staging memory cost 5x the transfer itself for 64 MiB on NVIDIA's
     // OpenCL (page faults, then the platform's own staging of pageable memory): a large upload
     // goes from the caller's memory, and waits.
-    CUBERT_CL(clEnqueueWriteBuffer, queue_, static_cast<cl_mem>(dst.native), CL_TRUE, dst.offset,
+    CUBERT_CL(clEnqueueWriteBuffer, queue(), static_cast<cl_mem>(dst.native), CL_TRUE, dst.offset,
               data.size(), data.data(), 0, nullptr, nullptr);
     return;
   }
@@ -126,89 +142,11 @@ void opencl_server::upload_to(cubert::resource const& dst, std::span<std::byte c
   u.size = data.size();
   std::memcpy(u.data.get(), data.data(), data.size());
   cl_event e = nullptr;
-  CUBERT_CL(clEnqueueWriteBuffer, queue_, static_cast<cl_mem>(dst.native), CL_FALSE, dst.offset,
+  CUBERT_CL(clEnqueueWriteBuffer, queue(), static_cast<cl_mem>(dst.native), CL_FALSE, dst.offset,
             data.size(), u.data.get(), 0, nullptr, &e);
   u.done = guarded_event(e);
   uploads_.push_back(std::move(u));
   staged_bytes_ += data.size();
-}
-
-std::future<std::vector<bytes>> opencl_server::read(std::vector<cubert::binding> bindings) {
-  errors_.rethrow_if_any();
-  std::vector<cubert::resource> sources;
-  sources.reserve(bindings.size());
-  for (auto const& b : bindings) sources.push_back(memory_->get_resource(b));
-  struct pending {
-    std::vector<bytes> out;
-    guarded_event last;  // Declared after `out`: destroyed, so waited for, first.
-  } p;
-  p.out.reserve(sources.size());
-  for (auto const& src : sources) {
-    auto& dst = p.out.emplace_back(bytes::uninitialized(src.size));
-    if (src.size == 0) continue;
-    cl_event e = nullptr;
-    CUBERT_CL(clEnqueueReadBuffer, queue_, static_cast<cl_mem>(src.native), CL_FALSE, src.offset,
-              src.size, dst.data(), 0, nullptr, &e);
-    // In order: the last read's completion covers the ones before it.
-    (void)take(p.last.release());
-    p.last = guarded_event(e);
-  }
-  CUBERT_CL(clFlush, queue_);
-  return std::async(std::launch::deferred, [p = std::move(p)]() mutable {
-    if (p.last) wait_for(p.last.get(), "read");
-    return std::move(p.out);
-  });
-}
-
-std::future<std::vector<bytes>> opencl_server::read_tensor(std::vector<binding_with_meta> tensors) {
-  errors_.rethrow_if_any();
-  std::vector<cubert::resource> sources;
-  sources.reserve(tensors.size());
-  for (auto const& t : tensors) {  // Every tensor is checked before anything is queued.
-    sources.push_back(memory_->get_resource(t.binding));
-    backend::check_gather(t, sources.back().size);
-  }
-  struct pending {
-    std::vector<bytes> out;
-    std::vector<std::optional<bytes>> whole;  // Read whole, gathered in the future.
-    std::vector<binding_with_meta> metas;
-    guarded_event last;  // Declared last: destroyed, so waited for, first.
-  } p;
-  p.out.reserve(tensors.size());
-  p.whole.resize(tensors.size());
-  for (std::size_t i = 0; i < tensors.size(); ++i) {
-    auto const& t = tensors[i];
-    auto const& src = sources[i];
-    auto* const mem = static_cast<cl_mem>(src.native);
-    auto const dense = backend::tensor_bytes(t.shape, t.elem_size, "read_tensor");
-    auto& dst = p.out.emplace_back(bytes::uninitialized(dense));
-    if (dense == 0) continue;
-    cl_event e = nullptr;
-    if (auto const rect = tensor_rect_of(t)) {
-      std::size_t const origin[3] = {static_cast<std::size_t>(src.offset), 0, 0};
-      std::size_t const host[3] = {0, 0, 0};
-      CUBERT_CL(clEnqueueReadBufferRect, queue_, mem, CL_FALSE, origin, host, rect->region.data(),
-                rect->row_pitch, rect->slice_pitch, rect->region[0],
-                rect->region[0] * rect->region[1], dst.data(), 0, nullptr, &e);
-      ++rect_copies_;
-    } else {
-      auto& raw = p.whole[i].emplace(bytes::uninitialized(src.size));
-      CUBERT_CL(clEnqueueReadBuffer, queue_, mem, CL_FALSE, src.offset, src.size, raw.data(), 0,
-                nullptr, &e);
-    }
-    // In order: the last read's completion covers the ones before it.
-    (void)take(p.last.release());
-    p.last = guarded_event(e);
-  }
-  CUBERT_CL(clFlush, queue_);
-  p.metas = std::move(tensors);
-  return std::async(std::launch::deferred, [p = std::move(p)]() mutable {
-    if (p.last) wait_for(p.last.get(), "read_tensor");
-    for (std::size_t i = 0; i < p.out.size(); ++i) {
-      if (p.whole[i]) p.out[i] = backend::gather_dense(p.whole[i]->span(), p.metas[i]);
-    }
-    return std::move(p.out);
-  });
 }
 
 void opencl_server::write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) {
@@ -223,52 +161,29 @@ void opencl_server::write_tensor(binding_with_meta const& dst, std::span<std::by
   backend::check_tensor_extent(dst, res.size, "write_tensor");
   std::size_t const origin[3] = {static_cast<std::size_t>(res.offset), 0, 0};
   std::size_t const host[3] = {0, 0, 0};
-  CUBERT_CL(clEnqueueWriteBufferRect, queue_, static_cast<cl_mem>(res.native), CL_TRUE, origin,
+  touch(dst.binding, streams::access::write);
+  submission const counted{this};
+  CUBERT_CL(clEnqueueWriteBufferRect, queue(), static_cast<cl_mem>(res.native), CL_TRUE, origin,
             host, rect->region.data(), rect->row_pitch, rect->slice_pitch, rect->region[0],
             rect->region[0] * rect->region[1], data.data(), 0, nullptr, nullptr);
   ++rect_copies_;
 }
 
-std::future<void> opencl_server::read_into(cubert::binding const& b, std::span<std::byte> dst) {
-  auto const src = memory_->get_resource(b);
-  if (dst.size() != src.size) {
-    throw invalid_argument(fmt::format(
-        "read_into: the destination holds {} bytes but the binding {}", dst.size(), src.size));
-  }
-  errors_.rethrow_if_any();
-  guarded_event done;
-  if (!dst.empty()) {
-    cl_event e = nullptr;
-    CUBERT_CL(clEnqueueReadBuffer, queue_, static_cast<cl_mem>(src.native), CL_FALSE, src.offset,
-              src.size, dst.data(), 0, nullptr, &e);
-    done = guarded_event(e);
-    CUBERT_CL(clFlush, queue_);
-  }
-  return std::async(std::launch::deferred, [done = std::move(done)]() {
-    if (done) wait_for(done.get(), "read_into");
-  });
-}
-
-bytes opencl_server::read_for_write(cubert::binding const& b) {
-  auto const src = memory_->get_resource(b);
-  auto out = bytes::uninitialized(src.size);
-  if (src.size != 0) {
-    CUBERT_CL(clEnqueueReadBuffer, queue_, static_cast<cl_mem>(src.native), CL_TRUE, src.offset,
-              src.size, out.data(), 0, nullptr, nullptr);
-  }
-  return out;
-}
-
 void opencl_server::write(cubert::binding const& dst, std::span<std::byte const> data) {
   auto const res = memory_->get_resource(dst);
   backend::check_write(res, data.size());
-  if (!data.empty()) upload_to(res, data);
+  if (data.empty()) return;
+  touch(dst, streams::access::write);
+  submission const counted{this};
+  upload_to(res, data);
 }
 
 void opencl_server::fill(cubert::binding const& dst, std::span<std::byte const> pattern) {
   auto const res = memory_->get_resource(dst);
   if (!backend::check_fill(res, pattern)) return;
-  CUBERT_CL(clEnqueueFillBuffer, queue_, static_cast<cl_mem>(res.native), pattern.data(),
+  touch(dst, streams::access::write);
+  submission const counted{this};
+  CUBERT_CL(clEnqueueFillBuffer, queue(), static_cast<cl_mem>(res.native), pattern.data(),
             pattern.size(), res.offset, res.size, 0, nullptr, nullptr);
 }
 
@@ -276,7 +191,10 @@ void opencl_server::copy(cubert::binding const& src, cubert::binding const& dst)
   auto const from = memory_->get_resource(src);
   auto const to = memory_->get_resource(dst);
   if (!backend::check_copy(from, to)) return;
-  CUBERT_CL(clEnqueueCopyBuffer, queue_, static_cast<cl_mem>(from.native),
+  touch(src, streams::access::read);
+  touch(dst, streams::access::write);
+  submission const counted{this};
+  CUBERT_CL(clEnqueueCopyBuffer, queue(), static_cast<cl_mem>(from.native),
             static_cast<cl_mem>(to.native), from.offset, to.offset, from.size, 0, nullptr, nullptr);
 }
 
@@ -386,8 +304,8 @@ void opencl_server::bind() {
     b.owns_mem = true;
     ++held_by_launches_;
     if (b.staged) {
-      check(api.clEnqueueCopyBuffer(queue_, page, b.mem, b.res.offset, 0, b.res.size, 0, nullptr,
-                                    nullptr),
+      check(api.clEnqueueCopyBuffer(launch_queue_, page, b.mem, b.res.offset, 0, b.res.size, 0,
+                                    nullptr, nullptr),
             "clEnqueueCopyBuffer");
       b.copy_back = true;
     }
@@ -399,8 +317,9 @@ void opencl_server::unbind() noexcept {
   for (auto& b : bound_) {
     if (b.owns_mem) {
       if (b.copy_back) {
-        cl_int const r = api.clEnqueueCopyBuffer(queue_, b.mem, static_cast<cl_mem>(b.res.native),
-                                                 0, b.res.offset, b.res.size, 0, nullptr, nullptr);
+        cl_int const r =
+            api.clEnqueueCopyBuffer(launch_queue_, b.mem, static_cast<cl_mem>(b.res.native), 0,
+                                    b.res.offset, b.res.size, 0, nullptr, nullptr);
         if (r != CL_SUCCESS) {
           errors_.record(std::make_exception_ptr(device_error(fmt::format(
               "clEnqueueCopyBuffer (copying a staged binding back after its kernel) failed: {}",
@@ -456,8 +375,9 @@ std::array<std::uint32_t, 3> opencl_server::resolve_count(kernel const& k,
     grid = count.counts();
   } else {
     auto const res = count_resource(count);
+    touch(count.dynamic_binding(), streams::access::read);
     // OpenCL 1.2 has no indirect dispatch: the count is read once the work before it is done.
-    CUBERT_CL(clEnqueueReadBuffer, queue_, static_cast<cl_mem>(res.native), CL_TRUE, res.offset,
+    CUBERT_CL(clEnqueueReadBuffer, queue(), static_cast<cl_mem>(res.native), CL_TRUE, res.offset,
               sizeof grid, grid.data(), 0, nullptr, nullptr);
   }
   auto const& max = props_.hardware.max_cube_count;
@@ -477,6 +397,10 @@ void opencl_server::execute(kernel const& k, cube_count const& count, bindings a
   auto& fn = prepare(k, args, mode);
   auto const grid = resolve_count(k, count);
   if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return;  // Nothing to run.
+  // A kernel may write any buffer it is given.
+  for (auto const& b : args.buffers) touch(b, streams::access::write);
+  submission const counted{this};
+  launch_queue_ = queue();
   struct binding_scope {
     opencl_server* self;
     ~binding_scope() { self->unbind(); }
@@ -487,8 +411,8 @@ void opencl_server::execute(kernel const& k, cube_count const& count, bindings a
   std::size_t const local[3] = {dim.x, dim.y, dim.z};
   std::size_t const global[3] = {std::size_t{grid[0]} * dim.x, std::size_t{grid[1]} * dim.y,
                                  std::size_t{grid[2]} * dim.z};
-  cl_int const r = opencl().clEnqueueNDRangeKernel(queue_, fn.kernel, 3, nullptr, global, local, 0,
-                                                   nullptr, nullptr);
+  cl_int const r = opencl().clEnqueueNDRangeKernel(launch_queue_, fn.kernel, 3, nullptr, global,
+                                                   local, 0, nullptr, nullptr);
   if (r != CL_SUCCESS) {
     throw launch_error(fmt::format(
         "kernel '{}' over ({}, {}, {}) cubes of ({}, {}, {}) units: clEnqueueNDRangeKernel "
@@ -505,7 +429,7 @@ void opencl_server::check_captured_launch(kernel const& k, cube_count const& cou
 }
 
 void opencl_server::flush() {
-  CUBERT_CL(clFlush, queue_);
+  streams_->flush_all();
   reap_uploads(0);
   errors_.rethrow_if_any();
 }
@@ -513,12 +437,21 @@ void opencl_server::flush() {
 std::future<void> opencl_server::sync() {
   reap_uploads(0);
   errors_.rethrow_if_any();
+  auto* const q = queue();
   cl_event e = nullptr;
-  CUBERT_CL(clEnqueueMarkerWithWaitList, queue_, 0, nullptr, &e);
+  CUBERT_CL(clEnqueueMarkerWithWaitList, q, 0, nullptr, &e);
   auto marker = take(e);
-  CUBERT_CL(clFlush, queue_);
+  CUBERT_CL(clFlush, q);
   return std::async(std::launch::deferred,
                     [marker = std::move(marker)] { wait_for(marker.get(), "sync"); });
+}
+
+std::future<void> opencl_server::sync_device() {
+  reap_uploads(0);
+  errors_.rethrow_if_any();
+  return std::async(std::launch::deferred, [markers = streams_->mark_all()] {
+    for (auto const& m : markers) wait_for(m.get(), "sync_device");
+  });
 }
 
 cubert::binding_resource opencl_server::get_resource(cubert::binding const& b) {
@@ -538,11 +471,11 @@ void opencl_server::memory_cleanup() {
 }
 
 profiling_token opencl_server::start_profile() {
-  return profiler_->start();
+  return profiler_->start(queue());
 }
 
 profile_duration opencl_server::end_profile(profiling_token token) {
-  return profiler_->stop(token);
+  return profiler_->stop(token, queue());
 }
 
 }  // namespace cubert::opencl::detail

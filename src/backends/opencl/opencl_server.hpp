@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// The OpenCL server: one device, a context of its own and one in-order command queue.
+// The OpenCL server: one device, a context of its own and an in-order command queue per stream.
 #pragma once
 
 #include "opencl_device.hpp"
 #include "opencl_event.hpp"
 #include "opencl_kernel_cache.hpp"
 #include "opencl_profiler.hpp"
+#include "opencl_streams.hpp"
 
 #include <cubert/backend/server.hpp>
 #include <cubert/memory/memory_manager.hpp>
@@ -21,12 +22,14 @@ namespace cubert::opencl::detail {
 
 class opencl_storage;
 
-/// One OpenCL device behind the server contract. Every command goes to one in-order queue, so
-/// a slice freed by the host and reused for the next reservation is ordered after the kernels
-/// that used it, and a released buffer lives until they complete. Uploads copy the caller's
-/// bytes into a staging block first, so that `write` and `create` return without waiting for
-/// the queue; reads land in memory the future owns (or the caller's `dst`) and are waited for
-/// by the future, on the caller's thread. Not thread-safe (the channel serialises calls).
+/// One OpenCL device behind the server contract. Every command goes to the selected stream's
+/// in-order queue; a command that touches a slice last used on another stream first makes its
+/// queue wait for an event of that one (`streams::stream_order`), and so does a reservation that
+/// hands a freed slice to another stream. A released buffer lives until its commands complete.
+/// Uploads copy the caller's bytes into a staging block first, so that `write` and `create` return
+/// without waiting for the queue; reads land in memory the future owns (or the caller's `dst`) and
+/// are waited for by the future, on the caller's thread. Not thread-safe (the channel serialises
+/// calls).
 class opencl_server final : public backend::server {
  public:
   /// @throws unsupported without a device; invalid_argument for a bad ordinal; device_error
@@ -62,8 +65,14 @@ class opencl_server final : public backend::server {
   void execute(kernel const& k, cube_count const& count, bindings args,
                execution_mode mode) override;
   void flush() override;
-  /// A deferred future that waits for a marker behind the work queued so far.
+  /// A deferred future that waits for a marker behind the work queued on the selected stream.
   [[nodiscard]] std::future<void> sync() override;
+  /// A deferred future that waits for a marker on every stream's queue.
+  [[nodiscard]] std::future<void> sync_device() override;
+  void select_stream(backend::stream_request const& r) noexcept override {
+    current_ = r.index(streams_->count());
+  }
+  [[nodiscard]] std::uint32_t stream_count() const noexcept override { return streams_->count(); }
   [[nodiscard]] cubert::binding_resource get_resource(cubert::binding const& b) override;
   [[nodiscard]] memory::memory_usage memory_usage() override;
   [[nodiscard]] std::string memory_report() override;
@@ -83,6 +92,8 @@ class opencl_server final : public backend::server {
   [[nodiscard]] opencl_kernel_cache::counters const& kernel_stats() const noexcept {
     return kernels_->stats();
   }
+  /// Device-side waits between streams enqueued so far (tests).
+  [[nodiscard]] std::uint64_t stream_waits() const noexcept { return order_->waits_enqueued(); }
   /// Programs built ahead that no launch has taken yet (tests).
   [[nodiscard]] std::size_t programs_waiting_ahead() const { return kernels_->waiting_ahead(); }
   /// Sub-buffers and scratch buffers made by launches and not let go yet (tests: 0 between
@@ -106,6 +117,18 @@ class opencl_server final : public backend::server {
     guarded_event done;
   };
   void release() noexcept;
+  /// The selected stream's queue, made if new.
+  [[nodiscard]] cl_command_queue queue() { return streams_->at(current_); }
+  /// Orders the next command of the selected stream after the uses of `b`'s slice that `how`
+  /// must follow, and marks the slice as used by it.
+  void touch(cubert::binding const& b, streams::access how);
+  /// The selected stream's next command is enqueued (or refused): it moves on.
+  void submitted() noexcept { order_->submitted(current_); }
+  /// Calls `submitted` as the command it covers is enqueued or refused.
+  struct submission {
+    opencl_server* self;
+    ~submission() { self->submitted(); }
+  };
   /// Copies `data` into a staging block and enqueues its write at `dst`'s offset; from 1 MiB,
   /// writes it from the caller's memory, waiting.
   void upload_to(cubert::resource const& dst, std::span<std::byte const> data);
@@ -141,7 +164,10 @@ class opencl_server final : public backend::server {
   device_record const* device_;
   device_properties props_;
   cl_context context_ = nullptr;
-  cl_command_queue queue_ = nullptr;
+  std::unique_ptr<opencl_streams> streams_;
+  std::unique_ptr<streams::stream_order> order_;
+  streams::stream_index current_ = 0;
+  cl_command_queue launch_queue_ = nullptr;  // The queue of the launch being bound.
   // Destroyed explicitly, before the queue and the context.
   std::unique_ptr<memory::memory_manager> memory_;
   opencl_storage* pages_ = nullptr;  // memory_'s storage.

@@ -107,6 +107,10 @@ void config::apply_environment(config& cfg) {
     cfg.channel.spin_us = parse_env("CUBERT_CHANNEL_SPIN_US", *v, detail::parse_spin_us,
                                     "microseconds from 0 to 1000000");
   }
+  if (auto v = env("CUBERT_MAX_STREAMS")) {
+    cfg.streaming.max_streams = parse_env("CUBERT_MAX_STREAMS", *v, detail::parse_max_streams,
+                                          "a count of streams from 1 to 64");
+  }
   if (auto v = env("CUBERT_LOG")) apply_log(*v, cfg);
   if (auto v = env("CUBERT_PROFILE")) {
     cfg.profiling.log.level = parse_env("CUBERT_PROFILE", *v, detail::parse_log_level,

@@ -49,6 +49,8 @@ class file_reader {
         read_memory(*as_table(key, node), cfg.memory);
       } else if (key == "channel") {
         read_channel(*as_table(key, node), cfg.channel);
+      } else if (key == "streaming") {
+        read_streaming(*as_table(key, node), cfg.streaming);
       } else {
         unknown(key);
       }
@@ -200,6 +202,21 @@ class file_reader {
         out.cache_dir = path_of(key, node);
       } else if (key == "log") {
         read_log(*as_table(key, node), out.log);
+      } else {
+        unknown(key);
+      }
+    }
+  }
+
+  void read_streaming(toml::table const& t, config::streaming_section& out) const {
+    for (auto const& [key, node] : t) {
+      if (key == "max_streams") {
+        auto const* i = node.as_integer();
+        if (i == nullptr || i->get() < 1 || i->get() > detail::max_streams) {
+          fail(fmt::format("'{}' must be an integer from 1 to {}", key.str(), detail::max_streams),
+               node.source());
+        }
+        out.max_streams = static_cast<std::uint32_t>(i->get());
       } else {
         unknown(key);
       }

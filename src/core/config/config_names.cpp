@@ -76,6 +76,15 @@ std::optional<bool> parse_bool(std::string_view s) noexcept {
   return std::nullopt;
 }
 
+std::optional<std::uint32_t> parse_max_streams(std::string_view s) noexcept {
+  std::int64_t v = 0;
+  auto const [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc{} || end != s.data() + s.size() || v < 1 || v > max_streams) {
+    return std::nullopt;
+  }
+  return static_cast<std::uint32_t>(v);
+}
+
 std::optional<std::uint32_t> parse_spin_us(std::string_view s) noexcept {
   std::int64_t v = 0;
   auto const [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);

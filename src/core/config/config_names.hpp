@@ -21,6 +21,10 @@ namespace cubert::detail {
 /// true/1/on/yes, false/0/off/no (case-insensitive).
 [[nodiscard]] std::optional<bool> parse_bool(std::string_view s) noexcept;
 
+/// The most `streaming.max_streams` accepted (one bit each in a slice's stream marks).
+inline constexpr std::int64_t max_streams = 64;
+/// A decimal count of streams from 1 to max_streams, nothing else.
+[[nodiscard]] std::optional<std::uint32_t> parse_max_streams(std::string_view s) noexcept;
 /// The largest `channel.spin_us` accepted: a second of spinning is already a busy core.
 inline constexpr std::int64_t max_spin_us = 1'000'000;
 /// A decimal count of microseconds from 0 to max_spin_us, nothing else.

@@ -27,8 +27,10 @@ TEST_F(ConfigEnvTest, EnvironmentOverridesFile) {
   setenv("CUBERT_CACHE_DIR", (dir_ / "cc").c_str(), 1);
   setenv("CUBERT_PROFILE", "full", 1);
   setenv("CUBERT_CHANNEL_SPIN_US", "250", 1);
+  setenv("CUBERT_MAX_STREAMS", "3", 1);
   auto cfg = config::load(dir_);
   EXPECT_EQ(cfg.channel.spin_us, 250U);
+  EXPECT_EQ(cfg.streaming.max_streams, 3U);
   EXPECT_EQ(cfg.autotune.level, cubert::autotune_level::full);
   EXPECT_TRUE(cfg.autotune.checks);
   EXPECT_TRUE(cfg.autotune.background);
@@ -159,6 +161,9 @@ TEST_F(ConfigEnvTest, BadValuesNameTheVariable) {
   expect_bad("CUBERT_CHANNEL_SPIN_US", "50us", dir_);
   expect_bad("CUBERT_CHANNEL_SPIN_US", "2000000", dir_);
   expect_bad("CUBERT_CHANNEL_SPIN_US", "", dir_);
+  expect_bad("CUBERT_MAX_STREAMS", "0", dir_);
+  expect_bad("CUBERT_MAX_STREAMS", "65", dir_);
+  expect_bad("CUBERT_MAX_STREAMS", "four", dir_);
 }
 
 // The message lists every word a boolean variable takes (yes and no were accepted, not listed).

@@ -273,6 +273,15 @@ TEST_F(ConfigTest, WrongTypeNamesFileAndLine) {
   }
   f = write("cubert.toml", "[channel]\nspin_us = 1000000\n");
   EXPECT_EQ(config::from_file(f).channel.spin_us, 1'000'000U);
+  for (auto const* bad : {"0", "65", "\"many\"", "1.5"}) {
+    f = write("cubert.toml", std::string("[streaming]\nmax_streams = ") + bad + "\n");
+    expect_error_at(f, 2, "integer from 1 to 64");
+  }
+  f = write("cubert.toml", "[streaming]\nmax_streams = 64\n");
+  EXPECT_EQ(config::from_file(f).streaming.max_streams, 64U);
+  EXPECT_EQ(config{}.streaming.max_streams, 8U);
+  f = write("cubert.toml", "[streaming]\nstreams = 4\n");
+  EXPECT_THROW((void)config::from_file(f), config_error);
 }
 
 TEST_F(ConfigTest, MissingFileIsAnIoError) {

@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+// The OpenCL device's streams: in-order command queues, made as a stream is first used, and
+// the event waits that order one after another (docs/maintainer/streams.md).
+#pragma once
+
+#include "opencl_event.hpp"
+#include "opencl_headers.hpp"
+#include "stream/stream_order.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace cubert::opencl::detail {
+
+/// Up to `count` in-order queues of one context and device, with profiling. Queue 0 is made at
+/// construction (a platform that refuses it refuses the server); the others at their first
+/// command. Not thread-safe: the server's channel serialises calls.
+class opencl_streams final : public streams::stream_waits {
+ public:
+  /// @throws device_error when the platform refuses queue 0.
+  opencl_streams(cl_context context, cl_device_id device, streams::stream_index count);
+  ~opencl_streams() override;
+  opencl_streams(opencl_streams const&) = delete;
+  opencl_streams& operator=(opencl_streams const&) = delete;
+
+  [[nodiscard]] streams::stream_index count() const noexcept {
+    return static_cast<streams::stream_index>(queues_.size());
+  }
+  /// Stream `s`'s queue, made now if it is new. @throws device_error when the platform refuses.
+  [[nodiscard]] cl_command_queue at(streams::stream_index s);
+  /// A marker on `producer`'s queue that `waiter`'s queue waits for (both made if new).
+  void wait_for(streams::stream_index waiter, streams::stream_index producer) override;
+  /// clFlush on every queue made so far. @throws device_error naming the first that fails.
+  void flush_all();
+  /// A marker behind the work of every queue made so far.
+  [[nodiscard]] std::vector<event_ptr> mark_all();
+  /// Waits for every queue (the server's teardown, before its buffers go).
+  void finish_all() noexcept;
+
+ private:
+  cl_context context_;
+  cl_device_id device_;
+  std::vector<cl_command_queue> queues_;  // nullptr until made
+};
+
+}  // namespace cubert::opencl::detail
