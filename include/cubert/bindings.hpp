@@ -182,6 +182,25 @@ class bindings {
   std::map<elem, scalar_binding> scalars;  ///< One group per element type.
   metadata_binding metadata;
   std::vector<tensor_map_binding> tensor_maps;
+  /// Bit i set: the kernel only reads `buffers[i]` (i < 64). An unmarked buffer may be written.
+  /// Only ordering across streams uses it: a read-only use waits for the buffer's last write
+  /// but not for other streams' reads, so several streams may read one buffer at once
+  /// (docs/user/execution.md, *Streams*). A kernel that writes a buffer marked read-only races.
+  std::uint64_t read_only = 0;
+
+  /// Whether `buffers[i]` is marked read-only.
+  [[nodiscard]] bool reads_only(std::size_t i) const noexcept {
+    return i < 64 && (read_only >> i & 1U) != 0;
+  }
+
+  /// Appends one buffer the kernel only reads (marked read-only while fewer than 64 precede it).
+  bindings& with_input(cubert::binding b) &;
+  bindings&& with_input(cubert::binding b) && { return std::move(with_input(std::move(b))); }
+  /// Appends buffers the kernel only reads, in order.
+  bindings& with_inputs(std::vector<cubert::binding> bs) &;
+  bindings&& with_inputs(std::vector<cubert::binding> bs) && {
+    return std::move(with_inputs(std::move(bs)));
+  }
 
   /// Appends one buffer.
   bindings& with_buffer(cubert::binding b) & {

@@ -74,7 +74,7 @@ TEST_P(Streams, ASliceFreedWhileAnotherStreamsKernelReadsItIsReusedOnlyBehindIt)
                 bindings{}
                     .with_buffers({src.binding(), dst.binding()})
                     .with_scalar(elem::u32, {n, 2000}));
-    }  // Dropped while the copy may still run...
+    }           // Dropped while the copy may still run...
     b.flush();  // ...and, through the actor channel, the launch's own bindings too.
     auto const reused = a.empty(n * sizeof(std::uint32_t));
     a.fill(reused.binding(), std::uint32_t{0xDEADBEEF});
@@ -118,6 +118,37 @@ TEST_P(Streams, SixteenThreadsOnTheirOwnStreamsLaunchKernelsCorrectly) {
   EXPECT_EQ(wrong.load(), 0);
   c().sync_device();
   EXPECT_EQ(c().memory_usage().bytes_in_use, before);
+}
+
+// Stream 0 writes a shared input each round; streams 1 to 3 read it (marked read-only) into
+// outputs of their own; the next round's write waits for every reader, and every reader for the
+// write before it.
+TEST_P(Streams, ReadersOfOneInputOnSeveralStreamsSeeEachWriteKernel) {
+  std::uint32_t const n = 256;
+  auto const writer = on(0);
+  std::vector<client> readers{on(1), on(2), on(3)};
+  auto const in = writer.empty(n * sizeof(float));
+  std::vector<handle> sums;
+  for (std::size_t r = 0; r < readers.size(); ++r) {
+    sums.push_back(readers[r].create(bytes_of(std::vector<float>(n, 0.0F))));
+  }
+  float expected = 0;
+  for (int round = 0; round < 500; ++round) {
+    auto const value = static_cast<float>(1 + round % 5);
+    expected += value;
+    writer.fill(in.binding(), value);
+    for (std::size_t r = 0; r < readers.size(); ++r) {
+      readers[r].execute(kernels::add_f32(), cube_count{1},
+                         bindings{}
+                             .with_buffer(sums[r].binding())
+                             .with_input(in.binding())
+                             .with_buffer(sums[r].binding())
+                             .with_scalar(elem::u32, {n}));
+    }
+  }
+  for (auto const& h : sums) {
+    EXPECT_EQ(values_of<float>(writer.read_one(h.binding())), std::vector<float>(n, expected));
+  }
 }
 
 TEST_P(Streams, EveryStreamCanBeBoundAndSynced) {

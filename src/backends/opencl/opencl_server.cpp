@@ -397,8 +397,10 @@ void opencl_server::execute(kernel const& k, cube_count const& count, bindings a
   auto& fn = prepare(k, args, mode);
   auto const grid = resolve_count(k, count);
   if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return;  // Nothing to run.
-  // A kernel may write any buffer it is given.
-  for (auto const& b : args.buffers) touch(b, streams::access::write);
+  // A kernel may write any buffer it is given, unless the launch marks it read-only.
+  for (std::size_t i = 0; i < args.buffers.size(); ++i) {
+    touch(args.buffers[i], args.reads_only(i) ? streams::access::read : streams::access::write);
+  }
   submission const counted{this};
   launch_queue_ = queue();
   struct binding_scope {

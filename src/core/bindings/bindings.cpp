@@ -49,6 +49,18 @@ std::string cube_count::to_string() const {
   return fmt::format("({}, {}, {})", counts_[0], counts_[1], counts_[2]);
 }
 
+bindings& bindings::with_input(cubert::binding b) & {
+  if (buffers.size() < 64) read_only |= std::uint64_t{1} << buffers.size();
+  buffers.push_back(std::move(b));
+  return *this;
+}
+
+bindings& bindings::with_inputs(std::vector<cubert::binding> bs) & {
+  buffers.reserve(buffers.size() + bs.size());
+  for (auto& b : bs) with_input(std::move(b));
+  return *this;
+}
+
 bindings& bindings::with_buffers(std::vector<cubert::binding> bs) & {
   if (buffers.empty()) {
     buffers = std::move(bs);

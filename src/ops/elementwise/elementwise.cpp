@@ -48,7 +48,8 @@ void launch_ew(client const& c, kernel const& k, ew_config const& cfg, ew_args c
   auto const max_x = c.properties().hardware.max_cube_count[0];
   c.execute(k, detail::cubes_for(n, cfg.per_cube(), max_x),
             bindings{}
-                .with_buffers({a.x.bound(), a.y.bound(), a.out.bound()})
+                .with_inputs({a.x.bound(), a.y.bound()})
+                .with_buffer(a.out.bound())
                 .with_scalar(a.alpha)
                 .with_scalar(elem::u64, {n, a.x.offset(), a.y.offset(), a.out.offset()}));
 }

@@ -78,7 +78,8 @@ std::function<op_output(client, mm_args)> launcher(eng::tiles t) {
     c.execute(
         cpu_kernel(t, in, out), count,
         bindings{}
-            .with_buffers({bound_at_offset(a.a), bound_at_offset(a.b), bound_at_offset(a.c)})
+            .with_inputs({bound_at_offset(a.a), bound_at_offset(a.b)})
+            .with_buffer(bound_at_offset(a.c))
             .with_scalar(elem::u64, {a.m, a.n, a.k, a.a.ld, a.b.ld, a.c.ld, a.a.batch_stride,
                                      a.b.batch_stride, a.c.batch_stride,
                                      std::uint64_t{a.a.col_major}, std::uint64_t{a.b.col_major}}));

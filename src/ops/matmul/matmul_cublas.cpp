@@ -44,7 +44,8 @@ kernel cublas_kernel() {
 void launch_cublas(client const& c, mm_args const& a) {
   c.execute(cublas_kernel(), cube_count{1, 1, 1},
             bindings{}
-                .with_buffers({bound_at_offset(a.a), bound_at_offset(a.b), bound_at_offset(a.c)})
+                .with_inputs({bound_at_offset(a.a), bound_at_offset(a.b)})
+                .with_buffer(bound_at_offset(a.c))
                 .with_scalar(elem::u64, {a.m, a.n, a.k, a.a.ld, a.b.ld, a.c.ld, a.a.batch_stride,
                                          a.b.batch_stride, a.c.batch_stride, a.batch,
                                          std::uint64_t{a.a.col_major}, std::uint64_t{a.b.col_major},

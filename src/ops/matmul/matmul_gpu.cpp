@@ -86,7 +86,7 @@ void launch(client const& c, Config const& cfg, mm_args const& a) {
                                              a.a.batch_stride, a.b.batch_stride);
     args.with_tensor_maps({{bound_at_offset(a.a), maps[0]}, {bound_at_offset(a.b), maps[1]}});
   }
-  args.with_buffers({bound_at_offset(a.a), bound_at_offset(a.b)});
+  args.with_inputs({bound_at_offset(a.a), bound_at_offset(a.b)});
   auto const scalars = [&](bindings& b) -> bindings& {
     return b.with_scalar(elem::u32, {a.m, a.n, a.k, a.a.ld, a.b.ld, a.c.ld})
         .with_scalar(elem::u64, {a.a.batch_stride, a.b.batch_stride, a.c.batch_stride});
@@ -103,7 +103,8 @@ void launch(client const& c, Config const& cfg, mm_args const& a) {
   auto const r = gpu::reduce_launch_shape(m, n, batch);
   c.execute(reduce_kernel(sig), r.cube_count,
             bindings{}
-                .with_buffers({ws.binding(), bound_at_offset(a.c)})
+                .with_input(ws.binding())
+                .with_buffer(bound_at_offset(a.c))
                 .with_scalar(elem::u32, {a.m, a.n, a.c.ld, cfg.split_k})
                 .with_scalar(elem::u64, {a.c.batch_stride}));
 }

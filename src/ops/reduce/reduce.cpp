@@ -34,7 +34,8 @@ void launch_rows(client const& c, kernel const& k, std::uint64_t rows_per_cube, 
   auto const max_x = c.properties().hardware.max_cube_count[0];
   c.execute(k, cubes_for(rows, rows_per_cube, max_x),
             bindings{}
-                .with_buffers({x.bound(), std::move(out)})
+                .with_input(x.bound())
+                .with_buffer(std::move(out))
                 .with_scalar(scale)
                 .with_scalar(elem::u64, {rows, cols, stride, limit, x.offset(), out_offset}));
 }

@@ -34,6 +34,22 @@ TEST(ElemTest, SizesAndNames) {
   EXPECT_EQ(cubert::elem_of<bool>(), elem::boolean);
 }
 
+TEST(BindingsTest, InputsAreMarkedReadOnlyInTheirPlaces) {
+  auto const b = bindings{}.with_buffer({}).with_input({}).with_inputs({{}, {}}).with_buffer({});
+  ASSERT_EQ(b.buffers.size(), 5U);
+  EXPECT_EQ(b.read_only, 0b01110U);
+  EXPECT_FALSE(b.reads_only(0));
+  EXPECT_TRUE(b.reads_only(1));
+  EXPECT_TRUE(b.reads_only(3));
+  EXPECT_FALSE(b.reads_only(4));
+  EXPECT_FALSE(b.reads_only(200));
+  bindings many;
+  for (int i = 0; i < 70; ++i) many.with_input({});
+  EXPECT_EQ(many.read_only, ~std::uint64_t{0});  // The first 64; the rest count as written.
+  EXPECT_TRUE(many.reads_only(63));
+  EXPECT_FALSE(many.reads_only(64));
+}
+
 TEST(BindingsTest, IntegerScalarsArePackedAndPaddedToWords) {
   auto b = bindings{}.with_scalar(elem::u32, {1, 2, 3});
   auto const& g = b.scalars.at(elem::u32);
