@@ -225,7 +225,8 @@ int main(int argc, char** argv) {
   using namespace cubert::bench;
   std::string traces;
   std::string torch;
-  std::string const every = "launch,memory,driver,first-launch,add,transfer,small,sizes,tune,waits";
+  std::string const every =
+      "launch,memory,driver,first-launch,add,transfer,small,sizes,tune,waits,streams";
   std::string groups = every;
   // A misspelt flag or group measured nothing and still exited 0 (an A/B of gpu-ab.sh then
   // compared two empty tables).
@@ -286,6 +287,7 @@ int main(int argc, char** argv) {
   run("sizes", [&] { transfer_size_rows(rows); });
   run("tune", [&] { tune_rows(rows); });
   run("waits", [&] { wait_rows(rows); });
+  run("streams", [&] { stream_rows(rows, torch); });
   print(rows);
   return status;
 }

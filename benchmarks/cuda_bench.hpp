@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,16 @@ void tune_rows(std::vector<row>& rows);
 /// Waits rows: a thread's execute and write while another thread of the client waits in `sync`
 /// behind a 1 ms kernel, against the same calls with nobody waiting (cuda_bench_waits.cpp).
 void wait_rows(std::vector<row>& rows);
+
+/// The "key value" lines of cuda_torch_bench's output (empty for no file).
+std::map<std::string, double> read_torch(std::string const& file);
+/// `m[key]`, 0 when absent.
+double get(std::map<std::string, double> const& m, std::string const& key);
+
+/// Streams rows (cuda_bench_streams.cpp): four streams of quarter-device kernels against one
+/// stream and against PyTorch's streams, an upload beside compute, a 64 MiB ping-pong between
+/// two streams (peak reserved, host waits counted), eight threads on eight streams.
+void stream_rows(std::vector<row>& rows, std::string const& torch_results);
 
 /// Reserve/release and trace-replay rows (cuda_bench_memory.cpp).
 void memory_rows(std::vector<row>& rows, std::string const& trace_dir,

@@ -22,10 +22,6 @@
 #include <vector>
 
 namespace cubert::bench {
-namespace {
-
-using cuda::detail::check;
-using cuda::detail::driver;
 
 std::map<std::string, double> read_torch(std::string const& file) {
   std::map<std::string, double> out;
@@ -41,6 +37,11 @@ double get(std::map<std::string, double> const& m, std::string const& key) {
   auto it = m.find(key);
   return it == m.end() ? 0.0 : it->second;
 }
+
+namespace {
+
+using cuda::detail::check;
+using cuda::detail::driver;
 
 std::unique_ptr<memory::memory_manager> make_manager(context const& c,
                                                      memory::memory_configuration config) {

@@ -169,6 +169,20 @@ if [ "$HAVE_GPU" = 1 ]; then
       else
         note "PyTorch baseline: run FAILED (see $LOGS/torch.err); PyTorch rows skipped"
       fi
+      # Its streams (cuda_bench's streams rows), appended to the same "key value" file.
+      if g++ -O2 -std=c++17 -D_GLIBCXX_USE_CXX11_ABI="$ABI" "$ROOT/benchmarks/cuda_torch_streams_bench.cpp" \
+          -I"$TORCH_DIR/include" -I"$TORCH_DIR/include/torch/csrc/api/include" -I/usr/local/cuda/include \
+          -L"$TORCH_DIR/lib" -Wl,-rpath,"$TORCH_DIR/lib" -L"$TORCH_DIR/../nvidia/cu13/lib" \
+          -Wl,-rpath,"$TORCH_DIR/../nvidia/cu13/lib" -Wl,--no-as-needed -ltorch_cuda -ltorch_cpu \
+          -lc10_cuda -lc10 -l:libcudart.so.13 -o "$BUILD/cuda_torch_streams_bench" >"$LOGS/torch-streams-build.log" 2>&1; then
+        if [ -n "$TORCH_RESULTS" ] && "$BUILD/cuda_torch_streams_bench" >>"$TORCH_RESULTS" 2>"$LOGS/torch-streams.err"; then
+          note "PyTorch streams baseline: measured"
+        else
+          note "PyTorch streams baseline: run FAILED (see $LOGS/torch-streams.err); its rows compare with 0"
+        fi
+      else
+        note "PyTorch streams baseline: build FAILED (see $LOGS/torch-streams-build.log)"
+      fi
     else
       note "PyTorch baseline: build FAILED (see $LOGS/torch-build.log); PyTorch rows skipped"
     fi

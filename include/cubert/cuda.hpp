@@ -84,6 +84,10 @@ struct options {
   /// the server is destroyed; cubert never destroys it. `sync` then also waits for the owner's
   /// work on it. nullopt: a stream of the server's own.
   std::optional<void*> stream;
+  /// Streams the device's work is spread over (a thread's own, then round-robin): stream 0 is
+  /// `stream` (or the server's own), the others non-blocking streams of the server's own, made
+  /// at their first command; 0 = `[streaming] max_streams`. At most 64.
+  std::uint32_t streams = 0;
 };
 
 /// Number of CUDA devices; 0 when there is no driver or no GPU. Never throws.

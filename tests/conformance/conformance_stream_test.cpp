@@ -151,6 +151,34 @@ TEST_P(Streams, ReadersOfOneInputOnSeveralStreamsSeeEachWriteKernel) {
   }
 }
 
+// A chain over three streams each round: a fill of x on one, a copy of x into y on the next,
+// a copy of y into that round's own buffer on the third. A copy before the fill it reads (a
+// missing wait), or a fill or copy overwriting what a copy has not read yet (a write not waiting
+// for the read), leaves a round's buffer with another round's value.
+TEST_P(Streams, FillsAndCopiesChainedOverThreeStreamsStayInOrder) {
+  std::uint32_t const n = 1024;
+  int const rounds = 1000;
+  auto const s0 = on(0);
+  auto const s1 = on(1);
+  auto const s2 = on(2);
+  auto const x = s0.empty(n * sizeof(std::uint32_t));
+  auto const y = s1.empty(n * sizeof(std::uint32_t));
+  std::vector<handle> out;
+  out.reserve(rounds);
+  for (int i = 0; i < rounds; ++i) {
+    out.push_back(s2.empty(n * sizeof(std::uint32_t)));
+    s0.fill(x.binding(), static_cast<std::uint32_t>(i));
+    s1.copy(x.binding(), y.binding());
+    s2.copy(y.binding(), out.back().binding());
+  }
+  int wrong = 0;
+  for (int i = 0; i < rounds; ++i) {
+    auto const got = values_of<std::uint32_t>(s0.read_one(out[i].binding()));
+    if (got != std::vector<std::uint32_t>(n, static_cast<std::uint32_t>(i))) ++wrong;
+  }
+  EXPECT_EQ(wrong, 0);
+}
+
 TEST_P(Streams, EveryStreamCanBeBoundAndSynced) {
   auto const count = c().stream_count();
   ASSERT_GE(count, 1U);

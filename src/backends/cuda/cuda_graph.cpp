@@ -128,7 +128,23 @@ void cuda_server::launch_graph(std::uint64_t id, std::vector<graph_step> const& 
     auto const it = graphs_.find(id);
     CUBERT_EXPECTS(it != graphs_.end(), fmt::format("launch_graph: no graph {}", id));
     auto const& g = it->second;
-    CUresult const r = driver().cuGraphLaunch(g.exec, stream_);
+    // Every step's buffers as a kernel's are: written unless marked read-only.
+    for (auto const& s : steps) {
+      switch (s.what) {
+        case graph_step::kind::launch:
+          touch_bindings(s.args);
+          break;
+        case graph_step::kind::copy:
+          touch(s.src, streams::access::read);
+          touch(s.dst, streams::access::write);
+          break;
+        case graph_step::kind::fill:
+          touch(s.dst, streams::access::write);
+          break;
+      }
+    }
+    submission const counted{this};
+    CUresult const r = driver().cuGraphLaunch(g.exec, stream());
     if (r != CUDA_SUCCESS) [[unlikely]] {
       return launch_failed(fmt::format("cuGraphLaunch (a graph of {} steps, {} kernels): {}",
                                        steps.size(), g.launches.size(), describe(r)),

@@ -27,7 +27,9 @@ std::array<std::uint32_t, 3> cuda_server::resolve_count(kernel const& k, cube_co
     throw invalid_argument(fmt::format("kernel '{}': a dynamic cube count needs 12 bytes, got {}",
                                        k.name(), res.size));
   }
-  staging_->download(std::as_writable_bytes(std::span{c}), res.address());
+  touch(count.dynamic_binding(), streams::access::read);
+  submission const counted{this};
+  staging().download(std::as_writable_bytes(std::span{c}), res.address());
   drained_here();
   return c;
 }
@@ -85,7 +87,9 @@ void cuda_server::call_native(kernel const& k, native_call_fn const& fn, binding
   for (std::size_t i = 0; i < args.buffers.size(); ++i) {
     native_buffers_[i] = memory_->get_resource(args.buffers[i]).address();
   }
-  native_launch const l{stream_, context_, native_buffers_, &args};
+  touch_bindings(args);
+  submission const counted{this};
+  native_launch const l{stream(), context_, native_buffers_, &args};
   try {
     fn(l);
   } catch (std::exception const& e) {
@@ -111,10 +115,13 @@ void cuda_server::launch(kernel const& k, cube_count const& count, bindings cons
   if (auto refused = admit(k, fn, grid)) [[unlikely]] {
     return launch_failed(std::move(refused->first), refused->second);
   }
-  CUresult result = extended ? launch_extended(k, fn, grid)
-                             : api.cuLaunchKernel(fn.function, grid[0], grid[1], grid[2], dim.x,
-                                                  dim.y, dim.z, static_cast<unsigned>(shared),
-                                                  stream_, params_.data(), nullptr);
+  touch_bindings(args);
+  submission const counted{this};
+  auto* const on = stream();
+  CUresult result =
+      extended ? launch_extended(k, fn, grid)
+               : api.cuLaunchKernel(fn.function, grid[0], grid[1], grid[2], dim.x, dim.y, dim.z,
+                                    static_cast<unsigned>(shared), on, params_.data(), nullptr);
   if (result != CUDA_SUCCESS) [[unlikely]] {
     auto const c = k.cluster_dim();
     return launch_failed(
@@ -127,7 +134,7 @@ void cuda_server::launch(kernel const& k, cube_count const& count, bindings cons
   }
   launches_.record(fn, grid, {dim.x, dim.y, dim.z});
   if (launch_blocking_) [[unlikely]] {
-    result = api.cuStreamSynchronize(stream_);
+    result = api.cuStreamSynchronize(on);
     if (result != CUDA_SUCCESS) {
       return launch_failed(
           fmt::format("kernel {} failed while running: {}",
@@ -136,6 +143,13 @@ void cuda_server::launch(kernel const& k, cube_count const& count, bindings cons
     }
     drained_here();
   }
+}
+
+void cuda_server::touch_bindings(bindings const& args) {
+  for (std::size_t i = 0; i < args.buffers.size(); ++i) {
+    touch(args.buffers[i], args.reads_only(i) ? streams::access::read : streams::access::write);
+  }
+  for (auto const& tm : args.tensor_maps) touch(tm.binding, streams::access::write);
 }
 
 std::optional<std::pair<std::string, CUresult>> cuda_server::admit(
@@ -239,7 +253,7 @@ void cuda_server::check_cooperative(kernel const& k, loaded_kernel const& fn,
     launch_attributes cluster(k);  // The cluster comes first; the occupancy takes only it.
     CUlaunchConfig config{};
     set_launch_shape(config, grid, k);
-    config.hStream = stream_;
+    config.hStream = stream();
     config.attrs = cluster.items.data();
     config.numAttrs = 1;
     int clusters = 0;
@@ -299,7 +313,7 @@ CUresult cuda_server::launch_extended(kernel const& k, loaded_kernel const& fn,
   launch_attributes attributes(k);
   CUlaunchConfig config{};
   set_launch_shape(config, grid, k);
-  config.hStream = stream_;
+  config.hStream = stream();
   config.attrs = attributes.items.data();
   config.numAttrs = attributes.count;
   return driver().cuLaunchKernelEx(&config, fn.function, params_.data(), nullptr);

@@ -75,23 +75,23 @@ std::chrono::nanoseconds to_duration(float ms) {
 
 }  // namespace
 
-cuda_profiler::cuda_profiler(CUstream stream, int ordinal, CUdevice device)
-    : stream_(stream), ordinal_(ordinal), context_(retain_primary_context(device)) {}
+cuda_profiler::cuda_profiler(int ordinal, CUdevice device)
+    : ordinal_(ordinal), context_(retain_primary_context(device)) {}
 
 cuda_profiler::~cuda_profiler() {
   for (auto& [id, e] : open_) event_destroyer{}(e.start);
 }
 
-profiling_token cuda_profiler::start() {
+profiling_token cuda_profiler::start(CUstream stream) {
   auto start = make_event();
-  CUBERT_CU_CALL(cuEventRecord, start.get(), stream_);
+  CUBERT_CU_CALL(cuEventRecord, start.get(), stream);
   auto const id = next_id_++;
   open_.emplace(id, entry{start.get(), std::nullopt});
   (void)start.release();  // Now owned by the entry.
   return profiling_token{id};
 }
 
-profile_duration cuda_profiler::stop(profiling_token token) {
+profile_duration cuda_profiler::stop(profiling_token token, CUstream stream) {
   auto it = open_.find(token.id);
   if (it == open_.end()) {
     throw profile_error(fmt::format("profiling token {} is not registered", token.id));
@@ -103,7 +103,7 @@ profile_duration cuda_profiler::stop(profiling_token token) {
   open_.erase(it);
   if (failure) throw profile_error(*failure);
   auto end = std::make_shared<event_owner>(make_event(), context_);
-  CUBERT_CU_CALL(cuEventRecord, end->event.get(), stream_);
+  CUBERT_CU_CALL(cuEventRecord, end->event.get(), stream);
   // Resolving waits for the end event only: the caller decides when to pay for the wait, and
   // other work on the device keeps running.
   return profile_duration::from_device([start, end, ordinal = ordinal_]() {

@@ -56,7 +56,7 @@ bytes cuda_server::read_destination(std::size_t size) {
   // Fresh pages would otherwise take every page fault on the copy threads' first writes, one
   // chunk at a time; fault them in up front, all threads at once.
   auto out = bytes::uninitialized(size);
-  staging_->populate(out.span());
+  staging().populate(out.span());
   return out;
 }
 
@@ -67,19 +67,22 @@ bytes cuda_server::read_one(cubert::binding const& b, bool& queued) {
   // A pooled block is pinned, so the download is one DMA into resident pages, waited for
   // outside the server.
   auto out = read_destination(size);
-  if (staging_->download_queued(out.span(), res.address())) {
+  touch(b, streams::access::read);
+  submission const counted{this};
+  if (staging().download_queued(out.span(), res.address())) {
     queued = true;
     return out;
   }
-  staging_->download(out.span(), res.address());
+  staging().download(out.span(), res.address());
   drained_here();
   return out;
 }
 
 stream_point cuda_server::mark_stream(char const* what) {
   auto event = events_->acquire();
-  CUBERT_CU_CALL(cuEventRecord, event.get(), stream_);
-  launches_.forget_through(waits_->accounted());
+  CUBERT_CU_CALL(cuEventRecord, event.get(), stream());
+  // A wait on one stream says nothing of the launches on the others.
+  if (one_stream()) launches_.forget_through(waits_->accounted());
   return stream_point(std::move(event), {waits_, launches_, info_.ordinal, launch_blocking_}, what);
 }
 
@@ -96,8 +99,10 @@ std::future<void> cuda_server::read_into(cubert::binding const& b, std::span<std
     if (!dst.empty()) {  // An empty read waits for nothing, so it proves no launch finished.
       bool queued = false;
       std::optional<bytes> block;  // Declared before the drain, which goes first.
-      drain_if_unwinding const drain(stream_, queued);
-      queued = staging_->download_queued(dst, res.address());
+      drain_if_unwinding const drain(stream(), queued);
+      touch(b, streams::access::read);
+      submission const counted{this};
+      queued = staging().download_queued(dst, res.address());
       if (queued) {
         // Dropped unwaited, the future still waits: the caller may free `dst` right after.
         return after(mark_stream("read_into"));
@@ -105,7 +110,7 @@ std::future<void> cuda_server::read_into(cubert::binding const& b, std::span<std
       // A small pageable read is one chunk on one thread in the staging ring too; through a
       // pooled pinned block its wait and copy-out run on the waiting thread instead.
       if (dst.size() <= cuda_staging::min_chunk) block = pooled_block(dst.size());
-      if (block && staging_->download_queued(block->span(), res.address())) {
+      if (block && staging().download_queued(block->span(), res.address())) {
         queued = true;
         // Dropped unwaited, the future still copies: `dst` is written either way, as by a DMA.
         auto point = mark_stream("read_into");  // Before the block moves: see drain_if_unwinding.
@@ -113,7 +118,7 @@ std::future<void> cuda_server::read_into(cubert::binding const& b, std::span<std
             std::move(point), std::move(*block),
             [dst](bytes landed) { std::memcpy(dst.data(), landed.data(), dst.size()); });
       }
-      staging_->download(dst, res.address());
+      staging().download(dst, res.address());
       drained_here();
     }
     return backend::ready_future();
@@ -160,7 +165,7 @@ std::future<std::vector<bytes>> cuda_server::read_bindings(std::vector<cubert::b
     std::vector<bytes> out;
     out.reserve(bindings.size());
     bool queued = false;
-    drain_if_unwinding const drain(stream_, queued);
+    drain_if_unwinding const drain(stream(), queued);
     for (auto const& b : bindings) out.push_back(read_one(b, queued));
     if (!queued) return backend::ready_future(std::move(out));
     auto point = mark_stream("read");  // Before `out` moves: see drain_if_unwinding.
@@ -186,7 +191,7 @@ std::future<std::vector<bytes>> cuda_server::read_tensor(std::vector<binding_wit
     std::vector<bytes> raw;
     raw.reserve(tensors.size());
     bool queued = false;
-    drain_if_unwinding const drain(stream_, queued);
+    drain_if_unwinding const drain(stream(), queued);
     for (auto const& t : tensors) raw.push_back(read_one(t.binding, queued));
     // Gathering strided ones waits for their bytes: on the caller's thread when they come by DMA.
     auto gather = [tensors = std::move(tensors), dense = std::move(dense)](std::vector<bytes> r) {

@@ -50,6 +50,8 @@ cuda_server::cuda_server(int ordinal, options const& opts)
   try {
     CUBERT_CU_CALL(cuCtxSetCurrent, context_);
     // Non-blocking: never serialised with the legacy default stream other libraries may use.
+    CUstream first = nullptr;
+    bool owned = false;
     if (opts.stream) {
       if (static_cast<CUstream>(*opts.stream) == CU_STREAM_PER_THREAD) {
         // The copy threads would each queue their DMAs on their own thread's stream, unordered
@@ -58,25 +60,41 @@ cuda_server::cuda_server(int ordinal, options const& opts)
             "cuda: options.stream cannot be CU_STREAM_PER_THREAD: it names a different stream on "
             "every thread, and cubert's copy threads would not be ordered with the caller's work");
       }
-      stream_ = static_cast<CUstream>(*opts.stream);
+      first = static_cast<CUstream>(*opts.stream);
     } else {
-      CUBERT_CU_CALL(cuStreamCreate, &stream_, CU_STREAM_NON_BLOCKING);
-      owns_stream_ = true;
+      CUBERT_CU_CALL(cuStreamCreate, &first, CU_STREAM_NON_BLOCKING);
+      owned = true;
     }
-    registered_.emplace(context_, stream_);
-    auto pages = std::make_unique<cuda_storage>(context_, stream_, slice_alignment);
+    auto const count = opts.streams != 0 ? opts.streams : config::get().streaming.max_streams;
+    try {
+      if (count == 0 || count > streams::max_streams_limit) {
+        throw invalid_argument(fmt::format("cuda: {} streams asked for; 1 to {} are possible",
+                                           count, streams::max_streams_limit));
+      }
+      streams_ = std::make_unique<cuda_streams>(context_, first, owned, count);
+    } catch (...) {
+      if (owned) driver_state().cuStreamDestroy(first);
+      throw;
+    }
+    order_ = std::make_unique<streams::stream_order>(streams_->count(), *streams_);
+    // Stream 0's: the storage frees after a wait for it, and cuMemFree itself waits for every
+    // stream of the device.
+    auto pages = std::make_unique<cuda_storage>(context_, first, slice_alignment);
     pages_ = pages.get();
     memory_ =
         std::make_unique<memory::memory_manager>(std::move(pages), props_.memory, opts.memory);
-    staging_ = std::make_unique<cuda_staging>(
-        context_, stream_, opts.staging_block_size, opts.staging_blocks, opts.copy_threads,
-        opts.streaming_downloads, std::chrono::microseconds(config::get().channel.spin_us));
+    copies_ = std::make_unique<cuda_copy_pool>(
+        opts.copy_threads, std::chrono::microseconds(config::get().channel.spin_us));
+    staging_.resize(streams_->count());
+    staging_block_size_ = opts.staging_block_size;
+    staging_blocks_ = opts.staging_blocks;
+    streaming_downloads_ = opts.streaming_downloads;
     modules_ = std::make_unique<cuda_kernel_cache>(cuda_compiler(disk_cache_for(opts)),
                                                    info_.arch(), [this] {
                                                      memory_->cleanup(true);
                                                      memory_->storage().flush();
                                                    });
-    profiler_ = std::make_unique<cuda_profiler>(stream_, info_.ordinal, info_.device);
+    profiler_ = std::make_unique<cuda_profiler>(info_.ordinal, info_.device);
     read_pool_ = cuda_pinned_pool::make(info_.device, opts.read_pool_bytes);
     events_ = cuda_event_pool::make(info_.device);
   } catch (...) {
@@ -90,7 +108,8 @@ cuda_server::cuda_server(int ordinal, options const& opts)
 cuda_server::~cuda_server() {
   auto const& api = driver_state();
   api.cuCtxSetCurrent(context_);
-  api.cuStreamSynchronize(stream_);  // A fault here was reported (or is lost with the server).
+  // A fault here was reported (or is lost with the server).
+  if (streams_) (void)streams_->synchronize_all();
   release();
 }
 
@@ -105,10 +124,11 @@ void cuda_server::release() noexcept {
   read_pool_.reset();
   profiler_.reset();
   modules_.reset();
-  staging_.reset();
+  staging_.clear();
+  copies_.reset();
   memory_.reset();
-  registered_.reset();
-  if (owns_stream_) api.cuStreamDestroy(stream_);
+  order_.reset();
+  streams_.reset();
   api.cuDevicePrimaryCtxRelease(info_.device);
 }
 
@@ -127,13 +147,14 @@ void cuda_server::make_current() {
 }
 
 void cuda_server::drained_here() noexcept {
-  launches_.clear();  // They all completed before the wait ended.
+  // They all completed before the wait ended, if they all went to the stream waited for.
+  if (one_stream()) launches_.clear();
   free_queued();
 }
 
 void cuda_server::free_queued() noexcept {
   if (!pages_->reap()) return;  // Pages still queued: the device was found busy.
-  if (read_pool_->retired_blocks() != 0 && device_idle(context_, stream_)) {
+  if (read_pool_->retired_blocks() != 0 && device_idle(context_, streams_->made_at(0))) {
     read_pool_->free_retired();
   }
 }
@@ -191,7 +212,7 @@ std::exception_ptr cuda_server::on_failure(std::exception_ptr e) noexcept {
     // a failing cuCtxSetCurrent), and the driver answers a query with the current context's
     // sticky error (the null stream being that context's own): ask about this server's context.
     if (make_context_current(context_) != CUDA_SUCCESS) return e;
-    CUresult const state = driver_state().cuStreamQuery(stream_);
+    CUresult const state = driver_state().cuStreamQuery(streams_->made_at(0));
     if (!is_sticky(state)) return e;  // An ordinary failure; the device still works.
     std::string what = cubert::detail::what_of(e, "an unknown failure");
     // A failure of cubert's own (a refused reservation, say) does not name the fault itself.
@@ -220,8 +241,25 @@ cubert::handle cuda_server::empty(std::uint64_t size) {
   // driver, and this skips `make_current`'s query (8.5 ns of a ~100 ns pair on an H200 host).
   return reporting_failures([&] {
     check_lost();
-    return cubert::handle(memory_->reserve(size), size);
+    return reserve(size);
   });
+}
+
+cubert::handle cuda_server::reserve(std::uint64_t size) {
+  cubert::handle h(memory_->reserve(size), size);
+  // A freed slice handed out again: the new owner's stream waits for its last uses.
+  touch(h.binding(), streams::access::write);
+  submitted();  // The waits it may have enqueued are the stream's commands.
+  return h;
+}
+
+cuda_staging& cuda_server::staging() {
+  auto& ring = staging_[current_];
+  if (!ring) [[unlikely]] {
+    ring = std::make_unique<cuda_staging>(context_, stream(), staging_block_size_, staging_blocks_,
+                                          *copies_, streaming_downloads_);
+  }
+  return *ring;
 }
 
 cubert::handle cuda_server::create(std::span<std::byte const> data) {
@@ -229,10 +267,12 @@ cubert::handle cuda_server::create(std::span<std::byte const> data) {
 }
 
 cubert::handle cuda_server::create_dense(std::span<std::byte const> data) {
-  cubert::handle h(memory_->reserve(data.size()), data.size());
+  auto h = reserve(data.size());
   if (!data.empty()) {
     auto const res = memory_->get_resource(h.binding());
-    staging_->upload(res.address(), data);
+    touch(h.binding(), streams::access::write);
+    submission const counted{this};
+    staging().upload(res.address(), data);
   }
   return h;
 }
@@ -241,7 +281,10 @@ void cuda_server::write(cubert::binding const& dst, std::span<std::byte const> d
   on_device([&] {
     auto const res = memory_->get_resource(dst);
     backend::check_write(res, data.size());
-    if (!data.empty()) staging_->upload(res.address(), data);
+    if (data.empty()) return;
+    touch(dst, streams::access::write);
+    submission const counted{this};
+    staging().upload(res.address(), data);
   });
 }
 
@@ -290,6 +333,7 @@ void cuda_server::write_tensor(binding_with_meta const& dst, std::span<std::byte
     auto const res = memory_->get_resource(dst.binding);
     // Against the slice: the 2D copy writes wherever the layout says.
     backend::check_tensor_extent(dst, res.size, "write_tensor");
+    touch(dst.binding, streams::access::write);
     upload_padded(res.address(), data, *l);
   });
 }
@@ -299,21 +343,24 @@ void cuda_server::fill(cubert::binding const& dst, std::span<std::byte const> pa
     auto const res = memory_->get_resource(dst);
     if (!backend::check_fill(res, pattern)) return;
     auto const count = static_cast<std::size_t>(res.size / pattern.size());
+    touch(dst, streams::access::write);
+    submission const counted{this};
+    auto* const on = stream();
     switch (pattern.size()) {
       case 1:
         CUBERT_CU_CALL(cuMemsetD8Async, res.address(), std::to_integer<unsigned char>(pattern[0]),
-                       count, stream_);
+                       count, on);
         break;
       case 2: {
         std::uint16_t v = 0;
         std::memcpy(&v, pattern.data(), sizeof v);
-        CUBERT_CU_CALL(cuMemsetD16Async, res.address(), v, count, stream_);
+        CUBERT_CU_CALL(cuMemsetD16Async, res.address(), v, count, on);
         break;
       }
       default: {
         std::uint32_t v = 0;
         std::memcpy(&v, pattern.data(), sizeof v);
-        CUBERT_CU_CALL(cuMemsetD32Async, res.address(), v, count, stream_);
+        CUBERT_CU_CALL(cuMemsetD32Async, res.address(), v, count, on);
       }
     }
   });
@@ -324,8 +371,11 @@ void cuda_server::copy(cubert::binding const& src, cubert::binding const& dst) {
     auto const from = memory_->get_resource(src);
     auto const to = memory_->get_resource(dst);
     if (!backend::check_copy(from, to)) return;
+    touch(src, streams::access::read);
+    touch(dst, streams::access::write);
+    submission const counted{this};
     CUBERT_CU_CALL(cuMemcpyDtoDAsync, to.address(), from.address(),
-                   static_cast<std::size_t>(to.size), stream_);
+                   static_cast<std::size_t>(to.size), stream());
   });
 }
 
@@ -347,7 +397,8 @@ std::vector<cubert::tensor_allocation> cuda_server::create_tensors_now(
       out.push_back({create_dense(data[i]), l.strides});
       continue;
     }
-    cubert::handle h(memory_->reserve(l.bytes), l.bytes);
+    auto h = reserve(l.bytes);
+    touch(h.binding(), streams::access::write);
     upload_padded(memory_->get_resource(h.binding()).address(), data[i], l);
     out.push_back({std::move(h), l.strides});
   }
@@ -365,10 +416,13 @@ void cuda_server::upload_padded(CUdeviceptr dst, std::span<std::byte const> src,
   copy.dstPitch = l.pitch;
   copy.WidthInBytes = l.row_bytes;
   copy.Height = l.rows;
+  // The caller touched the destination; each path below is one command on the stream.
+  auto* const on = stream();
   if (is_pinned(src.data(), src.size())) {
     // One DMA, waited for: the caller may reuse `src` as soon as this returns.
-    CUBERT_CU_CALL(cuMemcpy2DAsync, &copy, stream_);
-    CUBERT_CU_CALL(cuStreamSynchronize, stream_);
+    submission const counted{this};
+    CUBERT_CU_CALL(cuMemcpy2DAsync, &copy, on);
+    CUBERT_CU_CALL(cuStreamSynchronize, on);
     return;
   }
   // The driver's own staging of a pageable 2D copy runs at a seventh of the DMA rate (measured
@@ -377,15 +431,17 @@ void cuda_server::upload_padded(CUdeviceptr dst, std::span<std::byte const> src,
   try {
     dense = create_dense(src);
   } catch (out_of_memory const&) {
-    CUBERT_CU_CALL(cuMemcpy2DAsync, &copy, stream_);  // No room for the dense copy: slow path.
+    submission const counted{this};
+    CUBERT_CU_CALL(cuMemcpy2DAsync, &copy, on);  // No room for the dense copy: slow path.
     return;
   }
   copy.srcMemoryType = CU_MEMORYTYPE_DEVICE;
   copy.srcHost = nullptr;
   copy.srcDevice = memory_->get_resource(dense->binding()).address();
-  // `dense` is released when this returns; the pool reuses its slice only for later work on
-  // this stream, which runs after the copy.
-  CUBERT_CU_CALL(cuMemcpy2DAsync, &copy, stream_);
+  // `dense` is released when this returns; a reuse of its slice waits for this read.
+  touch(dense->binding(), streams::access::read);
+  submission const counted{this};
+  CUBERT_CU_CALL(cuMemcpy2DAsync, &copy, on);
 }
 
 std::vector<cubert::tensor_allocation> cuda_server::empty_tensors(
@@ -396,7 +452,7 @@ std::vector<cubert::tensor_allocation> cuda_server::empty_tensors(
     for (auto const& d : descriptors) {
       (void)backend::tensor_bytes(d.shape, d.elem_size, "empty_tensors");  // Refuses overflow.
       auto l = pitched_layout(d.shape, d.elem_size);
-      out.push_back({cubert::handle(memory_->reserve(l.bytes), l.bytes), std::move(l.strides)});
+      out.push_back({reserve(l.bytes), std::move(l.strides)});
     }
     return out;
   });
@@ -407,7 +463,7 @@ void cuda_server::flush() {
   // the device has already hit (the query does not wait, and says "not ready" while work runs),
   // before a deferred error, as a sync reports them.
   on_device([&] {
-    CUresult const state = driver().cuStreamQuery(stream_);
+    CUresult const state = driver().cuStreamQuery(stream());
     if (state != CUDA_ERROR_NOT_READY) check(state, "cuStreamQuery, flushing");
   });
   errors_.rethrow_if_any();
@@ -433,10 +489,30 @@ std::future<void> cuda_server::sync() {
   }
 }
 
+std::future<void> cuda_server::sync_device() {
+  if (one_stream()) return sync();
+  auto const caller = current_;
+  try {
+    make_current();
+    // Stream 0 waits, on the device, for what every other stream was given so far; a wait
+    // for stream 0 then covers the device's work.
+    for (streams::stream_index s = 1; s < streams_->count(); ++s) {
+      if (streams_->is_made(s)) order_->order_after(0, s);
+    }
+    current_ = 0;
+    auto done = sync();
+    current_ = caller;
+    return done;
+  } catch (...) {
+    current_ = caller;
+    return backend::failed_future<void>(on_failure(std::current_exception()));
+  }
+}
+
 void cuda_server::sync_here() {
-  CUBERT_CU_CALL(cuStreamSynchronize, stream_);
-  launches_.clear();
-  staging_->on_stream_idle();
+  CUBERT_CU_CALL(cuStreamSynchronize, stream());
+  if (one_stream()) launches_.clear();  // Other streams' launches may still run.
+  staging().on_stream_idle();
   // Queued pages and retired pinned blocks, if every stream of the device is idle: this one is,
   // but a free while another client's stream runs would wait for it here, inside the server.
   free_queued();
@@ -464,11 +540,11 @@ void cuda_server::memory_cleanup() {
 }
 
 profiling_token cuda_server::start_profile() {
-  return on_device([&] { return profiler_->start(); });
+  return on_device([&] { return profiler_->start(stream()); });
 }
 
 profile_duration cuda_server::end_profile(profiling_token token) {
-  return on_device([&] { return profiler_->stop(token); });
+  return on_device([&] { return profiler_->stop(token, stream()); });
 }
 
 }  // namespace cubert::cuda::detail

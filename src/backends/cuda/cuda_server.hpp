@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The CUDA server: one device, its primary context and one non-blocking stream.
+// The CUDA server: one device, its primary context and its streams.
 #pragma once
 
 #include "cuda_device.hpp"
@@ -8,7 +8,7 @@
 #include "cuda_pinned_pool.hpp"
 #include "cuda_profiler.hpp"
 #include "cuda_staging.hpp"
-#include "cuda_stream_registry.hpp"
+#include "cuda_streams.hpp"
 #include "cuda_tensor_layout.hpp"
 #include "cuda_wait.hpp"
 
@@ -53,11 +53,12 @@ struct launch_attributes {
 
 class cuda_storage;
 
-/// One CUDA device behind the server contract. Every piece of work goes to one stream, so a
-/// slice freed by the host and reused for the next reservation is ordered after the kernels
-/// that used it; a second stream (planned: options.stream_count) will need an event per slice.
-/// Not thread-safe (the channel serialises calls); any thread may call, the server makes its
-/// context current first.
+/// One CUDA device behind the server contract. Work goes to the calling stream (stream 0 is
+/// `options::stream` or the server's own; the others are made at their first command); a
+/// binding used on another stream than its last user's waits there for an event of that
+/// stream (`stream_order`), and a slice handed out again waits likewise for its last uses, on
+/// the device. Not thread-safe (the channel serialises calls); any thread may call, the server
+/// makes its context current first.
 class cuda_server final : public backend::server {
  public:
   /// @throws unsupported without a driver; invalid_argument for a bad ordinal.
@@ -117,6 +118,12 @@ class cuda_server final : public backend::server {
   /// freeing are freed now if the device is idle, else by the first call after a wait that
   /// finds it idle.
   [[nodiscard]] std::future<void> sync() override;
+  /// Every stream made so far joins stream 0 on the device, and the future waits for stream 0.
+  [[nodiscard]] std::future<void> sync_device() override;
+  void select_stream(backend::stream_request const& r) noexcept override {
+    current_ = r.index(streams_->count());
+  }
+  [[nodiscard]] std::uint32_t stream_count() const noexcept override { return streams_->count(); }
   [[nodiscard]] cubert::binding_resource get_resource(cubert::binding const& b) override;
   [[nodiscard]] memory::memory_usage memory_usage() override;
   [[nodiscard]] std::string memory_report() override;
@@ -131,7 +138,9 @@ class cuda_server final : public backend::server {
   }
 
   /// Threads sharing the host side of large transfers (tests and benchmarks).
-  [[nodiscard]] unsigned copy_threads() const noexcept { return staging_->copy_threads(); }
+  [[nodiscard]] unsigned copy_threads() const noexcept { return copies_->threads(); }
+  /// Device-side waits enqueued between streams (tests and benchmarks).
+  [[nodiscard]] std::uint64_t stream_waits() const noexcept { return order_->waits_enqueued(); }
   /// Compilation counters of the kernel cache (tests and benchmarks).
   [[nodiscard]] cuda_kernel_cache::counters const& kernel_stats() const noexcept {
     return modules_->stats();
@@ -203,6 +212,10 @@ class cuda_server final : public backend::server {
   [[nodiscard]] std::array<std::uint32_t, 3> resolve_count(kernel const& k,
                                                            cube_count const& count);
   void marshal(kernel const& k, bindings const& args);
+  /// `touch` for a kernel's buffers and tensor maps: writes unless marked read-only.
+  void touch_bindings(bindings const& args);
+  /// A reservation on the calling stream (its slice's last uses waited for there).
+  [[nodiscard]] cubert::handle reserve(std::uint64_t size);
   /// The checks every launch of `k` makes, graph nodes included: the cluster (prepare_cluster),
   /// the dynamic shared memory (allow_shared_memory), the cooperative fit (check_cooperative).
   /// Throws what they throw; returns a refused opt-in as allow_shared_memory does.
@@ -240,19 +253,52 @@ class cuda_server final : public backend::server {
   /// the host will not pin more.
   [[nodiscard]] std::optional<bytes> pooled_block(std::size_t size);
   [[nodiscard]] bytes read_destination(std::size_t size);
+  /// The calling stream, made now if it is new.
+  [[nodiscard]] CUstream stream() { return streams_->at(current_); }
+  /// The calling stream's staging ring, made now if it is new.
+  [[nodiscard]] cuda_staging& staging();
+  /// Before a command on the calling stream uses `b`: the waits its last uses need
+  /// (streams.md). Every binding here was resolved first, so its slice is this manager's.
+  /// Nothing while stream 0 is the only one: a stream made later first waits for all the
+  /// work there is (`cuda_streams::make`). A command's touches may come before commands it
+  /// enqueues first (a staging copy): the marks then understate its position, which is safe,
+  /// since during a call only the calling stream waits, and a later wait covers everything
+  /// submitted so far.
+  void touch(cubert::binding const& b, streams::access how) {
+    if (current_ == 0 && one_stream()) return;
+    // A stream's first command makes it before its first use is marked: the stream then
+    // starts behind the untracked uses, and the second stream turns tracking on.
+    if (!streams_->is_made(current_)) [[unlikely]]
+      (void)stream();
+    if (auto* marks = memory_->marks_of(b.memory().control())) order_->use(*marks, current_, how);
+  }
+  /// After a command is enqueued on the calling stream.
+  void submitted() noexcept { order_->submitted(current_); }
+  /// Counts a command when it leaves scope, enqueued or not: a failed one may have enqueued
+  /// part of its work, and a later position only makes a wait later, never wrong.
+  struct submission {
+    cuda_server* self;
+    ~submission() { self->submitted(); }
+  };
+  /// Whether only stream 0 has run anything: a wait for it then covers every launch.
+  [[nodiscard]] bool one_stream() const noexcept { return streams_->made() == 1; }
 
   device_info info_;
   device_properties props_;
   CUcontext context_ = nullptr;  // The device's primary context, retained until destruction.
   std::vector<std::uint64_t> native_buffers_;  // A native call's buffer addresses.
-  CUstream stream_ = nullptr;
-  bool owns_stream_ = false;  // False for the caller's stream (options::stream).
-  // Listed for other servers' storage, whose frees must wait for it to be idle; gone before it.
-  std::optional<stream_registration> registered_;
-  // Destroyed explicitly, in this order, before the stream and the context go away.
+  // Registered for every server's storage, whose frees must wait for them to be idle.
+  std::unique_ptr<cuda_streams> streams_;
+  std::unique_ptr<streams::stream_order> order_;
+  streams::stream_index current_ = 0;  // The calling stream (select_stream).
+  // Destroyed explicitly, in this order, before the streams and the context go away.
   std::unique_ptr<memory::memory_manager> memory_;
-  cuda_storage* pages_ = nullptr;  // memory_'s storage.
-  std::unique_ptr<cuda_staging> staging_;
+  cuda_storage* pages_ = nullptr;                       // memory_'s storage.
+  std::unique_ptr<cuda_copy_pool> copies_;              // Shared by the staging rings.
+  std::vector<std::unique_ptr<cuda_staging>> staging_;  // By stream; made at first use.
+  std::size_t staging_block_size_ = 0;
+  std::size_t staging_blocks_ = 0;
+  bool streaming_downloads_ = true;
   std::unique_ptr<cuda_kernel_cache> modules_;
   std::unique_ptr<cuda_profiler> profiler_;
   // Shared with every leased block, so results may outlive the server.

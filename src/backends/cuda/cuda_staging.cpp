@@ -32,14 +32,13 @@ std::uintptr_t address_of(void const* p) noexcept {
 }  // namespace
 
 cuda_staging::cuda_staging(CUcontext context, CUstream stream, std::size_t block_size,
-                           std::size_t max_blocks, unsigned copy_threads, bool streaming_downloads,
-                           std::chrono::microseconds spin)
+                           std::size_t max_blocks, cuda_copy_pool& copies, bool streaming_downloads)
     : context_(context),
       stream_(stream),
       block_size_(std::max(block_size, 4 * kib)),
       max_blocks_(std::max(max_blocks, std::size_t{1})),
       streaming_downloads_(streaming_downloads),
-      pool_(copy_threads, spin) {}
+      pool_(copies) {}
 
 cuda_staging::~cuda_staging() {
   auto const& api = driver_state();

@@ -7,7 +7,6 @@
 
 #include <cuda.h>
 
-#include <chrono>
 #include <cstddef>
 #include <span>
 #include <vector>
@@ -25,17 +24,18 @@ namespace cubert::cuda::detail {
 ///   DMAs of the chunks the other threads queued, so the DMA engine is kept busy.
 /// A block is reused only after the event recorded behind its last DMA has completed. Each
 /// block is touched by one thread at a time: the server thread between transfers, its owner
-/// during one. All DMAs go to the server's one stream, so they stay ordered after earlier work.
-/// Not thread-safe: the server thread calls it, with the context current.
+/// during one. All DMAs go to one stream (the server keeps a ring per stream it uses), so they
+/// stay ordered after earlier work there. The copy threads are shared by the server's rings:
+/// the server runs one transfer at a time. Not thread-safe: the server thread calls it, with
+/// the context current.
 class cuda_staging {
  public:
   /// Blocks of `block_size` bytes (at most `max_blocks`, pinned on demand) for `stream` of
-  /// `context`, and `copy_threads` threads (0 = cuda_copy_pool::default_threads()). The
-  /// context and stream are not owned; the server outlives its staging. `streaming_downloads` picks
-  /// `streaming_copy` over memcpy for the copy threads' chunks of large downloads; idle copy
-  /// threads spin for `spin` (`[channel] spin_us`) before they sleep.
+  /// `context`, the host side of large transfers shared by `copies`' threads. The context,
+  /// stream and pool are not owned; the server outlives its staging. `streaming_downloads`
+  /// picks `streaming_copy` over memcpy for the copy threads' chunks of large downloads.
   cuda_staging(CUcontext context, CUstream stream, std::size_t block_size, std::size_t max_blocks,
-               unsigned copy_threads, bool streaming_downloads, std::chrono::microseconds spin);
+               cuda_copy_pool& copies, bool streaming_downloads);
   ~cuda_staging();
   cuda_staging(cuda_staging const&) = delete;
   cuda_staging& operator=(cuda_staging const&) = delete;
@@ -134,7 +134,7 @@ class cuda_staging {
   std::size_t cursor_ = 0;               ///< Bytes used in the current block.
   bool current_dirty_ = false;
   bool streaming_downloads_;
-  cuda_copy_pool pool_;  // Its threads touch blocks only inside a transfer.
+  cuda_copy_pool& pool_;  // Its threads touch blocks only inside a transfer.
 };
 
 }  // namespace cubert::cuda::detail

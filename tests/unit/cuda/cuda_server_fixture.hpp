@@ -20,9 +20,13 @@ class cuda_server_fixture : public ::testing::Test {
     if (cubert::cuda::device_count() == 0) {
       GTEST_SKIP() << "no CUDA device: " << cubert::cuda::unavailable_reason();
     }
+    server_ = std::make_unique<cubert::cuda::detail::cuda_server>(0, server_options());
+  }
+  /// The server's options: compiling for real (no disk cache); a test may add to them.
+  [[nodiscard]] virtual cubert::cuda::options server_options() const {
     cubert::cuda::options opts;
     opts.kernel_cache_dir = std::filesystem::path{};
-    server_ = std::make_unique<cubert::cuda::detail::cuda_server>(0, opts);
+    return opts;
   }
   cubert::bytes read(cubert::binding const& b) { return std::move(server_->read({b}).get().at(0)); }
   /// The stand-in driver of fake_libcuda.cpp, which runs no kernel code.
