@@ -10,6 +10,7 @@
 #include <cubert/handle.hpp>
 #include <cubert/host_buffer.hpp>
 #include <cubert/kernel.hpp>
+#include <cubert/memory/configuration.hpp>
 #include <cubert/memory/memory_usage.hpp>
 #include <cubert/profiling.hpp>
 #include <cubert/resource.hpp>
@@ -20,6 +21,7 @@
 #include <functional>
 #include <future>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -36,6 +38,9 @@ class channel;  // The thread-safety policy over a backend's server (private to 
 struct client_options {
   cubert::channel_kind channel = cubert::channel_kind::mutex;
   unsigned threads = 0;  ///< CPU worker threads including the caller; 0 = the usable CPUs.
+  /// The device's pool layout; nullopt = the preset `[memory] pools` names (`caching` unless
+  /// the configuration says otherwise).
+  std::optional<memory::memory_configuration> memory{};
 };
 
 /// A device's façade. Thread-safe when its channel is (mutex, actor); copies share all state.
@@ -132,6 +137,9 @@ class client {
   }
   /// Reads strided tensors as dense row-major bytes.
   [[nodiscard]] std::vector<bytes> read_tensor(std::vector<binding_with_meta> tensors) const;
+  /// Starts `read_tensor`; the future waits, as `read_async`'s does.
+  [[nodiscard]] std::future<std::vector<bytes>> read_tensor_async(
+      std::vector<binding_with_meta> tensors) const;
   /// Reads one strided tensor as dense row-major bytes.
   [[nodiscard]] bytes read_one_tensor(binding_with_meta tensor) const;
 
@@ -162,6 +170,18 @@ class client {
   [[nodiscard]] std::string memory_report() const;
   /// Frees every idle page now.
   void memory_cleanup() const;
+  /// Runs `f()` with every reservation the calling thread makes through this client's device
+  /// (any copy of it) sent to the persistent pool: exact-size slices, one storage allocation
+  /// each, reused by later reservations of the same size (cubecl's
+  /// `memory_persistent_allocation`: weights and other buffers that live as long as the
+  /// program). Other threads' reservations are not affected, and none waits for `f`. Scopes
+  /// nest. `[memory] persistent_memory = "disabled"` makes this a plain call of `f`;
+  /// `"enforced"` makes every reservation persistent anyway.
+  template <typename F>
+  decltype(auto) memory_persistent_allocation(F&& f) const {
+    persistent_scope const scope(*this);
+    return std::forward<F>(f)();
+  }
 
   [[nodiscard]] device_properties const& properties() const noexcept;
   [[nodiscard]] cubert::channel_kind channel_kind() const noexcept;
@@ -260,6 +280,19 @@ class client {
    private:
     std::shared_ptr<state> state_;  // Shared, as profile_scope's.
     void* recording_;               // The thread's recording this scope pushed (client.cpp).
+  };
+
+  // Marks the calling thread's calls through this client's device persistent for its
+  // lifetime (memory_persistent_allocation).
+  class persistent_scope {
+   public:
+    explicit persistent_scope(client const& c);
+    ~persistent_scope();
+    persistent_scope(persistent_scope const&) = delete;
+    persistent_scope& operator=(persistent_scope const&) = delete;
+
+   private:
+    std::shared_ptr<state> state_;  // Shared, as profile_scope's.
   };
 
   class channel_call;

@@ -3,6 +3,8 @@
 // CUBERT_* environment overrides, then defaults. The TOML layout is documented on `config` below.
 #pragma once
 
+#include <cubert/memory/configuration.hpp>
+
 #include <array>
 #include <cstdint>
 #include <filesystem>
@@ -34,6 +36,8 @@ enum class forward_severity { trace, debug, info };
 [[nodiscard]] std::string_view to_string(autotune_level v) noexcept;
 [[nodiscard]] std::string_view to_string(concurrent_policy v) noexcept;
 [[nodiscard]] std::string_view to_string(forward_severity v) noexcept;
+/// "enabled" | "disabled" | "enforced".
+[[nodiscard]] std::string_view to_string(memory::persistent_memory v) noexcept;
 
 /// Where one category's lines go, and how verbose it is. Several sinks may be active at once.
 struct log_config {
@@ -79,6 +83,10 @@ struct log_config {
 /// cache = true
 /// cache_dir = "/path"       # default: <cache root>/kernels
 /// [memory]
+/// pools = "caching"         # caching | sub_slices | exclusive_pages | compact: the pool layout
+///                           # of a client whose options name none
+/// persistent_memory = "enabled"  # enabled | disabled | enforced: memory_persistent_allocation
+///                           # scopes honoured, ignored, or every reservation persistent
 /// [streaming]
 /// max_streams = 8           # streams per device, 1 to 64: a thread's own, then round-robin
 /// [channel]
@@ -115,6 +123,10 @@ struct config {
     log_config log{};
   };
   struct memory_section {
+    /// The preset (`memory::memory_configuration::from_name`) of clients whose options name
+    /// no layout; custom layouts are made in code only.
+    std::string pools = "caching";
+    memory::persistent_memory persistent = memory::persistent_memory::enabled;
     log_config log{};
   };
   struct streaming_section {

@@ -118,10 +118,11 @@ struct options {
   /// affinity mask and its cgroup CPU quota: fewer than the host's under taskset, a cpuset or
   /// `docker --cpus`).
   unsigned threads = 0;
-  /// `caching` by default: reserved bytes stay within a few percent of the peak live bytes with
-  /// few storage calls (trace replays in docs/performance/README.md); cubecl's `sub_slices` ladder
-  /// is one option away.
-  memory::memory_configuration memory = memory::memory_configuration::caching();
+  /// The pool layout; nullopt = the preset `[memory] pools` names (`caching` unless the
+  /// configuration says otherwise: reserved bytes stay within a few percent of the peak live
+  /// bytes with few storage calls, docs/performance/README.md); cubecl's `sub_slices` ladder is
+  /// one option away.
+  std::optional<memory::memory_configuration> memory{};
   /// Make the host look like a device this big. Unset: the memory this process may use
   /// (`total_memory`: MemTotal, or the cgroup limit when lower).
   std::optional<std::uint64_t> capacity_limit;

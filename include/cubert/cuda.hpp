@@ -39,10 +39,11 @@ namespace cubert::cuda {
 
 /// Options of a CUDA device's server.
 struct options {
-  /// `caching` by default: reserved bytes stay within a few percent of the peak live bytes with
-  /// few storage calls (trace replays in docs/performance/README.md); cubecl's `sub_slices` ladder
-  /// is one option away.
-  memory::memory_configuration memory = memory::memory_configuration::caching();
+  /// The pool layout; nullopt = the preset `[memory] pools` names (`caching` unless the
+  /// configuration says otherwise: reserved bytes stay within a few percent of the peak live
+  /// bytes with few storage calls, docs/performance/README.md); cubecl's `sub_slices` ladder is
+  /// one option away.
+  std::optional<memory::memory_configuration> memory{};
   /// Where compiled kernels are cached on disk; nullopt = `config::get().compilation` (itself
   /// defaulting to `config::cache_root()`/kernels: $CUBERT_CACHE_DIR/kernels, else
   /// $XDG_CACHE_HOME/cubert/kernels, else ~/.cache/cubert/kernels); an empty path disables the

@@ -41,9 +41,9 @@ namespace cubert::opencl {
 
 /// Options of an OpenCL device's server.
 struct options {
-  /// `caching`, as on CUDA: reserved bytes stay within a few percent of the peak live bytes
-  /// with few buffer allocations.
-  memory::memory_configuration memory = memory::memory_configuration::caching();
+  /// The pool layout; nullopt = the preset `[memory] pools` names (`caching` unless the
+  /// configuration says otherwise, as on CUDA).
+  std::optional<memory::memory_configuration> memory{};
   /// Where built programs are cached on disk; nullopt = `config::get().compilation` (as for
   /// CUDA: $CUBERT_CACHE_DIR/kernels, else $XDG_CACHE_HOME/cubert/kernels, else
   /// ~/.cache/cubert/kernels); an empty path disables the disk cache. Entries are named

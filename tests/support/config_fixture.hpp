@@ -29,6 +29,8 @@ class config_fixture : public ::testing::Test {
                                               "CUBERT_KERNEL_CACHE",
                                               "CUBERT_CHANNEL_SPIN_US",
                                               "CUBERT_MAX_STREAMS",
+                                              "CUBERT_MEMORY_POOLS",
+                                              "CUBERT_PERSISTENT_MEMORY",
                                               "XDG_CACHE_HOME"};
 
   void SetUp() override {

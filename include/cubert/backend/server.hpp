@@ -53,11 +53,16 @@ class kernel_body_scope {
 /// Which stream a call runs on: the stream its client was bound to (`client::on_stream`), or
 /// else the calling thread's own. Threads are numbered in the order they first call a client,
 /// and spread over a device's streams round-robin, so the first `max_streams` threads each have
-/// a stream of their own.
+/// a stream of their own. It also says whether the call's reservations are persistent: the
+/// call's context travels with its stream, since the actor channel's server thread cannot see
+/// the caller's thread-local state.
 struct stream_request {
   static constexpr std::uint32_t unbound = ~std::uint32_t{0};
   std::uint32_t bound = unbound;  ///< A stream index, from a bound client.
   std::uint64_t thread = 0;       ///< The calling thread's number.
+  /// Inside the caller's `client::memory_persistent_allocation`: reservations go to the
+  /// persistent pool (as `[memory] persistent_memory` allows).
+  bool persistent = false;
   /// The stream index among `streams` (> 0); a bound index is the client's, checked there.
   [[nodiscard]] std::uint32_t index(std::uint32_t streams) const noexcept {
     return bound != unbound ? bound : static_cast<std::uint32_t>(thread % streams);
@@ -66,8 +71,23 @@ struct stream_request {
 };
 
 /// The calling thread's request: the index a `stream_binding_scope` set, if one is open on
-/// this thread, and the thread's number.
+/// this thread, the thread's number, and whether a `persistent_call_scope` is open.
 [[nodiscard]] stream_request calling_stream() noexcept;
+
+/// Marks the calling thread's calls persistent for the scope's lifetime when `on` (what a
+/// client opens around each call inside its `memory_persistent_allocation`); else changes
+/// nothing.
+class persistent_call_scope {
+ public:
+  explicit persistent_call_scope(bool on) noexcept;
+  ~persistent_call_scope();
+  persistent_call_scope(persistent_call_scope const&) = delete;
+  persistent_call_scope& operator=(persistent_call_scope const&) = delete;
+
+ private:
+  bool previous_;
+  bool set_;
+};
 
 /// Binds the calling thread's calls to stream `index` for the scope's lifetime (what a bound
 /// client opens around each call); `stream_request::unbound` leaves the binding as it is.
@@ -324,7 +344,8 @@ class server {
   /// Optional. The calls that follow run on stream `r.index(stream_count())`, until the next
   /// selection: a channel selects before every call it forwards, under the exclusion that
   /// orders its calls. Never throws: a backend makes a stream at the first work submitted to
-  /// it, where a failure is that call's. The default does nothing (one stream).
+  /// it, where a failure is that call's. A backend with a memory manager also sets its
+  /// allocation mode from `r.persistent`. The default does nothing (one stream).
   virtual void select_stream(stream_request const& r) noexcept { (void)r; }
   /// How many streams the device's work is spread over; fixed at construction, safe from any
   /// thread. The default is 1.

@@ -29,6 +29,11 @@ enum class allocation_mode : std::uint8_t {
   persistent,  ///< Every reservation goes to the persistent exact-size pool.
 };
 
+/// Whether persistent allocation is honoured (cubecl's `memory.persistent_memory`): `enabled`
+/// routes a `client::memory_persistent_allocation` scope's reservations to the persistent pool,
+/// `disabled` ignores such scopes, `enforced` routes every reservation there.
+enum class persistent_memory : std::uint8_t { enabled, disabled, enforced };
+
 /// One pool of a layout. Build with `sliced()` / `exclusive()` or designated initializers.
 struct pool_options {
   pool_kind kind = pool_kind::sliced;

@@ -81,8 +81,20 @@ class memory_manager {
   [[nodiscard]] device_memory_properties const& properties() const noexcept { return props_; }
   [[nodiscard]] memory_configuration const& configuration() const noexcept { return config_; }
 
-  /// Routes later reservations to the persistent pool (`persistent`) or not (`automatic`).
-  void set_allocation_mode(allocation_mode mode) noexcept { mode_ = mode; }
+  /// Routes later reservations to the persistent pool (`persistent`) or not (`automatic`), as
+  /// the persistent-memory setting allows.
+  void set_allocation_mode(allocation_mode mode) noexcept {
+    requested_ = mode;
+    mode_ = effective_mode();
+  }
+  /// `enabled` (the default): reservations go where `set_allocation_mode` says; `disabled`:
+  /// never to the persistent pool on request; `enforced`: always there (cubecl's
+  /// `memory.persistent_memory`).
+  void set_persistent_memory(persistent_memory setting) noexcept {
+    setting_ = setting;
+    mode_ = effective_mode();
+  }
+  /// The mode reservations follow now.
   [[nodiscard]] allocation_mode mode() const noexcept { return mode_; }
 
  private:
@@ -99,6 +111,19 @@ class memory_manager {
   std::unique_ptr<backend::storage> storage_;
   device_memory_properties props_;
   memory_configuration config_;
+  [[nodiscard]] allocation_mode effective_mode() const noexcept {
+    switch (setting_) {
+      case persistent_memory::disabled:
+        return allocation_mode::automatic;
+      case persistent_memory::enforced:
+        return allocation_mode::persistent;
+      case persistent_memory::enabled:
+        break;
+    }
+    return requested_;
+  }
+  allocation_mode requested_ = allocation_mode::automatic;
+  persistent_memory setting_ = persistent_memory::enabled;
   allocation_mode mode_ = allocation_mode::automatic;
   std::unique_ptr<reservation_stats> stats_;
   std::vector<std::unique_ptr<memory_pool>> pools_;

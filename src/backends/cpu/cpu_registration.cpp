@@ -36,6 +36,7 @@ backend_entry const& cpu_entry() {
       [](int, client_options const& o) {
         cpu::options opts;
         opts.threads = o.threads;
+        opts.memory = o.memory;
         return cpu::make_server(opts);
       },
   };

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "cpu_server.hpp"
 
+#include "memory/configured_memory.hpp"
+
 #include <cubert/error.hpp>
 #include <cubert/memory/host_storage.hpp>
 
@@ -44,8 +46,11 @@ std::chrono::microseconds checked_spin(std::chrono::microseconds spin) {
 
 cpu_server::cpu_server(options const& opts)
     : properties_(properties_for(opts)),
-      memory_(make_storage(opts, properties_), properties_.memory, opts.memory),
-      pool_(properties_.hardware.num_compute_units, checked_spin(opts.worker_spin)) {}
+      memory_(make_storage(opts, properties_), properties_.memory,
+              memory::configured_layout(opts.memory)),
+      pool_(properties_.hardware.num_compute_units, checked_spin(opts.worker_spin)) {
+  memory::apply_configured_persistence(memory_);
+}
 
 cubert::handle cpu_server::create(std::span<std::byte const> data) {
   auto h = empty(data.size());

@@ -49,6 +49,11 @@ class cpu_server final : public backend::server {
   [[nodiscard]] device_properties const& properties() const noexcept override {
     return properties_;
   }
+  /// One stream; sets the allocation mode of the calls that follow.
+  void select_stream(backend::stream_request const& r) noexcept override {
+    memory_.set_allocation_mode(r.persistent ? memory::allocation_mode::persistent
+                                             : memory::allocation_mode::automatic);
+  }
 
  protected:
   /// What `execute` refuses at once; the default `instantiate_graph` checks captured launches

@@ -97,7 +97,11 @@ backend_entry const& cuda_entry() {
       &cuda::device_count,
       &cuda::unavailable_reason,
       &cuda::make_properties,
-      [](int ordinal, client_options const&) { return cuda::make_server(ordinal, {}); },
+      [](int ordinal, client_options const& o) {
+        cuda::options opts;
+        opts.memory = o.memory;
+        return cuda::make_server(ordinal, opts);
+      },
   };
   return entry;
 }

@@ -6,6 +6,7 @@
 #include "cuda_library.hpp"
 #include "cuda_storage.hpp"
 #include "cuda_tensor_layout.hpp"
+#include "memory/configured_memory.hpp"
 
 #include <cubert/config.hpp>
 
@@ -81,8 +82,9 @@ cuda_server::cuda_server(int ordinal, options const& opts)
     // stream of the device.
     auto pages = std::make_unique<cuda_storage>(context_, first, slice_alignment);
     pages_ = pages.get();
-    memory_ =
-        std::make_unique<memory::memory_manager>(std::move(pages), props_.memory, opts.memory);
+    memory_ = std::make_unique<memory::memory_manager>(std::move(pages), props_.memory,
+                                                       memory::configured_layout(opts.memory));
+    memory::apply_configured_persistence(*memory_);
     copies_ = std::make_unique<cuda_copy_pool>(
         opts.copy_threads, std::chrono::microseconds(config::get().channel.spin_us));
     staging_.resize(streams_->count());

@@ -46,7 +46,11 @@ backend_entry const& opencl_entry() {
       &opencl::device_count,
       &opencl::unavailable_reason,
       &opencl::make_properties,
-      [](int ordinal, client_options const&) { return opencl::make_server(ordinal, {}); },
+      [](int ordinal, client_options const& o) {
+        opencl::options opts;
+        opts.memory = o.memory;
+        return opencl::make_server(ordinal, opts);
+      },
   };
   return entry;
 }

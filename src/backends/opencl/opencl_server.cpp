@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "opencl_server.hpp"
 
+#include "memory/configured_memory.hpp"
 #include "opencl_library.hpp"
 #include "opencl_storage.hpp"
 #include "opencl_tensor_rect.hpp"
@@ -57,8 +58,9 @@ opencl_server::opencl_server(int ordinal, options const& opts)
     auto storage = std::make_unique<opencl_storage>(context_, props_.memory.alignment,
                                                     device_->max_alloc, device_->global_memory);
     pages_ = storage.get();
-    memory_ =
-        std::make_unique<memory::memory_manager>(std::move(storage), props_.memory, opts.memory);
+    memory_ = std::make_unique<memory::memory_manager>(std::move(storage), props_.memory,
+                                                       memory::configured_layout(opts.memory));
+    memory::apply_configured_persistence(*memory_);
     kernels_ = std::make_unique<opencl_kernel_cache>(context_, *device_, disk_cache_for(opts));
     profiler_ = std::make_unique<opencl_profiler>();
   } catch (...) {

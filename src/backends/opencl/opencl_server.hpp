@@ -71,6 +71,8 @@ class opencl_server final : public backend::server {
   [[nodiscard]] std::future<void> sync_device() override;
   void select_stream(backend::stream_request const& r) noexcept override {
     current_ = r.index(streams_->count());
+    memory_->set_allocation_mode(r.persistent ? memory::allocation_mode::persistent
+                                              : memory::allocation_mode::automatic);
   }
   [[nodiscard]] std::uint32_t stream_count() const noexcept override { return streams_->count(); }
   [[nodiscard]] cubert::binding_resource get_resource(cubert::binding const& b) override;

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
 
 namespace cubert {
@@ -25,17 +26,43 @@ struct client::state {
   profiling::profiling_summary summary;
 };
 
+namespace {
+
+// The devices (channels) the calling thread is inside a memory_persistent_allocation of, one
+// entry per open scope.
+thread_local std::vector<backend::channel const*> persistent_channels;
+
+bool persistent_on(backend::channel const& c) noexcept {
+  return !persistent_channels.empty() &&
+         std::find(persistent_channels.begin(), persistent_channels.end(), &c) !=
+             persistent_channels.end();
+}
+
+}  // namespace
+
 // The channel, with this client's stream bound on the calling thread until the end of the
-// full expression that calls it (an unbound client leaves the thread's own stream).
+// full expression that calls it (an unbound client leaves the thread's own stream), and the
+// call marked persistent inside the thread's memory_persistent_allocation of this device.
 class client::channel_call {
  public:
-  channel_call(backend::channel& c, std::uint32_t stream) noexcept : channel_(c), bound_(stream) {}
+  channel_call(backend::channel& c, std::uint32_t stream) noexcept
+      : channel_(c), bound_(stream), persistent_(persistent_on(c)) {}
   backend::channel* operator->() const noexcept { return &channel_; }
 
  private:
   backend::channel& channel_;
   backend::stream_binding_scope bound_;
+  backend::persistent_call_scope persistent_;
 };
+
+client::persistent_scope::persistent_scope(client const& c) : state_(c.state_) {
+  persistent_channels.push_back(state_->channel.get());
+}
+
+client::persistent_scope::~persistent_scope() {
+  // Scopes close in the reverse order they opened on a thread: the last entry is this one's.
+  persistent_channels.pop_back();
+}
 
 client::channel_call client::channel() const {
   return {*state_->channel, stream_};
@@ -298,12 +325,14 @@ host_buffer client::alloc_host(std::uint64_t size) const {
 }
 
 std::vector<bytes> client::read_tensor(std::vector<binding_with_meta> tensors) const {
-  auto pending = [&] {
-    refuse_inside_kernel();
-    refuse_while_capturing(state_->channel.get(), "read_tensor");
-    return channel()->read_tensor(std::move(tensors));
-  }();
-  return backend::await_future(std::move(pending), state_->spin);
+  return backend::await_future(read_tensor_async(std::move(tensors)), state_->spin);
+}
+
+std::future<std::vector<bytes>> client::read_tensor_async(
+    std::vector<binding_with_meta> tensors) const {
+  refuse_inside_kernel();
+  refuse_while_capturing(state_->channel.get(), "read_tensor");
+  return channel()->read_tensor(std::move(tensors));
 }
 
 bytes client::read_one_tensor(binding_with_meta tensor) const {

@@ -57,6 +57,14 @@ void set_bool(char const* name, bool& out) {
   if (auto v = env(name)) out = parse_env(name, *v, detail::parse_bool, bool_names);
 }
 
+void set_bounded(char const* name, detail::bounds b, std::string_view what, std::uint32_t& out) {
+  if (auto v = env(name)) {
+    out = parse_env(
+        name, *v, [b](std::string_view s) { return detail::parse_bounded(s, b); },
+        fmt::format("{} from {} to {}", what, b.min, b.max));
+  }
+}
+
 // CUBERT_LOG mirrors CUBECL_DEBUG_LOG: it turns every category on and points it at one sink.
 void apply_log(std::string const& value, config& cfg) {
   auto const all = cfg.logs();
@@ -103,13 +111,17 @@ void config::apply_environment(config& cfg) {
     cfg.autotune.concurrent =
         parse_env("CUBERT_AUTOTUNE_CONCURRENT", *v, detail::parse_concurrent, "run_default|wait");
   }
-  if (auto v = env("CUBERT_CHANNEL_SPIN_US")) {
-    cfg.channel.spin_us = parse_env("CUBERT_CHANNEL_SPIN_US", *v, detail::parse_spin_us,
-                                    "microseconds from 0 to 1000000");
+  set_bounded("CUBERT_CHANNEL_SPIN_US", detail::spin_us_bounds, "microseconds",
+              cfg.channel.spin_us);
+  set_bounded("CUBERT_MAX_STREAMS", detail::max_streams_bounds, "a count of streams",
+              cfg.streaming.max_streams);
+  if (auto v = env("CUBERT_MEMORY_POOLS")) {
+    cfg.memory.pools = parse_env("CUBERT_MEMORY_POOLS", *v, detail::parse_pools,
+                                 "caching|sub_slices|exclusive_pages|compact");
   }
-  if (auto v = env("CUBERT_MAX_STREAMS")) {
-    cfg.streaming.max_streams = parse_env("CUBERT_MAX_STREAMS", *v, detail::parse_max_streams,
-                                          "a count of streams from 1 to 64");
+  if (auto v = env("CUBERT_PERSISTENT_MEMORY")) {
+    cfg.memory.persistent = parse_env("CUBERT_PERSISTENT_MEMORY", *v,
+                                      detail::parse_persistent_memory, "enabled|disabled|enforced");
   }
   if (auto v = env("CUBERT_LOG")) apply_log(*v, cfg);
   if (auto v = env("CUBERT_PROFILE")) {

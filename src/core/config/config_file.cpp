@@ -208,15 +208,19 @@ class file_reader {
     }
   }
 
+  std::uint32_t bounded_of(toml::key const& key, toml::node const& node, detail::bounds b) const {
+    auto const* i = node.as_integer();
+    if (i == nullptr || i->get() < b.min || i->get() > b.max) {
+      fail(fmt::format("'{}' must be an integer from {} to {}", key.str(), b.min, b.max),
+           node.source());
+    }
+    return static_cast<std::uint32_t>(i->get());
+  }
+
   void read_streaming(toml::table const& t, config::streaming_section& out) const {
     for (auto const& [key, node] : t) {
       if (key == "max_streams") {
-        auto const* i = node.as_integer();
-        if (i == nullptr || i->get() < 1 || i->get() > detail::max_streams) {
-          fail(fmt::format("'{}' must be an integer from 1 to {}", key.str(), detail::max_streams),
-               node.source());
-        }
-        out.max_streams = static_cast<std::uint32_t>(i->get());
+        out.max_streams = bounded_of(key, node, detail::max_streams_bounds);
       } else {
         unknown(key);
       }
@@ -226,12 +230,7 @@ class file_reader {
   void read_channel(toml::table const& t, config::channel_section& out) const {
     for (auto const& [key, node] : t) {
       if (key == "spin_us") {
-        auto const* i = node.as_integer();
-        if (i == nullptr || i->get() < 0 || i->get() > detail::max_spin_us) {
-          fail(fmt::format("'{}' must be an integer from 0 to {}", key.str(), detail::max_spin_us),
-               node.source());
-        }
-        out.spin_us = static_cast<std::uint32_t>(i->get());
+        out.spin_us = bounded_of(key, node, detail::spin_us_bounds);
       } else {
         unknown(key);
       }
@@ -242,6 +241,12 @@ class file_reader {
     for (auto const& [key, node] : t) {
       if (key == "log") {
         read_log(*as_table(key, node), out.log);
+      } else if (key == "pools") {
+        out.pools =
+            enum_of(key, node, detail::parse_pools, "caching|sub_slices|exclusive_pages|compact");
+      } else if (key == "persistent_memory") {
+        out.persistent =
+            enum_of(key, node, detail::parse_persistent_memory, "enabled|disabled|enforced");
       } else {
         unknown(key);
       }

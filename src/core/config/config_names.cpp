@@ -17,6 +17,7 @@ constexpr std::array<std::string_view, 4> autotune_level_names{"minimal", "balan
                                                                "full"};
 constexpr std::array<std::string_view, 2> concurrent_names{"run_default", "wait"};
 constexpr std::array<std::string_view, 3> forward_names{"trace", "debug", "info"};
+constexpr std::array<std::string_view, 3> persistent_names{"enabled", "disabled", "enforced"};
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -53,6 +54,9 @@ std::string_view to_string(concurrent_policy v) noexcept {
 std::string_view to_string(forward_severity v) noexcept {
   return forward_names[static_cast<std::size_t>(v)];
 }
+std::string_view to_string(memory::persistent_memory v) noexcept {
+  return persistent_names[static_cast<std::size_t>(v)];
+}
 
 namespace detail {
 
@@ -76,19 +80,20 @@ std::optional<bool> parse_bool(std::string_view s) noexcept {
   return std::nullopt;
 }
 
-std::optional<std::uint32_t> parse_max_streams(std::string_view s) noexcept {
-  std::int64_t v = 0;
-  auto const [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc{} || end != s.data() + s.size() || v < 1 || v > max_streams) {
-    return std::nullopt;
-  }
-  return static_cast<std::uint32_t>(v);
+std::optional<memory::persistent_memory> parse_persistent_memory(std::string_view s) noexcept {
+  return parse_enum<memory::persistent_memory>(s, persistent_names, false);
 }
 
-std::optional<std::uint32_t> parse_spin_us(std::string_view s) noexcept {
+std::optional<std::string> parse_pools(std::string_view s) {
+  auto const names = memory::memory_configuration::preset_names();
+  if (std::find(names.begin(), names.end(), s) == names.end()) return std::nullopt;
+  return std::string(s);
+}
+
+std::optional<std::uint32_t> parse_bounded(std::string_view s, bounds b) noexcept {
   std::int64_t v = 0;
   auto const [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (s.empty() || ec != std::errc{} || end != s.data() + s.size() || v < 0 || v > max_spin_us) {
+  if (s.empty() || ec != std::errc{} || end != s.data() + s.size() || v < b.min || v > b.max) {
     return std::nullopt;
   }
   return static_cast<std::uint32_t>(v);

@@ -21,13 +21,22 @@ namespace cubert::detail {
 /// true/1/on/yes, false/0/off/no (case-insensitive).
 [[nodiscard]] std::optional<bool> parse_bool(std::string_view s) noexcept;
 
-/// The most `streaming.max_streams` accepted (one bit each in a slice's stream marks).
-inline constexpr std::int64_t max_streams = 64;
-/// A decimal count of streams from 1 to max_streams, nothing else.
-[[nodiscard]] std::optional<std::uint32_t> parse_max_streams(std::string_view s) noexcept;
-/// The largest `channel.spin_us` accepted: a second of spinning is already a busy core.
-inline constexpr std::int64_t max_spin_us = 1'000'000;
-/// A decimal count of microseconds from 0 to max_spin_us, nothing else.
-[[nodiscard]] std::optional<std::uint32_t> parse_spin_us(std::string_view s) noexcept;
+/// "enabled" | "disabled" | "enforced".
+[[nodiscard]] std::optional<memory::persistent_memory> parse_persistent_memory(
+    std::string_view s) noexcept;
+/// A preset name `memory_configuration::from_name` takes, nothing else.
+[[nodiscard]] std::optional<std::string> parse_pools(std::string_view s);
+
+/// An integer setting's range.
+struct bounds {
+  std::int64_t min;
+  std::int64_t max;
+};
+/// `streaming.max_streams`: at most one bit each in a slice's stream marks.
+inline constexpr bounds max_streams_bounds{1, 64};
+/// `channel.spin_us`: a second of spinning is already a busy core.
+inline constexpr bounds spin_us_bounds{0, 1'000'000};
+/// A decimal integer within `b`, nothing else.
+[[nodiscard]] std::optional<std::uint32_t> parse_bounded(std::string_view s, bounds b) noexcept;
 
 }  // namespace cubert::detail

@@ -28,7 +28,11 @@ TEST_F(ConfigEnvTest, EnvironmentOverridesFile) {
   setenv("CUBERT_PROFILE", "full", 1);
   setenv("CUBERT_CHANNEL_SPIN_US", "250", 1);
   setenv("CUBERT_MAX_STREAMS", "3", 1);
+  setenv("CUBERT_MEMORY_POOLS", "compact", 1);
+  setenv("CUBERT_PERSISTENT_MEMORY", "disabled", 1);
   auto cfg = config::load(dir_);
+  EXPECT_EQ(cfg.memory.pools, "compact");
+  EXPECT_EQ(cfg.memory.persistent, cubert::memory::persistent_memory::disabled);
   EXPECT_EQ(cfg.channel.spin_us, 250U);
   EXPECT_EQ(cfg.streaming.max_streams, 3U);
   EXPECT_EQ(cfg.autotune.level, cubert::autotune_level::full);
@@ -164,6 +168,9 @@ TEST_F(ConfigEnvTest, BadValuesNameTheVariable) {
   expect_bad("CUBERT_MAX_STREAMS", "0", dir_);
   expect_bad("CUBERT_MAX_STREAMS", "65", dir_);
   expect_bad("CUBERT_MAX_STREAMS", "four", dir_);
+  expect_bad("CUBERT_MEMORY_POOLS", "custom", dir_);
+  expect_bad("CUBERT_MEMORY_POOLS", "", dir_);
+  expect_bad("CUBERT_PERSISTENT_MEMORY", "on", dir_);
 }
 
 // The message lists every word a boolean variable takes (yes and no were accepted, not listed).

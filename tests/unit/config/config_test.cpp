@@ -284,6 +284,24 @@ TEST_F(ConfigTest, WrongTypeNamesFileAndLine) {
   EXPECT_THROW((void)config::from_file(f), config_error);
 }
 
+TEST_F(ConfigTest, MemoryPoolsAndPersistentMemory) {
+  EXPECT_EQ(config{}.memory.pools, "caching");
+  EXPECT_EQ(config{}.memory.persistent, cubert::memory::persistent_memory::enabled);
+  auto f =
+      write("cubert.toml", "[memory]\npools = \"sub_slices\"\npersistent_memory = \"enforced\"\n");
+  auto const cfg = config::from_file(f);
+  EXPECT_EQ(cfg.memory.pools, "sub_slices");
+  EXPECT_EQ(cfg.memory.persistent, cubert::memory::persistent_memory::enforced);
+  f = write("cubert.toml", "[memory]\npersistent_memory = \"disabled\"\n");
+  EXPECT_EQ(config::from_file(f).memory.persistent, cubert::memory::persistent_memory::disabled);
+  f = write("cubert.toml", "[memory]\npools = \"custom\"\n");  // Custom layouts: code only.
+  expect_error_at(f, 2, "caching|sub_slices|exclusive_pages|compact");
+  f = write("cubert.toml", "[memory]\npersistent_memory = true\n");
+  expect_error_at(f, 2, "string");
+  f = write("cubert.toml", "[memory]\n\npersistent_memory = \"always\"\n");
+  expect_error_at(f, 3, "enabled|disabled|enforced");
+}
+
 TEST_F(ConfigTest, MissingFileIsAnIoError) {
   EXPECT_THROW((void)config::from_file(dir_ / "nope.toml"), cubert::io_error);
 }

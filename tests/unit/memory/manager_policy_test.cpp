@@ -192,6 +192,25 @@ TEST(ManagerPolicy, HandlesOutliveTheirManager) {
   bound = {};
 }
 
+// cubecl's `memory.persistent_memory`: the requested mode counts only when it is `enabled`.
+TEST(ManagerPolicy, PersistentMemorySettingOverridesTheRequestedMode) {
+  auto m = make_manager(dummy_props, memory_configuration::sub_slices());
+  m->set_allocation_mode(allocation_mode::persistent);
+  EXPECT_EQ(m->mode(), allocation_mode::persistent);
+  m->set_persistent_memory(persistent_memory::disabled);
+  EXPECT_EQ(m->mode(), allocation_mode::automatic);
+  auto const persistent_index = m->report().pools.size() - 1;
+  auto const a = m->reserve(1000);
+  EXPECT_EQ(pool_row(*m, persistent_index).pages, 0u);
+  m->set_persistent_memory(persistent_memory::enforced);
+  m->set_allocation_mode(allocation_mode::automatic);
+  EXPECT_EQ(m->mode(), allocation_mode::persistent);
+  auto const b = m->reserve(3000);
+  EXPECT_EQ(pool_row(*m, persistent_index).pages, 1u);
+  m->set_persistent_memory(persistent_memory::enabled);
+  EXPECT_EQ(m->mode(), allocation_mode::automatic);  // The last request.
+}
+
 TEST(ManagerPolicy, PersistentModeAndExactSizeRouting) {
   auto m = make_manager(dummy_props, memory_configuration::sub_slices());
   m->set_allocation_mode(allocation_mode::persistent);

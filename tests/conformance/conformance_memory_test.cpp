@@ -1,0 +1,91 @@
+// SPDX-License-Identifier: Apache-2.0
+// Conformance of the memory API reached from the client: a persistent allocation scope (cubecl's
+// `memory_persistent_allocation`) and asynchronous tensor reads.
+#include "byte_helpers.hpp"
+#include "conformance_backend.hpp"
+#include "conformance_fixture.hpp"
+
+#include <cubert/client.hpp>
+
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+namespace cubert::conformance {
+namespace {
+
+using test::bytes_of;
+using test::values_of;
+
+class Memory : public conformance_fixture {
+ protected:
+  // Bytes the device's pools hold from storage after `f` ran, less those before.
+  template <typename F>
+  std::uint64_t reserved_by(F&& f) {
+    auto const before = c().memory_usage().bytes_reserved;
+    f();
+    return c().memory_usage().bytes_reserved - before;
+  }
+};
+
+// An odd size: the persistent pool allocates exactly it (every backend's alignment divides
+// 4 KiB); the dynamic pools cut it from a page of their own size.
+constexpr std::uint64_t odd_size = (std::uint64_t{3} << 20) + 4096;
+
+TEST_P(Memory, APersistentScopeSendsTheThreadsReservationsToTheExactSizePool) {
+  std::optional<handle> kept;
+  std::uint64_t other_thread = 0;
+  auto const inside = reserved_by([&] {
+    c().memory_persistent_allocation([&] {
+      kept.emplace(c().empty(odd_size));
+      // Another thread's reservation in the meantime is not persistent.
+      std::thread([&] {
+        auto const before = c().memory_usage().bytes_reserved;
+        auto const h = c().empty(odd_size + 4096);
+        other_thread = c().memory_usage().bytes_reserved - before;
+      }).join();
+    });
+  });
+  EXPECT_NE(other_thread, odd_size + 4096) << "another thread's reservation was persistent";
+  EXPECT_EQ(inside - other_thread, odd_size) << "the scope's reservation was not exact-size";
+  // Given back, the slice is kept for the next reservation of its size, scope or not.
+  kept.reset();
+  EXPECT_EQ(reserved_by([&] { kept.emplace(c().empty(odd_size)); }), 0U);
+  // The scope's value passes through; the data stays what was written.
+  auto const h = c().memory_persistent_allocation([&] {
+    return c().create(bytes_of(std::vector<std::uint32_t>{1, 2, 3}));
+  });
+  EXPECT_EQ(values_of<std::uint32_t>(c().read_one(h.binding())),
+            (std::vector<std::uint32_t>{1, 2, 3}));
+}
+
+TEST_P(Memory, PersistentScopesNestAndCloseWhenTheirFunctionThrows) {
+  EXPECT_THROW(c().memory_persistent_allocation([&] {
+    c().memory_persistent_allocation([&] { (void)c().empty(64); });
+    throw std::runtime_error("inside");
+  }),
+               std::runtime_error);
+  // Closed: an odd size now goes to the dynamic pools.
+  auto const h_size = odd_size + 8192;
+  std::optional<handle> h;
+  EXPECT_NE(reserved_by([&] { h.emplace(c().empty(h_size)); }), h_size);
+}
+
+TEST_P(Memory, ReadTensorAsyncGivesTheDenseBytes) {
+  std::vector<float> const values{1, 2, 3, 4, 5, 6};
+  auto const t = c().create_tensor(bytes_of(values), {2, 3}, sizeof(float));
+  auto pending = c().read_tensor_async({{t.handle.binding(), {2, 3}, t.strides, sizeof(float)}});
+  auto const got = pending.get();
+  ASSERT_EQ(got.size(), 1U);
+  EXPECT_EQ(values_of<float>(got[0]), values);
+}
+
+INSTANTIATE_TEST_SUITE_P(Backends, Memory, ::testing::ValuesIn(conformance_backends()),
+                         [](auto const& param_info) { return param_info.param.name; });
+
+}  // namespace
+}  // namespace cubert::conformance
