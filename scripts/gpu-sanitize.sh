@@ -34,8 +34,9 @@ note() { echo "gpu-sanitize: $*"; SUMMARY+=("$*"); }
 GEN=()
 command -v ninja >/dev/null && GEN=(-G Ninja)
 GPU_TESTS=(cuda_gpu_test cuda_transfer_test cuda_pinned_pool_test cuda_kernel_cache_test cuda_autotune_test cuda_wait_test
-  cubert_cuda_robustness_tests cuda_fault_test cuda_stream_test cuda_profile_test)
-TSAN_TESTS=(cuda_transfer_test cuda_pinned_pool_test cuda_fault_test cuda_profile_test cuda_wait_test)
+  cubert_cuda_robustness_tests cuda_fault_test cuda_stream_test cuda_streams_test cuda_profile_test)
+TSAN_TESTS=(cuda_transfer_test cuda_pinned_pool_test cuda_fault_test cuda_profile_test cuda_wait_test
+  cuda_streams_test)
 [ -n "${GPU_SANITIZE_TESTS:-}" ] && read -r -a GPU_TESTS <<<"$GPU_SANITIZE_TESTS"
 [ -n "${GPU_SANITIZE_TSAN_TESTS:-}" ] && read -r -a TSAN_TESTS <<<"$GPU_SANITIZE_TSAN_TESTS"
 CONFORMANCE=${GPU_SANITIZE_CONFORMANCE:-1}
