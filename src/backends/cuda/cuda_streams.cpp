@@ -26,7 +26,15 @@ cuda_streams::~cuda_streams() {
 
 void cuda_streams::complete(entry& e) {
   CUBERT_CU_CALL(cuEventCreate, &e.event, CU_EVENT_DISABLE_TIMING);
-  e.registered = std::make_unique<stream_registration>(context_, e.stream);
+  try {
+    e.registered = std::make_unique<stream_registration>(context_, e.stream);
+  } catch (...) {
+    // Out of host memory: nothing else owns the event yet (the constructor's destructor does
+    // not run when it throws).
+    driver_state().cuEventDestroy(e.event);
+    e.event = nullptr;
+    throw;
+  }
 }
 
 CUstream cuda_streams::make(streams::stream_index s) {
