@@ -10,6 +10,7 @@ cuda_streams::cuda_streams(CUcontext context, CUstream first, bool owned,
     : context_(context), entries_(count) {
   auto& e = entries_[0];
   e.stream = first;
+  e.made = true;
   e.owned = owned;
   made_ = 1;
   complete(e);  // On failure the destructor does not run: the caller still owns `first`.
@@ -20,7 +21,7 @@ cuda_streams::~cuda_streams() {
   for (auto& e : entries_) {
     e.registered.reset();  // Out of the registry before the stream goes.
     if (e.event) api.cuEventDestroy(e.event);
-    if (e.owned && e.stream) api.cuStreamDestroy(e.stream);
+    if (e.owned) api.cuStreamDestroy(e.stream);
   }
 }
 
@@ -44,13 +45,14 @@ CUstream cuda_streams::make(streams::stream_index s) {
   // Non-blocking: never serialised with the legacy default stream other libraries may use.
   CUBERT_CU_CALL(cuStreamCreate, &stream, CU_STREAM_NON_BLOCKING);
   e.stream = stream;
+  e.made = true;
   e.owned = true;
   try {
     complete(e);
     // Until a second stream exists the server tracks no uses (`cuda_server::touch`): the new
     // one starts behind every stream's work so far, so those untracked uses need no waits.
     for (auto& other : entries_) {
-      if (&other == &e || other.stream == nullptr) continue;
+      if (&other == &e || !other.made) continue;
       CUBERT_CU_CALL(cuEventRecord, other.event, other.stream);
       CUBERT_CU_CALL(cuStreamWaitEvent, stream, other.event, 0);
     }
@@ -61,6 +63,7 @@ CUstream cuda_streams::make(streams::stream_index s) {
     e.event = nullptr;
     api.cuStreamDestroy(stream);
     e.stream = nullptr;
+    e.made = false;
     e.owned = false;
     throw;
   }
@@ -81,7 +84,7 @@ CUresult cuda_streams::synchronize_all() noexcept {
   auto const& api = driver_state();
   CUresult first = CUDA_SUCCESS;
   for (auto const& e : entries_) {
-    if (e.stream == nullptr) continue;
+    if (!e.made) continue;
     CUresult const r = api.cuStreamSynchronize(e.stream);
     if (first == CUDA_SUCCESS) first = r;
   }
@@ -91,7 +94,7 @@ CUresult cuda_streams::synchronize_all() noexcept {
 bool cuda_streams::all_idle() const noexcept {
   auto const& api = driver_state();
   for (auto const& e : entries_) {
-    if (e.stream != nullptr && api.cuStreamQuery(e.stream) != CUDA_SUCCESS) return false;
+    if (e.made && api.cuStreamQuery(e.stream) != CUDA_SUCCESS) return false;
   }
   return true;
 }

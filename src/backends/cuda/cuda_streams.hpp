@@ -34,13 +34,11 @@ class cuda_streams final : public streams::stream_waits {
   }
   /// How many streams are made so far (stream 0 always is).
   [[nodiscard]] streams::stream_index made() const noexcept { return made_; }
-  [[nodiscard]] bool is_made(streams::stream_index s) const noexcept {
-    return entries_[s].stream != nullptr;
-  }
+  [[nodiscard]] bool is_made(streams::stream_index s) const noexcept { return entries_[s].made; }
   /// Stream `s`, made now (non-blocking) if it is new. @throws device_error from the driver.
   [[nodiscard]] CUstream at(streams::stream_index s) {
-    if (auto* const made = entries_[s].stream) [[likely]]
-      return made;
+    if (entries_[s].made) [[likely]]
+      return entries_[s].stream;
     return make(s);
   }
   /// `at(s)` for a stream already made (its index from `is_made`).
@@ -58,7 +56,8 @@ class cuda_streams final : public streams::stream_waits {
 
  private:
   struct entry {
-    CUstream stream = nullptr;
+    CUstream stream = nullptr;  // nullptr is a stream too: the legacy default stream.
+    bool made = false;
     CUevent event = nullptr;  // For waits; made with the stream.
     bool owned = false;
     std::unique_ptr<stream_registration> registered;
