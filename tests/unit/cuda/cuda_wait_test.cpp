@@ -343,8 +343,10 @@ TEST_P(CudaWaitOutside, ASyncWithAPageFreeQueuedLetsOtherThreadsCall) {
   auto const joiner = threads_joined();
   auto const held = device_bytes();
   ASSERT_TRUE(waits_while_others_go_on([this] { client_->sync(); }, h));
-  // The others' fill drains too; then the first call after the wait finds the stream idle.
+  // The others' fill drains too (it ran on their threads' own streams: a device-wide sync);
+  // then the first call after the wait finds the device idle.
   ASSERT_EQ(driver().cuStreamSynchronize(owned_.stream), CUDA_SUCCESS);
+  client_->sync_device();
   client_->flush();
   if (held) {
     EXPECT_EQ(*device_bytes(), *held - mib)
