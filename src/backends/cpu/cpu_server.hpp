@@ -3,6 +3,7 @@
 #pragma once
 
 #include "cpu_queue.hpp"
+#include "memory/configured_memory.hpp"
 
 #include <cubert/backend/server.hpp>
 #include <cubert/cpu.hpp>
@@ -51,8 +52,7 @@ class cpu_server final : public backend::server {
   }
   /// One stream; sets the allocation mode of the calls that follow.
   void select_stream(backend::stream_request const& r) noexcept override {
-    memory_.set_allocation_mode(r.persistent ? memory::allocation_mode::persistent
-                                             : memory::allocation_mode::automatic);
+    memory::select_allocation_mode(memory_, r);
   }
 
  protected:

@@ -11,6 +11,7 @@
 #include "cuda_streams.hpp"
 #include "cuda_tensor_layout.hpp"
 #include "cuda_wait.hpp"
+#include "memory/configured_memory.hpp"
 
 #include <cubert/backend/server.hpp>
 #include <cubert/cuda.hpp>
@@ -122,8 +123,7 @@ class cuda_server final : public backend::server {
   [[nodiscard]] std::future<void> sync_device() override;
   void select_stream(backend::stream_request const& r) noexcept override {
     current_ = r.index(streams_->count());
-    memory_->set_allocation_mode(r.persistent ? memory::allocation_mode::persistent
-                                              : memory::allocation_mode::automatic);
+    memory::select_allocation_mode(*memory_, r);
   }
   [[nodiscard]] std::uint32_t stream_count() const noexcept override { return streams_->count(); }
   [[nodiscard]] cubert::binding_resource get_resource(cubert::binding const& b) override;

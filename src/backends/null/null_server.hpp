@@ -2,6 +2,7 @@
 // The null server: host memory through the memory manager, launches on the null queue.
 #pragma once
 
+#include "memory/configured_memory.hpp"
 #include "null_backend.hpp"
 #include "null_queue.hpp"
 
@@ -53,8 +54,7 @@ class null_server : public backend::server {
   }
   /// One stream; sets the allocation mode of the calls that follow.
   void select_stream(backend::stream_request const& r) noexcept override {
-    memory_.set_allocation_mode(r.persistent ? memory::allocation_mode::persistent
-                                             : memory::allocation_mode::automatic);
+    memory::select_allocation_mode(memory_, r);
   }
 
  protected:

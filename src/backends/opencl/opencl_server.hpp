@@ -2,6 +2,7 @@
 // The OpenCL server: one device, a context of its own and an in-order command queue per stream.
 #pragma once
 
+#include "memory/configured_memory.hpp"
 #include "opencl_device.hpp"
 #include "opencl_event.hpp"
 #include "opencl_kernel_cache.hpp"
@@ -71,8 +72,7 @@ class opencl_server final : public backend::server {
   [[nodiscard]] std::future<void> sync_device() override;
   void select_stream(backend::stream_request const& r) noexcept override {
     current_ = r.index(streams_->count());
-    memory_->set_allocation_mode(r.persistent ? memory::allocation_mode::persistent
-                                              : memory::allocation_mode::automatic);
+    memory::select_allocation_mode(*memory_, r);
   }
   [[nodiscard]] std::uint32_t stream_count() const noexcept override { return streams_->count(); }
   [[nodiscard]] cubert::binding_resource get_resource(cubert::binding const& b) override;

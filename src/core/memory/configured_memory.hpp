@@ -3,6 +3,7 @@
 // client's options name none, and the persistent-memory setting.
 #pragma once
 
+#include <cubert/backend/server.hpp>
 #include <cubert/memory/configuration.hpp>
 #include <cubert/memory/memory_manager.hpp>
 
@@ -17,5 +18,11 @@ namespace cubert::memory {
 
 /// Applies `[memory] persistent_memory` (`CUBERT_PERSISTENT_MEMORY`) to a backend's manager.
 void apply_configured_persistence(memory_manager& m);
+
+/// What a server's `select_stream` does for its manager: the calls that follow reserve as
+/// `r.persistent` asks (inside the caller's `client::memory_persistent_allocation`).
+inline void select_allocation_mode(memory_manager& m, backend::stream_request const& r) noexcept {
+  m.set_allocation_mode(r.persistent ? allocation_mode::persistent : allocation_mode::automatic);
+}
 
 }  // namespace cubert::memory
