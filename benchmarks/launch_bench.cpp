@@ -62,11 +62,17 @@ void BM_openmp_region(benchmark::State& state) {
   state.counters["width"] = w;
 }
 
-void launch(benchmark::State& state, cubert::channel_kind kind, bool with_buffers) {
+// `queued`: the launches go to stream 1 after stream 0 was used, so each is queued on the
+// stream's executor rather than run in the call (the CPU device's path once a second stream is
+// used).
+void launch(benchmark::State& state, cubert::channel_kind kind, bool with_buffers,
+            bool queued = false) {
   unsigned const w = width();
   cpu::options opts;
   opts.threads = w;
-  client c(cpu::make_client(opts, kind));
+  client const device(cpu::make_client(opts, kind));
+  if (queued) static_cast<void>(device.on_stream(0).empty(64));
+  client c = queued ? device.on_stream(1) : device;
   auto k = empty_kernel();
   auto a = c.empty(1024);
   auto b = c.empty(1024);
@@ -93,6 +99,12 @@ void BM_execute_actor(benchmark::State& s) {
 }
 void BM_execute_inline(benchmark::State& s) {
   launch(s, cubert::channel_kind::single_thread, false);
+}
+void BM_execute_mutex_queued(benchmark::State& s) {
+  launch(s, cubert::channel_kind::mutex, false, true);
+}
+void BM_execute_actor_queued(benchmark::State& s) {
+  launch(s, cubert::channel_kind::actor, false, true);
 }
 void BM_execute_mutex_3buf(benchmark::State& s) {
   launch(s, cubert::channel_kind::mutex, true);
@@ -177,6 +189,8 @@ BENCHMARK(BM_openmp_region);
 BENCHMARK(BM_execute_mutex);
 BENCHMARK(BM_execute_actor);
 BENCHMARK(BM_execute_inline);
+BENCHMARK(BM_execute_mutex_queued);
+BENCHMARK(BM_execute_actor_queued);
 BENCHMARK(BM_execute_mutex_3buf);
 BENCHMARK(BM_execute_actor_3buf);
 BENCHMARK(BM_execute_inline_3buf);

@@ -131,6 +131,11 @@ struct options {
   /// docs/performance/README.md). Each worker burns up to this much CPU after every launch, which a
   /// host whose other threads need the cores pays for: lower it there.
   std::chrono::microseconds worker_spin{250};
+  /// Streams the device's work is spread over (a thread's own, then round-robin); 0 =
+  /// `[streaming] max_streams`. At most 64. While one stream only is used, each command runs in
+  /// its call; from the first use of a second, each stream's commands run in order on an
+  /// executor thread of its own, launches taking turns on the one pool (docs/user/execution.md).
+  std::uint32_t streams = 0;
 };
 
 /// A CPU server (for channels and tests). @throws invalid_argument on bad options (an

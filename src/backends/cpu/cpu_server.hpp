@@ -3,20 +3,28 @@
 #pragma once
 
 #include "cpu_queue.hpp"
+#include "cpu_streams.hpp"
 #include "memory/configured_memory.hpp"
+#include "stream/stream_order.hpp"
 
 #include <cubert/backend/server.hpp>
 #include <cubert/cpu.hpp>
 #include <cubert/memory/memory_manager.hpp>
 
+#include <mutex>
 #include <vector>
 
 namespace cubert::cpu {
 
-/// Runs each launch on the pool before `execute` returns, so launches complete in submission
-/// order and a buffer dropped after a launch can be reused at once. Asynchrony towards the
-/// caller comes from the actor channel; a kernel that throws is recorded and rethrown by the
-/// next sync/read/flush. Timing is the host clock (the queue is always drained).
+/// Host memory through the memory manager; cubes on the launch pool. While one stream only is
+/// used, each command runs in its call, so launches complete in submission order and a buffer
+/// dropped after a launch can be reused at once. From the first use of a second stream on, each
+/// stream's commands run on its executor (`cpu_streams`): calls return at once, streams run
+/// beside each other (launches taking turns on the pool), and `stream_order` makes a command
+/// that uses another stream's buffer wait for that stream's work. A queued command holds its
+/// bindings until it has run, so no slice is handed out again or freed under it. A kernel that
+/// throws is recorded and rethrown by the next sync/read/flush. Timing is the host clock, the
+/// calling stream drained at both ends.
 class cpu_server final : public backend::server {
  public:
   explicit cpu_server(options const& opts);
@@ -31,7 +39,8 @@ class cpu_server final : public backend::server {
   /// since nothing on this device benefits from pinning.
   [[nodiscard]] std::future<void> read_into(cubert::binding const& b,
                                             std::span<std::byte> dst) override;
-  /// Launches have all completed when these run (see above), so they act at once.
+  /// In the call while one stream is used (launches have all completed then); else queued with
+  /// a copy of `data`.
   void write(cubert::binding const& dst, std::span<std::byte const> data) override;
   /// Scatters in place: the binding's memory is the host's.
   void write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) override;
@@ -50,10 +59,12 @@ class cpu_server final : public backend::server {
   [[nodiscard]] device_properties const& properties() const noexcept override {
     return properties_;
   }
-  /// One stream; sets the allocation mode of the calls that follow.
   void select_stream(backend::stream_request const& r) noexcept override {
+    current_ = r.index(streams_.count());
     memory::select_allocation_mode(memory_, r);
   }
+  [[nodiscard]] std::uint32_t stream_count() const noexcept override { return streams_.count(); }
+  [[nodiscard]] std::future<void> sync_device() override;
 
  protected:
   /// What `execute` refuses at once; the default `instantiate_graph` checks captured launches
@@ -69,13 +80,30 @@ class cpu_server final : public backend::server {
   [[nodiscard]] std::array<std::uint32_t, 3> resolve_count(cube_count const& count) const;
   void run_cubes(cpu_kernel_fn const& fn, kernel_context const& base,
                  std::array<std::uint32_t, 3> counts);
+  /// Runs `k` over `counts` cubes with `base`, recording a failure for the next sync.
+  void launch(kernel const& k, kernel_context const& base, std::array<std::uint32_t, 3> counts);
+  /// Queues a launch on the calling stream (after `check_launch`).
+  void queue_launch(kernel const& k, cube_count const& count, bindings args, execution_mode mode);
+  /// The calling stream's executor started, before its command's uses are marked.
+  /// @throws device_error when it cannot be.
+  void prepare();
+  /// Orders the calling stream's next command after the uses `b` needs waited for.
+  void touch(cubert::binding const& b, streams::access how);
+  /// Queues `c` on the calling stream as its next position.
+  void enqueue(cpu_command c);
 
   device_properties properties_;
   memory::memory_manager memory_;
   cpu_queue pool_;
   timestamp_profiler profiler_;
+  std::mutex profiler_mutex_;  // Executors record failures while the server thread profiles.
   backend::async_error errors_;
   std::vector<buffer_view> views_;  // Reused across launches to avoid an allocation each.
+  // Destroyed before memory_ and pool_: its destructor runs what is queued, whose bindings
+  // belong to memory_'s pools.
+  cpu_streams streams_;
+  streams::stream_order order_;
+  streams::stream_index current_ = 0;
 };
 
 }  // namespace cubert::cpu
