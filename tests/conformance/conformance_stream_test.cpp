@@ -10,6 +10,7 @@
 
 #include <cubert/client.hpp>
 #include <cubert/error.hpp>
+#include <cubert/graph.hpp>
 
 #include <gtest/gtest.h>
 
@@ -177,6 +178,33 @@ TEST_P(Streams, FillsAndCopiesChainedOverThreeStreamsStayInOrder) {
     if (got != std::vector<std::uint32_t>(n, static_cast<std::uint32_t>(i))) ++wrong;
   }
   EXPECT_EQ(wrong, 0);
+}
+
+// A graph of one kernel, captured on stream 1 and replayed there each round, reads x, which
+// stream 0 fills before each replay: every replay waits for its fill, and the next fill for the
+// replay's read.
+TEST_P(Streams, AGraphOfAKernelReplayedOnAnotherStreamSeesEachFillOfTheProducer) {
+  std::uint32_t const n = 256;
+  auto const producer = on(0);
+  auto const consumer = on(1);
+  auto const x = producer.empty(n * sizeof(float));
+  auto const acc = consumer.create(bytes_of(std::vector<float>(n, 0.0F)));
+  graph const g = consumer.capture([&] {
+    consumer.execute(kernels::add_f32(), cube_count{1},
+                     bindings{}
+                         .with_buffer(acc.binding())
+                         .with_input(x.binding())
+                         .with_buffer(acc.binding())
+                         .with_scalar(elem::u32, {n}));
+  });
+  float expected = 0;
+  for (int i = 0; i < 2000; ++i) {
+    auto const value = static_cast<float>(1 + i % 4);
+    expected += value;
+    producer.fill(x.binding(), value);
+    consumer.replay(g);
+  }
+  EXPECT_EQ(values_of<float>(producer.read_one(acc.binding())), std::vector<float>(n, expected));
 }
 
 TEST_P(Streams, EveryStreamCanBeBoundAndSynced) {
