@@ -13,8 +13,6 @@ Tensors hand their memory to NumPy, PyTorch or CuPy without a copy through DLPac
 
 from __future__ import annotations
 
-import numpy as _np
-
 from . import _cubert
 from ._cubert import (
     AutotuneError,
@@ -63,28 +61,3 @@ def client(device: str = "cpu", channel: str | None = None) -> Client:
     same client for the life of the process. `channel` ("mutex", "actor", "single_thread") is
     decided by the first call for a device."""
     return _cubert.make_client(device, channel)
-
-
-def _create(self: Client, data) -> Tensor:
-    """A tensor on the device holding a copy of `data` (a NumPy array or anything
-    `numpy.asarray` takes: lists, scalars, other arrays)."""
-    return self._create(_np.ascontiguousarray(data))
-
-
-def _write(self: Client, tensor: Tensor, data) -> None:
-    """Copies `data` (converted to the tensor's dtype) into `tensor`, a dense tensor."""
-    if tensor.dtype == "bfloat16":
-        raise TypeError("write of a bfloat16 tensor: NumPy has no bfloat16")
-    self._write(tensor, _np.ascontiguousarray(data, dtype=_np.dtype(tensor.dtype)))
-
-
-def _read(self: Client, tensor: Tensor):
-    """A NumPy copy of `tensor`'s elements, after the work that writes them."""
-    if tensor.client != self:
-        raise ValueError(f"read: the tensor lives on {tensor.device}, not on {self.device}")
-    return tensor.numpy()
-
-
-Client.create = _create
-Client.write = _write
-Client.read = _read

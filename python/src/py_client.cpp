@@ -93,6 +93,16 @@ void check_same_client(py_client const& c, py_tensor const& t, char const* what)
   }
 }
 
+// `data` as a C-contiguous NumPy array on the host (converted to `dtype` when one is given).
+host_array as_host_array(nb::handle data, std::string_view dtype = {}) {
+  auto const np = nb::module_::import_("numpy");
+  nb::object arr = dtype.empty()
+                       ? np.attr("ascontiguousarray")(data)
+                       : np.attr("ascontiguousarray")(
+                             data, nb::arg("dtype") = nb::str(dtype.data(), dtype.size()));
+  return nb::cast<host_array>(arr);
+}
+
 py_tensor make_empty(py_client const& c, std::vector<std::uint64_t> const& shape, elem type) {
   if (shape.empty()) throw nb::value_error("empty: a tensor has at least one dimension");
   nb::gil_scoped_release nogil;
@@ -116,7 +126,7 @@ void bind_client(nb::module_& m) {
           [](py_client const& c, std::uint32_t i) {
             return py_client{c.client.on_stream(i), c.device};
           },
-          "A copy of this client bound to stream `i`.")
+          nb::arg("index"), "A copy of this client bound to stream `index`.")
       .def(
           "empty",
           [](py_client const& c, std::vector<std::uint64_t> const& shape,
@@ -124,8 +134,9 @@ void bind_client(nb::module_& m) {
           nb::arg("shape"), nb::arg("dtype") = "float32",
           "A dense tensor of uninitialised memory on the device.")
       .def(
-          "_create",
-          [](py_client const& c, host_array const& a) {
+          "create",
+          [](py_client const& c, nb::handle data) {
+            auto const a = as_host_array(data);
             auto const type = dtype_from_dlpack(a.dtype());
             auto shape = shape_of(a);
             if (shape.empty()) shape.push_back(1);
@@ -133,11 +144,17 @@ void bind_client(nb::module_& m) {
             nb::gil_scoped_release nogil;
             return py_tensor{c, ops::tensor::create(c.client, type, shape, bytes)};
           },
-          nb::arg("array"))
+          nb::arg("data"),
+          "A tensor on the device holding a copy of `data` (a NumPy array, or anything "
+          "numpy.asarray takes).")
       .def(
-          "_write",
-          [](py_client const& c, py_tensor const& t, host_array const& a) {
+          "write",
+          [](py_client const& c, py_tensor const& t, nb::handle data) {
             check_same_client(c, t, "write");
+            if (t.view.dtype() == elem::bf16) {
+              throw nb::type_error("write of a bfloat16 tensor: NumPy has no bfloat16");
+            }
+            auto const a = as_host_array(data, dtype_name(t.view.dtype()));
             if (dtype_from_dlpack(a.dtype()) != t.view.dtype()) {
               throw nb::value_error(("write: the array holds " +
                                      std::string(dtype_name(dtype_from_dlpack(a.dtype()))) +
@@ -154,7 +171,16 @@ void bind_client(nb::module_& m) {
             nb::gil_scoped_release nogil;
             c.client.write(b, bytes);
           },
-          nb::arg("tensor"), nb::arg("array"))
+          nb::arg("tensor"), nb::arg("data"),
+          "Copies `data` (converted to the tensor's dtype) into `tensor`, a dense tensor.")
+      .def(
+          "read",
+          [](py_client const& c, py_tensor const& t) {
+            check_same_client(c, t, "read");
+            return nb::cast(t).attr("numpy")();
+          },
+          nb::arg("tensor"),
+          "A NumPy copy of `tensor`'s elements, after the work that writes them.")
       .def(
           "fill",
           [](py_client const& c, py_tensor const& t, nb::handle value) {
