@@ -6,6 +6,7 @@ NB_MODULE(_cubert, m) {
   m.doc() = "cubert's C++ runtime: devices, clients, tensors, DLPack and the kernel library";
   cubert::python::bind_errors(m);
   cubert::python::bind_devices(m);
+  cubert::python::bind_kernel(m);
   cubert::python::bind_client(m);
   cubert::python::bind_tensor(m);
   cubert::python::bind_ops(m);

@@ -112,8 +112,9 @@ py_tensor make_empty(py_client const& c, std::vector<std::uint64_t> const& shape
 }  // namespace
 
 void bind_client(nb::module_& m) {
-  nb::class_<py_client>(m, "Client", "A device's client: memory, transfers, syncs.")
-      .def_prop_ro("device", [](py_client const& c) { return c.device; })
+  nb::class_<py_client> cls(m, "Client", "A device's client: memory, transfers, syncs.");
+  bind_execute(cls);
+  cls.def_prop_ro("device", [](py_client const& c) { return c.device; })
       .def_prop_ro(
           "channel",
           [](py_client const& c) { return std::string(to_string(c.client.channel_kind())); })

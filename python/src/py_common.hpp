@@ -40,6 +40,9 @@ struct py_tensor {
 void bind_errors(nb::module_& m);
 void bind_devices(nb::module_& m);
 void bind_client(nb::module_& m);
+void bind_kernel(nb::module_& m);
+/// Client.execute, on the class `bind_client` made.
+void bind_execute(nb::class_<py_client>& cls);
 void bind_tensor(nb::module_& m);
 void bind_ops(nb::module_& m);
 
