@@ -66,6 +66,18 @@ void bind_tensor(nb::module_& m) {
             return py_tensor{t.owner, t.view.transposed()};
           },
           "The view with its last two dimensions swapped (no copy).")
+      .def_prop_ro(
+          "data_ptr",
+          [](py_tensor const& t) {
+            auto const [type, ordinal] = dlpack_device_of(t);
+            static_cast<void>(type);
+            static_cast<void>(ordinal);
+            nb::gil_scoped_release nogil;
+            return t.owner.client.get_resource(t.view.bound()).resource.address() +
+                   t.view.offset() * elem_size(t.view.dtype());
+          },
+          "The address of the first element (a host pointer on the CPU, a device address on "
+          "CUDA), as DLPack hands it out; BufferError for memory with no address (OpenCL).")
       .def("__len__", [](py_tensor const& t) { return t.view.shape().front(); })
       .def("__repr__",
            [](py_tensor const& t) {
