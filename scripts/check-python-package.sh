@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
-venv=build/python-package-venv
+venv=$root/build/python-package-venv
 rm -rf "$venv"
 "${CUBERT_PYTHON:-python3}" -m venv "$venv"
 "$venv/bin/python" -m pip install -q --upgrade pip
