@@ -8,5 +8,6 @@ option(CUBERT_WARNINGS_AS_ERRORS "cubert: treat warnings as errors on cubert tar
 set(CUBERT_SANITIZE "" CACHE STRING "cubert: sanitizers to build with: address;undefined or thread")
 set_property(CACHE CUBERT_SANITIZE PROPERTY STRINGS "" "address;undefined" "thread")
 option(CUBERT_FAST_LINKER "cubert: link cubert's own programs with lld where the compiler can" ON)
+option(CUBERT_BUILD_PYTHON "cubert: build the Python extension (nanobind; see pyproject.toml)" OFF)
 option(CUBERT_BUILD_FUZZERS "cubert: build the libFuzzer targets (clang only; see tests/fuzz)" OFF)
 option(CUBERT_TEST_PCH "cubert: compile the tests with one precompiled header of what they share" ON)

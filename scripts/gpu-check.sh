@@ -7,9 +7,10 @@
 # and says "no CUDA device". Extra configure arguments: CUBERT_GPU_CMAKE_ARGS. Exits 1 when a
 # build, a test, a benchmark or the CLI failed (after the whole summary); unmet benchmark targets
 # and a missing PyTorch baseline do not.
-# The whole takes more than the lent GPU machine's 10 minutes per command: there, run it as three
-# calls on the warm machine (the build stays): CUBERT_GPU_ONLY=tests, then bench (the CUDA, CPU
-# and OpenCL benchmarks), then ops (the kernel library against its peers). CUBERT_GPU_ONLY=build
+# The whole takes more than the lent GPU machine's 10 minutes per command: there, run it as four
+# calls on the warm machine (the build stays): CUBERT_GPU_ONLY=tests, then python (a wheel and
+# the Python tests, scripts/gpu-python.sh), then bench (the CUDA, CPU and OpenCL benchmarks),
+# then ops (the kernel library against its peers). CUBERT_GPU_ONLY=build
 # only builds (for scripts/gpu-tune-cold.sh on a fresh machine).
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
@@ -24,7 +25,7 @@ export PATH="/usr/local/cuda/bin:$PATH"
 declare -a SUMMARY=()
 note() { echo "gpu-check: $*"; SUMMARY+=("$*"); }
 ONLY=${CUBERT_GPU_ONLY:-all}
-case "$ONLY" in all | build | tests | bench | ops) ;; *) echo "CUBERT_GPU_ONLY: all, build, tests, bench or ops" >&2; exit 2 ;; esac
+case "$ONLY" in all | build | tests | python | bench | ops) ;; *) echo "CUBERT_GPU_ONLY: all, build, tests, python, bench or ops" >&2; exit 2 ;; esac
 want() { [ "$ONLY" = all ] || [ "$ONLY" = "$1" ]; }
 # How long each stage took (seconds since the start), so that the whole stays within one call.
 declare -a TIMES=()
@@ -114,6 +115,12 @@ else
   note "tests: not run (CUBERT_GPU_ONLY=$ONLY)"
 fi
 stage "tests"
+# 3a. The Python package: a wheel built here by the machine's Python, its tests (PyTorch's too).
+if want python; then
+  PY_LINE=$(bash "$ROOT/scripts/gpu-python.sh" | tail -1)
+  note "$PY_LINE"
+fi
+stage "python"
 # 3b. The command-line tool on the device: lists it, and runs and checks kernels on cuda:0
 # through both channels that CUDA serves.
 CLI=$BUILD/tools/cubert/cubert

@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# The README's test command: configure, build and run every test of the dev preset.
+# The README's test command: configure, build and run every test of the dev preset, the Python
+# package's included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh >/dev/null
+# The Python package is built in place (its extension against this build's libraries) and its
+# tests run with the others (ctest's python_tests).
+python=$(bash scripts/python-env.sh)
 log=$(mktemp)
-cmake --preset dev >"$log" || { cat "$log"; exit 1; }
+cmake --preset dev -DCUBERT_BUILD_PYTHON=ON -DPython_EXECUTABLE="$python" >"$log" ||
+  { cat "$log"; exit 1; }
 # Which backends this build has: without a CUDA toolkit its tests are not built, and say so here.
 grep -E -- '-- cubert:' "$log" || true
 rm -f "$log"

@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: Apache-2.0
+// cubert.Tensor: a view of device memory with a dtype, a shape and strides in elements; NumPy
+// copies out of it, and DLPack (1.x versioned capsules, legacy ones for older consumers) hands
+// it to NumPy, PyTorch or CuPy without a copy.
+#include "py_common.hpp"
+
+#include <cstring>
+#include <memory>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/vector.h>
+#include <string>
+#include <vector>
+
+namespace cubert::python {
+
+namespace {
+
+nb::tuple as_tuple(std::vector<std::uint64_t> const& v) {
+  nb::list out;
+  for (auto x : v) out.append(x);
+  return nb::tuple(out);
+}
+
+// DLPack's device of a tensor: (type, ordinal). @throws nb::buffer_error where DLPack cannot
+// describe the memory (OpenCL buffers are handles, not addresses).
+std::pair<int, int> dlpack_device_of(py_tensor const& t) {
+  auto const& id = t.owner.device;
+  if (id == "cpu" || id.starts_with("cpu:")) return {nb::device::cpu::value, 0};
+  if (id.starts_with("cuda:")) return {nb::device::cuda::value, std::stoi(id.substr(5))};
+  throw nb::buffer_error(
+      ("DLPack cannot describe memory of " + id + ": its buffers are driver handles, not addresses")
+          .c_str());
+}
+
+// Copies `bytes` out into a NumPy array of `shape` and `type` that owns them.
+nb::object numpy_of(std::vector<std::byte>&& bytes, std::vector<std::uint64_t> const& shape,
+                    elem type) {
+  auto* held = new std::vector<std::byte>(std::move(bytes));
+  nb::capsule owner(held, [](void* p) noexcept { delete static_cast<std::vector<std::byte>*>(p); });
+  std::vector<std::size_t> dims(shape.begin(), shape.end());
+  nb::ndarray<nb::numpy> arr(held->data(), dims.size(), dims.data(), owner, nullptr,
+                             dlpack_dtype(type), nb::device::cpu::value);
+  return nb::cast(std::move(arr));
+}
+
+}  // namespace
+
+void bind_tensor(nb::module_& m) {
+  nb::class_<py_tensor>(m, "Tensor",
+                        "A view of device memory: dtype, shape and strides (in elements).")
+      .def_prop_ro("shape", [](py_tensor const& t) { return as_tuple(t.view.shape()); })
+      .def_prop_ro(
+          "strides", [](py_tensor const& t) { return as_tuple(t.view.strides()); },
+          "Strides in elements (as PyTorch counts them), not bytes.")
+      .def_prop_ro("dtype",
+                   [](py_tensor const& t) { return std::string(dtype_name(t.view.dtype())); })
+      .def_prop_ro("device", [](py_tensor const& t) { return t.owner.device; })
+      .def_prop_ro("client", [](py_tensor const& t) { return t.owner; })
+      .def_prop_ro("ndim", [](py_tensor const& t) { return t.view.rank(); })
+      .def_prop_ro("numel", [](py_tensor const& t) { return t.view.numel(); })
+      .def_prop_ro("nbytes",
+                   [](py_tensor const& t) { return t.view.numel() * elem_size(t.view.dtype()); })
+      .def_prop_ro(
+          "T",
+          [](py_tensor const& t) {
+            return py_tensor{t.owner, t.view.transposed()};
+          },
+          "The view with its last two dimensions swapped (no copy).")
+      .def_prop_ro(
+          "data_ptr",
+          [](py_tensor const& t) {
+            auto const [type, ordinal] = dlpack_device_of(t);
+            static_cast<void>(type);
+            static_cast<void>(ordinal);
+            nb::gil_scoped_release nogil;
+            return t.owner.client.get_resource(t.view.bound()).resource.address() +
+                   t.view.offset() * elem_size(t.view.dtype());
+          },
+          "The address of the first element (a host pointer on the CPU, a device address on "
+          "CUDA), as DLPack hands it out; BufferError for memory with no address (OpenCL).")
+      .def("__len__", [](py_tensor const& t) { return t.view.shape().front(); })
+      .def("__repr__",
+           [](py_tensor const& t) {
+             return "cubert.Tensor(" + t.view.describe() + ", device='" + t.owner.device + "')";
+           })
+      .def(
+          "numpy",
+          [](py_tensor const& t) {
+            if (t.view.dtype() == elem::bf16) {
+              throw nb::type_error(
+                  "numpy() of a bfloat16 tensor: NumPy has no bfloat16; hand it to a framework "
+                  "that has one through DLPack (torch.from_dlpack)");
+            }
+            std::vector<std::byte> bytes;
+            {
+              nb::gil_scoped_release nogil;
+              bytes = t.view.read(t.owner.client);
+            }
+            return numpy_of(std::move(bytes), t.view.shape(), t.view.dtype());
+          },
+          "A NumPy array holding a copy of the elements (waits for the work that writes them).")
+      .def("__dlpack_device__",
+           [](py_tensor const& t) {
+             auto const [type, ordinal] = dlpack_device_of(t);
+             return nb::make_tuple(type, ordinal);
+           })
+      .def(
+          "__dlpack__",
+          [](py_tensor const& t, nb::kwargs kwargs) {
+            auto const [type, ordinal] = dlpack_device_of(t);
+            // The consumer reads the memory from now on, on any thread and any stream: every
+            // stream's work is waited for first. (The stream it names needs nothing further.)
+            if (kwargs.contains("stream")) nb::del(kwargs["stream"]);
+            cubert::binding_resource res;
+            {
+              nb::gil_scoped_release nogil;
+              t.owner.client.sync_device();
+              res = t.owner.client.get_resource(t.view.bound());
+            }
+            auto const address =
+                res.resource.address() + t.view.offset() * elem_size(t.view.dtype());
+            std::vector<std::size_t> shape(t.view.shape().begin(), t.view.shape().end());
+            std::vector<std::int64_t> strides(t.view.strides().begin(), t.view.strides().end());
+            // The capsule keeps the tensor (its memory and its client) alive while the consumer
+            // holds the capsule.
+            auto* held = new py_tensor(t);
+            nb::capsule owner(held, [](void* p) noexcept { delete static_cast<py_tensor*>(p); });
+            nb::ndarray<nb::array_api> view(
+                reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)), shape.size(),
+                shape.data(), owner, strides.data(), dlpack_dtype(t.view.dtype()), type, ordinal);
+            nb::object exported = nb::cast(std::move(view));
+            return exported.attr("__dlpack__")(**kwargs);
+          },
+          "A DLPack capsule of the tensor's memory, without a copy (stream=, max_version=, "
+          "dl_device=, copy= as the DLPack protocol says).");
+}
+
+}  // namespace cubert::python

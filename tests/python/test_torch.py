@@ -1,0 +1,45 @@
+# SPDX-License-Identifier: Apache-2.0
+"""DLPack between cubert and PyTorch (where PyTorch is installed: the GPU machine's torch
+environment): zero-copy by pointer equality, and cubert producing for torch over many rounds."""
+import numpy as np
+import pytest
+
+import cubert
+
+torch = pytest.importorskip("torch")
+
+
+def _devices():
+    out = ["cpu"]
+    if torch.cuda.is_available():
+        out += [d["id"] for d in cubert.devices() if d["backend"] == "cuda"]
+    return out
+
+
+@pytest.fixture(params=_devices())
+def dev(request):
+    return cubert.client(request.param)
+
+
+def test_torch_takes_cubert_memory_without_a_copy(dev):
+    t = dev.create(np.arange(1024, dtype=np.float32).reshape(32, 32))
+    x = torch.from_dlpack(t)
+    assert x.data_ptr() == t.data_ptr
+    assert x.shape == (32, 32)
+    assert x.device.type == ("cpu" if dev.device == "cpu" else "cuda")
+    assert torch.equal(x.cpu(), torch.arange(1024, dtype=torch.float32).reshape(32, 32))
+    tt = torch.from_dlpack(t.T)
+    assert tt.stride() == (1, 32) and tt.data_ptr() == t.data_ptr
+
+
+def test_cubert_producing_on_its_streams_and_torch_consuming(dev):
+    rounds = 10000 if dev.device != "cpu" else 1000
+    t = dev.empty([1 << 16], "float32")
+    stream = dev.on_stream(dev.stream_count - 1)
+    stale = 0
+    for i in range(rounds):
+        stream.fill(t, float(i))
+        x = torch.from_dlpack(t)
+        if x[-1].item() != float(i):
+            stale += 1
+    assert stale == 0
