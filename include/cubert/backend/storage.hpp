@@ -43,6 +43,12 @@ class storage {
   [[nodiscard]] virtual storage_handle alloc(std::uint64_t size) = 0;
   /// Releases a page; may be deferred until `flush()`. Unknown ids are ignored.
   virtual void dealloc(storage_id id) noexcept = 0;
+  /// Optional. A page over `size` bytes at `address` that this storage does not own: memory
+  /// another library allocated, at what `resource::address()` gives for this device's memory
+  /// (a host pointer, a CUDA device address). `dealloc` forgets it without freeing it; `get`
+  /// resolves it as any page. The default refuses.
+  /// @throws unsupported where the device's memory has no address (OpenCL buffers).
+  [[nodiscard]] virtual storage_handle adopt(std::uint64_t address, std::uint64_t size);
   /// The resource for a range of a live page. @throws invalid_argument for an unknown id.
   [[nodiscard]] virtual resource get(storage_handle const& handle) const = 0;
   /// Performs deferred deallocations.
