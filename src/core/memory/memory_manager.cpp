@@ -225,8 +225,12 @@ usage_report memory_manager::report() const {
   }
   r.pools.push_back(persistent_->usage());
   r.total = r.total.combine(r.pools.back().usage);
-  r.pools.push_back(adopted_->usage());
-  r.total = r.total.combine(r.pools.back().usage);
+  // A row only once something was adopted: the rows of a manager that never adopts are the
+  // configured pools, then the persistent one, last.
+  if (auto adopted = adopted_->usage(); adopted.peak_pages != 0) {
+    r.total = r.total.combine(adopted.usage);
+    r.pools.push_back(std::move(adopted));
+  }
   r.peak_bytes_reserved = stats_->peak_reserved;
   r.peak_bytes_in_use = stats_->peak_in_use;
   return r;
