@@ -105,6 +105,14 @@ class client {
   /// slow (milliseconds per hundred MiB): allocate once, reuse. The buffer may outlive the
   /// client. @throws out_of_memory when the host cannot provide it.
   [[nodiscard]] host_buffer alloc_host(std::uint64_t size) const;
+  /// A handle over `size` bytes at `address` that another library allocated on this device (a
+  /// host pointer on the CPU, a device address on CUDA), without a copy: transfers and kernels
+  /// use those bytes. `owner` keeps them alive; it is released once the handle's last user
+  /// (handle, binding, queued work) is gone. The producer's pending work on those bytes must be
+  /// ordered before their first use here (DLPack's stream argument does it).
+  /// @throws unsupported where the device cannot address foreign memory (OpenCL).
+  [[nodiscard]] handle import_memory(std::uint64_t address, std::uint64_t size,
+                                     std::shared_ptr<void> owner) const;
   /// Uploads `data` into the bytes of `dst` (offsets honoured), after all work submitted
   /// before; work submitted after sees them. `data` may be reused as soon as this returns (on
   /// CUDA a small or pageable `data` is staged, a pinned one of 1 MiB or more is copied by DMA

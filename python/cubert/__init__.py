@@ -32,6 +32,7 @@ from ._cubert import (
     Unsupported,
     backends,
     devices,
+    from_dlpack,
     ops,
 )
 
@@ -54,6 +55,7 @@ __all__ = [
     "backends",
     "client",
     "devices",
+    "from_dlpack",
     "ops",
 ]
 

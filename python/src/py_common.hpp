@@ -44,6 +44,7 @@ void bind_kernel(nb::module_& m);
 /// Client.execute, on the class `bind_client` made.
 void bind_execute(nb::class_<py_client>& cls);
 void bind_tensor(nb::module_& m);
+void bind_dlpack(nb::module_& m);
 void bind_ops(nb::module_& m);
 
 }  // namespace cubert::python

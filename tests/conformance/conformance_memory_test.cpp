@@ -1,15 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
 // Conformance of the memory API reached from the client: a persistent allocation scope (cubecl's
-// `memory_persistent_allocation`) and asynchronous tensor reads.
+// `memory_persistent_allocation`), asynchronous tensor reads, and memory of other libraries
+// imported without a copy.
 #include "byte_helpers.hpp"
 #include "conformance_backend.hpp"
 #include "conformance_fixture.hpp"
+#include "conformance_kernels.hpp"
 
 #include <cubert/client.hpp>
+#include <cubert/error.hpp>
 
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <thread>
@@ -82,6 +86,47 @@ TEST_P(Memory, ReadTensorAsyncGivesTheDenseBytes) {
   auto const got = pending.get();
   ASSERT_EQ(got.size(), 1U);
   EXPECT_EQ(values_of<float>(got[0]), values);
+}
+
+// Host memory of another library on a device that runs on the host: transfers, fills, copies
+// and kernels use the caller's bytes themselves; the owner goes once, after the last use (a
+// launch still queued holds it). Other devices refuse host memory they cannot address.
+TEST_P(Memory, ImportedHostMemoryIsUsedInPlaceAndReleasedAfterItsLastUse) {
+  std::uint32_t const n = 1024;
+  auto theirs = std::make_shared<std::vector<float>>(n, 1.0F);
+  int released = 0;
+  auto const address = static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(theirs->data()));
+  std::shared_ptr<void> owner(new int(0), [&released, keep = theirs](void* p) {
+    ++released;
+    delete static_cast<int*>(p);
+  });
+  if (c().properties().backend != "cpu") {
+    EXPECT_THROW((void)c().import_memory(address, n * sizeof(float), std::move(owner)),
+                 unsupported);
+    EXPECT_EQ(released, 1);
+    return;
+  }
+  {
+    auto const h = c().import_memory(address, n * sizeof(float), std::move(owner));
+    EXPECT_EQ(c().get_resource(h.binding()).resource.host_ptr<float>(), theirs->data());
+    EXPECT_EQ(values_of<float>(c().read_one(h.binding())), std::vector<float>(n, 1.0F));
+    auto const two = c().create(bytes_of(std::vector<float>(n, 2.0F)));
+    c().execute(kernels::add_f32(), cube_count{n / 256},
+                bindings{}
+                    .with_buffers({h.binding(), two.binding(), h.binding()})
+                    .with_scalar(elem::u32, {n}));
+    c().sync();
+    EXPECT_EQ(*theirs, std::vector<float>(n, 3.0F)) << "the kernel wrote the caller's bytes";
+    c().fill(h.binding(), 5.0F);
+    c().sync();
+    EXPECT_EQ(*theirs, std::vector<float>(n, 5.0F));
+    (*theirs)[7] = 9.0F;  // Written by the other library, seen by the device.
+    EXPECT_EQ(values_of<float>(c().read_one(h.binding()))[7], 9.0F);
+    EXPECT_EQ(released, 0);
+  }
+  c().sync();
+  (void)c().memory_usage();  // The manager drains the dropped slice at its next call.
+  EXPECT_EQ(released, 1);
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, Memory, ::testing::ValuesIn(conformance_backends()),

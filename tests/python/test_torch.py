@@ -43,3 +43,14 @@ def test_cubert_producing_on_its_streams_and_torch_consuming(dev):
         if x[-1].item() != float(i):
             stale += 1
     assert stale == 0
+
+
+def test_cubert_takes_torch_cpu_memory_without_a_copy():
+    x = torch.arange(16, dtype=torch.float32).reshape(4, 4)
+    t = cubert.from_dlpack(x)
+    assert t.data_ptr == x.data_ptr()
+    t.client.fill(t, 2.0)
+    t.client.sync()
+    assert torch.equal(x, torch.full((4, 4), 2.0))
+    back = torch.from_dlpack(t)
+    assert back.data_ptr() == x.data_ptr()

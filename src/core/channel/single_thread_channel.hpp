@@ -37,6 +37,10 @@ class single_thread_channel final : public channel {
     return at().read_into(b, dst);
   }
   host_buffer alloc_host(std::uint64_t size) override { return at().alloc_host(size); }
+  cubert::handle import_memory(std::uint64_t address, std::uint64_t size,
+                               std::shared_ptr<void> owner) override {
+    return at().import_memory(address, size, std::move(owner));
+  }
   void write(cubert::binding const& dst, std::span<std::byte const> data) override {
     at().write(dst, data);
   }

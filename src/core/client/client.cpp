@@ -319,6 +319,12 @@ void client::copy(binding const& src, binding const& dst) const {
   channel()->copy(src, dst);
 }
 
+handle client::import_memory(std::uint64_t address, std::uint64_t size,
+                             std::shared_ptr<void> owner) const {
+  refuse_inside_kernel();
+  return channel()->import_memory(address, size, std::move(owner));
+}
+
 host_buffer client::alloc_host(std::uint64_t size) const {
   refuse_inside_kernel();
   return channel()->alloc_host(size);

@@ -497,6 +497,11 @@ std::future<void> server::read_into(cubert::binding const& b, std::span<std::byt
   return done.get_future();
 }
 
+cubert::handle server::import_memory(std::uint64_t /*address*/, std::uint64_t /*size*/,
+                                     std::shared_ptr<void> /*owner*/) {
+  throw unsupported("this device cannot use memory another library allocated");
+}
+
 host_buffer server::alloc_host(std::uint64_t size) {
   static_assert(sizeof(std::size_t) >= sizeof(std::uint64_t), "cubert needs a 64-bit host");
   return host_buffer::make_aligned(static_cast<std::size_t>(size));
