@@ -178,7 +178,7 @@ void bind_client(nb::module_& m) {
           "read",
           [](py_client const& c, py_tensor const& t) {
             check_same_client(c, t, "read");
-            return nb::cast(t).attr("numpy")();
+            return numpy_copy(t);
           },
           nb::arg("tensor"),
           "A NumPy copy of `tensor`'s elements, after the work that writes them.")

@@ -45,6 +45,20 @@ nb::object numpy_of(std::vector<std::byte>&& bytes, std::vector<std::uint64_t> c
 
 }  // namespace
 
+nb::object numpy_copy(py_tensor const& t) {
+  if (t.view.dtype() == elem::bf16) {
+    throw nb::type_error(
+        "numpy() of a bfloat16 tensor: NumPy has no bfloat16; hand it to a framework that has one "
+        "through DLPack (torch.from_dlpack)");
+  }
+  std::vector<std::byte> bytes;
+  {
+    nb::gil_scoped_release nogil;
+    bytes = t.view.read(t.owner.client);
+  }
+  return numpy_of(std::move(bytes), t.view.shape(), t.view.dtype());
+}
+
 void bind_tensor(nb::module_& m) {
   nb::class_<py_tensor>(m, "Tensor",
                         "A view of device memory: dtype, shape and strides (in elements).")
@@ -69,9 +83,7 @@ void bind_tensor(nb::module_& m) {
       .def_prop_ro(
           "data_ptr",
           [](py_tensor const& t) {
-            auto const [type, ordinal] = dlpack_device_of(t);
-            static_cast<void>(type);
-            static_cast<void>(ordinal);
+            (void)dlpack_device_of(t);  // Refuses memory with no address.
             nb::gil_scoped_release nogil;
             return t.owner.client.get_resource(t.view.bound()).resource.address() +
                    t.view.offset() * elem_size(t.view.dtype());
@@ -83,22 +95,8 @@ void bind_tensor(nb::module_& m) {
            [](py_tensor const& t) {
              return "cubert.Tensor(" + t.view.describe() + ", device='" + t.owner.device + "')";
            })
-      .def(
-          "numpy",
-          [](py_tensor const& t) {
-            if (t.view.dtype() == elem::bf16) {
-              throw nb::type_error(
-                  "numpy() of a bfloat16 tensor: NumPy has no bfloat16; hand it to a framework "
-                  "that has one through DLPack (torch.from_dlpack)");
-            }
-            std::vector<std::byte> bytes;
-            {
-              nb::gil_scoped_release nogil;
-              bytes = t.view.read(t.owner.client);
-            }
-            return numpy_of(std::move(bytes), t.view.shape(), t.view.dtype());
-          },
-          "A NumPy array holding a copy of the elements (waits for the work that writes them).")
+      .def("numpy", &numpy_copy,
+           "A NumPy array holding a copy of the elements (waits for the work that writes them).")
       .def("__dlpack_device__",
            [](py_tensor const& t) {
              auto const [type, ordinal] = dlpack_device_of(t);
