@@ -11,4 +11,6 @@ NB_MODULE(_cubert, m) {
   cubert::python::bind_tensor(m);
   cubert::python::bind_dlpack(m);
   cubert::python::bind_ops(m);
+  cubert::python::bind_cache(m);
+  cubert::python::bind_tune(m);
 }

@@ -50,5 +50,7 @@ void bind_execute(nb::class_<py_client>& cls);
 void bind_tensor(nb::module_& m);
 void bind_dlpack(nb::module_& m);
 void bind_ops(nb::module_& m);
+void bind_cache(nb::module_& m);
+void bind_tune(nb::module_& m);
 
 }  // namespace cubert::python

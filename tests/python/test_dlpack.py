@@ -85,8 +85,10 @@ def test_from_dlpack_keeps_strides_and_round_trips(cpu):
     np.testing.assert_array_equal(cubert.from_dlpack(ro).numpy(), ro)
     with pytest.raises(ValueError, match="negative strides"):
         cubert.from_dlpack(base[:, ::-1])
-    with pytest.raises(TypeError, match="host memory"):
+    with pytest.raises(TypeError, match="no __dlpack__"):
         cubert.from_dlpack([1, 2, 3])
+    t = cubert.from_dlpack(base, client=cpu)
+    assert t.data_ptr == base.__array_interface__["data"][0]
 
 
 def test_from_dlpack_holds_the_producer_until_the_last_use(cpu):
@@ -105,3 +107,11 @@ def test_from_dlpack_holds_the_producer_until_the_last_use(cpu):
     cpu.memory_usage()  # The runtime lets go of dropped memory at its next call.
     gc.collect()
     assert alive() is None, "released once its last user was gone"
+
+
+def test_from_dlpack_refuses_a_client_of_another_device():
+    ids = [d["id"] for d in cubert.devices() if d["backend"] != "cpu"]
+    if not ids:
+        pytest.skip("no device but the CPU")
+    with pytest.raises(ValueError, match="not of the client's device"):
+        cubert.from_dlpack(np.zeros(4, dtype=np.float32), client=cubert.client(ids[0]))

@@ -285,6 +285,15 @@ class server {
   /// @throws unsupported where the device cannot address foreign memory (`owner` is released).
   [[nodiscard]] virtual cubert::handle import_memory(std::uint64_t address, std::uint64_t size,
                                                      std::shared_ptr<void> owner);
+  /// Optional. The calling stream's native handle, made now if it is new, for another library
+  /// to queue work in order with cubert's: a `CUstream` on CUDA (0 is the legacy default
+  /// stream). The default is 0: the device exposes no stream.
+  [[nodiscard]] virtual std::uint64_t native_stream();
+  /// Optional. Makes what another library queues on `stream` (a native stream of this device)
+  /// from now on wait for the work submitted to every stream so far; resolves when it may be
+  /// queued, carrying a deferred error. CUDA enqueues event waits (no host wait); the default is
+  /// `sync_device`.
+  [[nodiscard]] virtual std::future<void> order_native_stream(std::uint64_t stream);
   /// Optional. `size` bytes of uninitialised host memory meant for transfers; a backend that
   /// can page-lock memory returns pinned memory, which its `create`/`read_into` move by DMA.
   /// The default returns plain aligned heap memory (host_buffer::make_aligned).

@@ -12,7 +12,8 @@ storage_id next_storage_id() noexcept {
   return counter.fetch_add(1, std::memory_order_relaxed) + 1;
 }
 
-storage_handle storage::adopt(std::uint64_t /*address*/, std::uint64_t /*size*/) {
+storage_handle storage::adopt(std::uint64_t /*address*/, std::uint64_t /*size*/,
+                              std::shared_ptr<void> /*owner*/) {
   throw unsupported("this device's storage cannot adopt memory it did not allocate");
 }
 

@@ -311,6 +311,15 @@ cubert::handle actor_channel::import_memory(std::uint64_t address, std::uint64_t
                                             std::shared_ptr<void> owner) {
   return direct([&](server& s) { return s.import_memory(address, size, std::move(owner)); });
 }
+std::uint64_t actor_channel::native_stream() {
+  return call([](server& s) { return s.native_stream(); });
+}
+std::future<void> actor_channel::order_native_stream(std::uint64_t stream) {
+  return call_handing_back([d = &core_->deferred, stream](server& s) {
+    rethrow_after_work(*d, s);
+    return s.order_native_stream(stream);
+  });
+}
 host_buffer actor_channel::alloc_host(std::uint64_t size) {
   return direct([size](server& s) { return s.alloc_host(size); });
 }

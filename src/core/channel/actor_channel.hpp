@@ -64,6 +64,8 @@ class actor_channel final : public channel {
   host_buffer alloc_host(std::uint64_t size) override;
   cubert::handle import_memory(std::uint64_t address, std::uint64_t size,
                                std::shared_ptr<void> owner) override;
+  std::uint64_t native_stream() override;
+  std::future<void> order_native_stream(std::uint64_t stream) override;
   void write(cubert::binding const& dst, std::span<std::byte const> data) override;
   void write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) override;
   void copy(cubert::binding const& src, cubert::binding const& dst) override;

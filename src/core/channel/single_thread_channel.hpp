@@ -41,6 +41,10 @@ class single_thread_channel final : public channel {
                                std::shared_ptr<void> owner) override {
     return at().import_memory(address, size, std::move(owner));
   }
+  std::uint64_t native_stream() override { return at().native_stream(); }
+  std::future<void> order_native_stream(std::uint64_t stream) override {
+    return at().order_native_stream(stream);
+  }
   void write(cubert::binding const& dst, std::span<std::byte const> data) override {
     at().write(dst, data);
   }

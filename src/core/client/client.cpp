@@ -459,6 +459,20 @@ client client::on_stream(std::uint32_t index) const {
   return bound;
 }
 
+std::uint64_t client::native_stream() const {
+  refuse_inside_kernel();
+  return channel()->native_stream();
+}
+
+void client::order_native_stream(std::uint64_t stream) const {
+  auto pending = [&] {
+    refuse_inside_kernel();
+    refuse_while_capturing(state_->channel.get(), "order_native_stream");
+    return channel()->order_native_stream(stream);
+  }();
+  backend::await_future(std::move(pending), state_->spin);
+}
+
 void client::sync_device() const {
   auto pending = [&] {
     refuse_inside_kernel();

@@ -15,7 +15,6 @@ adopted_pool::~adopted_pool() {
   for (auto& r : slots_) {
     r->handle.control()->detach_owner();
     if (r->live) storage_->dealloc(r->storage.id);
-    r->owner.reset();
   }
   table_.close();
 }
@@ -36,9 +35,9 @@ slice_handle adopted_pool::adopt(std::uint64_t address, std::uint64_t size,
     slots_.push_back(std::move(r));
   }
   region* r = spare_.back();
-  r->storage = storage_->adopt(address, size);  // may throw: the slot stays spare
+  // The storage holds the owner from here on, and releases it once the device is done.
+  r->storage = storage_->adopt(address, size, std::move(owner));  // may throw: stays spare
   spare_.pop_back();
-  r->owner = std::move(owner);
   r->live = true;
   r->in_use = true;
   r->marks = {};
@@ -54,10 +53,9 @@ void adopted_pool::drain() noexcept {
     auto* r = static_cast<region*>(release_queue::next(list));
     r->in_use = false;
     r->live = false;
-    storage_->dealloc(r->storage.id);
+    storage_->dealloc(r->storage.id);  // Releases the owner, at once or once the device is done.
     --live_count_;
     live_bytes_ -= r->storage.size;
-    r->owner.reset();  // The producer's memory may go now: nothing here uses it any more.
     spare_.push_back(r);
   }
 }

@@ -20,7 +20,8 @@ class adopted_pool final : public memory_pool {
   ~adopted_pool() override;
 
   /// A slice over `size` bytes at `address`, adopted by the storage; `owner` (what keeps the
-  /// memory alive) is released when the slice has been drained free, on the server thread.
+  /// memory alive) goes to the storage, which releases it once the slice has been drained
+  /// free (on the server thread) and the device no longer uses the bytes.
   /// @throws unsupported where the storage cannot adopt; nothing is kept then.
   [[nodiscard]] slice_handle adopt(std::uint64_t address, std::uint64_t size,
                                    std::shared_ptr<void> owner);
@@ -39,7 +40,6 @@ class adopted_pool final : public memory_pool {
  private:
   struct region final : pool_slot {
     backend::storage_handle storage;
-    std::shared_ptr<void> owner;
     bool live = false;
   };
 

@@ -24,11 +24,12 @@ host_storage::~host_storage() {
   }
 }
 
-backend::storage_handle host_storage::adopt(std::uint64_t address, std::uint64_t size) {
+backend::storage_handle host_storage::adopt(std::uint64_t address, std::uint64_t size,
+                                            std::shared_ptr<void> owner) {
   CUBERT_EXPECTS(address != 0 || size == 0, "host_storage: adopting a null address");
   auto const id = backend::next_storage_id();
-  pages_.emplace(id,
-                 page{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)), size, true});
+  pages_.emplace(id, page{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)), size, true,
+                          std::move(owner)});
   return {id, 0, size};
 }
 
