@@ -105,6 +105,24 @@ class client {
   /// slow (milliseconds per hundred MiB): allocate once, reuse. The buffer may outlive the
   /// client. @throws out_of_memory when the host cannot provide it.
   [[nodiscard]] host_buffer alloc_host(std::uint64_t size) const;
+  /// A handle over `size` bytes at `address` that another library allocated on this device (a
+  /// host pointer on the CPU, a device address on CUDA), without a copy: transfers and kernels
+  /// use those bytes. `owner` keeps them alive; it is released once the handle's last user
+  /// (handle, binding, queued work) is gone. The producer's pending work on those bytes must be
+  /// ordered before their first use here (DLPack's stream argument does it).
+  /// @throws unsupported where the device cannot address foreign memory (OpenCL).
+  [[nodiscard]] handle import_memory(std::uint64_t address, std::uint64_t size,
+                                     std::shared_ptr<void> owner) const;
+  /// The native handle of the stream this client's calls from the calling thread run on, made
+  /// now if it is new, for another library that queues work in order with cubert's (DLPack's
+  /// `stream` argument): a `CUstream` on CUDA (0 is the legacy default stream); 0 where the
+  /// device exposes no stream (CPU, OpenCL).
+  [[nodiscard]] std::uint64_t native_stream() const;
+  /// Makes what another library queues on `stream` (its native stream of this device) from now
+  /// on wait for the work submitted to every stream of this device so far: DLPack's contract
+  /// for a producer. CUDA enqueues event waits (no host wait); other devices wait on the host,
+  /// as `sync_device`. Rethrows a deferred error.
+  void order_native_stream(std::uint64_t stream) const;
   /// Uploads `data` into the bytes of `dst` (offsets honoured), after all work submitted
   /// before; work submitted after sees them. `data` may be reused as soon as this returns (on
   /// CUDA a small or pageable `data` is staged, a pinned one of 1 MiB or more is copied by DMA

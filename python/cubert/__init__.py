@@ -13,7 +13,7 @@ Tensors hand their memory to NumPy, PyTorch or CuPy without a copy through DLPac
 
 from __future__ import annotations
 
-from . import _cubert
+from . import _cubert, cache
 from ._cubert import (
     AutotuneError,
     Client,
@@ -29,9 +29,13 @@ from ._cubert import (
     OutOfMemory,
     ProfileError,
     Tensor,
+    Tuner,
+    TunableSet,
     Unsupported,
+    anchor,
     backends,
     devices,
+    from_dlpack,
     ops,
 )
 
@@ -50,10 +54,15 @@ __all__ = [
     "OutOfMemory",
     "ProfileError",
     "Tensor",
+    "Tuner",
+    "TunableSet",
     "Unsupported",
+    "anchor",
     "backends",
+    "cache",
     "client",
     "devices",
+    "from_dlpack",
     "ops",
 ]
 

@@ -9,5 +9,8 @@ NB_MODULE(_cubert, m) {
   cubert::python::bind_kernel(m);
   cubert::python::bind_client(m);
   cubert::python::bind_tensor(m);
+  cubert::python::bind_dlpack(m);
   cubert::python::bind_ops(m);
+  cubert::python::bind_cache(m);
+  cubert::python::bind_tune(m);
 }

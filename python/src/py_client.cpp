@@ -6,6 +6,7 @@
 #include <cubert/error.hpp>
 #include <cubert/ops/half.hpp>
 
+#include <chrono>
 #include <cstring>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
@@ -123,6 +124,34 @@ void bind_client(nb::module_& m) {
           "stream", [](py_client const& c) { return c.client.stream(); },
           "The stream the calling thread's calls run on.")
       .def(
+          "profile",
+          [](py_client const& c, nb::callable fn, std::string const& name) {
+            std::chrono::nanoseconds took{};
+            {
+              nb::gil_scoped_release nogil;
+              auto const d = c.client.profile(
+                  [&fn] {
+                    nb::gil_scoped_acquire gil;
+                    fn();
+                  },
+                  name);
+              took = d.resolve();
+            }
+            return static_cast<double>(took.count()) * 1e-9;
+          },
+          nb::arg("fn"), nb::arg("name") = "python",
+          "Calls fn() and returns the seconds the device took for the work it submitted, measured "
+          "with the device's timing method (events on CUDA), as the tuner measures candidates.")
+      .def_prop_ro(
+          "native_stream",
+          [](py_client const& c) {
+            nb::gil_scoped_release nogil;
+            return c.client.native_stream();
+          },
+          "The native handle of that stream (a CUstream as an int on CUDA, 0 for the legacy "
+          "default stream; 0 where the device has none), for another library's work in order "
+          "with cubert's: torch.cuda.ExternalStream(c.native_stream).")
+      .def(
           "on_stream",
           [](py_client const& c, std::uint32_t i) {
             return py_client{c.client.on_stream(i), c.device};
@@ -178,7 +207,7 @@ void bind_client(nb::module_& m) {
           "read",
           [](py_client const& c, py_tensor const& t) {
             check_same_client(c, t, "read");
-            return nb::cast(t).attr("numpy")();
+            return numpy_copy(t);
           },
           nb::arg("tensor"),
           "A NumPy copy of `tensor`'s elements, after the work that writes them.")

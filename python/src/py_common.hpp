@@ -37,6 +37,10 @@ struct py_tensor {
 /// The element type DLPack's `type` describes. @throws nb::type_error for one cubert lacks.
 [[nodiscard]] elem dtype_from_dlpack(nb::dlpack::dtype type);
 
+/// A NumPy array holding a copy of `t`'s elements (waits for the work that writes them).
+/// @throws nb::type_error for bfloat16 (NumPy has none).
+[[nodiscard]] nb::object numpy_copy(py_tensor const& t);
+
 void bind_errors(nb::module_& m);
 void bind_devices(nb::module_& m);
 void bind_client(nb::module_& m);
@@ -44,6 +48,9 @@ void bind_kernel(nb::module_& m);
 /// Client.execute, on the class `bind_client` made.
 void bind_execute(nb::class_<py_client>& cls);
 void bind_tensor(nb::module_& m);
+void bind_dlpack(nb::module_& m);
 void bind_ops(nb::module_& m);
+void bind_cache(nb::module_& m);
+void bind_tune(nb::module_& m);
 
 }  // namespace cubert::python

@@ -63,6 +63,76 @@ void append_scalar(bindings& args, elem type, void const* bytes) {
   }
 }
 
+// The element type of a 0-d buffer's format (struct module codes, as NumPy scalars export
+// them), or nullopt for one `append_scalar` does not take.
+std::optional<elem> scalar_type(char const* format, Py_ssize_t itemsize) {
+  if (format == nullptr || format[0] == '\0') return std::nullopt;
+  char const code =
+      (format[0] == '<' || format[0] == '=' || format[0] == '@') ? format[1] : format[0];
+  switch (code) {
+    case 'f':
+      return itemsize == 4 ? std::optional(elem::f32) : std::nullopt;
+    case 'd':
+      return itemsize == 8 ? std::optional(elem::f64) : std::nullopt;
+    case 'b':
+    case 'h':
+    case 'i':
+    case 'l':
+    case 'q':
+      switch (itemsize) {
+        case 1:
+          return elem::i8;
+        case 2:
+          return elem::i16;
+        case 4:
+          return elem::i32;
+        case 8:
+          return elem::i64;
+        default:
+          return std::nullopt;
+      }
+    case 'B':
+    case 'H':
+    case 'I':
+    case 'L':
+    case 'Q':
+      switch (itemsize) {
+        case 1:
+          return elem::u8;
+        case 2:
+          return elem::u16;
+        case 4:
+          return elem::u32;
+        case 8:
+          return elem::u64;
+        default:
+          return std::nullopt;
+      }
+    default:
+      return std::nullopt;
+  }
+}
+
+// The fast path for a typed scalar (a NumPy scalar or 0-d array): its bytes and format through
+// the buffer protocol, with no attribute lookups. False (nothing appended, no error set) when
+// `a` is not such a scalar, for the general path to explain.
+bool append_buffer_scalar(bindings& args, nb::handle a) {
+  Py_buffer view;
+  if (PyObject_GetBuffer(a.ptr(), &view, PyBUF_FORMAT) != 0) {
+    PyErr_Clear();
+    return false;
+  }
+  struct released {
+    Py_buffer* v;
+    ~released() { PyBuffer_Release(v); }
+  } const guard{&view};
+  if (view.ndim != 0) return false;
+  auto const type = scalar_type(view.format, view.itemsize);
+  if (!type) return false;
+  append_scalar(args, *type, view.buf);
+  return true;
+}
+
 std::array<std::uint32_t, 3> grid_of(nb::handle grid) {
   std::array<std::uint32_t, 3> out{1, 1, 1};
   if (nb::isinstance<nb::int_>(grid)) {
@@ -141,6 +211,7 @@ void bind_execute(nb::class_<py_client>& cls) {
                 std::move(h).offset_start(t.view.offset() * elem_size(t.view.dtype())).binding());
             continue;
           }
+          if (append_buffer_scalar(b, a)) continue;
           if (!nb::hasattr(a, "dtype") || !nb::hasattr(a, "tobytes") ||
               (nb::hasattr(a, "shape") && nb::len(nb::object(a.attr("shape"))) != 0)) {
             throw nb::type_error(

@@ -8,6 +8,7 @@
 #include <memory>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,29 @@ std::pair<int, int> dlpack_device_of(py_tensor const& t) {
           .c_str());
 }
 
+// The native stream the consumer names through DLPack's `stream` (CUDA: None and 1 are the
+// legacy default stream, handle 0; 2 the per-thread default; -1 asks for no ordering); nullopt
+// when nothing is to be ordered. On the host the consumer reads at once: 0, a host wait.
+std::optional<std::uint64_t> consumer_stream(int device_type, nb::kwargs const& kwargs) {
+  nb::object stream = kwargs.contains("stream") ? nb::object(kwargs["stream"]) : nb::none();
+  if (device_type != nb::device::cuda::value) {
+    if (!stream.is_none() && nb::cast<std::int64_t>(stream) != -1) {
+      throw nb::value_error("__dlpack__: stream must be None for a tensor in host memory");
+    }
+    return std::uint64_t{0};
+  }
+  if (stream.is_none()) return std::uint64_t{0};
+  if (!nb::isinstance<nb::int_>(stream)) throw nb::type_error("__dlpack__: stream must be an int");
+  auto const s = nb::cast<std::int64_t>(stream);
+  if (s == -1) return std::nullopt;
+  if (s == 0 || s < -1) {
+    throw nb::value_error(
+        "__dlpack__: stream 0 is ambiguous for CUDA (DLPack: 1 is the legacy default stream, 2 "
+        "the per-thread one, or a stream's handle)");
+  }
+  return s == 1 ? std::uint64_t{0} : static_cast<std::uint64_t>(s);
+}
+
 // Copies `bytes` out into a NumPy array of `shape` and `type` that owns them.
 nb::object numpy_of(std::vector<std::byte>&& bytes, std::vector<std::uint64_t> const& shape,
                     elem type) {
@@ -44,6 +68,20 @@ nb::object numpy_of(std::vector<std::byte>&& bytes, std::vector<std::uint64_t> c
 }
 
 }  // namespace
+
+nb::object numpy_copy(py_tensor const& t) {
+  if (t.view.dtype() == elem::bf16) {
+    throw nb::type_error(
+        "numpy() of a bfloat16 tensor: NumPy has no bfloat16; hand it to a framework that has one "
+        "through DLPack (torch.from_dlpack)");
+  }
+  std::vector<std::byte> bytes;
+  {
+    nb::gil_scoped_release nogil;
+    bytes = t.view.read(t.owner.client);
+  }
+  return numpy_of(std::move(bytes), t.view.shape(), t.view.dtype());
+}
 
 void bind_tensor(nb::module_& m) {
   nb::class_<py_tensor>(m, "Tensor",
@@ -69,9 +107,7 @@ void bind_tensor(nb::module_& m) {
       .def_prop_ro(
           "data_ptr",
           [](py_tensor const& t) {
-            auto const [type, ordinal] = dlpack_device_of(t);
-            static_cast<void>(type);
-            static_cast<void>(ordinal);
+            (void)dlpack_device_of(t);  // Refuses memory with no address.
             nb::gil_scoped_release nogil;
             return t.owner.client.get_resource(t.view.bound()).resource.address() +
                    t.view.offset() * elem_size(t.view.dtype());
@@ -83,22 +119,8 @@ void bind_tensor(nb::module_& m) {
            [](py_tensor const& t) {
              return "cubert.Tensor(" + t.view.describe() + ", device='" + t.owner.device + "')";
            })
-      .def(
-          "numpy",
-          [](py_tensor const& t) {
-            if (t.view.dtype() == elem::bf16) {
-              throw nb::type_error(
-                  "numpy() of a bfloat16 tensor: NumPy has no bfloat16; hand it to a framework "
-                  "that has one through DLPack (torch.from_dlpack)");
-            }
-            std::vector<std::byte> bytes;
-            {
-              nb::gil_scoped_release nogil;
-              bytes = t.view.read(t.owner.client);
-            }
-            return numpy_of(std::move(bytes), t.view.shape(), t.view.dtype());
-          },
-          "A NumPy array holding a copy of the elements (waits for the work that writes them).")
+      .def("numpy", &numpy_copy,
+           "A NumPy array holding a copy of the elements (waits for the work that writes them).")
       .def("__dlpack_device__",
            [](py_tensor const& t) {
              auto const [type, ordinal] = dlpack_device_of(t);
@@ -108,13 +130,14 @@ void bind_tensor(nb::module_& m) {
           "__dlpack__",
           [](py_tensor const& t, nb::kwargs kwargs) {
             auto const [type, ordinal] = dlpack_device_of(t);
-            // The consumer reads the memory from now on, on any thread and any stream: every
-            // stream's work is waited for first. (The stream it names needs nothing further.)
+            auto const order = consumer_stream(type, kwargs);
             if (kwargs.contains("stream")) nb::del(kwargs["stream"]);
             cubert::binding_resource res;
             {
               nb::gil_scoped_release nogil;
-              t.owner.client.sync_device();
+              // The consumer's stream waits for every stream's work (event waits on CUDA); a
+              // consumer on the host, for the work itself.
+              if (order) t.owner.client.order_native_stream(*order);
               res = t.owner.client.get_resource(t.view.bound());
             }
             auto const address =

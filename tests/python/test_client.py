@@ -101,3 +101,14 @@ def test_a_client_bound_to_a_stream(cpu):
     t = s.create(np.arange(4, dtype=np.float32))
     s.sync()
     np.testing.assert_array_equal(cpu.read(t), np.arange(4, dtype=np.float32))
+
+
+def test_profile_measures_the_work_of_a_python_function(device):
+    c = cubert.client(device)
+    t = c.empty([1 << 16])
+    seconds = c.profile(lambda: c.fill(t, 1.0))
+    assert 0 <= seconds < 10
+    with pytest.raises(ZeroDivisionError):
+        c.profile(lambda: 1 / 0)
+    c.fill(t, 2.0)  # The client works on after a failed window.
+    assert (t.numpy() == 2.0).all()

@@ -56,3 +56,62 @@ def test_opencl_memory_is_refused_with_a_buffer_error():
     t = cubert.client(ids[0]).create(np.zeros(4, dtype=np.float32))
     with pytest.raises(BufferError, match="not addresses"):
         t.__dlpack__()
+
+
+def test_from_dlpack_takes_numpy_memory_without_a_copy(cpu):
+    arr = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = cubert.from_dlpack(arr)
+    assert t.data_ptr == arr.__array_interface__["data"][0]
+    assert t.shape == (3, 4) and t.strides == (4, 1) and t.dtype == "float32"
+    np.testing.assert_array_equal(t.numpy(), arr)
+    cpu.fill(t, 3.0)  # Written by the device...
+    cpu.sync()
+    assert (arr == 3.0).all()  # ...seen in NumPy's array: one memory.
+    out = cubert.ops.add(t, t)
+    np.testing.assert_array_equal(out.numpy(), np.full((3, 4), 6.0, dtype=np.float32))
+
+
+def test_from_dlpack_keeps_strides_and_round_trips(cpu):
+    base = np.arange(40, dtype=np.int32).reshape(4, 10)
+    view = base[:, 1::3]
+    t = cubert.from_dlpack(view)
+    assert t.strides == (10, 3)
+    np.testing.assert_array_equal(t.numpy(), view)
+    back = np.from_dlpack(t)
+    assert back.__array_interface__["data"][0] == view.__array_interface__["data"][0]
+    np.testing.assert_array_equal(back, view)
+    ro = np.arange(5, dtype=np.int64)
+    ro.setflags(write=False)
+    np.testing.assert_array_equal(cubert.from_dlpack(ro).numpy(), ro)
+    with pytest.raises(ValueError, match="negative strides"):
+        cubert.from_dlpack(base[:, ::-1])
+    with pytest.raises(TypeError, match="no __dlpack__"):
+        cubert.from_dlpack([1, 2, 3])
+    t = cubert.from_dlpack(base, client=cpu)
+    assert t.data_ptr == base.__array_interface__["data"][0]
+
+
+def test_from_dlpack_holds_the_producer_until_the_last_use(cpu):
+    import gc
+    import weakref
+
+    arr = np.ones(1000, dtype=np.float64)
+    alive = weakref.ref(arr)
+    t = cubert.from_dlpack(arr)
+    del arr
+    gc.collect()
+    assert alive() is not None, "the tensor holds NumPy's array"
+    np.testing.assert_array_equal(t.numpy(), np.ones(1000))
+    del t
+    cpu.sync()
+    cpu.memory_usage()  # The runtime lets go of dropped memory at its next call.
+    gc.collect()
+    assert alive() is None, "released once its last user was gone"
+
+
+def test_from_dlpack_refuses_a_client_of_another_device():
+    ids = [d["id"] for d in cubert.devices() if d["backend"] != "cpu"]
+    if not ids:
+        pytest.skip("no device but the CPU")
+    with pytest.raises(ValueError, match="not of the client's device"):
+        cubert.from_dlpack(np.zeros(4, dtype=np.float32), client=cubert.client(ids[0]))

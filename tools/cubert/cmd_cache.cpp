@@ -4,7 +4,6 @@
 
 #include <cubert/config.hpp>
 #include <cubert/error.hpp>
-#include <cubert/tune/tune_cache.hpp>
 #include <cubert/tune/tune_cache_store.hpp>
 
 #include <fmt/format.h>
@@ -19,7 +18,6 @@
 namespace {
 
 namespace fs = std::filesystem;
-using cubert::tune::cache_file_info;
 
 struct cache_options {
   std::string dir;  // Empty: from the configuration.
@@ -53,29 +51,8 @@ void print_list(cache_options const& o) {
   }
 }
 
-// A target is a file path or a tuner name (all of its files, every device and version).
-std::vector<cache_file_info> select(cache_options const& o) {
-  std::vector<cache_file_info> out;
-  // A tuner by its name as the program gives it ("conv/2d"), or as its file is named and `list`
-  // shows it ("conv_2d-…").
-  auto const stem = cubert::tune::tune_cache::file_for({}, o.target, {}).stem().string();
-  for (auto const& f : cubert::tune::list_cache(root_of(o))) {
-    // By identity, not spelling: the listed path is under the root as given, the user's path is
-    // relative to the working directory or spelled another way.
-    std::error_code ec;
-    if (f.tuner == o.target || f.tuner == stem || fs::equivalent(f.file, o.target, ec)) {
-      out.push_back(f);
-    }
-  }
-  if (out.empty()) {
-    throw cubert::invalid_argument(fmt::format("no tune cache file or tuner named '{}' under {}",
-                                               o.target, root_of(o).string()));
-  }
-  return out;
-}
-
 void show(cache_options const& o) {
-  auto const files = select(o);
+  auto const files = cubert::tune::select_cache(root_of(o), o.target);
   std::cout << (files.size() > 1 ? "[\n" : "");
   for (std::size_t i = 0; i < files.size(); ++i) {
     std::cout << cubert::tune::show_cache_json(files[i]) << (i + 1 < files.size() ? ",\n" : "\n");

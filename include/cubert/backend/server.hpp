@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <exception>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <span>
 #include <string>
@@ -276,6 +277,23 @@ class server {
   /// the binding's size; a deferred or device error comes through the future.
   [[nodiscard]] virtual std::future<void> read_into(cubert::binding const& b,
                                                     std::span<std::byte> dst);
+  /// Optional. A handle over `size` bytes at `address` that another library allocated on this
+  /// device (a host pointer on the CPU, a device address on CUDA: what `get_resource` gives for
+  /// the device's own memory), kept alive by `owner` until the handle's last user is gone; then
+  /// `owner` is released on the server's thread. No copy: transfers and kernels use those bytes.
+  /// The caller orders the producer's work before the handle's first use. The default refuses.
+  /// @throws unsupported where the device cannot address foreign memory (`owner` is released).
+  [[nodiscard]] virtual cubert::handle import_memory(std::uint64_t address, std::uint64_t size,
+                                                     std::shared_ptr<void> owner);
+  /// Optional. The calling stream's native handle, made now if it is new, for another library
+  /// to queue work in order with cubert's: a `CUstream` on CUDA (0 is the legacy default
+  /// stream). The default is 0: the device exposes no stream.
+  [[nodiscard]] virtual std::uint64_t native_stream();
+  /// Optional. Makes what another library queues on `stream` (a native stream of this device)
+  /// from now on wait for the work submitted to every stream so far; resolves when it may be
+  /// queued, carrying a deferred error. CUDA enqueues event waits (no host wait); the default is
+  /// `sync_device`.
+  [[nodiscard]] virtual std::future<void> order_native_stream(std::uint64_t stream);
   /// Optional. `size` bytes of uninitialised host memory meant for transfers; a backend that
   /// can page-lock memory returns pinned memory, which its `create`/`read_into` move by DMA.
   /// The default returns plain aligned heap memory (host_buffer::make_aligned).

@@ -5,6 +5,7 @@
 #include <cubert/resource.hpp>
 
 #include <cstdint>
+#include <memory>
 
 namespace cubert::backend {
 
@@ -43,6 +44,15 @@ class storage {
   [[nodiscard]] virtual storage_handle alloc(std::uint64_t size) = 0;
   /// Releases a page; may be deferred until `flush()`. Unknown ids are ignored.
   virtual void dealloc(storage_id id) noexcept = 0;
+  /// Optional. A page over `size` bytes at `address` that this storage does not own: memory
+  /// another library allocated, at what `resource::address()` gives for this device's memory
+  /// (a host pointer, a CUDA device address). `get` resolves it as any page; `dealloc` never
+  /// frees it: it releases `owner` (what keeps the memory alive) once the device no longer uses
+  /// the bytes, at once or later, as it frees its own pages. The default refuses.
+  /// @throws unsupported where the device's memory has no address (OpenCL buffers);
+  /// invalid_argument where the storage can tell that the memory is not its device's.
+  [[nodiscard]] virtual storage_handle adopt(std::uint64_t address, std::uint64_t size,
+                                             std::shared_ptr<void> owner);
   /// The resource for a range of a live page. @throws invalid_argument for an unknown id.
   [[nodiscard]] virtual resource get(storage_handle const& handle) const = 0;
   /// Performs deferred deallocations.

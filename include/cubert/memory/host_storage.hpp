@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <span>
 #include <unordered_map>
@@ -27,7 +28,11 @@ class host_storage final : public backend::storage {
   /// A new page; its address is a multiple of `alignment()`. Pages are not zeroed.
   /// @throws out_of_memory past the capacity limit or when the host heap is exhausted.
   [[nodiscard]] backend::storage_handle alloc(std::uint64_t size) override;
-  /// Frees the page at once; unknown ids are ignored.
+  /// A page over host memory at `address` that `owner` keeps alive (never freed here, not
+  /// counted against the capacity limit).
+  [[nodiscard]] backend::storage_handle adopt(std::uint64_t address, std::uint64_t size,
+                                              std::shared_ptr<void> owner) override;
+  /// Frees the page at once (releases an adopted one's owner); unknown ids are ignored.
   void dealloc(backend::storage_id id) noexcept override;
   /// `native` and `base` are the page's address. @throws invalid_argument for an unknown id
   /// or a range past the page's end.
@@ -43,6 +48,8 @@ class host_storage final : public backend::storage {
   struct page {
     void* ptr;
     std::uint64_t size;
+    bool adopted = false;           // Another library's memory: not freed here.
+    std::shared_ptr<void> owner{};  // What keeps adopted memory alive.
   };
   std::uint64_t alignment_;
   std::optional<std::uint64_t> limit_;

@@ -22,6 +22,7 @@ namespace cubert::memory {
 class growth_policy;
 class memory_pool;
 class persistent_pool;
+class adopted_pool;
 struct reservation_stats;
 
 /// Owns a storage and the pools carved from it; hands out slices.
@@ -49,6 +50,14 @@ class memory_manager {
   /// once for a size no pool accepts or that cannot be rounded to the alignment in 64 bits.
   [[nodiscard]] slice_handle reserve(std::uint64_t size);
 
+  /// A slice over memory this manager did not allocate: `size` bytes at `address` (a host
+  /// pointer or a device address, as the storage's resources give them), kept alive by `owner`
+  /// until the slice's last handle and binding are gone and a later call of this manager has
+  /// drained it; `owner` is released on the manager's thread then. Not pooled, not counted as
+  /// reserved bytes; its own row in `report()`.
+  /// @throws unsupported where the storage cannot adopt memory (`owner` is released at once).
+  [[nodiscard]] slice_handle adopt(std::uint64_t address, std::uint64_t size,
+                                   std::shared_ptr<void> owner);
   /// The storage range of a slice, or nullopt if this manager does not know it.
   [[nodiscard]] std::optional<backend::storage_handle> get(slice_binding const& binding) const;
   /// Same, for a handle.
@@ -128,6 +137,7 @@ class memory_manager {
   std::unique_ptr<reservation_stats> stats_;
   std::vector<std::unique_ptr<memory_pool>> pools_;
   std::unique_ptr<persistent_pool> persistent_;
+  std::unique_ptr<adopted_pool> adopted_;  // Memory of other libraries (adopt()).
   /// The cache policy's growth decisions; null without a policy.
   std::unique_ptr<growth_policy> growth_;
   std::uint64_t alloc_reserve_count_ = 0;

@@ -33,6 +33,7 @@ enum class pool_kind : std::uint8_t {
   sliced,      ///< Pages cut into slices; freed neighbours coalesce.
   exclusive,   ///< One slice per page; pages sized to a running average.
   persistent,  ///< One exact-size page per slice, reused by exact size only.
+  adopted,     ///< Memory of other libraries, one slice per region (never reserved here).
 };
 
 /// Stable lower-case name of a pool kind ("sliced").

@@ -27,6 +27,13 @@ struct cache_file_info {
 /// Every tuner file under `<root>/autotune`.
 [[nodiscard]] std::vector<cache_file_info> list_cache(std::filesystem::path const& root);
 
+/// The files of `target` under `root`: a tuner by its name as the program gives it
+/// ("conv/2d") or as its file is named and `list_cache` shows it ("conv_2d-…"), with every
+/// device and version of it, or one file by its path.
+/// @throws invalid_argument when nothing matches.
+[[nodiscard]] std::vector<cache_file_info> select_cache(std::filesystem::path const& root,
+                                                        std::string const& target);
+
 /// `list_cache` as a JSON array.
 [[nodiscard]] std::string list_cache_json(std::filesystem::path const& root);
 

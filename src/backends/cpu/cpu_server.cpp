@@ -107,6 +107,11 @@ cubert::handle cpu_server::empty(std::uint64_t size) {
   return cubert::handle(memory_.reserve(size), size);
 }
 
+cubert::handle cpu_server::import_memory(std::uint64_t address, std::uint64_t size,
+                                         std::shared_ptr<void> owner) {
+  return cubert::handle(memory_.adopt(address, size, std::move(owner)), size);
+}
+
 std::future<std::vector<bytes>> cpu_server::read(std::vector<cubert::binding> bindings) {
   if (streams_.runs_inline(current_)) {
     errors_.rethrow_if_any();

@@ -31,6 +31,9 @@ class cpu_server final : public backend::server {
 
   [[nodiscard]] cubert::handle create(std::span<std::byte const> data) override;
   [[nodiscard]] cubert::handle empty(std::uint64_t size) override;
+  /// Host memory of another library, adopted by the memory manager.
+  [[nodiscard]] cubert::handle import_memory(std::uint64_t address, std::uint64_t size,
+                                             std::shared_ptr<void> owner) override;
   [[nodiscard]] std::future<std::vector<bytes>> read(
       std::vector<cubert::binding> bindings) override;
   [[nodiscard]] std::future<std::vector<bytes>> read_tensor(

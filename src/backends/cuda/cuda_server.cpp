@@ -80,7 +80,7 @@ cuda_server::cuda_server(int ordinal, options const& opts)
     order_ = std::make_unique<streams::stream_order>(streams_->count(), *streams_);
     // Stream 0's: the storage frees after a wait for it, and cuMemFree itself waits for every
     // stream of the device.
-    auto pages = std::make_unique<cuda_storage>(context_, first, slice_alignment);
+    auto pages = std::make_unique<cuda_storage>(context_, first, slice_alignment, info_.ordinal);
     pages_ = pages.get();
     memory_ = std::make_unique<memory::memory_manager>(std::move(pages), props_.memory,
                                                        memory::configured_layout(opts.memory));

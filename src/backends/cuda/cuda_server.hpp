@@ -121,6 +121,15 @@ class cuda_server final : public backend::server {
   [[nodiscard]] std::future<void> sync() override;
   /// Every stream made so far joins stream 0 on the device, and the future waits for stream 0.
   [[nodiscard]] std::future<void> sync_device() override;
+  /// Another library's device memory (a DLPack import), checked to be this device's; marked as
+  /// written on the calling stream, which the producer ordered after its work, so that other
+  /// streams wait for it before their first use.
+  [[nodiscard]] cubert::handle import_memory(std::uint64_t address, std::uint64_t size,
+                                             std::shared_ptr<void> owner) override;
+  /// The calling stream, made now if it is new.
+  [[nodiscard]] std::uint64_t native_stream() override;
+  /// An event recorded on each stream made so far and waited for on `stream`: no host wait.
+  [[nodiscard]] std::future<void> order_native_stream(std::uint64_t stream) override;
   void select_stream(backend::stream_request const& r) noexcept override {
     current_ = r.index(streams_->count());
     memory::select_allocation_mode(*memory_, r);

@@ -18,10 +18,10 @@ cuda_storage::~cuda_storage() {
   // failed sync must not turn into a leak of device memory either.
   api.cuStreamSynchronize(stream_);
   for (auto const& [id, p] : pages_) {
-    if (p.ptr) api.cuMemFree(p.ptr);
+    if (p.ptr && !p.owner) api.cuMemFree(p.ptr);
   }
   for (auto const& p : pending_) {
-    if (p.ptr) api.cuMemFree(p.ptr);
+    if (p.ptr && !p.owner) api.cuMemFree(p.ptr);
   }
 }
 
@@ -60,6 +60,38 @@ backend::storage_handle cuda_storage::alloc(std::uint64_t size) {
     throw;
   }
   bytes_held_ += size;
+  return {id, 0, size};
+}
+
+backend::storage_handle cuda_storage::adopt(std::uint64_t address, std::uint64_t size,
+                                            std::shared_ptr<void> owner) {
+  CUBERT_EXPECTS(address != 0 || size == 0, "cuda storage: adopting a null address");
+  auto const& api = driver();
+  check(make_context_current(context_), "cuCtxSetCurrent");
+  auto const ptr = static_cast<CUdeviceptr>(address);
+  if (size != 0) {
+    unsigned int type = 0;
+    if (api.cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr) != CUDA_SUCCESS) {
+      throw invalid_argument(fmt::format(
+          "cuda storage: 0x{:x} is not memory the CUDA driver knows (not from cuMemAlloc, a "
+          "CUDA allocator or page-locked registration)",
+          address));
+    }
+    int ordinal = ordinal_;
+    if (type == CU_MEMORYTYPE_DEVICE &&
+        api.cuPointerGetAttribute(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, ptr) ==
+            CUDA_SUCCESS &&
+        ordinal != ordinal_) {
+      throw invalid_argument(fmt::format(
+          "cuda storage: 0x{:x} is memory of CUDA device {}, not of device {}; copy it to this "
+          "device first",
+          address, ordinal, ordinal_));
+    }
+  }
+  auto const id = backend::next_storage_id();
+  // A null owner still marks the page as adopted: an empty deleter stands in for it.
+  if (!owner) owner = std::shared_ptr<void>(nullptr, [](void*) {});
+  pages_.emplace(id, page{ptr, size, std::move(owner)});
   return {id, 0, size};
 }
 
@@ -124,6 +156,7 @@ bool cuda_storage::stream_idle() const noexcept {
 }
 
 void cuda_storage::free_page(page const& p) noexcept {
+  if (p.owner) return;  // Another library's: released with the page record, never freed.
   if (p.ptr) {
     if (CUresult r = driver_state().cuMemFree(p.ptr); r != CUDA_SUCCESS) {
       log::warn(log::category::memory, "cuMemFree: {}", describe(r));

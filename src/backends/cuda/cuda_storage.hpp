@@ -7,6 +7,7 @@
 #include <cuda.h>
 
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 #include <vector>
 
@@ -25,8 +26,9 @@ class cuda_storage final : public backend::storage {
  public:
   /// Pages of `context` for work ordered on `stream`. Neither is owned; the server outlives its
   /// storage.
-  cuda_storage(CUcontext context, CUstream stream, std::uint64_t alignment) noexcept
-      : context_(context), stream_(stream), alignment_(alignment) {}
+  cuda_storage(CUcontext context, CUstream stream, std::uint64_t alignment,
+               int ordinal = 0) noexcept
+      : context_(context), stream_(stream), alignment_(alignment), ordinal_(ordinal) {}
   ~cuda_storage() override;
   cuda_storage(cuda_storage const&) = delete;
   cuda_storage& operator=(cuda_storage const&) = delete;
@@ -36,7 +38,13 @@ class cuda_storage final : public backend::storage {
   /// for the stream, performs the queued frees and tries once more.
   /// @throws out_of_memory naming the request and the driver's free memory.
   [[nodiscard]] backend::storage_handle alloc(std::uint64_t size) override;
-  /// Frees the page, and any queued, now if the stream is idle, else queues it; unknown ids are
+  /// A page over device memory that another library allocated (`owner` keeps it alive).
+  /// @throws invalid_argument when the driver does not know the address, or it is another
+  /// device's memory.
+  [[nodiscard]] backend::storage_handle adopt(std::uint64_t address, std::uint64_t size,
+                                              std::shared_ptr<void> owner) override;
+  /// Frees the page, and any queued, now if the stream is idle, else queues it (an adopted
+  /// page: releases its owner instead of freeing it, on the same terms); unknown ids are
   /// ignored.
   void dealloc(backend::storage_id id) noexcept override;
   [[nodiscard]] cubert::resource get(backend::storage_handle const& handle) const override;
@@ -55,6 +63,7 @@ class cuda_storage final : public backend::storage {
   struct page {
     CUdeviceptr ptr = 0;
     std::uint64_t size = 0;
+    std::shared_ptr<void> owner{};  // Set for another library's memory: released, not freed.
   };
   /// Waits for the stream, then frees the queue.
   void free_pending() noexcept;
@@ -69,6 +78,7 @@ class cuda_storage final : public backend::storage {
   CUcontext context_;  // Not owned, like the stream.
   CUstream stream_;
   std::uint64_t alignment_;
+  int ordinal_;  // The device's, to refuse another device's memory.
   std::unordered_map<backend::storage_id, page> pages_;
   std::vector<page> pending_;
   std::uint64_t bytes_held_ = 0;

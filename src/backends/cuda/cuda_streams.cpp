@@ -80,6 +80,15 @@ void cuda_streams::wait_for(streams::stream_index waiter, streams::stream_index 
   CUBERT_CU_CALL(cuStreamWaitEvent, to, event, 0);
 }
 
+void cuda_streams::order_external(CUstream external) {
+  check(make_context_current(context_), "cuCtxSetCurrent");
+  for (auto const& e : entries_) {
+    if (!e.made || e.stream == external) continue;
+    CUBERT_CU_CALL(cuEventRecord, e.event, e.stream);
+    CUBERT_CU_CALL(cuStreamWaitEvent, external, e.event, 0);
+  }
+}
+
 CUresult cuda_streams::synchronize_all() noexcept {
   auto const& api = driver_state();
   CUresult first = CUDA_SUCCESS;

@@ -48,6 +48,10 @@ class cuda_streams final : public streams::stream_waits {
   /// Enqueues on `waiter` a wait for everything submitted to `producer` so far.
   /// @throws device_error from the driver.
   void wait_for(streams::stream_index waiter, streams::stream_index producer) override;
+  /// Enqueues on `external` (another library's stream of the context) a wait for everything
+  /// submitted so far to every stream made; none for `external` itself.
+  /// @throws device_error from the driver.
+  void order_external(CUstream external);
   /// Waits for every stream made so far; CUDA_SUCCESS or the first failure (each is waited
   /// for whatever an earlier one answered). Never throws.
   [[nodiscard]] CUresult synchronize_all() noexcept;

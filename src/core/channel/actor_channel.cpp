@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "channel/actor_channel.hpp"
 
+#include "channel/actor_channel_core.hpp"
 #include "channel/profile_gate.hpp"
 
 #include <cubert/detail/exit_threads.hpp>
@@ -21,73 +22,11 @@
 #include <vector>
 
 namespace cubert::backend {
-namespace actor_detail {
-
-struct message {
-  virtual ~message() = default;
-  virtual void run(server& s) = 0;
-};
-
-template <typename F>
-struct fn_message final : message {
-  explicit fn_message(F f) : fn(std::move(f)) {}
-  void run(server& s) override { fn(s); }
-  F fn;
-};
-
-struct drop_message {
-  std::uint64_t id;
-  void operator()(server& s) const noexcept { s.drop_graph(id); }
-};
-
-// Owned by the channel and by the server thread, so the thread can outlive a channel destroyed
-// on it. Messages reach it through the thread that runs them, never through the channel object.
-struct core {
-  explicit core(std::chrono::microseconds s) : spin(s) {}
-  std::chrono::microseconds spin;
-  async_error deferred;
-  std::mutex mutex;
-  profile_gate gate;  // Passed at posting: a message's place in the queue is its place in time.
-  std::condition_variable ready;
-  std::deque<std::unique_ptr<message>> queue;
-  std::atomic<bool> queued{false};  // !queue.empty(), readable without the lock while spinning
-  bool waiting = false;
-  bool stopping = false;
-  // Held by the server thread while it runs messages and by a caller running a `direct` call.
-  std::mutex server_mutex;
-  std::atomic<int> direct_waiting{0};  // Callers waiting for server_mutex: let them in first.
-  // Messages run so far, and callers waiting for a reply: each on a line of its own, which the
-  // server thread writes per message and callers read while they spin (spin_wait.hpp).
-  alignas(64) std::atomic<std::uint64_t> served{0};
-  alignas(64) std::atomic<int> awaiting{0};
-  std::atomic<std::uint64_t> waits_begun{0};  // Each wait gets the server thread's stay-up once.
-  // The profile the server has started and not yet ended, if any (under server_mutex): a
-  // direct call from another thread would land in it, so it waits for its end to run.
-  std::thread::id window_owner;
-  unsigned window_depth = 0;
-  // `deferred.recorded()` when each open window started, innermost last (server thread).
-  std::vector<std::uint64_t> refusals_at_start;
-  // The stream the server last selected (it starts on stream 0); whoever holds the server.
-  stream_request selected;
-};
-
-// Selects `r` on the server unless it is already selected; the caller holds the server.
-void select(core& c, server& s, stream_request const& r) noexcept {
-  if (r == c.selected) return;
-  s.select_stream(r);
-  c.selected = r;
-}
-
-}  // namespace actor_detail
 
 namespace {
 
 using actor_detail::core;
 using actor_detail::message;
-
-// A caller waiting for its reply keeps the server thread up for up to this many budgets, so
-// that the thread is not asleep when the caller, having its reply, posts again.
-constexpr int stay_up_budgets = 20;
 
 // While a caller waits for a reply: counted in core::awaiting, and it spins on while the server
 // thread keeps serving messages (its reply is queued behind them).
@@ -155,69 +94,6 @@ void rethrow_after_work(async_error& kept, server& s) {
   kept.rethrow_if_any();
 }
 
-void serve(std::shared_ptr<core> c, std::unique_ptr<server> srv) {
-  std::deque<std::unique_ptr<message>> batch;
-  std::uint64_t served = 0;
-  // The stay-up's cap counts from the latest wait's start, not from each batch: another
-  // thread's posts restarted it, and the server thread spun through a whole long wait.
-  std::uint64_t waits_seen = 0;
-  auto latest_wait = std::chrono::steady_clock::now();
-  for (;;) {
-    auto const now = std::chrono::steady_clock::now();
-    if (auto const begun = c->waits_begun.load(std::memory_order_relaxed); begun != waits_seen) {
-      waits_seen = begun;
-      latest_wait = now;
-    }
-    auto const cap = std::chrono::duration_cast<std::chrono::microseconds>(
-        c->spin * stay_up_budgets - (now - latest_wait));
-    spin_for_work([&c] { return c->queued.load(std::memory_order_relaxed); },
-                  [&c] { return c->awaiting.load(std::memory_order_relaxed) != 0; }, c->spin,
-                  std::max(cap, std::chrono::microseconds::zero()));
-    {
-      std::unique_lock lock(c->mutex, std::defer_lock);
-      lock_spinning(lock);
-      c->waiting = true;
-      c->ready.wait(lock, [&c] { return !c->queue.empty() || c->stopping; });
-      c->waiting = false;
-      if (c->queue.empty()) break;  // stopping, and every message has been served
-      batch.swap(c->queue);
-      // Once stopping, the next spin must end at once: it would wait out its whole budget
-      // (up to a second) for a message nobody can post any more.
-      c->queued.store(c->stopping, std::memory_order_relaxed);
-    }
-    {
-      std::unique_lock held(c->server_mutex);
-      for (auto& m : batch) {
-        if (c->direct_waiting.load(std::memory_order_relaxed) != 0) [[unlikely]] {
-          // Without stepping aside, this thread would take the lock back first every time.
-          held.unlock();
-          while (c->direct_waiting.load(std::memory_order_relaxed) != 0) {
-            std::this_thread::yield();
-          }
-          held.lock();
-        }
-        m->run(*srv);
-        m.reset();  // Its captures (bindings, a client) go now, not after the rest of the batch.
-        c->served.store(++served, std::memory_order_relaxed);
-      }
-    }
-    batch.clear();
-  }
-  srv.reset();  // The server dies on the thread that used it.
-}
-
-// A thread that cannot start (a thread or address-space limit) is a device_error, as the CPU
-// pool's workers are: std::system_error was no cubert::error.
-std::thread start(std::shared_ptr<core> c, std::unique_ptr<server> s) {
-  try {
-    return std::thread(
-        [c = std::move(c), s = std::move(s)]() mutable { serve(std::move(c), std::move(s)); });
-  } catch (std::system_error const& e) {
-    throw device_error(std::string("the actor channel could not start its server thread: ") +
-                       e.what());
-  }
-}
-
 }  // namespace
 
 actor_channel::actor_channel(std::unique_ptr<server> s, std::chrono::microseconds spin)
@@ -225,7 +101,7 @@ actor_channel::actor_channel(std::unique_ptr<server> s, std::chrono::microsecond
       core_(std::make_shared<core>(spin)),
       server_(s.get()),
       generation_(cubert::detail::process_generation()),
-      thread_(start(core_, std::move(s))) {
+      thread_(actor_detail::start_server_thread(core_, std::move(s))) {
   // Before any message can arrive, hence before the thread could be orphaned.
   cubert::detail::keep_threads_until_exit();
 }
@@ -429,6 +305,19 @@ std::future<void> actor_channel::read_into(cubert::binding const& b, std::span<s
   return call_handing_back([d = &core_->deferred, b, dst](server& s) {
     rethrow_after_work(*d, s);
     return s.read_into(b, dst);
+  });
+}
+cubert::handle actor_channel::import_memory(std::uint64_t address, std::uint64_t size,
+                                            std::shared_ptr<void> owner) {
+  return direct([&](server& s) { return s.import_memory(address, size, std::move(owner)); });
+}
+std::uint64_t actor_channel::native_stream() {
+  return call([](server& s) { return s.native_stream(); });
+}
+std::future<void> actor_channel::order_native_stream(std::uint64_t stream) {
+  return call_handing_back([d = &core_->deferred, stream](server& s) {
+    rethrow_after_work(*d, s);
+    return s.order_native_stream(stream);
   });
 }
 host_buffer actor_channel::alloc_host(std::uint64_t size) {

@@ -23,11 +23,12 @@ struct core;  // What the server thread shares with callers (actor_channel.cpp).
 /// post until its last `end_profile` is queued.
 ///
 /// Calls that only make new memory (`empty`, `empty_tensors`, `create`, `create_tensors`,
-/// `alloc_host`) are not posted: the caller runs them itself, taking the server between two
-/// messages (the server thread lets a waiting caller in before its next message). Nothing queued
-/// can name memory that does not exist yet, and a slice is free only once the messages that
-/// bind it have run, so running ahead of the queue changes no result; it saves a round trip
-/// through two threads, which would make every `empty` far dearer than through the mutex channel.
+/// `alloc_host`, `import_memory`) are not posted: the caller runs them itself, taking the server
+/// between two messages (the server thread lets a waiting caller in before its next message).
+/// Nothing queued can name memory that does not exist yet, and a slice is free only once the
+/// messages that bind it have run, so running ahead of the queue changes no result; it saves a
+/// round trip through two threads, which would make every `empty` far dearer than through the mutex
+/// channel.
 ///
 /// `sync` and the reads reply with the server's own future: a backend that waits for its device
 /// in that future's get() (CUDA) then waits on the caller's thread, and the server thread goes
@@ -61,6 +62,10 @@ class actor_channel final : public channel {
   std::future<std::vector<bytes>> read_tensor(std::vector<binding_with_meta> tensors) override;
   std::future<void> read_into(cubert::binding const& b, std::span<std::byte> dst) override;
   host_buffer alloc_host(std::uint64_t size) override;
+  cubert::handle import_memory(std::uint64_t address, std::uint64_t size,
+                               std::shared_ptr<void> owner) override;
+  std::uint64_t native_stream() override;
+  std::future<void> order_native_stream(std::uint64_t stream) override;
   void write(cubert::binding const& dst, std::span<std::byte const> data) override;
   void write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) override;
   void copy(cubert::binding const& src, cubert::binding const& dst) override;

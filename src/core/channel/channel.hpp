@@ -39,6 +39,11 @@ class channel {
   [[nodiscard]] virtual std::future<void> read_into(cubert::binding const& b,
                                                     std::span<std::byte> dst) = 0;
   [[nodiscard]] virtual host_buffer alloc_host(std::uint64_t size) = 0;
+  [[nodiscard]] virtual cubert::handle import_memory(std::uint64_t address, std::uint64_t size,
+                                                     std::shared_ptr<void> owner) = 0;
+  [[nodiscard]] virtual std::uint64_t native_stream() = 0;
+  /// After the work submitted before (posted work included).
+  [[nodiscard]] virtual std::future<void> order_native_stream(std::uint64_t stream) = 0;
   /// Returns once `data` may be reused.
   virtual void write(cubert::binding const& dst, std::span<std::byte const> data) = 0;
   /// Returns once `data` may be reused.

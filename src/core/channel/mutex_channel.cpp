@@ -50,6 +50,19 @@ std::future<void> mutex_channel::read_into(cubert::binding const& b, std::span<s
   auto const lock = enter();
   return server_->read_into(b, dst);
 }
+cubert::handle mutex_channel::import_memory(std::uint64_t address, std::uint64_t size,
+                                            std::shared_ptr<void> owner) {
+  auto const lock = enter();
+  return server_->import_memory(address, size, std::move(owner));
+}
+std::uint64_t mutex_channel::native_stream() {
+  auto const lock = enter();
+  return server_->native_stream();
+}
+std::future<void> mutex_channel::order_native_stream(std::uint64_t stream) {
+  auto const lock = enter();
+  return server_->order_native_stream(stream);
+}
 host_buffer mutex_channel::alloc_host(std::uint64_t size) {
   auto const lock = enter();
   return server_->alloc_host(size);

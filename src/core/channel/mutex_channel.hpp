@@ -31,6 +31,10 @@ class mutex_channel final : public channel {
   std::future<std::vector<bytes>> read_tensor(std::vector<binding_with_meta> tensors) override;
   std::future<void> read_into(cubert::binding const& b, std::span<std::byte> dst) override;
   host_buffer alloc_host(std::uint64_t size) override;
+  cubert::handle import_memory(std::uint64_t address, std::uint64_t size,
+                               std::shared_ptr<void> owner) override;
+  std::uint64_t native_stream() override;
+  std::future<void> order_native_stream(std::uint64_t stream) override;
   void write(cubert::binding const& dst, std::span<std::byte const> data) override;
   void write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) override;
   void copy(cubert::binding const& src, cubert::binding const& dst) override;

@@ -37,6 +37,14 @@ class single_thread_channel final : public channel {
     return at().read_into(b, dst);
   }
   host_buffer alloc_host(std::uint64_t size) override { return at().alloc_host(size); }
+  cubert::handle import_memory(std::uint64_t address, std::uint64_t size,
+                               std::shared_ptr<void> owner) override {
+    return at().import_memory(address, size, std::move(owner));
+  }
+  std::uint64_t native_stream() override { return at().native_stream(); }
+  std::future<void> order_native_stream(std::uint64_t stream) override {
+    return at().order_native_stream(stream);
+  }
   void write(cubert::binding const& dst, std::span<std::byte const> data) override {
     at().write(dst, data);
   }

@@ -319,6 +319,12 @@ void client::copy(binding const& src, binding const& dst) const {
   channel()->copy(src, dst);
 }
 
+handle client::import_memory(std::uint64_t address, std::uint64_t size,
+                             std::shared_ptr<void> owner) const {
+  refuse_inside_kernel();
+  return channel()->import_memory(address, size, std::move(owner));
+}
+
 host_buffer client::alloc_host(std::uint64_t size) const {
   refuse_inside_kernel();
   return channel()->alloc_host(size);
@@ -451,6 +457,20 @@ client client::on_stream(std::uint32_t index) const {
   client bound = *this;
   bound.stream_ = index;
   return bound;
+}
+
+std::uint64_t client::native_stream() const {
+  refuse_inside_kernel();
+  return channel()->native_stream();
+}
+
+void client::order_native_stream(std::uint64_t stream) const {
+  auto pending = [&] {
+    refuse_inside_kernel();
+    refuse_while_capturing(state_->channel.get(), "order_native_stream");
+    return channel()->order_native_stream(stream);
+  }();
+  backend::await_future(std::move(pending), state_->spin);
 }
 
 void client::sync_device() const {

@@ -19,7 +19,18 @@ host_storage::host_storage(std::uint64_t alignment, std::optional<std::uint64_t>
 }
 
 host_storage::~host_storage() {
-  for (auto& [id, p] : pages_) ::operator delete (p.ptr, std::align_val_t{alignment_});
+  for (auto& [id, p] : pages_) {
+    if (!p.adopted) ::operator delete (p.ptr, std::align_val_t{alignment_});
+  }
+}
+
+backend::storage_handle host_storage::adopt(std::uint64_t address, std::uint64_t size,
+                                            std::shared_ptr<void> owner) {
+  CUBERT_EXPECTS(address != 0 || size == 0, "host_storage: adopting a null address");
+  auto const id = backend::next_storage_id();
+  pages_.emplace(id, page{reinterpret_cast<void*>(static_cast<std::uintptr_t>(address)), size, true,
+                          std::move(owner)});
+  return {id, 0, size};
 }
 
 backend::storage_handle host_storage::alloc(std::uint64_t size) {
@@ -53,8 +64,10 @@ backend::storage_handle host_storage::alloc(std::uint64_t size) {
 void host_storage::dealloc(backend::storage_id id) noexcept {
   auto it = pages_.find(id);
   if (it == pages_.end()) return;
-  ::operator delete (it->second.ptr, std::align_val_t{alignment_});
-  allocated_ -= it->second.size;
+  if (!it->second.adopted) {
+    ::operator delete (it->second.ptr, std::align_val_t{alignment_});
+    allocated_ -= it->second.size;
+  }
   pages_.erase(it);
 }
 

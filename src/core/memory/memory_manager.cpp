@@ -1,4 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
+#include "memory/adopted_pool.hpp"
 #include "memory/exclusive_pool.hpp"
 #include "memory/growth_policy.hpp"
 #include "memory/persistent_pool.hpp"
@@ -35,6 +36,7 @@ memory_manager::memory_manager(std::unique_ptr<backend::storage> storage,
     max_accepted_ = std::max(max_accepted_, o.max_alloc_size);
   }
   persistent_ = std::make_unique<persistent_pool>(*storage_, *stats_, props_.alignment);
+  adopted_ = std::make_unique<adopted_pool>(*storage_, *stats_, props_.alignment);
   if (policy) {
     growth_ =
         std::make_unique<growth_policy>(*policy, *stats_, props_.alignment, pools_, *persistent_);
@@ -46,6 +48,7 @@ memory_manager::memory_manager(std::unique_ptr<backend::storage> storage,
 memory_manager::~memory_manager() {
   // Pools give their pages back to the storage, so they go first (the policy names them).
   growth_.reset();
+  adopted_.reset();
   persistent_.reset();
   pools_.clear();
 }
@@ -149,6 +152,7 @@ memory_pool const* memory_manager::owner_of(slice_control const* control) const 
   if (!control || !control->owner()) return nullptr;
   void const* owner = control->owner();
   if (owner == persistent_.get()) return persistent_.get();
+  if (owner == adopted_.get()) return adopted_.get();
   for (auto const& p : pools_) {
     if (owner == p.get()) return p.get();
   }
@@ -199,10 +203,16 @@ cubert::resource memory_manager::get_resource(cubert::binding const& binding) co
 void memory_manager::cleanup(bool explicit_cleanup) {
   for (auto& p : pools_) p->cleanup(alloc_reserve_count_, explicit_cleanup);
   persistent_->cleanup(alloc_reserve_count_, explicit_cleanup);
+  adopted_->cleanup(alloc_reserve_count_, explicit_cleanup);
+}
+
+slice_handle memory_manager::adopt(std::uint64_t address, std::uint64_t size,
+                                   std::shared_ptr<void> owner) {
+  return adopted_->adopt(address, size, std::move(owner));
 }
 
 memory_usage memory_manager::usage() const {
-  memory_usage total = persistent_->usage().usage;
+  memory_usage total = persistent_->usage().usage.combine(adopted_->usage().usage);
   for (auto const& p : pools_) total = total.combine(p->usage().usage);
   return total;
 }
@@ -215,6 +225,12 @@ usage_report memory_manager::report() const {
   }
   r.pools.push_back(persistent_->usage());
   r.total = r.total.combine(r.pools.back().usage);
+  // A row only once something was adopted: the rows of a manager that never adopts are the
+  // configured pools, then the persistent one, last.
+  if (auto adopted = adopted_->usage(); adopted.peak_pages != 0) {
+    r.total = r.total.combine(adopted.usage);
+    r.pools.push_back(std::move(adopted));
+  }
   r.peak_bytes_reserved = stats_->peak_reserved;
   r.peak_bytes_in_use = stats_->peak_in_use;
   return r;
@@ -232,6 +248,7 @@ void memory_manager::reset_peaks() noexcept {
   // Each pool drains its queued drops first, so that the new peaks start from exact values.
   for (auto& p : pools_) p->reset_peaks();
   persistent_->reset_peaks();
+  adopted_->reset_peaks();
   stats_->peak_reserved = stats_->reserved;
   // Peaks restart for reports; the cache budget keeps the highest live bytes seen.
   if (growth_) growth_->keep_peak(stats_->peak_in_use);

@@ -55,6 +55,8 @@ std::string_view to_string(pool_kind kind) noexcept {
       return "exclusive";
     case pool_kind::persistent:
       return "persistent";
+    case pool_kind::adopted:
+      return "adopted";
   }
   return "unknown";
 }

@@ -497,6 +497,19 @@ std::future<void> server::read_into(cubert::binding const& b, std::span<std::byt
   return done.get_future();
 }
 
+cubert::handle server::import_memory(std::uint64_t /*address*/, std::uint64_t /*size*/,
+                                     std::shared_ptr<void> /*owner*/) {
+  throw unsupported("this device cannot use memory another library allocated");
+}
+
+std::uint64_t server::native_stream() {
+  return 0;
+}
+
+std::future<void> server::order_native_stream(std::uint64_t /*stream*/) {
+  return sync_device();
+}
+
 host_buffer server::alloc_host(std::uint64_t size) {
   static_assert(sizeof(std::size_t) >= sizeof(std::uint64_t), "cubert needs a 64-bit host");
   return host_buffer::make_aligned(static_cast<std::size_t>(size));

@@ -4,6 +4,7 @@
 
 #include <cubert/build_config.hpp>
 #include <cubert/error.hpp>
+#include <cubert/tune/tune_cache.hpp>
 #include <cubert/tune/tune_cache_store.hpp>
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include <set>
 #include <sstream>
 #include <string_view>
+#include <system_error>
 
 namespace cubert::tune {
 
@@ -253,6 +255,24 @@ std::vector<cache_file_info> list_cache(fs::path const& root) {
     info.keys = keys.size();
     info.corrupt = parsed.corrupt;
     out.push_back(std::move(info));
+  }
+  return out;
+}
+
+std::vector<cache_file_info> select_cache(fs::path const& root, std::string const& target) {
+  std::vector<cache_file_info> out;
+  auto const stem = tune_cache::file_for({}, target, {}).stem().string();
+  for (auto const& f : list_cache(root)) {
+    // By identity, not spelling: the listed path is under the root as given, the user's path is
+    // relative to the working directory or spelled another way.
+    std::error_code ec;
+    if (f.tuner == target || f.tuner == stem || fs::equivalent(f.file, target, ec)) {
+      out.push_back(f);
+    }
+  }
+  if (out.empty()) {
+    throw invalid_argument(
+        fmt::format("no tune cache file or tuner named '{}' under {}", target, root.string()));
   }
   return out;
 }

@@ -216,6 +216,53 @@ TEST_F(CudaCallersStream, QueuedPagesAreFreedWhenTheStreamIsFoundIdle) {
   EXPECT_EQ(busy_frees(), busy_before) << "cuMemFree was called with work left on the stream";
 }
 
+// Another library's memory (a DLPack import) is never freed here: its owner is released instead,
+// on the terms of a page's free, so the producer cannot reuse the bytes under a queued kernel.
+TEST_F(CudaCallersStream, AnAdoptedPagesOwnerIsReleasedOnlyOnceTheStreamIsIdle) {
+  auto const& api = driver();
+  CUdeviceptr theirs = 0;
+  ASSERT_EQ(api.cuMemAlloc(&theirs, 1 << 20), CUDA_SUCCESS);
+  int released = 0;
+  {
+    cubert::cuda::detail::cuda_storage storage(owned_.context, owned_.stream, 256);
+    std::shared_ptr<void> owner(new int(0), [&released](void* p) {
+      ++released;
+      delete static_cast<int*>(p);
+    });
+    auto const a = storage.adopt(theirs, 1 << 20, std::move(owner));
+    EXPECT_EQ(storage.get(a).address(), theirs);
+    EXPECT_EQ(storage.bytes_held(), 0U) << "adopted bytes are not the storage's";
+    stream_gate gate;
+    ASSERT_EQ(driver().cuLaunchHostFunc(owned_.stream, stream_gate::hold, &gate), CUDA_SUCCESS);
+    storage.dealloc(a.id);
+    EXPECT_EQ(released, 0) << "released while the stream may still use the bytes";
+    EXPECT_FALSE(storage.reap());
+    gate.open.store(true);
+    ASSERT_EQ(driver().cuStreamSynchronize(owned_.stream), CUDA_SUCCESS);
+    EXPECT_TRUE(storage.reap());
+    EXPECT_EQ(released, 1);
+
+    // Adopted and not given back: the storage's end releases it, without freeing the bytes.
+    auto const b = storage.adopt(theirs, 4096, std::shared_ptr<void>(new int(0), [&](void* p) {
+                                   ++released;
+                                   delete static_cast<int*>(p);
+                                 }));
+    (void)b;
+    // Memory the driver does not know is refused, its owner released at once.
+    std::vector<char> host(64);
+    EXPECT_THROW((void)storage.adopt(reinterpret_cast<std::uintptr_t>(host.data()), 64,
+                                     std::shared_ptr<void>(new int(0),
+                                                           [&](void* p) {
+                                                             ++released;
+                                                             delete static_cast<int*>(p);
+                                                           })),
+                 cubert::invalid_argument);
+    EXPECT_EQ(released, 2);
+  }
+  EXPECT_EQ(released, 3);
+  EXPECT_EQ(api.cuMemFree(theirs), CUDA_SUCCESS) << "the adopted bytes were freed by cubert";
+}
+
 // For n = 0, 1, ...: the n-th host allocation of building a server fails, until one is built.
 // Each failure must reach the caller as an exception: the copy pool's condition variable went
 // on the heap under a noexcept constructor (the staging's), and its bad_alloc terminated.
