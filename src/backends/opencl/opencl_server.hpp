@@ -123,6 +123,9 @@ class opencl_server final : public backend::server {
   [[nodiscard]] cl_command_queue queue() { return streams_->at(current_); }
   /// Orders the next command of the selected stream after the uses of `b`'s slice that `how`
   /// must follow, and marks the slice as used by it.
+  /// @throws unsupported in a fork() child of the process that made the server (whose driver
+  /// objects are the parent's).
+  void refuse_forked() const;
   void touch(cubert::binding const& b, streams::access how);
   /// The selected stream's next command is enqueued (or refused): it moves on.
   void submitted() noexcept { order_->submitted(current_); }
@@ -181,6 +184,8 @@ class opencl_server final : public backend::server {
   std::vector<bound_buffer> bound_;  // Launch scratch, reused.
   std::size_t held_by_launches_ = 0;
   std::uint64_t rect_copies_ = 0;
+  // cubert::detail::process_generation() of the process that made the server.
+  std::uint64_t process_;
 };
 
 }  // namespace cubert::opencl::detail

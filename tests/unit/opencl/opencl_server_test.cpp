@@ -442,6 +442,23 @@ TEST(OpenclProcess, ASecondProcessTakesTheProgramFromTheDiskCache) {
   EXPECT_EQ(command_output(cmd), "disk hit\n");
 }
 
+// fork(): a child forked before the driver starts uses OpenCL on its own; one forked after gets
+// no device and a clear `unsupported`, from make_client and from the parent's client, instead of
+// waiting for ever on the parent's driver threads (PoCL) or failing inside the driver.
+TEST(OpenclProcess, AForkedChildWorksBeforeTheDriverStartsAndIsRefusedAfter) {
+  if (cubert::opencl::device_count() == 0) {
+    GTEST_SKIP() << "no OpenCL device: " << cubert::opencl::unavailable_reason();
+  }
+  auto const out = command_output(std::string(CUBERT_OPENCL_PROBE) + " fork");
+  EXPECT_NE(out.find("before: works\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("after: 0 devices\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("after: unsupported: "), std::string::npos) << out;
+  EXPECT_NE(out.find("OpenCL was started before this process was forked"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("after: the parent's client: unsupported\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("parent: works\n"), std::string::npos) << out;
+}
+
 // Runs everywhere: the probe is told to load a loader that does not exist.
 TEST(OpenclProcess, WithoutALoaderThereIsNoDeviceAndAClientIsUnsupported) {
   auto const out = command_output("CUBERT_OPENCL_LIBRARY=/nonexistent/libOpenCL.so.1 " +
