@@ -321,13 +321,11 @@ void opencl_server::bind() {
     if (b.mem) continue;
     cl_int err = CL_SUCCESS;
     if (!b.staged) {
-      cl_buffer_region const region{b.res.offset, b.res.size};
-      b.mem = api.clCreateSubBuffer(page, 0, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
-      check(err, "clCreateSubBuffer");
-    } else {
-      b.mem = api.clCreateBuffer(context_, CL_MEM_READ_WRITE, b.res.size, nullptr, &err);
-      check(err, "clCreateBuffer (a scratch buffer for a binding OpenCL cannot bind in place)");
+      b.mem = pages_->region(page, b.res.offset, b.res.size);  // Kept with the page.
+      continue;
     }
+    b.mem = api.clCreateBuffer(context_, CL_MEM_READ_WRITE, b.res.size, nullptr, &err);
+    check(err, "clCreateBuffer (a scratch buffer for a binding OpenCL cannot bind in place)");
     b.owns_mem = true;
     ++held_by_launches_;
     if (b.staged) {
@@ -337,6 +335,10 @@ void opencl_server::bind() {
       b.copy_back = true;
     }
   }
+}
+
+std::size_t opencl_server::sub_buffers_kept() const noexcept {
+  return pages_ ? pages_->regions_kept() : 0;
 }
 
 void opencl_server::unbind() noexcept {
