@@ -17,6 +17,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -101,6 +102,31 @@ void BM_raw_launch(benchmark::State& state) {
     api.clFinish(raw.queue);
   }
   for (auto* b : bufs) api.clReleaseMemObject(b);
+  state.SetItemsProcessed(state.iterations() * launches_per_iteration);
+}
+
+// cubert with every reservation a page of its own (the exclusive_pages layout): no sub-buffer.
+void BM_cubert_launch_own_pages(benchmark::State& state) {
+  if (skip_without_device(state)) return;
+  opencl::options opts;
+  opts.memory = cubert::memory::memory_configuration::exclusive_pages();
+  client c(opencl::make_client(0, opts, cubert::channel_kind::mutex));
+  auto const k = empty_kernel();
+  auto a = c.empty(1024);
+  auto b = c.empty(1024);
+  auto out = c.empty(1024);
+  c.execute(k, cube_count{1},
+            bindings{}.with_buffers({a.binding(), b.binding(), out.binding()}).with_scalar(1u));
+  c.sync();
+  for (auto _ : state) {
+    for (int i = 0; i < launches_per_iteration; ++i) {
+      c.execute(k, cube_count{1},
+                bindings{}
+                    .with_buffers({a.binding(), b.binding(), out.binding()})
+                    .with_scalar(std::uint32_t{1u << 30}));
+    }
+    c.sync();
+  }
   state.SetItemsProcessed(state.iterations() * launches_per_iteration);
 }
 
@@ -217,6 +243,7 @@ void BM_first_launch_from_disk(benchmark::State& state) {
 
 BENCHMARK(BM_raw_launch)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_cubert_launch)->Unit(benchmark::kMicrosecond)->UseRealTime();
+BENCHMARK(BM_cubert_launch_own_pages)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_raw_upload)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_cubert_create)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_raw_download)->Unit(benchmark::kMillisecond)->UseRealTime();

@@ -3,9 +3,12 @@
 
 #include "opencl_library.hpp"
 
+#include <cubert/detail/exit_threads.hpp>
+
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 
 namespace cubert::opencl::detail {
@@ -76,9 +79,14 @@ struct listing {
   std::string failure;
 };
 
+// The process generation (cubert::detail::process_generation) that started the driver, or none.
+constexpr std::uint64_t not_started = ~std::uint64_t{0};
+std::atomic<std::uint64_t> started_in{not_started};
+
 listing list_devices() {
   listing out;
   auto const& state = opencl_state();
+  started_in.store(cubert::detail::process_generation(), std::memory_order_relaxed);
   if (!state.loaded) {
     out.failure = state.failure;
     return out;
@@ -143,12 +151,28 @@ bool device_record::has_extension(std::string_view extension) const {
   return false;
 }
 
+bool started_before_fork() noexcept {
+  auto const started = started_in.load(std::memory_order_relaxed);
+  return started != not_started && started != cubert::detail::process_generation();
+}
+
+std::string forked_reason() {
+  return "OpenCL was started before this process was forked from its parent; a fork() child "
+         "cannot use it (the driver's threads and device state stay with the parent): make "
+         "OpenCL clients only in processes that did not inherit a started driver (fork before "
+         "the first use, or exec a new program)";
+}
+
 std::vector<device_record> const& device_list() {
-  return the_listing().devices;
+  static std::vector<device_record> const none;
+  auto const& listed = the_listing().devices;
+  return started_before_fork() ? none : listed;
 }
 
 std::string const& listing_failure() {
-  return the_listing().failure;
+  static std::string const forked = forked_reason();
+  auto const& failure = the_listing().failure;
+  return started_before_fork() ? forked : failure;
 }
 
 device_record const& device_at(int ordinal) {

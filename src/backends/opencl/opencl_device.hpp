@@ -41,10 +41,17 @@ struct device_record {
 };
 
 /// The devices, listed once per process (an empty list when there is no loader, no platform or
-/// no usable device; `listing_failure` then says why). Never throws but bad_alloc.
+/// no usable device; `listing_failure` then says why). Never throws but bad_alloc. In a fork()
+/// child of a process that had started the driver (listed its devices), the list is empty: the
+/// driver's threads and device state stayed with the parent (`started_before_fork`).
 [[nodiscard]] std::vector<device_record> const& device_list();
 /// Why `device_list` is empty; empty when it is not.
 [[nodiscard]] std::string const& listing_failure();
+/// Whether this process is a fork() child of one that had started the OpenCL driver: nothing of
+/// the driver may be called here (PoCL's commands would wait for the parent's worker threads).
+[[nodiscard]] bool started_before_fork() noexcept;
+/// Why OpenCL cannot be used in such a child.
+[[nodiscard]] std::string forked_reason();
 /// Device `ordinal`. @throws unsupported when there is none at all, invalid_argument for an
 /// ordinal out of range.
 [[nodiscard]] device_record const& device_at(int ordinal);

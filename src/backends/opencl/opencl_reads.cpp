@@ -23,6 +23,7 @@ event_ptr take(cl_event e) noexcept {
 }  // namespace
 
 std::future<std::vector<bytes>> opencl_server::read(std::vector<cubert::binding> bindings) {
+  refuse_forked();
   errors_.rethrow_if_any();
   std::vector<cubert::resource> sources;
   sources.reserve(bindings.size());
@@ -53,6 +54,7 @@ std::future<std::vector<bytes>> opencl_server::read(std::vector<cubert::binding>
 }
 
 std::future<std::vector<bytes>> opencl_server::read_tensor(std::vector<binding_with_meta> tensors) {
+  refuse_forked();
   errors_.rethrow_if_any();
   std::vector<cubert::resource> sources;
   sources.reserve(tensors.size());
@@ -107,6 +109,7 @@ std::future<std::vector<bytes>> opencl_server::read_tensor(std::vector<binding_w
 }
 
 std::future<void> opencl_server::read_into(cubert::binding const& b, std::span<std::byte> dst) {
+  refuse_forked();
   auto const src = memory_->get_resource(b);
   if (dst.size() != src.size) {
     throw invalid_argument(fmt::format(

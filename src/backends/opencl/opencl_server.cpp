@@ -7,6 +7,7 @@
 #include "opencl_tensor_rect.hpp"
 
 #include <cubert/config.hpp>
+#include <cubert/detail/exit_threads.hpp>
 #include <cubert/error.hpp>
 
 #include <fmt/format.h>
@@ -43,7 +44,9 @@ event_ptr take(cl_event e) noexcept {
 }  // namespace
 
 opencl_server::opencl_server(int ordinal, options const& opts)
-    : device_(&device_at(ordinal)), props_(make_device_properties(*device_, ordinal)) {
+    : device_(&device_at(ordinal)),
+      props_(make_device_properties(*device_, ordinal)),
+      process_(cubert::detail::process_generation()) {
   auto const& api = opencl();
   cl_int err = CL_SUCCESS;
   try {
@@ -70,7 +73,24 @@ opencl_server::opencl_server(int ordinal, options const& opts)
 }
 
 opencl_server::~opencl_server() {
+  if (process_ != cubert::detail::process_generation()) [[unlikely]] {
+    // A fork() child: every driver object is the parent's, and a call would wait for the
+    // parent's threads (PoCL) or fail; the objects are left, as the process will leave them.
+    (void)profiler_.release();
+    (void)kernels_.release();
+    (void)memory_.release();
+    (void)order_.release();
+    (void)streams_.release();
+    (void)new std::deque<upload>(std::move(uploads_));  // Their events would be waited for.
+    return;
+  }
   release();
+}
+
+void opencl_server::refuse_forked() const {
+  if (process_ != cubert::detail::process_generation()) [[unlikely]] {
+    throw unsupported(fmt::format("opencl:{}: {}", props_.index, forked_reason()));
+  }
 }
 
 void opencl_server::release() noexcept {
@@ -106,6 +126,7 @@ cubert::handle opencl_server::create(std::span<std::byte const> data) {
 }
 
 cubert::handle opencl_server::empty(std::uint64_t size) {
+  refuse_forked();
   cubert::handle h(memory_->reserve(size), size);
   // A freed slice handed out again: the new owner's stream waits for its last uses.
   touch(h.binding(), streams::access::write);
@@ -152,6 +173,7 @@ void opencl_server::upload_to(cubert::resource const& dst, std::span<std::byte c
 }
 
 void opencl_server::write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) {
+  refuse_forked();
   backend::check_writable_layout(dst, data.size());
   auto const res = memory_->get_resource(dst.binding);  // Unknown ones refused, data or none.
   if (data.empty()) return;
@@ -172,6 +194,7 @@ void opencl_server::write_tensor(binding_with_meta const& dst, std::span<std::by
 }
 
 void opencl_server::write(cubert::binding const& dst, std::span<std::byte const> data) {
+  refuse_forked();
   auto const res = memory_->get_resource(dst);
   backend::check_write(res, data.size());
   if (data.empty()) return;
@@ -181,6 +204,7 @@ void opencl_server::write(cubert::binding const& dst, std::span<std::byte const>
 }
 
 void opencl_server::fill(cubert::binding const& dst, std::span<std::byte const> pattern) {
+  refuse_forked();
   auto const res = memory_->get_resource(dst);
   if (!backend::check_fill(res, pattern)) return;
   touch(dst, streams::access::write);
@@ -190,6 +214,7 @@ void opencl_server::fill(cubert::binding const& dst, std::span<std::byte const> 
 }
 
 void opencl_server::copy(cubert::binding const& src, cubert::binding const& dst) {
+  refuse_forked();
   auto const from = memory_->get_resource(src);
   auto const to = memory_->get_resource(dst);
   if (!backend::check_copy(from, to)) return;
@@ -296,13 +321,11 @@ void opencl_server::bind() {
     if (b.mem) continue;
     cl_int err = CL_SUCCESS;
     if (!b.staged) {
-      cl_buffer_region const region{b.res.offset, b.res.size};
-      b.mem = api.clCreateSubBuffer(page, 0, CL_BUFFER_CREATE_TYPE_REGION, &region, &err);
-      check(err, "clCreateSubBuffer");
-    } else {
-      b.mem = api.clCreateBuffer(context_, CL_MEM_READ_WRITE, b.res.size, nullptr, &err);
-      check(err, "clCreateBuffer (a scratch buffer for a binding OpenCL cannot bind in place)");
+      b.mem = pages_->region(page, b.res.offset, b.res.size);  // Kept with the page.
+      continue;
     }
+    b.mem = api.clCreateBuffer(context_, CL_MEM_READ_WRITE, b.res.size, nullptr, &err);
+    check(err, "clCreateBuffer (a scratch buffer for a binding OpenCL cannot bind in place)");
     b.owns_mem = true;
     ++held_by_launches_;
     if (b.staged) {
@@ -312,6 +335,10 @@ void opencl_server::bind() {
       b.copy_back = true;
     }
   }
+}
+
+std::size_t opencl_server::sub_buffers_kept() const noexcept {
+  return pages_ ? pages_->regions_kept() : 0;
 }
 
 void opencl_server::unbind() noexcept {
@@ -396,6 +423,7 @@ std::array<std::uint32_t, 3> opencl_server::resolve_count(kernel const& k,
 
 void opencl_server::execute(kernel const& k, cube_count const& count, bindings args,
                             execution_mode mode) {
+  refuse_forked();
   auto& fn = prepare(k, args, mode);
   auto const grid = resolve_count(k, count);
   if (grid[0] == 0 || grid[1] == 0 || grid[2] == 0) return;  // Nothing to run.
@@ -433,12 +461,14 @@ void opencl_server::check_captured_launch(kernel const& k, cube_count const& cou
 }
 
 void opencl_server::flush() {
+  refuse_forked();
   streams_->flush_all();
   reap_uploads(0);
   errors_.rethrow_if_any();
 }
 
 std::future<void> opencl_server::sync() {
+  refuse_forked();
   reap_uploads(0);
   errors_.rethrow_if_any();
   auto* const q = queue();
@@ -451,6 +481,7 @@ std::future<void> opencl_server::sync() {
 }
 
 std::future<void> opencl_server::sync_device() {
+  refuse_forked();
   reap_uploads(0);
   errors_.rethrow_if_any();
   return std::async(std::launch::deferred, [markers = streams_->mark_all()] {
@@ -471,10 +502,12 @@ std::string opencl_server::memory_report() {
 }
 
 void opencl_server::memory_cleanup() {
+  refuse_forked();
   memory_->cleanup(true);
 }
 
 profiling_token opencl_server::start_profile() {
+  refuse_forked();
   return profiler_->start(queue());
 }
 

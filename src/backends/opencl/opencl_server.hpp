@@ -98,9 +98,10 @@ class opencl_server final : public backend::server {
   [[nodiscard]] std::uint64_t stream_waits() const noexcept { return order_->waits_enqueued(); }
   /// Programs built ahead that no launch has taken yet (tests).
   [[nodiscard]] std::size_t programs_waiting_ahead() const { return kernels_->waiting_ahead(); }
-  /// Sub-buffers and scratch buffers made by launches and not let go yet (tests: 0 between
-  /// calls).
+  /// Scratch buffers made by launches and not let go yet (tests: 0 between calls).
   [[nodiscard]] std::size_t launch_buffers_held() const noexcept { return held_by_launches_; }
+  /// Sub-buffers kept with their pages for later launches (tests).
+  [[nodiscard]] std::size_t sub_buffers_kept() const noexcept;
 
  protected:
   /// A blocking read: a deferred error stays for the next sync.
@@ -123,6 +124,9 @@ class opencl_server final : public backend::server {
   [[nodiscard]] cl_command_queue queue() { return streams_->at(current_); }
   /// Orders the next command of the selected stream after the uses of `b`'s slice that `how`
   /// must follow, and marks the slice as used by it.
+  /// @throws unsupported in a fork() child of the process that made the server (whose driver
+  /// objects are the parent's).
+  void refuse_forked() const;
   void touch(cubert::binding const& b, streams::access how);
   /// The selected stream's next command is enqueued (or refused): it moves on.
   void submitted() noexcept { order_->submitted(current_); }
@@ -138,9 +142,9 @@ class opencl_server final : public backend::server {
   /// the oldest.
   void reap_uploads(std::size_t incoming);
   /// One buffer of a launch and the cl_mem its kernel gets: the page itself for a binding at
-  /// the page's start (or with no bytes); else a sub-buffer of the binding's bytes, or
-  /// (`staged`) for a binding OpenCL cannot start a sub-buffer at, a scratch buffer copied in
-  /// before the kernel and back after.
+  /// the page's start (or with no bytes); else the sub-buffer of the binding's bytes that the
+  /// storage keeps with the page (`opencl_storage::region`), or (`staged`) for a binding OpenCL
+  /// cannot start a sub-buffer at, a scratch buffer copied in before the kernel and back after.
   struct bound_buffer {
     cubert::resource res;
     bool staged = false;
@@ -151,11 +155,13 @@ class opencl_server final : public backend::server {
   /// Everything a launch refuses before it runs: its resources resolved, the kernel built.
   /// Leaves the launch's buffers in `bound_`, none bound yet.
   loaded_kernel& prepare(kernel const& k, bindings const& args, execution_mode mode);
-  /// Makes the launch's sub-buffers and scratch buffers, and queues the scratch copies in.
+  /// Finds (or makes, kept with their pages) the launch's sub-buffers, makes its scratch
+  /// buffers and queues the scratch copies in.
   void bind();
-  /// Queues the scratch copies back out and lets every buffer `bind` made go: OpenCL keeps each
-  /// until the commands that use it complete. Sub-buffers live for one launch only: NVIDIA's
-  /// OpenCL (driver 580) crashed releasing long-kept ones, many per page, at teardown.
+  /// Queues the scratch copies back out and lets every scratch buffer `bind` made go: OpenCL
+  /// keeps each until the commands that use it complete. Sub-buffers stay with their pages,
+  /// released before them (an earlier version that released kept sub-buffers after their
+  /// pages crashed NVIDIA's OpenCL at teardown).
   void unbind() noexcept;
   void set_arguments(kernel const& k, loaded_kernel& fn, bindings const& args);
   /// The grid; a dynamic count's 12 bytes are read (waiting for the work before them).
@@ -181,6 +187,8 @@ class opencl_server final : public backend::server {
   std::vector<bound_buffer> bound_;  // Launch scratch, reused.
   std::size_t held_by_launches_ = 0;
   std::uint64_t rect_copies_ = 0;
+  // cubert::detail::process_generation() of the process that made the server.
+  std::uint64_t process_;
 };
 
 }  // namespace cubert::opencl::detail

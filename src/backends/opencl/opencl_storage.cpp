@@ -12,7 +12,42 @@
 namespace cubert::opencl::detail {
 
 opencl_storage::~opencl_storage() {
-  for (auto& [id, p] : pages_) opencl_state().clReleaseMemObject(p.mem);
+  for (auto& [id, p] : pages_) {
+    release_regions(p.mem);
+    opencl_state().clReleaseMemObject(p.mem);
+  }
+}
+
+void opencl_storage::release_regions(cl_mem parent) noexcept {
+  auto it = regions_.find(parent);
+  if (it == regions_.end()) return;
+  for (auto const& r : it->second) opencl_state().clReleaseMemObject(r.mem);
+  regions_kept_ -= it->second.size();
+  regions_.erase(it);
+}
+
+cl_mem opencl_storage::region(cl_mem parent, std::uint64_t offset, std::uint64_t size) {
+  auto& kept = regions_[parent];
+  for (auto const& r : kept) {
+    if (r.offset == offset && r.size == size) return r.mem;
+  }
+  cl_int err = CL_SUCCESS;
+  cl_buffer_region const range{offset, size};
+  cl_mem mem = opencl().clCreateSubBuffer(parent, 0, CL_BUFFER_CREATE_TYPE_REGION, &range, &err);
+  check(err, "clCreateSubBuffer");
+  if (kept.size() >= regions_per_page) {
+    opencl_state().clReleaseMemObject(kept.front().mem);
+    kept.erase(kept.begin());
+    --regions_kept_;
+  }
+  try {
+    kept.push_back({offset, size, mem});
+  } catch (...) {
+    opencl_state().clReleaseMemObject(mem);
+    throw;
+  }
+  ++regions_kept_;
+  return mem;
 }
 
 backend::storage_handle opencl_storage::alloc(std::uint64_t size) {
@@ -52,6 +87,7 @@ void opencl_storage::dealloc(backend::storage_id id) noexcept {
   auto it = pages_.find(id);
   if (it == pages_.end()) return;
   held_ -= it->second.cl_size;
+  release_regions(it->second.mem);
   opencl_state().clReleaseMemObject(it->second.mem);
   pages_.erase(it);
 }

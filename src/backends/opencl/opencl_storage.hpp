@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <unordered_map>
+#include <vector>
 
 namespace cubert::opencl::detail {
 
@@ -38,6 +39,18 @@ class opencl_storage final : public backend::storage {
   /// Bytes held in pages.
   [[nodiscard]] std::uint64_t bytes_held() const noexcept { return held_; }
 
+  /// A buffer over bytes [offset, offset + size) of `parent` (a live page's cl_mem, as `get` gives
+  /// it; `offset` a multiple of the device's base-address alignment): a sub-buffer made at the
+  /// first request and kept with the page, so that later launches binding the same range find
+  /// it (clCreateSubBuffer costs microseconds per launch otherwise). A page keeps at most
+  /// `regions_per_page`, the oldest released first. Invariant: a page's sub-buffers are released
+  /// before the page (`dealloc`, the destructor); a release while commands use one is deferred
+  /// by OpenCL until they complete, as a page's is. @throws device_error from the platform.
+  [[nodiscard]] cl_mem region(cl_mem parent, std::uint64_t offset, std::uint64_t size);
+  /// Sub-buffers kept, over every page.
+  [[nodiscard]] std::size_t regions_kept() const noexcept { return regions_kept_; }
+  static constexpr std::size_t regions_per_page = 64;
+
  private:
   struct page {
     cl_mem mem = nullptr;
@@ -45,12 +58,23 @@ class opencl_storage final : public backend::storage {
     std::uint64_t cl_size = 0;  // as allocated (a 0-byte page is one alignment unit)
   };
 
+  struct region_entry {
+    std::uint64_t offset = 0;
+    std::uint64_t size = 0;
+    cl_mem mem = nullptr;
+  };
+  /// Releases the sub-buffers kept for the page `parent`.
+  void release_regions(cl_mem parent) noexcept;
+
   cl_context context_;
   std::uint64_t alignment_;
   std::uint64_t max_alloc_;
   std::uint64_t capacity_;
   std::uint64_t held_ = 0;
   std::unordered_map<backend::storage_id, page> pages_;
+  // By page; oldest first. Few per page: a linear search beats hashing the range.
+  std::unordered_map<cl_mem, std::vector<region_entry>> regions_;
+  std::size_t regions_kept_ = 0;
 };
 
 }  // namespace cubert::opencl::detail

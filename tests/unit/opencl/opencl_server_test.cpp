@@ -221,8 +221,8 @@ __kernel void two(__global uint* a, __global uint* b) { a[0] = b[0]; })",
   EXPECT_NO_THROW(c().sync());
 }
 
-// Sub-buffers and scratch buffers live for one launch: none is left between calls, whatever
-// the bindings (slices at offsets, an unaligned one, a refused launch).
+// Scratch buffers live for one launch: none is left between calls, whatever the bindings
+// (slices at offsets, an unaligned one, a refused launch).
 TEST_F(OpenclServer, NoLaunchKeepsABufferOfItsOwn) {
   auto a = c().create(bytes_of(std::vector<std::uint32_t>(64, 0)));
   auto b = c().create(bytes_of(std::vector<std::uint32_t>(64, 0)));
@@ -243,6 +243,30 @@ TEST_F(OpenclServer, NoLaunchKeepsABufferOfItsOwn) {
   EXPECT_EQ(got[0], 5U);
   EXPECT_EQ(got[1], 6U);
   EXPECT_EQ(got[63], 6U);
+}
+
+// A binding that does not start its page gets a sub-buffer made at its first launch and kept with
+// the page: later launches find it, and it goes (before the page) when the page goes.
+TEST_F(OpenclServer, SubBuffersAreMadeOnceAndGoWithTheirPage) {
+  auto const base = server().sub_buffers_kept();
+  {
+    // Two reservations of one page: the second starts past the page's first byte.
+    auto a = c().create(bytes_of(std::vector<std::uint32_t>(64, 0)));
+    auto b = c().create(bytes_of(std::vector<std::uint32_t>(64, 0)));
+    for (int round = 0; round < 10; ++round) {
+      for (auto const* h : {&a, &b}) {
+        c().execute(add_u32(), cube_count{1},
+                    bindings{}.with_buffer(h->binding()).with_scalar(1u).with_scalar(64u));
+      }
+    }
+    auto const kept = server().sub_buffers_kept() - base;
+    EXPECT_GE(kept, 1U);
+    EXPECT_LE(kept, 2U) << "ten launches over two ranges made more than one sub-buffer each";
+    EXPECT_EQ(values_of<std::uint32_t>(c().read_one(b.binding()))[63], 10U);
+  }
+  c().sync();
+  c().memory_cleanup();  // The pages go, and their sub-buffers first.
+  EXPECT_EQ(server().sub_buffers_kept(), 0U);
 }
 
 // A view one rectangle covers is read and written by one rectangular copy; another is gathered
@@ -440,6 +464,23 @@ TEST(OpenclProcess, ASecondProcessTakesTheProgramFromTheDiskCache) {
   std::string const cmd = std::string(CUBERT_OPENCL_PROBE) + " build " + dir.path().string();
   EXPECT_EQ(command_output(cmd), "built\n");
   EXPECT_EQ(command_output(cmd), "disk hit\n");
+}
+
+// fork(): a child forked before the driver starts uses OpenCL on its own; one forked after gets
+// no device and a clear `unsupported`, from make_client and from the parent's client, instead of
+// waiting for ever on the parent's driver threads (PoCL) or failing inside the driver.
+TEST(OpenclProcess, AForkedChildWorksBeforeTheDriverStartsAndIsRefusedAfter) {
+  if (cubert::opencl::device_count() == 0) {
+    GTEST_SKIP() << "no OpenCL device: " << cubert::opencl::unavailable_reason();
+  }
+  auto const out = command_output(std::string(CUBERT_OPENCL_PROBE) + " fork");
+  EXPECT_NE(out.find("before: works\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("after: 0 devices\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("after: unsupported: "), std::string::npos) << out;
+  EXPECT_NE(out.find("OpenCL was started before this process was forked"), std::string::npos)
+      << out;
+  EXPECT_NE(out.find("after: the parent's client: unsupported\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("parent: works\n"), std::string::npos) << out;
 }
 
 // Runs everywhere: the probe is told to load a loader that does not exist.
