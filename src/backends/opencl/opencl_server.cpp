@@ -109,6 +109,18 @@ void opencl_server::release() noexcept {
   context_ = nullptr;
 }
 
+void opencl_server::make_room() {
+  memory_->cleanup(true);
+  streams_->finish_all();  // A released buffer goes once the commands that use it are done.
+}
+
+void opencl_server::refuse_first_use(std::string_view what, cl_int r) {
+  throw out_of_memory(fmt::format(
+      "{} failed: {}: the device could not back a buffer at its first use, also after cubert "
+      "gave back its idle pages\n{}",
+      what, error_name(r), memory_report()));
+}
+
 void opencl_server::touch(cubert::binding const& b, streams::access how) {
   // Every binding here was resolved first, so its slice is this manager's.
   if (auto* marks = memory_->marks_of(b.memory().control())) order_->use(*marks, current_, how);
@@ -155,8 +167,11 @@ void opencl_server::upload_to(cubert::resource const& dst, std::span<std::byte c
     // A copy into fresh staging memory cost 5x the transfer itself for 64 MiB on NVIDIA's
     // OpenCL (page faults, then the platform's own staging of pageable memory): a large upload
     // goes from the caller's memory, and waits.
-    CUBERT_CL(clEnqueueWriteBuffer, queue(), static_cast<cl_mem>(dst.native), CL_TRUE, dst.offset,
-              data.size(), data.data(), 0, nullptr, nullptr);
+    auto* const q = queue();
+    enqueue_backed("clEnqueueWriteBuffer", [&] {
+      return opencl().clEnqueueWriteBuffer(q, static_cast<cl_mem>(dst.native), CL_TRUE, dst.offset,
+                                           data.size(), data.data(), 0, nullptr, nullptr);
+    });
     return;
   }
   reap_uploads(data.size());
@@ -165,8 +180,11 @@ void opencl_server::upload_to(cubert::resource const& dst, std::span<std::byte c
   u.size = data.size();
   std::memcpy(u.data.get(), data.data(), data.size());
   cl_event e = nullptr;
-  CUBERT_CL(clEnqueueWriteBuffer, queue(), static_cast<cl_mem>(dst.native), CL_FALSE, dst.offset,
-            data.size(), u.data.get(), 0, nullptr, &e);
+  auto* const q = queue();
+  enqueue_backed("clEnqueueWriteBuffer", [&] {
+    return opencl().clEnqueueWriteBuffer(q, static_cast<cl_mem>(dst.native), CL_FALSE, dst.offset,
+                                         data.size(), u.data.get(), 0, nullptr, &e);
+  });
   u.done = guarded_event(e);
   uploads_.push_back(std::move(u));
   staged_bytes_ += data.size();
@@ -209,8 +227,11 @@ void opencl_server::fill(cubert::binding const& dst, std::span<std::byte const> 
   if (!backend::check_fill(res, pattern)) return;
   touch(dst, streams::access::write);
   submission const counted{this};
-  CUBERT_CL(clEnqueueFillBuffer, queue(), static_cast<cl_mem>(res.native), pattern.data(),
-            pattern.size(), res.offset, res.size, 0, nullptr, nullptr);
+  auto* const q = queue();
+  enqueue_backed("clEnqueueFillBuffer", [&] {
+    return opencl().clEnqueueFillBuffer(q, static_cast<cl_mem>(res.native), pattern.data(),
+                                        pattern.size(), res.offset, res.size, 0, nullptr, nullptr);
+  });
 }
 
 void opencl_server::copy(cubert::binding const& src, cubert::binding const& dst) {
@@ -221,8 +242,12 @@ void opencl_server::copy(cubert::binding const& src, cubert::binding const& dst)
   touch(src, streams::access::read);
   touch(dst, streams::access::write);
   submission const counted{this};
-  CUBERT_CL(clEnqueueCopyBuffer, queue(), static_cast<cl_mem>(from.native),
-            static_cast<cl_mem>(to.native), from.offset, to.offset, from.size, 0, nullptr, nullptr);
+  auto* const q = queue();
+  enqueue_backed("clEnqueueCopyBuffer", [&] {
+    return opencl().clEnqueueCopyBuffer(q, static_cast<cl_mem>(from.native),
+                                        static_cast<cl_mem>(to.native), from.offset, to.offset,
+                                        from.size, 0, nullptr, nullptr);
+  });
 }
 
 loaded_kernel& opencl_server::prepare(kernel const& k, bindings const& args, execution_mode mode) {
@@ -443,8 +468,18 @@ void opencl_server::execute(kernel const& k, cube_count const& count, bindings a
   std::size_t const local[3] = {dim.x, dim.y, dim.z};
   std::size_t const global[3] = {std::size_t{grid[0]} * dim.x, std::size_t{grid[1]} * dim.y,
                                  std::size_t{grid[2]} * dim.z};
-  cl_int const r = opencl().clEnqueueNDRangeKernel(launch_queue_, fn.kernel, 3, nullptr, global,
-                                                   local, 0, nullptr, nullptr);
+  auto const enqueue = [&] {
+    return opencl().clEnqueueNDRangeKernel(launch_queue_, fn.kernel, 3, nullptr, global, local, 0,
+                                           nullptr, nullptr);
+  };
+  cl_int r = enqueue();
+  if (r == CL_MEM_OBJECT_ALLOCATION_FAILURE) [[unlikely]] {  // As enqueue_backed, with its own
+    make_room();                                             // message for other failures.
+    r = enqueue();
+    if (r == CL_MEM_OBJECT_ALLOCATION_FAILURE) {
+      refuse_first_use(fmt::format("kernel '{}': clEnqueueNDRangeKernel", k.name()), r);
+    }
+  }
   if (r != CL_SUCCESS) {
     throw launch_error(fmt::format(
         "kernel '{}' over ({}, {}, {}) cubes of ({}, {}, {}) units: clEnqueueNDRangeKernel "

@@ -6,6 +6,7 @@
 #include "opencl_device.hpp"
 #include "opencl_event.hpp"
 #include "opencl_kernel_cache.hpp"
+#include "opencl_library.hpp"
 #include "opencl_profiler.hpp"
 #include "opencl_streams.hpp"
 
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <string_view>
 #include <vector>
 
 namespace cubert::opencl::detail {
@@ -127,6 +129,26 @@ class opencl_server final : public backend::server {
   /// @throws unsupported in a fork() child of the process that made the server (whose driver
   /// objects are the parent's).
   void refuse_forked() const;
+  /// Enqueues one command through `enqueue` (returning its cl_int) that may be a buffer's first
+  /// use. Platforms that back a buffer only then report exhaustion from that command
+  /// (CL_MEM_OBJECT_ALLOCATION_FAILURE): as for a reservation the device refuses, the pools'
+  /// idle pages are given back (`make_room`) and the command is enqueued once more; a second
+  /// refusal is out_of_memory with the usage report. Other failures are `check`ed as `what`.
+  template <typename F>
+  void enqueue_backed(std::string_view what, F&& enqueue) {
+    cl_int r = enqueue();
+    if (r == CL_MEM_OBJECT_ALLOCATION_FAILURE) [[unlikely]] {
+      make_room();
+      r = enqueue();
+      if (r == CL_MEM_OBJECT_ALLOCATION_FAILURE) refuse_first_use(what, r);
+    }
+    check(r, what);
+  }
+  /// Gives back the pools' idle pages and waits for every queue, so that the buffers released
+  /// are gone before a retry.
+  void make_room();
+  /// @throws out_of_memory naming `what`, `r` and the usage report.
+  [[noreturn]] void refuse_first_use(std::string_view what, cl_int r);
   void touch(cubert::binding const& b, streams::access how);
   /// The selected stream's next command is enqueued (or refused): it moves on.
   void submitted() noexcept { order_->submitted(current_); }

@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
@@ -267,6 +268,68 @@ TEST_F(OpenclServer, SubBuffersAreMadeOnceAndGoWithTheirPage) {
   c().sync();
   c().memory_cleanup();  // The pages go, and their sub-buffers first.
   EXPECT_EQ(server().sub_buffers_kept(), 0U);
+}
+
+// A fill that the platform refuses `refusals` times with CL_MEM_OBJECT_ALLOCATION_FAILURE, as
+// one that backs a buffer only at its first use does when the device is full; installed in the
+// loaded ICD table for the hook's life.
+std::atomic<int> refusals{0};
+decltype(&::clEnqueueFillBuffer) real_fill = nullptr;
+cl_int CL_API_CALL refusing_fill(cl_command_queue q, cl_mem m, void const* pattern, size_t size,
+                                 size_t offset, size_t bytes, cl_uint waits, cl_event const* list,
+                                 cl_event* event) {
+  if (refusals.load() > 0) {
+    --refusals;
+    return CL_MEM_OBJECT_ALLOCATION_FAILURE;
+  }
+  return real_fill(q, m, pattern, size, offset, bytes, waits, list, event);
+}
+struct fill_hook {
+  fill_hook() {
+    auto& api =
+        const_cast<cubert::opencl::detail::opencl_api&>(cubert::opencl::detail::opencl_state());
+    real_fill = api.clEnqueueFillBuffer;
+    api.clEnqueueFillBuffer = &refusing_fill;
+  }
+  ~fill_hook() {
+    const_cast<cubert::opencl::detail::opencl_api&>(cubert::opencl::detail::opencl_state())
+        .clEnqueueFillBuffer = real_fill;
+  }
+};
+
+// Exhaustion reported at a buffer's first use goes through the chain a refused reservation goes
+// through: the idle pages are given back and the command is enqueued once more; refused again,
+// it is out_of_memory with the usage report, and the client works on.
+TEST_F(OpenclServer, ExhaustionAtAFirstUseGivesBackIdlePagesAndRetriesOnce) {
+  fill_hook const hook;
+  auto h = c().empty(4096);
+  c().sync();
+  auto const base = c().memory_usage().bytes_reserved;
+  {  // Pages the pools keep once their slices are dropped.
+    std::vector<cubert::handle> idle;
+    for (int i = 0; i < 8; ++i) idle.push_back(c().empty(std::uint64_t{1} << 20));
+  }
+  c().sync();
+  auto const reserved = c().memory_usage().bytes_reserved;
+  ASSERT_GT(reserved, base) << "no idle page to give back";
+  refusals = 1;
+  c().fill(h.binding(), 7u);
+  EXPECT_EQ(refusals.load(), 0);
+  EXPECT_EQ(values_of<std::uint32_t>(c().read_one(h.binding()))[1023], 7U);
+  EXPECT_LT(c().memory_usage().bytes_reserved, reserved)
+      << "the idle pages were not given back before the retry";
+  refusals = 2;
+  try {
+    c().fill(h.binding(), 8u);
+    FAIL() << "a fill refused twice went through";
+  } catch (cubert::out_of_memory const& e) {
+    EXPECT_NE(std::string(e.what()).find("at its first use"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find(c().memory_report().substr(0, 20)), std::string::npos)
+        << e.what();
+  }
+  refusals = 0;
+  c().fill(h.binding(), 9u);
+  EXPECT_EQ(values_of<std::uint32_t>(c().read_one(h.binding()))[0], 9U);
 }
 
 // A view one rectangle covers is read and written by one rectangular copy; another is gathered
