@@ -34,30 +34,6 @@ cubert::kernel probe_kernel() {
       .build();
 }
 
-int build(char const* dir) {
-  cubert::opencl::options opts;
-  opts.kernel_cache_dir = dir;
-  auto server = cubert::opencl::make_server(0, opts);
-  auto const* cl = dynamic_cast<cubert::opencl::detail::opencl_server*>(server.get());
-  cubert::client c(cubert::backend::make_channel(std::move(server), cubert::channel_kind::mutex));
-  std::vector<float> xs(100, 2.f);
-  auto h = c.create(std::as_bytes(std::span{xs}));
-  c.execute(probe_kernel(), cubert::cube_count{2},
-            cubert::bindings{}.with_buffer(h.binding()).with_scalar(3.f).with_scalar(100u));
-  auto const out = c.read_one(h.binding());
-  float first = 0;
-  std::memcpy(&first, out.data(), sizeof first);
-  if (first != 6.f) {
-    std::fprintf(stderr, "opencl_probe: the kernel computed %g, not 6\n", first);
-    return 1;
-  }
-  auto const& stats = cl->kernel_stats();
-  std::printf("%s\n", stats.disk_hits == 1 && stats.built == 0   ? "disk hit"
-                      : stats.built == 1 && stats.disk_hits == 0 ? "built"
-                                                                 : "neither");
-  return 0;
-}
-
 // Scales 100 floats by 3 on a client of opencl:0; true when the result is right.
 bool scales(cubert::client const& c) {
   std::vector<float> xs(100, 2.f);
@@ -68,6 +44,23 @@ bool scales(cubert::client const& c) {
   float last = 0;
   std::memcpy(&last, out.data() + 99 * sizeof(float), sizeof last);
   return last == 6.f;
+}
+
+int build(char const* dir) {
+  cubert::opencl::options opts;
+  opts.kernel_cache_dir = dir;
+  auto server = cubert::opencl::make_server(0, opts);
+  auto const* cl = dynamic_cast<cubert::opencl::detail::opencl_server*>(server.get());
+  cubert::client c(cubert::backend::make_channel(std::move(server), cubert::channel_kind::mutex));
+  if (!scales(c)) {
+    std::fprintf(stderr, "opencl_probe: the kernel computed a wrong result\n");
+    return 1;
+  }
+  auto const& stats = cl->kernel_stats();
+  std::printf("%s\n", stats.disk_hits == 1 && stats.built == 0   ? "disk hit"
+                      : stats.built == 1 && stats.disk_hits == 0 ? "built"
+                                                                 : "neither");
+  return 0;
 }
 
 // Runs `child` in a fork() child (which ends with _Exit: nothing of the parent is torn down
