@@ -22,4 +22,4 @@ if grep -q "CUBERT_HAS_OPENCL 1" build/dev/generated/cubert/build_config.hpp &&
   build/dev/tools/cubert/cubert devices >&2
   exit 1
 fi
-ctest --preset dev -j2
+ctest --preset dev -j2 --output-on-failure

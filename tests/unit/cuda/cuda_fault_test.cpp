@@ -42,18 +42,11 @@ using cubert::channel_kind;
 using test::bytes_of;
 
 // `poke` writes through a pointer far outside any allocation: the launch succeeds and the
-// kernel faults. `fine` touches only its buffer. `stall` spins on the device for ~10 ms.
+// kernel faults. `fine` touches only its buffer.
 constexpr char const* source = R"(
 extern "C" __global__ void cubert_fake_fault_poke(unsigned* p) { p[threadIdx.x] = 1; }
 extern "C" __global__ void fine(unsigned* p) { if (threadIdx.x == 0) p[0] += 1; }
-extern "C" __global__ void stall() {
-  long long const start = clock64();
-  while (clock64() - start < 20000000LL) {}
-})";
-
-kernel stall() {
-  return kernel::builder("fault_test::stall").cuda_source(source, "stall").cube_dim(1).build();
-}
+)";
 
 kernel poke() {
   return kernel::builder("fault_test::poke")
@@ -334,28 +327,50 @@ void empty_read_keeps_the_suspects(channel_kind kind) {
 }
 
 // A fault must sometimes be found by a wait outside the server (a profile resolved, a read's
-// future), not by the call that queues the wait: the stream is kept busy ahead of the faulting
-// kernel — on a device by a kernel that spins, on the fake driver (which runs no kernel) by
-// making each stream operation 2 ms late. Call first in the child process, before any stream.
-void slow_fake_stream() {
-  setenv("CUBERT_FAKE_CUDA_DELAY_US", "2000", 1);
-}
-
-void queue_late_fault(client const& c) {
-  c.execute(stall(), cube_count{1}, bindings{});
-  c.execute(poke(), cube_count{1}, bad_pointer());
-}
+// future), not by the call that queues the wait: the client's stream is held at a gate ahead of
+// the faulting kernel until the wait is queued. (Holding it for a fixed time instead, by a
+// kernel that spins or a slowed fake stream, lost the race on a loaded host: the server found
+// the fault while it queued the read.)
+struct gated_scenario {
+  explicit gated_scenario(channel_kind kind) : owned(opened()), s(kind, options_for(owned)) {
+    s.c.sync();
+    held = cuda::detail::driver().cuLaunchHostFunc(owned.stream, test::stream_gate::hold, &gate) ==
+           CUDA_SUCCESS;
+  }
+  /// Queues the kernel that faults, behind the gate.
+  void queue_fault() const { s.c.execute(poke(), cube_count{1}, bad_pointer()); }
+  static test::owned_stream opened() {
+    test::owned_stream o;
+    o.open();
+    return o;
+  }
+  static cuda::options options_for(test::owned_stream const& o) {
+    auto opts = test_options();
+    opts.stream = o.stream;
+    return opts;
+  }
+  /// Once every call before it has reached the server (a round trip through the channel), lets
+  /// the stream run into the fault.
+  void open() {
+    (void)s.c.memory_usage();
+    gate.open.store(true);
+  }
+  test::owned_stream owned;
+  test::stream_gate gate;
+  scenario s;
+  bool held = false;
+};
 
 // A fault found first by resolving a profile (on the caller's thread, outside the server) is
 // reported there and loses the device; the server's next call says so once, with its launches.
 void fault_found_by_a_profile(channel_kind kind) {
-  slow_fake_stream();
   child_checks checks;
   {
-    scenario s(kind);
-    auto& [zeros, c, buf] = s;
-    c.sync();
-    auto duration = c.profile([&] { queue_late_fault(c); }, "fault_test::profiled");
+    gated_scenario g(kind);
+    checks.expect(g.held, "cannot hold the stream");
+    auto& c = g.s.c;
+    auto duration = c.profile([&] { g.queue_fault(); }, "fault_test::profiled");
+    g.open();
     checks.expect_device_error(
         "resolving the profile", [&] { (void)duration.resolve(); },
         {"CUDA_ERROR_ILLEGAL_ADDRESS", "while resolving a profile", "cuda:0 is lost"});
@@ -375,13 +390,13 @@ void fault_found_by_a_profile(channel_kind kind) {
 // with the launches before the read; the server's next call says the device is lost without
 // listing those launches again.
 void fault_found_by_a_read(channel_kind kind, bool into_pageable) {
-  slow_fake_stream();
   child_checks checks;
   {
-    scenario s(kind);
-    auto& [zeros, c, buf] = s;
-    c.sync();
-    queue_late_fault(c);
+    gated_scenario g(kind);
+    checks.expect(g.held, "cannot hold the stream");
+    auto& c = g.s.c;
+    auto& buf = g.s.buf;
+    g.queue_fault();
     // Into pageable memory the bytes land in a pinned block, copied out only by a wait that
     // succeeds: the caller's memory is left as it was, then and when the future goes.
     std::vector<std::byte> dst(buf.size(), std::byte{0x5a});
@@ -393,6 +408,7 @@ void fault_found_by_a_read(channel_kind kind, bool into_pageable) {
       } else {
         pending = c.read_async({buf.binding()});
       }
+      g.open();
       checks.expect_device_error(
           "the read",
           [&] {
@@ -427,15 +443,15 @@ struct refusals {
 // A read's wait that the driver refuses without a fault asks again (polling the event): a fault
 // found then is reported as the fault, the device lost, not as the refusal.
 void fault_found_after_a_refused_wait(channel_kind kind) {
-  slow_fake_stream();
   child_checks checks;
   refusals const r;
   {
-    scenario s(kind);
-    auto& [zeros, c, buf] = s;
-    c.sync();
-    queue_late_fault(c);
-    auto pending = c.read_async({buf.binding()});
+    gated_scenario g(kind);
+    checks.expect(g.held, "cannot hold the stream");
+    auto& c = g.s.c;
+    g.queue_fault();
+    auto pending = c.read_async({g.s.buf.binding()});
+    g.open();
     r.count_calls(true);
     r.fail_call("cuEventSynchronize", 0, 1, CUDA_ERROR_UNKNOWN);
     checks.expect_device_error(
