@@ -7,7 +7,6 @@
 #include "cuda_bench.hpp"
 #include "cuda_bench_context.hpp"
 #include "cuda_bench_raw_staged.hpp"
-#include "cuda_copy_pool.hpp"
 #include "cuda_library.hpp"
 #include "cuda_staging.hpp"
 
@@ -98,10 +97,10 @@ std::list<staging_variant> staging_variants(cuda::options const& defaults) {
 void transfer_rows(std::vector<row>& rows) {
   cuda::options opts;
   opts.kernel_cache_dir = std::filesystem::path{};
-  unsigned const threads =
-      opts.copy_threads ? opts.copy_threads : cuda::detail::cuda_copy_pool::default_threads();
-  std::printf("transfers: %u copy threads, staging %zu x %zu MiB\n", threads, opts.staging_blocks,
-              opts.staging_block_size >> 20);
+  std::string const threads =
+      opts.copy_threads ? std::to_string(opts.copy_threads) : "default (half the usable CPUs, 1-8)";
+  std::printf("transfers: %s copy threads, staging %zu x %zu MiB\n", threads.c_str(),
+              opts.staging_blocks, opts.staging_block_size >> 20);
   client const c(cuda::make_client(0, opts, cubert::channel_kind::mutex));
   auto const& api = driver();
 

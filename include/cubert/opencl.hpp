@@ -25,6 +25,8 @@
 #include <cubert/device.hpp>
 #include <cubert/memory/configuration.hpp>
 
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -54,6 +56,17 @@ struct options {
   /// In-order command queues the device's work is spread over (a thread's own, then
   /// round-robin); 0 = `[streaming] max_streams`. At most 64.
   std::uint32_t streams = 0;
+  /// Whether uploads and downloads of 1 MiB or more of pageable memory go through pinned
+  /// staging blocks (`CL_MEM_ALLOC_HOST_PTR`, mapped), their host-side copies shared by
+  /// `copy_threads`, and `alloc_host` returns pinned memory that transfers move by one DMA.
+  /// nullopt = on for every device but a CPU one (PoCL), whose buffers are host memory already.
+  std::optional<bool> pinned_staging;
+  /// Bytes per staging block, the largest chunk of a staged transfer.
+  std::size_t staging_block_size = std::size_t{4} << 20;
+  std::size_t staging_blocks = 16;  ///< Most staging blocks pinned at once.
+  /// Threads sharing the host-side copies of a staged transfer, the caller included; 0 = half
+  /// the CPUs this process may use, 1 to 8 (as on CUDA); values above 64 are taken as 64.
+  unsigned copy_threads = 0;
 };
 
 /// Number of OpenCL devices; 0 without an ICD loader, a platform or a usable device. Never

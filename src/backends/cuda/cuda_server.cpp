@@ -85,7 +85,7 @@ cuda_server::cuda_server(int ordinal, options const& opts)
     memory_ = std::make_unique<memory::memory_manager>(std::move(pages), props_.memory,
                                                        memory::configured_layout(opts.memory));
     memory::apply_configured_persistence(*memory_);
-    copies_ = std::make_unique<cuda_copy_pool>(
+    copies_ = std::make_unique<host::copy_pool>(
         opts.copy_threads, std::chrono::microseconds(config::get().channel.spin_us));
     staging_.resize(streams_->count());
     staging_block_size_ = opts.staging_block_size;

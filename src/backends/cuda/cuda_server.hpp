@@ -305,7 +305,7 @@ class cuda_server final : public backend::server {
   // Destroyed explicitly, in this order, before the streams and the context go away.
   std::unique_ptr<memory::memory_manager> memory_;
   cuda_storage* pages_ = nullptr;                       // memory_'s storage.
-  std::unique_ptr<cuda_copy_pool> copies_;              // Shared by the staging rings.
+  std::unique_ptr<host::copy_pool> copies_;             // Shared by the staging rings.
   std::vector<std::unique_ptr<cuda_staging>> staging_;  // By stream; made at first use.
   std::size_t staging_block_size_ = 0;
   std::size_t staging_blocks_ = 0;

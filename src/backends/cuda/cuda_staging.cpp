@@ -32,7 +32,8 @@ std::uintptr_t address_of(void const* p) noexcept {
 }  // namespace
 
 cuda_staging::cuda_staging(CUcontext context, CUstream stream, std::size_t block_size,
-                           std::size_t max_blocks, cuda_copy_pool& copies, bool streaming_downloads)
+                           std::size_t max_blocks, host::copy_pool& copies,
+                           bool streaming_downloads)
     : context_(context),
       stream_(stream),
       block_size_(std::max(block_size, 4 * kib)),

@@ -3,7 +3,7 @@
 // ring for pageable memory, its host-side copies shared by a few threads.
 #pragma once
 
-#include "cuda_copy_pool.hpp"
+#include "host/copy_pool.hpp"
 
 #include <cuda.h>
 
@@ -35,7 +35,7 @@ class cuda_staging {
   /// stream and pool are not owned; the server outlives its staging. `streaming_downloads`
   /// picks `streaming_copy` over memcpy for the copy threads' chunks of large downloads.
   cuda_staging(CUcontext context, CUstream stream, std::size_t block_size, std::size_t max_blocks,
-               cuda_copy_pool& copies, bool streaming_downloads);
+               host::copy_pool& copies, bool streaming_downloads);
   ~cuda_staging();
   cuda_staging(cuda_staging const&) = delete;
   cuda_staging& operator=(cuda_staging const&) = delete;
@@ -134,7 +134,7 @@ class cuda_staging {
   std::size_t cursor_ = 0;               ///< Bytes used in the current block.
   bool current_dirty_ = false;
   bool streaming_downloads_;
-  cuda_copy_pool& pool_;  // Its threads touch blocks only inside a transfer.
+  host::copy_pool& pool_;  // Its threads touch blocks only inside a transfer.
 };
 
 }  // namespace cubert::cuda::detail

@@ -23,6 +23,7 @@ namespace cubert::opencl::detail {
   X(clReleaseContext)              \
   X(clCreateCommandQueue)          \
   X(clReleaseCommandQueue)         \
+  X(clRetainCommandQueue)          \
   X(clCreateBuffer)                \
   X(clCreateSubBuffer)             \
   X(clReleaseMemObject)            \
@@ -32,6 +33,8 @@ namespace cubert::opencl::detail {
   X(clEnqueueWriteBufferRect)      \
   X(clEnqueueFillBuffer)           \
   X(clEnqueueCopyBuffer)           \
+  X(clEnqueueMapBuffer)            \
+  X(clEnqueueUnmapMemObject)       \
   X(clEnqueueMarkerWithWaitList)   \
   X(clEnqueueBarrierWithWaitList)  \
   X(clCreateProgramWithSource)     \

@@ -39,6 +39,13 @@ std::future<std::vector<bytes>> opencl_server::read(std::vector<cubert::binding>
   for (auto const& src : sources) {
     auto& dst = p.out.emplace_back(bytes::uninitialized(src.size));
     if (src.size == 0) continue;
+    if (staged(dst.data(), dst.size())) {
+      // Behind the reads queued before it on this in-order queue, so those are done too.
+      staged_transfer("clEnqueueReadBuffer (staged)", [&] {
+        staging_->download(q, dst.span(), static_cast<cl_mem>(src.native), src.offset);
+      });
+      continue;
+    }
     cl_event e = nullptr;
     CUBERT_CL(clEnqueueReadBuffer, q, static_cast<cl_mem>(src.native), CL_FALSE, src.offset,
               src.size, dst.data(), 0, nullptr, &e);
@@ -121,6 +128,13 @@ std::future<void> opencl_server::read_into(cubert::binding const& b, std::span<s
     touch(b, streams::access::read);
     submission const counted{this};
     auto* const q = queue();
+    if (staged(dst.data(), dst.size())) {
+      // Waits here, on the server's side of the channel, as CUDA's staged reads do.
+      staged_transfer("clEnqueueReadBuffer (staged)", [&] {
+        staging_->download(q, dst, static_cast<cl_mem>(src.native), src.offset);
+      });
+      return std::async(std::launch::deferred, [] {});
+    }
     cl_event e = nullptr;
     CUBERT_CL(clEnqueueReadBuffer, q, static_cast<cl_mem>(src.native), CL_FALSE, src.offset,
               src.size, dst.data(), 0, nullptr, &e);

@@ -19,14 +19,6 @@
 namespace cubert::opencl::detail {
 namespace {
 
-// Staged upload bytes the server keeps before it waits for the oldest write: a caller writing
-// faster than the device reads would otherwise hold a copy of everything queued.
-constexpr std::size_t max_staged = std::size_t{256} << 20;
-
-// Uploads at least this large are not staged: they are written from the caller's memory by a
-// blocking write, which waits for the work queued before it.
-constexpr std::size_t direct_upload = std::size_t{1} << 20;
-
 cubert::detail::kernel_disk_cache disk_cache_for(options const& opts) {
   using cubert::detail::kernel_disk_cache;
   if (opts.kernel_cache_dir) return kernel_disk_cache(*opts.kernel_cache_dir, "opencl");
@@ -66,6 +58,13 @@ opencl_server::opencl_server(int ordinal, options const& opts)
     memory::apply_configured_persistence(*memory_);
     kernels_ = std::make_unique<opencl_kernel_cache>(context_, *device_, disk_cache_for(opts));
     profiler_ = std::make_unique<opencl_profiler>();
+    // A CPU device's buffers are host memory: staging would only add a copy.
+    if (opts.pinned_staging.value_or((device_->type & CL_DEVICE_TYPE_CPU) == 0)) {
+      copies_ = std::make_unique<host::copy_pool>(opts.copy_threads);
+      staging_ =
+          std::make_unique<opencl_staging>(context_, streams_->at(0), opts.staging_block_size,
+                                           opts.staging_blocks, *copies_, errors_);
+    }
   } catch (...) {
     release();
     throw;
@@ -76,6 +75,7 @@ opencl_server::~opencl_server() {
   if (process_ != cubert::detail::process_generation()) [[unlikely]] {
     // A fork() child: every driver object is the parent's, and a call would wait for the
     // parent's threads (PoCL) or fail; the objects are left, as the process will leave them.
+    (void)staging_.release();
     (void)profiler_.release();
     (void)kernels_.release();
     (void)memory_.release();
@@ -99,6 +99,8 @@ void opencl_server::release() noexcept {
   // but the staging blocks are ours.
   if (streams_) streams_->finish_all();
   uploads_.clear();
+  staging_.reset();
+  copies_.reset();
   profiler_.reset();
   kernels_.reset();
   memory_.reset();
@@ -126,17 +128,6 @@ void opencl_server::touch(cubert::binding const& b, streams::access how) {
   if (auto* marks = memory_->marks_of(b.memory().control())) order_->use(*marks, current_, how);
 }
 
-cubert::handle opencl_server::create(std::span<std::byte const> data) {
-  auto h = empty(data.size());
-  if (!data.empty()) {
-    auto const res = memory_->get_resource(h.binding());
-    touch(h.binding(), streams::access::write);
-    submission const counted{this};
-    upload_to(res, data);
-  }
-  return h;
-}
-
 cubert::handle opencl_server::empty(std::uint64_t size) {
   refuse_forked();
   cubert::handle h(memory_->reserve(size), size);
@@ -144,81 +135,6 @@ cubert::handle opencl_server::empty(std::uint64_t size) {
   touch(h.binding(), streams::access::write);
   submitted();  // The waits it may have enqueued are the stream's commands.
   return h;
-}
-
-void opencl_server::reap_uploads(std::size_t incoming) {
-  while (!uploads_.empty()) {
-    auto& front = uploads_.front();
-    bool const over = staged_bytes_ + incoming > max_staged;
-    if (!over && !finished(front.done.get())) break;
-    try {
-      wait_for(front.done.get(), "a staged write");
-    } catch (...) {
-      // The write's own call returned long ago: its failure is for the next sync.
-      errors_.record(std::current_exception());
-    }
-    staged_bytes_ -= front.size;
-    uploads_.pop_front();
-  }
-}
-
-void opencl_server::upload_to(cubert::resource const& dst, std::span<std::byte const> data) {
-  if (data.size() >= direct_upload) {
-    // A copy into fresh staging memory cost 5x the transfer itself for 64 MiB on NVIDIA's
-    // OpenCL (page faults, then the platform's own staging of pageable memory): a large upload
-    // goes from the caller's memory, and waits.
-    auto* const q = queue();
-    enqueue_backed("clEnqueueWriteBuffer", [&] {
-      return opencl().clEnqueueWriteBuffer(q, static_cast<cl_mem>(dst.native), CL_TRUE, dst.offset,
-                                           data.size(), data.data(), 0, nullptr, nullptr);
-    });
-    return;
-  }
-  reap_uploads(data.size());
-  upload u;
-  u.data = std::make_unique_for_overwrite<std::byte[]>(data.size());
-  u.size = data.size();
-  std::memcpy(u.data.get(), data.data(), data.size());
-  cl_event e = nullptr;
-  auto* const q = queue();
-  enqueue_backed("clEnqueueWriteBuffer", [&] {
-    return opencl().clEnqueueWriteBuffer(q, static_cast<cl_mem>(dst.native), CL_FALSE, dst.offset,
-                                         data.size(), u.data.get(), 0, nullptr, &e);
-  });
-  u.done = guarded_event(e);
-  uploads_.push_back(std::move(u));
-  staged_bytes_ += data.size();
-}
-
-void opencl_server::write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) {
-  refuse_forked();
-  backend::check_writable_layout(dst, data.size());
-  auto const res = memory_->get_resource(dst.binding);  // Unknown ones refused, data or none.
-  if (data.empty()) return;
-  auto const rect = tensor_rect_of(dst);
-  if (!rect) {
-    server::write_tensor(dst, data);
-    return;
-  }
-  backend::check_tensor_extent(dst, res.size, "write_tensor");
-  std::size_t const origin[3] = {static_cast<std::size_t>(res.offset), 0, 0};
-  std::size_t const host[3] = {0, 0, 0};
-  touch(dst.binding, streams::access::write);
-  submission const counted{this};
-  CUBERT_CL(clEnqueueWriteBufferRect, queue(), static_cast<cl_mem>(res.native), CL_TRUE, origin,
-            host, rect->region.data(), rect->row_pitch, rect->slice_pitch, rect->region[0],
-            rect->region[0] * rect->region[1], data.data(), 0, nullptr, nullptr);
-  ++rect_copies_;
-}
-
-void opencl_server::write(cubert::binding const& dst, std::span<std::byte const> data) {
-  refuse_forked();
-  auto const res = memory_->get_resource(dst);
-  backend::check_write(res, data.size());
-  if (data.empty()) return;
-  touch(dst, streams::access::write);
-  submission const counted{this};
-  upload_to(res, data);
 }
 
 void opencl_server::fill(cubert::binding const& dst, std::span<std::byte const> pattern) {
@@ -539,6 +455,7 @@ std::string opencl_server::memory_report() {
 void opencl_server::memory_cleanup() {
   refuse_forked();
   memory_->cleanup(true);
+  if (staging_) staging_->release_blocks();
 }
 
 profiling_token opencl_server::start_profile() {

@@ -8,6 +8,7 @@
 #include "opencl_kernel_cache.hpp"
 #include "opencl_library.hpp"
 #include "opencl_profiler.hpp"
+#include "opencl_staging.hpp"
 #include "opencl_streams.hpp"
 
 #include <cubert/backend/server.hpp>
@@ -56,11 +57,16 @@ class opencl_server final : public backend::server {
   /// A tensor one rectangle covers is one blocking `clEnqueueWriteBufferRect` from `data`;
   /// another goes as the default does (read, scatter, write back).
   void write_tensor(binding_with_meta const& dst, std::span<std::byte const> data) override;
-  /// One non-blocking read into `dst`, waited for by the deferred future (or when it is dropped).
+  /// One non-blocking read into `dst`, waited for by the deferred future (or when it is
+  /// dropped); from 1 MiB into pageable memory with pinned staging on, a staged download that
+  /// returns once the bytes are there.
   [[nodiscard]] std::future<void> read_into(cubert::binding const& b,
                                             std::span<std::byte> dst) override;
-  /// Staged, then one non-blocking write behind earlier work.
+  /// As `create` uploads (`upload_to`), behind earlier work.
   void write(cubert::binding const& dst, std::span<std::byte const> data) override;
+  /// With pinned staging on, pinned memory (`make_pinned_buffer`) that transfers move by one
+  /// DMA; otherwise, or beyond the device's largest buffer, aligned heap memory.
+  [[nodiscard]] host_buffer alloc_host(std::uint64_t size) override;
   /// One `clEnqueueFillBuffer`.
   void fill(cubert::binding const& dst, std::span<std::byte const> pattern) override;
   /// One `clEnqueueCopyBuffer`.
@@ -102,6 +108,12 @@ class opencl_server final : public backend::server {
   [[nodiscard]] std::size_t programs_waiting_ahead() const { return kernels_->waiting_ahead(); }
   /// Scratch buffers made by launches and not let go yet (tests: 0 between calls).
   [[nodiscard]] std::size_t launch_buffers_held() const noexcept { return held_by_launches_; }
+  /// Whether pageable transfers go through pinned staging (tests).
+  [[nodiscard]] bool pinned_staging() const noexcept { return staging_ != nullptr; }
+  /// Staging blocks pinned now (tests).
+  [[nodiscard]] std::size_t staging_blocks() const noexcept {
+    return staging_ ? staging_->blocks() : 0;
+  }
   /// Sub-buffers kept with their pages for later launches (tests).
   [[nodiscard]] std::size_t sub_buffers_kept() const noexcept;
 
@@ -121,6 +133,11 @@ class opencl_server final : public backend::server {
     std::size_t size = 0;
     guarded_event done;
   };
+  /// Uploads at least this large skip the small-upload staging (`uploads_`): they go through
+  /// the pinned staging, or are written from the caller's memory by a blocking write, which
+  /// waits for the work queued before it. Downloads this large into pageable memory are staged.
+  static constexpr std::size_t direct_upload = std::size_t{1} << 20;
+
   void release() noexcept;
   /// The selected stream's queue, made if new.
   [[nodiscard]] cl_command_queue queue() { return streams_->at(current_); }
@@ -157,9 +174,28 @@ class opencl_server final : public backend::server {
     opencl_server* self;
     ~submission() { self->submitted(); }
   };
-  /// Copies `data` into a staging block and enqueues its write at `dst`'s offset; from 1 MiB,
-  /// writes it from the caller's memory, waiting.
+  /// Copies `data` into a staging block and enqueues its write at `dst`'s offset. From 1 MiB:
+  /// pageable memory goes through the pinned staging (`staging_`) when it is on; pinned memory
+  /// of `alloc_host`, or any with staging off, is written from the caller's memory, waiting.
   void upload_to(cubert::resource const& dst, std::span<std::byte const> data);
+  /// Whether `n` bytes at `host` go through the pinned staging.
+  [[nodiscard]] bool staged(std::byte const* host, std::size_t n) const;
+  /// Runs the staging's `transfer`; refused at a buffer's first use, gives memory back and runs
+  /// it once more (as `enqueue_backed`), a second refusal is out_of_memory naming `what`.
+  template <typename F>
+  void staged_transfer(std::string_view what, F&& transfer) {
+    try {
+      transfer();
+      return;
+    } catch (opencl_staging::first_use_refused const&) {
+      make_room();
+    }
+    try {
+      transfer();
+    } catch (opencl_staging::first_use_refused const& refused) {
+      refuse_first_use(what, refused.code);
+    }
+  }
   /// Frees the staging blocks whose writes have completed; past `max_staged` bytes waits for
   /// the oldest.
   void reap_uploads(std::size_t incoming);
@@ -203,6 +239,10 @@ class opencl_server final : public backend::server {
   opencl_storage* pages_ = nullptr;  // memory_'s storage.
   std::unique_ptr<opencl_kernel_cache> kernels_;
   std::unique_ptr<opencl_profiler> profiler_;
+  // Pinned staging (null when off): the copy threads, then the blocks that share them.
+  std::unique_ptr<host::copy_pool> copies_;
+  std::unique_ptr<opencl_staging> staging_;
+  std::shared_ptr<pinned_ranges> pinned_ = std::make_shared<pinned_ranges>();
   std::deque<upload> uploads_;
   std::size_t staged_bytes_ = 0;
   backend::async_error errors_;

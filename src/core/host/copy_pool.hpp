@@ -13,7 +13,7 @@
 #include <type_traits>
 #include <vector>
 
-namespace cubert::cuda::detail {
+namespace cubert::host {
 
 /// Runs the workers of one transfer at a time: memcpy between pageable memory and pinned
 /// staging blocks, and the first touches of fresh destinations. One thread copying pageable
@@ -23,18 +23,18 @@ namespace cubert::cuda::detail {
 /// spins as long for them to finish: waking seven threads and being woken by the last costs
 /// tens of microseconds, as much as a 2 MiB transfer takes. `run` is called by one thread at a
 /// time (the server's).
-class cuda_copy_pool {
+class copy_pool {
  public:
   /// Most workers a pool runs: more than the CPUs of any host this is meant for, so a larger
   /// (mistaken) request gets this many rather than thousands of spinning threads.
   static constexpr unsigned max_threads = 64;
   /// A pool of `threads` workers including the caller, at most `max_threads`; 0 picks
   /// `default_threads()`.
-  explicit cuda_copy_pool(unsigned threads,
-                          std::chrono::microseconds spin = std::chrono::microseconds(50));
-  ~cuda_copy_pool();
-  cuda_copy_pool(cuda_copy_pool const&) = delete;
-  cuda_copy_pool& operator=(cuda_copy_pool const&) = delete;
+  explicit copy_pool(unsigned threads,
+                     std::chrono::microseconds spin = std::chrono::microseconds(50));
+  ~copy_pool();
+  copy_pool(copy_pool const&) = delete;
+  copy_pool& operator=(copy_pool const&) = delete;
 
   /// min(8, hardware threads / 2), at least 1: enough to outrun one DMA direction, while
   /// leaving the other half of the host to the caller's own threads.
@@ -83,4 +83,4 @@ class cuda_copy_pool {
   std::vector<std::thread> pool_;
 };
 
-}  // namespace cubert::cuda::detail
+}  // namespace cubert::host

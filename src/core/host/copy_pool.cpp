@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "cuda_copy_pool.hpp"
+#include "host/copy_pool.hpp"
 
 #include "base/spin_wait.hpp"
 #include "host/host_limits.hpp"
@@ -9,20 +9,20 @@
 #include <algorithm>
 #include <utility>
 
-namespace cubert::cuda::detail {
+namespace cubert::host {
 
-cuda_copy_pool::cuda_copy_pool(unsigned threads, std::chrono::microseconds spin)
+copy_pool::copy_pool(unsigned threads, std::chrono::microseconds spin)
     : threads_(threads == 0 ? default_threads() : std::min(threads, max_threads)),
       spin_(spin),
       process_(cubert::detail::process_generation()) {}
 
-unsigned cuda_copy_pool::default_threads() noexcept {
+unsigned copy_pool::default_threads() noexcept {
   // Half the CPUs this process may use (not the host's: under taskset or a CPU quota the
   // threads would crowd the few it has, and they spin between transfers).
   return std::clamp(host::usable_cpus() / 2, 1u, 8u);
 }
 
-cuda_copy_pool::~cuda_copy_pool() {
+copy_pool::~copy_pool() {
   if (process_ != cubert::detail::process_generation()) [[unlikely]] {
     // A fork() child: the threads are the parent's (see process_generation). Their waits on
     // wake_ are counted in it, and destroying it would wait for them for ever.
@@ -39,7 +39,7 @@ cuda_copy_pool::~cuda_copy_pool() {
   for (auto& t : pool_) t.join();
 }
 
-void cuda_copy_pool::start() noexcept {
+void copy_pool::start() noexcept {
   started_ = true;
   process_ = cubert::detail::process_generation();
   // No reserve: the vector's growth failing is a refusal like a thread's, caught below.
@@ -54,7 +54,7 @@ void cuda_copy_pool::start() noexcept {
   threads_ = static_cast<unsigned>(pool_.size()) + 1;
 }
 
-void cuda_copy_pool::run_erased(unsigned workers, worker_fn fn, void* ctx) {
+void copy_pool::run_erased(unsigned workers, worker_fn fn, void* ctx) {
   if (workers == 0) return;
   if (workers > 1 && !started_) start();
   workers = std::min(workers, threads_);
@@ -92,7 +92,7 @@ void cuda_copy_pool::run_erased(unsigned workers, worker_fn fn, void* ctx) {
   if (theirs) std::rethrow_exception(theirs);
 }
 
-void cuda_copy_pool::worker_loop(unsigned index) noexcept {
+void copy_pool::worker_loop(unsigned index) noexcept {
   std::uint64_t seen = 0;
   for (;;) {
     worker_fn fn = nullptr;
@@ -126,4 +126,4 @@ void cuda_copy_pool::worker_loop(unsigned index) noexcept {
   }
 }
 
-}  // namespace cubert::cuda::detail
+}  // namespace cubert::host

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The copy threads of the CUDA backend's transfers: plain host code, tested without a device.
-#include "cuda_copy_pool.hpp"
+// The copy threads shared by the CUDA and OpenCL backends' staged transfers: plain host code.
+#include "host/copy_pool.hpp"
 
 #include <gtest/gtest.h>
 
@@ -17,18 +17,18 @@
 
 namespace {
 
-using cubert::cuda::detail::cuda_copy_pool;
+using cubert::host::copy_pool;
 
-TEST(CudaCopyPoolTest, DefaultSizeIsBetweenOneAndEight) {
-  auto const n = cuda_copy_pool::default_threads();
+TEST(CopyPoolTest, DefaultSizeIsBetweenOneAndEight) {
+  auto const n = copy_pool::default_threads();
   EXPECT_GE(n, 1u);
   EXPECT_LE(n, 8u);
-  EXPECT_EQ(cuda_copy_pool(0).threads(), n);
+  EXPECT_EQ(copy_pool(0).threads(), n);
 }
 
 // Half the CPUs this process may use, not the host's: under taskset (or a CPU quota) eight copy
 // threads spinning between transfers would crowd the one or two CPUs it has.
-TEST(CudaCopyPoolTest, DefaultSizeFollowsTheCpusThisProcessMayUse) {
+TEST(CopyPoolTest, DefaultSizeFollowsTheCpusThisProcessMayUse) {
   cpu_set_t saved;
   ASSERT_EQ(sched_getaffinity(0, sizeof(saved), &saved), 0);
   int first = 0;
@@ -38,24 +38,24 @@ TEST(CudaCopyPoolTest, DefaultSizeFollowsTheCpusThisProcessMayUse) {
   CPU_ZERO(&one);
   CPU_SET(first, &one);
   ASSERT_EQ(sched_setaffinity(0, sizeof(one), &one), 0);
-  auto const n = cuda_copy_pool::default_threads();
+  auto const n = copy_pool::default_threads();
   ASSERT_EQ(sched_setaffinity(0, sizeof(saved), &saved), 0);
   EXPECT_EQ(n, 1u);
 }
 
 // A mistaken huge count (options.copy_threads) gets the most a pool runs, not billions of
 // thread slots (whose reservation, failing inside noexcept code, ended the process).
-TEST(CudaCopyPoolTest, AHugeCountIsCapped) {
-  cuda_copy_pool pool(std::numeric_limits<unsigned>::max());
-  EXPECT_EQ(pool.threads(), cuda_copy_pool::max_threads);
+TEST(CopyPoolTest, AHugeCountIsCapped) {
+  copy_pool pool(std::numeric_limits<unsigned>::max());
+  EXPECT_EQ(pool.threads(), copy_pool::max_threads);
   std::atomic<unsigned> ran{0};
   pool.run(2, [&](unsigned) { ran.fetch_add(1); });
   EXPECT_EQ(ran.load(), 2u);
-  EXPECT_LE(pool.threads(), cuda_copy_pool::max_threads);
+  EXPECT_LE(pool.threads(), copy_pool::max_threads);
 }
 
-TEST(CudaCopyPoolTest, EveryWorkerRunsOnceAndTheCallerIsWorkerZero) {
-  cuda_copy_pool pool(4);
+TEST(CopyPoolTest, EveryWorkerRunsOnceAndTheCallerIsWorkerZero) {
+  copy_pool pool(4);
   for (unsigned workers : {1u, 2u, 4u, 3u, 9u}) {
     std::mutex m;
     std::multiset<unsigned> seen;
@@ -72,8 +72,8 @@ TEST(CudaCopyPoolTest, EveryWorkerRunsOnceAndTheCallerIsWorkerZero) {
   }
 }
 
-TEST(CudaCopyPoolTest, WorkersRunConcurrently) {
-  cuda_copy_pool pool(3);
+TEST(CopyPoolTest, WorkersRunConcurrently) {
+  copy_pool pool(3);
   // Each worker waits until all three have arrived: only possible if they run at once.
   std::atomic<unsigned> arrived{0};
   pool.run(3, [&](unsigned) {
@@ -83,8 +83,8 @@ TEST(CudaCopyPoolTest, WorkersRunConcurrently) {
   EXPECT_EQ(arrived.load(), 3u);
 }
 
-TEST(CudaCopyPoolTest, FirstFailureIsRethrownAfterEveryWorkerReturned) {
-  cuda_copy_pool pool(4);
+TEST(CopyPoolTest, FirstFailureIsRethrownAfterEveryWorkerReturned) {
+  copy_pool pool(4);
   std::atomic<unsigned> finished{0};
   EXPECT_THROW(pool.run(4,
                         [&](unsigned w) {
@@ -106,20 +106,20 @@ TEST(CudaCopyPoolTest, FirstFailureIsRethrownAfterEveryWorkerReturned) {
 }
 
 // n jobs in a row, job i asking for 1 + i % 4 workers: worker w runs in n * (4 - w) / 4 of them.
-void expect_small_jobs_in_a_row(cuda_copy_pool& pool, unsigned n) {
+void expect_small_jobs_in_a_row(copy_pool& pool, unsigned n) {
   std::vector<unsigned> sums(4, 0);
   for (unsigned i = 0; i < n; ++i) pool.run(1 + i % 4, [&](unsigned w) { ++sums[w]; });
   for (unsigned w = 0; w < 4; ++w) EXPECT_EQ(sums[w], n * (4 - w) / 4) << "worker " << w;
 }
 
-TEST(CudaCopyPoolTest, ManySmallJobsInARow) {
-  cuda_copy_pool pool(4);
+TEST(CopyPoolTest, ManySmallJobsInARow) {
+  copy_pool pool(4);
   expect_small_jobs_in_a_row(pool, 2000);
 }
 
 // Without a spin every hand-off goes through the condition variables.
-TEST(CudaCopyPoolTest, ManySmallJobsInARowWithoutSpinning) {
-  cuda_copy_pool pool(4, std::chrono::microseconds(0));
+TEST(CopyPoolTest, ManySmallJobsInARowWithoutSpinning) {
+  copy_pool pool(4, std::chrono::microseconds(0));
   expect_small_jobs_in_a_row(pool, 500);
 }
 
@@ -130,8 +130,8 @@ std::chrono::nanoseconds process_cpu_time() {
 }
 
 // The workers spin after a job, then sleep: an idle pool must not hold cores.
-TEST(CudaCopyPoolTest, IdleWorkersSleep) {
-  cuda_copy_pool pool(4);
+TEST(CopyPoolTest, IdleWorkersSleep) {
+  copy_pool pool(4);
   std::atomic<unsigned> ran{0};
   for (int i = 0; i < 10; ++i) pool.run(4, [&](unsigned) { ++ran; });
   EXPECT_EQ(ran.load(), 40u);
