@@ -2,8 +2,9 @@
 // The OpenCL backend against the raw OpenCL calls it makes, on device 0, in one run:
 // - launches of an empty kernel (three buffers and a scalar): client.execute through the mutex
 //   channel, then a sync, against clSetKernelArg + clEnqueueNDRangeKernel, then clFinish;
-// - uploads and downloads of 64 MiB: client.create / read_into against clEnqueueWriteBuffer /
-//   clEnqueueReadBuffer, blocking, into a context of its own;
+// - uploads and downloads of 256 MiB from and into pageable and pinned memory: client.create /
+//   read_into / read (staged through pinned blocks, or alloc_host's pinned buffers) against
+//   blocking clEnqueueWriteBuffer / clEnqueueReadBuffer, in a context of their own;
 // - the first launch of a kernel in a new server: built from source against taken from the
 //   disk cache.
 // Without an OpenCL device every benchmark reports itself skipped.
@@ -140,28 +141,85 @@ void BM_cubert_launch(benchmark::State& state) {
   launch_loop(state, client(opencl::make_client(0, {}, cubert::channel_kind::mutex)));
 }
 
-constexpr std::size_t transfer_bytes = std::size_t{64} << 20;
+constexpr std::size_t transfer_bytes = std::size_t{256} << 20;
 
+// Host memory of the raw rows: pageable (a touched vector) or pinned (a CL_MEM_ALLOC_HOST_PTR
+// buffer mapped once, as NVIDIA's bandwidth sample and cubert's alloc_host make it).
+struct raw_host {
+  raw_device const& raw;
+  std::vector<std::byte> pageable;
+  cl_mem pinned_buffer = nullptr;
+  std::byte* data = nullptr;
+  raw_host(raw_device const& r, bool pinned) : raw(r) {
+    if (!pinned) {
+      pageable.assign(transfer_bytes, std::byte{1});
+      data = pageable.data();
+      return;
+    }
+    auto const& api = ocl::opencl();
+    cl_int err = CL_SUCCESS;
+    pinned_buffer = api.clCreateBuffer(raw.context, CL_MEM_READ_WRITE | CL_MEM_ALLOC_HOST_PTR,
+                                       transfer_bytes, nullptr, &err);
+    ocl::check(err, "clCreateBuffer");
+    data = static_cast<std::byte*>(
+        api.clEnqueueMapBuffer(raw.queue, pinned_buffer, CL_TRUE, CL_MAP_READ | CL_MAP_WRITE, 0,
+                               transfer_bytes, 0, nullptr, nullptr, &err));
+    ocl::check(err, "clEnqueueMapBuffer");
+    std::memset(data, 1, transfer_bytes);
+  }
+  ~raw_host() {
+    if (!pinned_buffer) return;
+    auto const& api = ocl::opencl_state();
+    api.clEnqueueUnmapMemObject(raw.queue, pinned_buffer, data, 0, nullptr, nullptr);
+    api.clFinish(raw.queue);
+    api.clReleaseMemObject(pinned_buffer);
+  }
+};
+
+// Arguments: 1 = from or into pinned memory; for cubert, the staging block size in MiB.
 void BM_raw_upload(benchmark::State& state) {
   if (skip_without_device(state)) return;
   raw_device raw;
-  std::vector<std::byte> host(transfer_bytes, std::byte{1});
+  raw_host host(raw, state.range(0) != 0);
   cl_mem m = raw.buffer(transfer_bytes);
   for (auto _ : state) {
     ocl::check(ocl::opencl().clEnqueueWriteBuffer(raw.queue, m, CL_TRUE, 0, transfer_bytes,
-                                                  host.data(), 0, nullptr, nullptr),
+                                                  host.data, 0, nullptr, nullptr),
                "clEnqueueWriteBuffer");
   }
   ocl::opencl().clReleaseMemObject(m);
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * transfer_bytes));
 }
 
+client transfer_client(benchmark::State& state) {
+  opencl::options opts;
+  opts.staging_block_size = static_cast<std::size_t>(state.range(1)) << 20;
+  return client(opencl::make_client(0, opts, cubert::channel_kind::mutex));
+}
+
+// Pinned: a host buffer of alloc_host; pageable: a touched vector.
+struct cubert_host {
+  std::vector<std::byte> pageable;
+  host_buffer pinned;
+  std::span<std::byte> bytes;
+  cubert_host(client const& c, bool want_pinned) {
+    if (want_pinned) {
+      pinned = c.alloc_host(transfer_bytes);
+      std::memset(pinned.data(), 1, transfer_bytes);
+      bytes = pinned.span();
+    } else {
+      pageable.assign(transfer_bytes, std::byte{1});
+      bytes = pageable;
+    }
+  }
+};
+
 void BM_cubert_create(benchmark::State& state) {
   if (skip_without_device(state)) return;
-  client c(opencl::make_client(0, {}, cubert::channel_kind::mutex));
-  std::vector<std::byte> host(transfer_bytes, std::byte{1});
+  auto const c = transfer_client(state);
+  cubert_host host(c, state.range(0) != 0);
   for (auto _ : state) {
-    auto h = c.create(host);
+    auto h = c.create(host.bytes);
     c.sync();
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * transfer_bytes));
@@ -170,11 +228,11 @@ void BM_cubert_create(benchmark::State& state) {
 void BM_raw_download(benchmark::State& state) {
   if (skip_without_device(state)) return;
   raw_device raw;
-  std::vector<std::byte> host(transfer_bytes);
+  raw_host host(raw, state.range(0) != 0);
   cl_mem m = raw.buffer(transfer_bytes);
   for (auto _ : state) {
     ocl::check(ocl::opencl().clEnqueueReadBuffer(raw.queue, m, CL_TRUE, 0, transfer_bytes,
-                                                 host.data(), 0, nullptr, nullptr),
+                                                 host.data, 0, nullptr, nullptr),
                "clEnqueueReadBuffer");
   }
   ocl::opencl().clReleaseMemObject(m);
@@ -183,10 +241,20 @@ void BM_raw_download(benchmark::State& state) {
 
 void BM_cubert_read_into(benchmark::State& state) {
   if (skip_without_device(state)) return;
-  client c(opencl::make_client(0, {}, cubert::channel_kind::mutex));
-  std::vector<std::byte> host(transfer_bytes);
-  auto h = c.create(host);
-  for (auto _ : state) c.read_into(h.binding(), host);
+  auto const c = transfer_client(state);
+  cubert_host host(c, state.range(0) != 0);
+  auto h = c.create(host.bytes);
+  for (auto _ : state) c.read_into(h.binding(), host.bytes);
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * transfer_bytes));
+}
+
+// `read` into fresh memory every time (its pages are faulted in by the copy threads).
+void BM_cubert_read(benchmark::State& state) {
+  if (skip_without_device(state)) return;
+  auto const c = transfer_client(state);
+  cubert_host host(c, false);
+  auto h = c.create(host.bytes);
+  for (auto _ : state) benchmark::DoNotOptimize(c.read_one(h.binding()));
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations() * transfer_bytes));
 }
 
@@ -232,10 +300,21 @@ void BM_first_launch_from_disk(benchmark::State& state) {
 BENCHMARK(BM_raw_launch)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_cubert_launch)->Unit(benchmark::kMicrosecond)->UseRealTime();
 BENCHMARK(BM_cubert_launch_own_pages)->Unit(benchmark::kMicrosecond)->UseRealTime();
-BENCHMARK(BM_raw_upload)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_cubert_create)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_raw_download)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_cubert_read_into)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_raw_upload)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_cubert_create)
+    ->Args({0, 1})
+    ->Args({0, 4})
+    ->Args({1, 4})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_raw_download)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_cubert_read_into)
+    ->Args({0, 1})
+    ->Args({0, 4})
+    ->Args({1, 4})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_cubert_read)->Args({0, 4})->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_first_launch_built)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 BENCHMARK(BM_first_launch_from_disk)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(5);
 
