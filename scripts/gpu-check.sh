@@ -250,7 +250,10 @@ fi
 note "CPU benchmarks on this host ($(nproc) cores): see cpu-bench.log"
 # 4c. The OpenCL backend against the raw OpenCL calls, where there is a device.
 if [ -n "${OCL_NAME:-}" ] && [ -x "$BUILD/benchmarks/cubert_opencl_bench" ]; then
-  "$BUILD/benchmarks/cubert_opencl_bench" --benchmark_repetitions=3 \
+  # Interleaved repetitions: the host's noise moved a row by a quarter between runs, so each
+  # ratio compares rows measured in turns rather than one after the other.
+  "$BUILD/benchmarks/cubert_opencl_bench" --benchmark_repetitions=5 --benchmark_min_time=0.2 \
+    --benchmark_enable_random_interleaving=true \
     --benchmark_report_aggregates_only=true >"$LOGS/opencl-bench.log" 2>&1 ||
     note "cubert_opencl_bench FAILED (see $LOGS/opencl-bench.log)"
 fi
