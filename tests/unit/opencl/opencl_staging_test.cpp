@@ -225,6 +225,43 @@ TEST_P(OpenclStaging, AStagedWriteRefusedAtFirstUseIsRetriedOnce) {
   EXPECT_EQ(std::memcmp(c().read_one(h.binding()).data(), up.data(), up.size()), 0);
 }
 
+// A staged read whose third chunk the platform refuses fails as a device error, leaving the
+// caller's memory to it; the blocks of the chunks still in flight are waited for before their
+// reuse, and the next read is whole.
+std::atomic<int> reads_before_failure{-1};
+decltype(&clEnqueueReadBuffer) real_read = nullptr;
+cl_int CL_API_CALL failing_read(cl_command_queue q, cl_mem m, cl_bool blocking, std::size_t offset,
+                                std::size_t size, void* ptr, cl_uint waits, cl_event const* list,
+                                cl_event* event) {
+  if (reads_before_failure.load() == 0) {
+    reads_before_failure = -1;
+    return CL_OUT_OF_RESOURCES;
+  }
+  if (reads_before_failure.load() > 0) --reads_before_failure;
+  return real_read(q, m, blocking, offset, size, ptr, waits, list, event);
+}
+
+TEST_P(OpenclStaging, AStagedReadThatFailsMidwayIsAnErrorAndTheNextIsWhole) {
+  auto& api =
+      const_cast<cubert::opencl::detail::opencl_api&>(cubert::opencl::detail::opencl_state());
+  real_read = api.clEnqueueReadBuffer;
+  api.clEnqueueReadBuffer = &failing_read;
+  struct restore {
+    cubert::opencl::detail::opencl_api& api;
+    ~restore() { api.clEnqueueReadBuffer = real_read; }
+  } const undo{api};
+  auto const up = pattern(std::size_t{5} << 20, 9);
+  auto h = c().create(up);
+  std::vector<std::byte> down(up.size());
+  reads_before_failure = 2;
+  EXPECT_THROW(c().read_into(h.binding(), down), cubert::device_error);
+  EXPECT_EQ(reads_before_failure.load(), -1) << "the refusal was never reached";
+  std::vector<std::byte> again(up.size());
+  c().read_into(h.binding(), again);
+  EXPECT_EQ(again, up);
+  EXPECT_EQ(std::memcmp(c().read_one(h.binding()).data(), up.data(), up.size()), 0);
+}
+
 // On by default for every device but a CPU one, where alloc_host is plain memory.
 TEST(OpenclStagingDefault, IsOnForEveryDeviceButACpuOne) {
   if (cubert::opencl::device_count() == 0) {
