@@ -25,12 +25,17 @@ class opencl_server_fixture : public ::testing::Test {
     }
     cubert::opencl::options opts;
     opts.kernel_cache_dir = cache_.path();
+    adjust(opts);
     auto s = cubert::opencl::make_server(0, opts);
     server_ = dynamic_cast<cubert::opencl::detail::opencl_server*>(s.get());
     client_ = std::make_unique<client>(
         cubert::backend::make_channel(std::move(s), cubert::channel_kind::mutex));
   }
+  /// What a derived fixture changes in the server's options (its cache folder is set).
+  virtual void adjust(cubert::opencl::options& /*opts*/) {}
   client& c() { return *client_; }
+  /// Drops the client and with it the server.
+  void drop_client() { client_.reset(); }
   cubert::opencl::detail::opencl_server& server() { return *server_; }
   std::filesystem::path const& cache_dir() const { return cache_.path(); }
 

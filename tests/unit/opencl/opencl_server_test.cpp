@@ -8,6 +8,7 @@
 #include "command_output.hpp"
 #include "opencl_library.hpp"
 #include "opencl_server_fixture.hpp"
+#include "opencl_table_hook.hpp"
 #include "portable_sources.hpp"
 #include "sanitizers.hpp"
 #include "saved_env.hpp"
@@ -285,16 +286,8 @@ cl_int CL_API_CALL refusing_fill(cl_command_queue q, cl_mem m, void const* patte
   return real_fill(q, m, pattern, size, offset, bytes, waits, list, event);
 }
 struct fill_hook {
-  fill_hook() {
-    auto& api =
-        const_cast<cubert::opencl::detail::opencl_api&>(cubert::opencl::detail::opencl_state());
-    real_fill = api.clEnqueueFillBuffer;
-    api.clEnqueueFillBuffer = &refusing_fill;
-  }
-  ~fill_hook() {
-    const_cast<cubert::opencl::detail::opencl_api&>(cubert::opencl::detail::opencl_state())
-        .clEnqueueFillBuffer = real_fill;
-  }
+  cubert::test::opencl_table_hook<decltype(real_fill)> const hook{
+      &cubert::opencl::detail::opencl_api::clEnqueueFillBuffer, &refusing_fill, real_fill};
 };
 
 // Exhaustion reported at a buffer's first use goes through the chain a refused reservation goes

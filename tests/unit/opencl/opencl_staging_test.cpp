@@ -3,11 +3,11 @@
 // large uploads and downloads of pageable memory cut into chunks the copy threads share, pinned
 // host buffers moved in one transfer, a refusal at a buffer's first use retried, and the blocks
 // given back. Small blocks and a short ring make every transfer here wrap the ring many times.
-#include "channel/channel.hpp"
 #include "opencl_device.hpp"
 #include "opencl_library.hpp"
 #include "opencl_server.hpp"
-#include "temp_dir.hpp"
+#include "opencl_server_fixture.hpp"
+#include "opencl_table_hook.hpp"
 
 #include <cubert/client.hpp>
 #include <cubert/error.hpp>
@@ -26,7 +26,6 @@
 
 namespace {
 
-using cubert::client;
 using cubert::opencl::detail::opencl_server;
 
 std::vector<std::byte> pattern(std::size_t n, unsigned seed) {
@@ -45,31 +44,15 @@ std::vector<std::size_t> const sizes = {(std::size_t{1} << 20) - 1, std::size_t{
                                         (std::size_t{1} << 20) + 256 * 1024 + 1,
                                         (std::size_t{3} << 20) + 5, (std::size_t{9} << 20) + 3};
 
-class OpenclStaging : public ::testing::TestWithParam<unsigned> {
+class OpenclStaging : public cubert::test::opencl_server_fixture,
+                      public ::testing::WithParamInterface<unsigned> {
  protected:
-  void SetUp() override {
-    if (cubert::opencl::device_count() == 0) {
-      GTEST_SKIP() << "no OpenCL device: " << cubert::opencl::unavailable_reason();
-    }
-    cubert::opencl::options opts;
-    opts.kernel_cache_dir = cache_.path();
+  void adjust(cubert::opencl::options& opts) override {
     opts.pinned_staging = true;
     opts.staging_block_size = std::size_t{256} << 10;
     opts.staging_blocks = 4;
     opts.copy_threads = GetParam();
-    auto s = cubert::opencl::make_server(0, opts);
-    server_ = dynamic_cast<opencl_server*>(s.get());
-    client_ = std::make_unique<client>(
-        cubert::backend::make_channel(std::move(s), cubert::channel_kind::mutex));
   }
-  client& c() { return *client_; }
-  opencl_server& server() { return *server_; }
-  void drop_client() { client_.reset(); }
-
- private:
-  cubert::test::temp_dir cache_;
-  opencl_server* server_ = nullptr;  // Owned by the client's channel.
-  std::unique_ptr<client> client_;
 };
 
 // Every byte arrives, through create, write, read and read_into, at a binding's offset too.
@@ -199,14 +182,8 @@ cl_int CL_API_CALL refusing_write(cl_command_queue q, cl_mem m, cl_bool blocking
 }
 
 TEST_P(OpenclStaging, AStagedWriteRefusedAtFirstUseIsRetriedOnce) {
-  auto& api =
-      const_cast<cubert::opencl::detail::opencl_api&>(cubert::opencl::detail::opencl_state());
-  real_write = api.clEnqueueWriteBuffer;
-  api.clEnqueueWriteBuffer = &refusing_write;
-  struct restore {
-    cubert::opencl::detail::opencl_api& api;
-    ~restore() { api.clEnqueueWriteBuffer = real_write; }
-  } const undo{api};
+  cubert::test::opencl_table_hook<decltype(real_write)> const hook{
+      &cubert::opencl::detail::opencl_api::clEnqueueWriteBuffer, &refusing_write, real_write};
   auto const up = pattern(std::size_t{3} << 20, 7);
   write_refusals = 1;
   auto h = c().create(up);
@@ -242,14 +219,8 @@ cl_int CL_API_CALL failing_read(cl_command_queue q, cl_mem m, cl_bool blocking, 
 }
 
 TEST_P(OpenclStaging, AStagedReadThatFailsMidwayIsAnErrorAndTheNextIsWhole) {
-  auto& api =
-      const_cast<cubert::opencl::detail::opencl_api&>(cubert::opencl::detail::opencl_state());
-  real_read = api.clEnqueueReadBuffer;
-  api.clEnqueueReadBuffer = &failing_read;
-  struct restore {
-    cubert::opencl::detail::opencl_api& api;
-    ~restore() { api.clEnqueueReadBuffer = real_read; }
-  } const undo{api};
+  cubert::test::opencl_table_hook<decltype(real_read)> const hook{
+      &cubert::opencl::detail::opencl_api::clEnqueueReadBuffer, &failing_read, real_read};
   auto const up = pattern(std::size_t{5} << 20, 9);
   auto h = c().create(up);
   std::vector<std::byte> down(up.size());
