@@ -11,7 +11,9 @@
 # calls on the warm machine (the build stays): CUBERT_GPU_ONLY=tests, then python (a wheel and
 # the Python tests, scripts/gpu-python.sh), then bench (the CUDA, CPU and OpenCL benchmarks),
 # then ops (the kernel library against its peers). CUBERT_GPU_ONLY=build
-# only builds (for scripts/gpu-tune-cold.sh on a fresh machine).
+# only builds (for scripts/gpu-tune-cold.sh on a fresh machine); CUBERT_GPU_ONLY=opencl builds
+# the OpenCL targets alone and runs their tests, the opencl:0 conformance cases and the OpenCL
+# benchmark, in one call.
 set -uo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
@@ -25,7 +27,7 @@ export PATH="/usr/local/cuda/bin:$PATH"
 declare -a SUMMARY=()
 note() { echo "gpu-check: $*"; SUMMARY+=("$*"); }
 ONLY=${CUBERT_GPU_ONLY:-all}
-case "$ONLY" in all | build | tests | python | bench | ops) ;; *) echo "CUBERT_GPU_ONLY: all, build, tests, python, bench or ops" >&2; exit 2 ;; esac
+case "$ONLY" in all | build | tests | python | bench | ops | opencl) ;; *) echo "CUBERT_GPU_ONLY: all, build, tests, python, bench, ops or opencl" >&2; exit 2 ;; esac
 want() { [ "$ONLY" = all ] || [ "$ONLY" = "$1" ]; }
 # How long each stage took (seconds since the start), so that the whole stays within one call.
 declare -a TIMES=()
@@ -85,7 +87,12 @@ grep -q 'CUDA backend ON' "$LOGS/configure.log" && note "CUDA backend: ON" ||
   note "CUDA backend: OFF (no toolkit found): only CPU parts are checked"
 grep -q 'OpenCL backend ON' "$LOGS/configure.log" && note "OpenCL backend: ON" ||
   note "OpenCL backend: OFF (no CL/cl.h found)"
-if ! cmake --build "$BUILD" -j "$JOBS" >"$LOGS/build.log" 2>&1; then
+# CUBERT_GPU_ONLY=opencl builds what the OpenCL backend's check needs and nothing else, so that
+# build, tests, conformance and benchmark fit one call on a fresh machine.
+TARGETS=()
+[ "$ONLY" = opencl ] && TARGETS=(--target opencl_test opencl_probe opencl_autotune_test
+  cubert_conformance_tests cubert_opencl_bench cubert_cli)
+if ! cmake --build "$BUILD" -j "$JOBS" "${TARGETS[@]}" >"$LOGS/build.log" 2>&1; then
   grep -E 'error|FAILED' "$LOGS/build.log" | head -20
   note "full build FAILED (see $LOGS/build.log); building the CUDA targets alone"
   cmake --build "$BUILD" -j "$JOBS" --target cuda_unit_test cuda_gpu_test cuda_fault_test cuda_stream_test cuda_cache_probe \
@@ -95,8 +102,12 @@ fi
 
 stage "build"
 # 3. Tests: unit + gpu + opencl labels, then the conformance suite.
-if want tests; then
-  (cd "$BUILD" && ctest -L 'gpu|unit|opencl' -j "$JOBS" --output-on-failure --timeout 600) \
+# In the opencl mode: the opencl label and the conformance cases on opencl:0 alone.
+TEST_LABELS='gpu|unit|opencl'
+CONF_ARGS=(-L conformance)
+[ "$ONLY" = opencl ] && TEST_LABELS=opencl && CONF_ARGS=(-L conformance -R opencl0_)
+if want tests || [ "$ONLY" = opencl ]; then
+  (cd "$BUILD" && ctest -L "$TEST_LABELS" -j "$JOBS" --output-on-failure --timeout 600) \
     >"$LOGS/tests.log" 2>&1
   TEST_LINE=$(grep -E 'tests passed|tests failed' "$LOGS/tests.log" | tail -1)
   SKIPPED=$(grep -c '(Skipped)' "$LOGS/tests.log")
@@ -113,7 +124,7 @@ if want tests; then
     PASSED=$(grep -E "Test +#[0-9]+: [A-Za-z/]*$suite\." "$LOGS/tests.log" | grep -c ' Passed')
     note "$suite on opencl:0: $PASSED of $RUN passed"
   done
-  (cd "$BUILD" && ctest -L conformance --output-on-failure --timeout 600) \
+  (cd "$BUILD" && ctest "${CONF_ARGS[@]}" --output-on-failure --timeout 600) \
     >"$LOGS/conformance.log" 2>&1
   CONF_LINE=$(grep -E 'tests passed|tests failed|No tests were found' "$LOGS/conformance.log" | tail -1)
   CONF_SKIPPED=$(grep -c '(Skipped)' "$LOGS/conformance.log")
@@ -248,8 +259,9 @@ if [ -x "$BUILD/benchmarks/tune_family_bench" ]; then
   done
 fi
 note "CPU benchmarks on this host ($(nproc) cores): see cpu-bench.log"
+fi  # want bench
 # 4c. The OpenCL backend against the raw OpenCL calls, where there is a device.
-if [ -n "${OCL_NAME:-}" ] && [ -x "$BUILD/benchmarks/cubert_opencl_bench" ]; then
+if { want bench || [ "$ONLY" = opencl ]; } && [ -n "${OCL_NAME:-}" ] && [ -x "$BUILD/benchmarks/cubert_opencl_bench" ]; then
   # Interleaved repetitions: the host's noise moved a row by a quarter between runs, so each
   # ratio compares rows measured in turns rather than one after the other.
   "$BUILD/benchmarks/cubert_opencl_bench" --benchmark_repetitions=5 --benchmark_min_time=0.2 \
@@ -259,7 +271,6 @@ if [ -n "${OCL_NAME:-}" ] && [ -x "$BUILD/benchmarks/cubert_opencl_bench" ]; the
 fi
 
 stage "cpu+opencl benches"
-fi  # want bench
 if want ops; then
 # 4d. The kernel library on cuda:0 (its correctness ran with the tests above: cubert_ops_tests
 # on every device): the tuned choices, the library's own kernels alone and with cuBLAS as a

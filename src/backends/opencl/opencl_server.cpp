@@ -384,9 +384,14 @@ void opencl_server::execute(kernel const& k, cube_count const& count, bindings a
   std::size_t const local[3] = {dim.x, dim.y, dim.z};
   std::size_t const global[3] = {std::size_t{grid[0]} * dim.x, std::size_t{grid[1]} * dim.y,
                                  std::size_t{grid[2]} * dim.z};
+  // Trailing dimensions of one are left out: a kernel sees the same ids, sizes and counts (1 and
+  // 0 past work_dim), and a launch of fewer dimensions is cheaper to enqueue on some platforms.
+  cl_uint const work_dim = global[2] > 1 || local[2] > 1   ? 3
+                           : global[1] > 1 || local[1] > 1 ? 2
+                                                           : 1;
   auto const enqueue = [&] {
-    return opencl().clEnqueueNDRangeKernel(launch_queue_, fn.kernel, 3, nullptr, global, local, 0,
-                                           nullptr, nullptr);
+    return opencl().clEnqueueNDRangeKernel(launch_queue_, fn.kernel, work_dim, nullptr, global,
+                                           local, 0, nullptr, nullptr);
   };
   cl_int r = enqueue();
   if (r == CL_MEM_OBJECT_ALLOCATION_FAILURE) [[unlikely]] {  // As enqueue_backed, with its own
@@ -460,11 +465,11 @@ void opencl_server::memory_cleanup() {
 
 profiling_token opencl_server::start_profile() {
   refuse_forked();
-  return profiler_->start(queue());
+  return profiler_->start(streams_->timed(current_));
 }
 
 profile_duration opencl_server::end_profile(profiling_token token) {
-  return profiler_->stop(token, queue());
+  return profiler_->stop(token, streams_->timed(current_));
 }
 
 }  // namespace cubert::opencl::detail

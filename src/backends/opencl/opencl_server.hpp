@@ -116,6 +116,8 @@ class opencl_server final : public backend::server {
   }
   /// Sub-buffers kept with their pages for later launches (tests).
   [[nodiscard]] std::size_t sub_buffers_kept() const noexcept;
+  /// Whether stream `s` has moved to a queue with profiling (tests).
+  [[nodiscard]] bool stream_timed(std::uint32_t s) const { return streams_->is_timed(s); }
 
  protected:
   /// A blocking read: a deferred error stays for the next sync.

@@ -217,14 +217,15 @@ void opencl_staging::upload(cl_command_queue queue, cl_mem dst, std::size_t offs
                                                nullptr, &e);
         });
         b.last.reset(e);
+        // Submitted at once, so that this chunk's DMA runs while the next is copied: a queued
+        // command may wait in the platform until a flush or a wait.
+        CUBERT_CL(clFlush, queue);
       }
     } catch (...) {
       next.store(p.chunks);  // The others stop taking chunks; the transfer has failed.
       throw;
     }
   });
-  // The writes are queued, not necessarily submitted: start them (a later wait would anyway).
-  CUBERT_CL(clFlush, queue);
 }
 
 void opencl_staging::download(cl_command_queue queue, std::span<std::byte> dst, cl_mem src,
@@ -269,6 +270,7 @@ void opencl_staging::download(cl_command_queue queue, std::span<std::byte> dst, 
         std::size_t const at = i * p.chunk;
         std::memcpy(dst.data() + at, b->host, std::min(p.chunk, dst.size() - at));
         queue_read(*b);
+        CUBERT_CL(clFlush, queue);  // Read while this thread waits for its older chunks.
       }
     } catch (...) {
       next.store(p.chunks);

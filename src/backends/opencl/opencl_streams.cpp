@@ -10,7 +10,7 @@
 namespace cubert::opencl::detail {
 
 opencl_streams::opencl_streams(cl_context context, cl_device_id device, streams::stream_index count)
-    : context_(context), device_(device), queues_(count, nullptr) {
+    : context_(context), device_(device), queues_(count, nullptr), timed_(count, false) {
   (void)at(0);
 }
 
@@ -20,20 +20,47 @@ opencl_streams::~opencl_streams() {
   for (auto* q : queues_) {
     if (q != nullptr) api.clReleaseCommandQueue(q);
   }
+  for (auto* q : retired_) api.clReleaseCommandQueue(q);
+}
+
+cl_command_queue opencl_streams::make_queue(streams::stream_index s, bool profiling) {
+  cl_int err = CL_SUCCESS;
+  cl_command_queue q = opencl().clCreateCommandQueue(
+      context_, device_, profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &err);
+  if (err != CL_SUCCESS) {
+    throw device_error(fmt::format("clCreateCommandQueue (stream {}{}) failed: {}", s,
+                                   profiling ? ", with profiling" : "", error_name(err)));
+  }
+  return q;
 }
 
 cl_command_queue opencl_streams::at(streams::stream_index s) {
   auto& q = queues_.at(s);
-  if (q == nullptr) {
-    cl_int err = CL_SUCCESS;
-    q = opencl().clCreateCommandQueue(context_, device_, CL_QUEUE_PROFILING_ENABLE, &err);
-    if (err != CL_SUCCESS) {
-      q = nullptr;
-      throw device_error(
-          fmt::format("clCreateCommandQueue (stream {}) failed: {}", s, error_name(err)));
-    }
-  }
+  if (q == nullptr) q = make_queue(s, false);
   return q;
+}
+
+cl_command_queue opencl_streams::timed(streams::stream_index s) {
+  if (timed_.at(s)) return queues_[s];
+  retired_.reserve(retired_.size() + 1);  // So that keeping the old queue cannot throw.
+  cl_command_queue const next = make_queue(s, true);
+  cl_command_queue const old = queues_[s];
+  if (old != nullptr) {
+    // The new queue starts behind everything the old one holds; nothing goes to the old after.
+    cl_event e = nullptr;
+    cl_int r = opencl().clEnqueueMarkerWithWaitList(old, 0, nullptr, &e);
+    if (r == CL_SUCCESS) r = opencl().clFlush(old);
+    if (r == CL_SUCCESS) r = opencl().clEnqueueBarrierWithWaitList(next, 1, &e, nullptr);
+    if (e != nullptr) opencl_state().clReleaseEvent(e);
+    if (r != CL_SUCCESS) {
+      opencl_state().clReleaseCommandQueue(next);
+      check(r, "moving a stream to a queue with profiling");
+    }
+    retired_.push_back(old);
+  }
+  queues_[s] = next;
+  timed_[s] = true;
+  return next;
 }
 
 void opencl_streams::wait_for(streams::stream_index waiter, streams::stream_index producer) {

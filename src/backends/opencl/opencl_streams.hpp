@@ -12,9 +12,12 @@
 
 namespace cubert::opencl::detail {
 
-/// Up to `count` in-order queues of one context and device, with profiling. Queue 0 is made at
-/// construction (a platform that refuses it refuses the server); the others at their first
-/// command. Not thread-safe: the server's channel serialises calls.
+/// Up to `count` in-order queues of one context and device. Queue 0 is made at construction (a
+/// platform that refuses it refuses the server); the others at their first command. A queue is
+/// made without profiling, which costs every command a timestamp on some platforms; the first
+/// time a stream is timed it moves to a queue with profiling for good (`timed`), ordered behind
+/// its old one by a marker, and the old queue is kept, idle, until the streams go.
+/// Not thread-safe: the server's channel serialises calls.
 class opencl_streams final : public streams::stream_waits {
  public:
   /// @throws device_error when the platform refuses queue 0.
@@ -28,6 +31,11 @@ class opencl_streams final : public streams::stream_waits {
   }
   /// Stream `s`'s queue, made now if it is new. @throws device_error when the platform refuses.
   [[nodiscard]] cl_command_queue at(streams::stream_index s);
+  /// Stream `s`'s queue with profiling: its commands' events carry timestamps. From now on
+  /// `at(s)` is this queue. @throws device_error when the platform refuses.
+  [[nodiscard]] cl_command_queue timed(streams::stream_index s);
+  /// Whether stream `s` has moved to a queue with profiling.
+  [[nodiscard]] bool is_timed(streams::stream_index s) const { return timed_.at(s); }
   /// A marker on `producer`'s queue that `waiter`'s queue waits for (both made if new).
   void wait_for(streams::stream_index waiter, streams::stream_index producer) override;
   /// clFlush on every queue made so far. @throws device_error naming the first that fails.
@@ -38,9 +46,15 @@ class opencl_streams final : public streams::stream_waits {
   void finish_all() noexcept;
 
  private:
+  [[nodiscard]] cl_command_queue make_queue(streams::stream_index s, bool profiling);
+
   cl_context context_;
   cl_device_id device_;
-  std::vector<cl_command_queue> queues_;  // nullptr until made
+  std::vector<cl_command_queue> queues_;  // Each stream's current queue; nullptr until made.
+  std::vector<bool> timed_;               // Whether queues_[s] has profiling.
+  // Queues streams left for their profiling queues: nothing is enqueued on them after the
+  // marker their successor waits for, so finishing the current queues finishes them too.
+  std::vector<cl_command_queue> retired_;
 };
 
 }  // namespace cubert::opencl::detail
