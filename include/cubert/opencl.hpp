@@ -61,9 +61,14 @@ struct options {
   /// `copy_threads`, and `alloc_host` returns pinned memory that transfers move by one DMA.
   /// nullopt = on for every device but a CPU one (PoCL), whose buffers are host memory already.
   std::optional<bool> pinned_staging;
-  /// Bytes per staging block, the largest chunk of a staged transfer.
-  std::size_t staging_block_size = std::size_t{4} << 20;
-  std::size_t staging_blocks = 16;  ///< Most staging blocks pinned at once.
+  /// Bytes per staging block, the largest chunk of a staged transfer. 1 MiB: a transfer's first
+  /// DMA starts sooner and each thread's blocks stay in its core's cache (as on CUDA).
+  std::size_t staging_block_size = std::size_t{1} << 20;
+  std::size_t staging_blocks = 32;  ///< Most staging blocks pinned at once.
+  /// Whether staged downloads copy out of the blocks with streaming (non-temporal) stores,
+  /// which skip reading each line of the caller's large destination before writing it. CPUs
+  /// without them (x86-64 without AVX2, other architectures) use memcpy either way.
+  bool streaming_downloads = true;
   /// Threads sharing the host-side copies of a staged transfer, the caller included; 0 = half
   /// the CPUs this process may use, 1 to 8 (as on CUDA); values above 64 are taken as 64.
   unsigned copy_threads = 0;

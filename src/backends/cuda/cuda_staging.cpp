@@ -4,7 +4,7 @@
 #include "cuda_host_buffer.hpp"
 #include "cuda_library.hpp"
 #include "cuda_wait.hpp"
-#include "host_copy.hpp"
+#include "host/host_copy.hpp"
 
 #include <cubert/logging.hpp>
 
@@ -357,7 +357,7 @@ void cuda_staging::download_chunks(plan const& p, std::span<std::byte> dst, CUde
         wait_idle(b);
         std::size_t const i = chunk_of[head];
         if (streaming) {
-          streaming_copy(dst.data() + i * p.chunk, b.host, length(i));
+          host::streaming_copy(dst.data() + i * p.chunk, b.host, length(i));
         } else {
           std::memcpy(dst.data() + i * p.chunk, b.host, length(i));
         }

@@ -61,9 +61,9 @@ opencl_server::opencl_server(int ordinal, options const& opts)
     // A CPU device's buffers are host memory: staging would only add a copy.
     if (opts.pinned_staging.value_or((device_->type & CL_DEVICE_TYPE_CPU) == 0)) {
       copies_ = std::make_unique<host::copy_pool>(opts.copy_threads);
-      staging_ =
-          std::make_unique<opencl_staging>(context_, streams_->at(0), opts.staging_block_size,
-                                           opts.staging_blocks, *copies_, errors_);
+      staging_ = std::make_unique<opencl_staging>(context_, streams_->at(0),
+                                                  opts.staging_block_size, opts.staging_blocks,
+                                                  *copies_, errors_, opts.streaming_downloads);
     }
   } catch (...) {
     release();

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "opencl_staging.hpp"
 
+#include "host/host_copy.hpp"
 #include "opencl_library.hpp"
 
 #include <cubert/detail/exit_threads.hpp>
@@ -124,13 +125,14 @@ host_buffer make_pinned_buffer(cl_context context, cl_command_queue queue, std::
 
 opencl_staging::opencl_staging(cl_context context, cl_command_queue queue, std::size_t block_size,
                                std::size_t max_blocks, host::copy_pool& copies,
-                               backend::async_error& errors)
+                               backend::async_error& errors, bool streaming_downloads)
     : context_(context),
       map_queue_(queue),
       block_size_(std::max(block_size, min_chunk)),
       max_blocks_(std::max<std::size_t>(max_blocks, 1)),
       pool_(copies),
-      errors_(errors) {
+      errors_(errors),
+      streaming_downloads_(streaming_downloads) {
   CUBERT_CL(clRetainCommandQueue, map_queue_);
 }
 
@@ -268,7 +270,12 @@ void opencl_staging::download(cl_command_queue queue, std::span<std::byte> dst, 
         event_ptr const done = std::move(b->last);
         wait_for(done.get(), "a staged read");
         std::size_t const at = i * p.chunk;
-        std::memcpy(dst.data() + at, b->host, std::min(p.chunk, dst.size() - at));
+        std::size_t const n = std::min(p.chunk, dst.size() - at);
+        if (streaming_downloads_) {
+          host::streaming_copy(dst.data() + at, b->host, n);
+        } else {
+          std::memcpy(dst.data() + at, b->host, n);
+        }
         queue_read(*b);
         CUBERT_CL(clFlush, queue);  // Read while this thread waits for its older chunks.
       }

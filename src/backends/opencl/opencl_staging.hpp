@@ -69,8 +69,10 @@ class opencl_staging {
 
   /// Blocks of `block_size` bytes mapped through `queue` (retained), the host side shared by
   /// `copies`' threads; `context` and `copies` are not owned (the server outlives this).
+  /// `streaming_downloads` picks `host::streaming_copy` over memcpy for downloads' chunks.
   opencl_staging(cl_context context, cl_command_queue queue, std::size_t block_size,
-                 std::size_t max_blocks, host::copy_pool& copies, backend::async_error& errors);
+                 std::size_t max_blocks, host::copy_pool& copies, backend::async_error& errors,
+                 bool streaming_downloads = true);
   ~opencl_staging();
   opencl_staging(opencl_staging const&) = delete;
   opencl_staging& operator=(opencl_staging const&) = delete;
@@ -123,6 +125,7 @@ class opencl_staging {
   std::size_t max_blocks_;
   host::copy_pool& pool_;
   backend::async_error& errors_;
+  bool streaming_downloads_;  // host::streaming_copy out of the blocks, not memcpy.
   std::vector<block> blocks_;
 };
 

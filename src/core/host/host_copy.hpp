@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
+// The copy threads' memcpy with streaming stores, for the staged downloads of both GPU backends.
 #pragma once
 
 #include <cstddef>
 
-namespace cubert::cuda::detail {
+namespace cubert::host {
 
 /// True when this CPU has the streaming (non-temporal) stores `streaming_copy` uses (x86-64
 /// with AVX2). Elsewhere `streaming_copy` is `std::memcpy`.
@@ -16,4 +17,4 @@ namespace cubert::cuda::detail {
 /// writing it, a third of a plain copy's memory traffic.
 void streaming_copy(void* dst, void const* src, std::size_t n) noexcept;
 
-}  // namespace cubert::cuda::detail
+}  // namespace cubert::host

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // streaming_copy must equal memcpy for every size and alignment: it splits a copy into an
 // unaligned head, whole streamed lines and a tail, and each seam is a place to lose a byte.
-#include "host_copy.hpp"
+#include "host/host_copy.hpp"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-namespace cubert::cuda::detail {
+namespace cubert::host {
 namespace {
 
 std::vector<std::byte> pattern(std::size_t n) {
@@ -59,4 +59,4 @@ TEST(StreamingCopy, ReportsWhetherTheCpuCanStream) {
 }
 
 }  // namespace
-}  // namespace cubert::cuda::detail
+}  // namespace cubert::host

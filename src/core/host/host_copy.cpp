@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "host_copy.hpp"
+#include "host/host_copy.hpp"
 
 #include <cstdint>
 #include <cstring>
@@ -8,7 +8,7 @@
 #include <immintrin.h>
 #endif
 
-namespace cubert::cuda::detail {
+namespace cubert::host {
 
 #if defined(__x86_64__)
 namespace {
@@ -68,4 +68,4 @@ void streaming_copy(void* dst, void const* src, std::size_t n) noexcept {
 
 #endif
 
-}  // namespace cubert::cuda::detail
+}  // namespace cubert::host
