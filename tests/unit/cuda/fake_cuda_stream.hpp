@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The fake driver's streams and events (fake_libcuda.cpp): a stream is a thread running its
+// The fake driver's streams and events (fake_libcuda_streams.cpp): a stream is a thread running its
 // operations in order, a little late; an event is a position in one stream's sequence.
 #pragma once
 

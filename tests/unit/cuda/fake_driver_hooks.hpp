@@ -93,7 +93,7 @@ CUBERT_FAKE_DRIVER_HOOKS(CUBERT_FAKE_DRIVER_HOOK_ACCESSOR)
 // - last_cluster(out): writes the cluster dimensions of the last cuLaunchKernelEx;
 //   last_cooperative(): whether it was cooperative (a graph's kernel node with attributes
 //   replays through cuLaunchKernelEx, so both see it too).
-// Counting and failing any entry point (FAKE_INJECT in fake_libcuda.cpp):
+// Counting and failing any entry point (FAKE_INJECT in fake_driver_state.hpp):
 // - count_calls(on): starts (or stops) counting the calls of each entry point and disarms them
 //   all; calls(entry): the count of one; called_entries(names, max): writes up to `max` names of
 //   the entry points called since counting started (valid until it restarts), returns how many.
