@@ -13,7 +13,7 @@
 
 namespace cubert::opencl::detail {
 
-/// Open measurements on the server's queues (queues with profiling: `opencl_streams::timed`): `start`
+/// Open measurements on the server's queues with profiling (`opencl_streams::timed`): `start`
 /// enqueues a marker on the measured stream's queue and returns at once; `stop` enqueues another
 /// and returns a duration that waits for it only when resolved: the device time between the two
 /// markers' completions. Not thread-safe: the server thread owns it.

@@ -72,7 +72,7 @@ class opencl_staging {
   /// `streaming_downloads` picks `host::streaming_copy` over memcpy for downloads' chunks.
   opencl_staging(cl_context context, cl_command_queue queue, std::size_t block_size,
                  std::size_t max_blocks, host::copy_pool& copies, backend::async_error& errors,
-                 bool streaming_downloads = true);
+                 bool streaming_downloads);
   ~opencl_staging();
   opencl_staging(opencl_staging const&) = delete;
   opencl_staging& operator=(opencl_staging const&) = delete;

@@ -46,15 +46,11 @@ cl_command_queue opencl_streams::timed(streams::stream_index s) {
   cl_command_queue const next = make_queue(s, true);
   cl_command_queue const old = queues_[s];
   if (old != nullptr) {
-    // The new queue starts behind everything the old one holds; nothing goes to the old after.
-    cl_event e = nullptr;
-    cl_int r = opencl().clEnqueueMarkerWithWaitList(old, 0, nullptr, &e);
-    if (r == CL_SUCCESS) r = opencl().clFlush(old);
-    if (r == CL_SUCCESS) r = opencl().clEnqueueBarrierWithWaitList(next, 1, &e, nullptr);
-    if (e != nullptr) opencl_state().clReleaseEvent(e);
-    if (r != CL_SUCCESS) {
+    try {
+      order_behind(old, next);  // The new queue starts behind everything the old one holds.
+    } catch (...) {
       opencl_state().clReleaseCommandQueue(next);
-      check(r, "moving a stream to a queue with profiling");
+      throw;
     }
     retired_.push_back(old);
   }
@@ -63,15 +59,18 @@ cl_command_queue opencl_streams::timed(streams::stream_index s) {
   return next;
 }
 
-void opencl_streams::wait_for(streams::stream_index waiter, streams::stream_index producer) {
-  auto* const from = at(producer);
-  auto* const to = at(waiter);
+void opencl_streams::order_behind(cl_command_queue from, cl_command_queue to) {
   cl_event e = nullptr;
   CUBERT_CL(clEnqueueMarkerWithWaitList, from, 0, nullptr, &e);
   event_ptr const marker(e);
   // Submitted now: a queue waiting on a marker its own queue never sent could wait for ever.
   CUBERT_CL(clFlush, from);
   CUBERT_CL(clEnqueueBarrierWithWaitList, to, 1, &e, nullptr);
+}
+
+void opencl_streams::wait_for(streams::stream_index waiter, streams::stream_index producer) {
+  auto* const from = at(producer);
+  order_behind(from, at(waiter));
 }
 
 void opencl_streams::flush_all() {

@@ -47,13 +47,17 @@ class opencl_streams final : public streams::stream_waits {
 
  private:
   [[nodiscard]] cl_command_queue make_queue(streams::stream_index s, bool profiling);
+  /// A marker on `from` (flushed) that a barrier on `to` waits for. @throws device_error.
+  static void order_behind(cl_command_queue from, cl_command_queue to);
 
   cl_context context_;
   cl_device_id device_;
   std::vector<cl_command_queue> queues_;  // Each stream's current queue; nullptr until made.
   std::vector<bool> timed_;               // Whether queues_[s] has profiling.
-  // Queues streams left for their profiling queues: nothing is enqueued on them after the
-  // marker their successor waits for, so finishing the current queues finishes them too.
+  // Queues streams left for their profiling queues: no stream work goes to them after the
+  // marker their successor waits for, so finishing the current queues finishes that work too.
+  // (The staging's maps and unmaps may still use queue 0's first queue: they hold their own
+  // reference to it and order nothing.)
   std::vector<cl_command_queue> retired_;
 };
 
